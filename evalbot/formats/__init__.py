@@ -1,0 +1,1 @@
+"""Pydantic models of the file formats evalbot reads and writes."""
