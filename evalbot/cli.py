@@ -1,0 +1,105 @@
+"""Command line: ``evalbot run`` (and later ``baseline`` / ``compare``); the edge that reads argv and env."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from evalbot import __version__
+from evalbot.app import evaluate
+from evalbot.console import render_text
+from evalbot.criteria.base import BuildContext
+from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, EvalbotError
+from evalbot.results import Report
+
+log = logging.getLogger("evalbot")
+
+
+def add_eval_args(parser: argparse.ArgumentParser) -> None:
+    """Arguments shared by every command that evaluates."""
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="eval set files, directories or glob patterns")
+    parser.add_argument(
+        "--actuals", action="append", default=[], metavar="FILE",
+        help="recorded agent runs: ADK *.evalset_result.json, {eval_id: [invocations]} JSON, or a Vertex dataset "
+        "(repeatable)",
+    )
+    parser.add_argument("--config", metavar="FILE", help="test_config.json for every eval set (default: the one "
+                        "beside each eval set, else ADK's default criteria)")
+    parser.add_argument("--judge-concurrency", type=int, default=16, metavar="N", help="judge calls in flight")
+    parser.add_argument("--judge-cache", metavar="DIR", help="judge answer cache (default: $EVALBOT_JUDGE_CACHE)")
+    parser.add_argument("--judge-replay", action="store_true", help="answer judges only from the cache")
+    parser.add_argument("--judge-timeout", type=float, default=120.0, metavar="S", help="per judge call timeout")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``evalbot`` argument parser."""
+    parser = argparse.ArgumentParser(prog="evalbot", description="Evaluate LLM agents with ADK-compatible criteria.")
+    parser.add_argument("--version", action="version", version=f"evalbot {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="score eval sets and print a summary")
+    add_eval_args(run)
+    run.add_argument("--report", metavar="OUT.json", help="write the JSON report here")
+    return parser
+
+
+def judge_context(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[BuildContext, list[str]]:
+    """Build the judge from the environment (if the judge package is available) for judged criteria."""
+    try:
+        from evalbot.judges.factory import judge_from_environ
+    except ImportError:
+        return BuildContext(judge_unavailable_reason="no judge backend installed"), []
+    cache = args.judge_cache or env.get("EVALBOT_JUDGE_CACHE") or None
+    judge, notice = judge_from_environ(
+        env,
+        cache_dir=Path(cache) if cache else None,
+        replay=args.judge_replay,
+        concurrency=args.judge_concurrency,
+        timeout=args.judge_timeout,
+    )
+    return BuildContext(judge=judge, judge_unavailable_reason=notice), [notice] if notice else []
+
+
+def exit_code(report: Report) -> int:
+    """0 all passed · 1 some case failed · 2 some input could not be used (results of the rest still reported)."""
+    if report.errors or report.totals.error or any(es.errors for es in report.eval_sets):
+        return EXIT_INVALID_INPUT
+    return EXIT_FAILED if report.totals.failed else EXIT_OK
+
+
+def write_report(report: Report, path: str) -> None:
+    """Write the JSON report (UTF-8, indented, stable key order of the model)."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``evalbot run``."""
+    ctx, notices = judge_context(args, env)
+    report = evaluate(args.paths, actuals=args.actuals, config=args.config, ctx=ctx, notices=notices)
+    if args.report:
+        write_report(report, args.report)
+    print(render_text(report))
+    return exit_code(report)
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    """Entry point of the ``evalbot`` console script."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    environ = os.environ if env is None else env
+    commands = {"run": cmd_run}
+    try:
+        return commands[args.command](args, environ)
+    except EvalbotError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Plain-text rendering of a report for the terminal: a table per eval set, then failing cases."""
+
+from __future__ import annotations
+
+from evalbot.results import Report
+
+_MARK = {"passed": "PASS", "failed": "FAIL", "not_evaluated": "N/E", "error": "ERROR", "informational": "info"}
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def render_text(report: Report, *, max_failures: int = 50) -> str:
+    """A compact summary: eval set × criterion (mean, std, counts), then each failing or erroring case."""
+    lines: list[str] = []
+    for problem in report.errors:
+        where = f"{problem.path}:{problem.pointer}" if problem.pointer else problem.path
+        lines.append(f"ERROR {where}: {problem.message}")
+    for es in report.eval_sets:
+        lines.append("")
+        lines.append(f"{_MARK[es.status]:5} {es.eval_set_id}  ({es.path}, {len(es.cases)} case(s))")
+        for err in es.errors:
+            lines.append(f"      ERROR {err.path}:{err.pointer or ''} {err.message}")
+        if es.metrics:
+            lines.append(f"      {'criterion':38} {'threshold':>9} {'mean':>7} {'std':>7}  pass fail  n/e  err")
+        for name, m in es.metrics.items():
+            if m.informational and not (m.passed or m.failed):
+                lines.append(f"      {name:38} {'':>9} {_fmt(m.mean):>7} {_fmt(m.std):>7}  (informational)")
+                continue
+            lines.append(
+                f"      {name:38} {_fmt(m.threshold):>9} {_fmt(m.mean):>7} {_fmt(m.std):>7}"
+                f"  {m.passed:4} {m.failed:4} {m.not_evaluated:4} {m.error:4}"
+            )
+    shown = 0
+    bad = [(es, c) for es in report.eval_sets for c in es.cases if c.status in ("failed", "error")]
+    if bad:
+        lines.append("")
+        lines.append("Failing cases:")
+    for es, case in bad[:max_failures]:
+        shown += 1
+        reasons = [case.reason] if case.reason else []
+        for name, result in case.metrics.items():
+            if result.status == "failed":
+                reasons.append(f"{name} {_fmt(result.score)} < {_fmt(result.threshold)}")
+        lines.append(f"  {_MARK[case.status]:5} {es.eval_set_id} / {case.eval_id}: " + "; ".join(reasons))
+    if len(bad) > shown:
+        lines.append(f"  … and {len(bad) - shown} more (see the JSON report)")
+    for notice in report.notices:
+        lines.append(f"NOTE {notice}")
+    t = report.totals
+    lines.append("")
+    lines.append(
+        f"{t.cases} case(s): {t.passed} passed, {t.failed} failed, {t.not_evaluated} not evaluated, {t.error} error(s)"
+    )
+    return "\n".join(lines).lstrip("\n")

@@ -1,0 +1,89 @@
+"""The registry of criteria by name, and building the configured criteria of an eval set."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from evalbot.criteria import response_match, tool_trajectory
+from evalbot.criteria.base import BuildContext, CaseInput, Criterion, CriterionFactory
+from evalbot.errors import ConfigError
+from evalbot.formats.config import CriterionSpec, EvalConfig
+from evalbot.results import CriterionInfo, MetricResult
+
+CRITERIA: dict[str, CriterionFactory] = {
+    "tool_trajectory_avg_score": tool_trajectory.build,
+    "response_match_score": response_match.build,
+}
+"""Criteria with a threshold, by the name used in ``test_config.json``."""
+
+INFORMATIONAL: dict[str, CriterionFactory] = {}
+"""Efficiency metrics ADK always adds; they never affect a verdict and take no threshold."""
+
+JUDGED: set[str] = set()
+"""Names of criteria that call an LLM judge (filled in by the judged criteria's registration)."""
+
+
+@dataclass(frozen=True)
+class BrokenCriterion:
+    """A configured criterion that cannot run: every case gets an ``error`` on it, with the reason."""
+
+    name: str
+    threshold: float | None
+    reason: str
+
+    def evaluate(self, case: CaseInput) -> MetricResult:
+        """Report the configuration problem on this case."""
+        return MetricResult(score=None, status="error", threshold=self.threshold, reason=self.reason)
+
+
+def fingerprint(spec: CriterionSpec) -> str:
+    """Stable hash of a criterion's name, threshold and options (for baseline comparison)."""
+    blob = json.dumps([spec.name, spec.threshold, spec.options], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _build_one(spec: CriterionSpec, ctx: BuildContext) -> Criterion:
+    where = f" ({spec.source})"
+    if spec.error:
+        return BrokenCriterion(spec.name, spec.threshold, spec.error + where)
+    if spec.name in INFORMATIONAL:
+        return BrokenCriterion(
+            spec.name, spec.threshold, f"{spec.name} is informational and always reported; remove it from criteria"
+        )
+    factory = CRITERIA.get(spec.name)
+    if factory is None:
+        known = ", ".join(sorted(CRITERIA))
+        return BrokenCriterion(spec.name, spec.threshold, f"unknown criterion {spec.name!r}{where}; known: {known}")
+    try:
+        return factory(spec, ctx)
+    except ConfigError as exc:
+        return BrokenCriterion(spec.name, spec.threshold, f"{exc}{where}")
+
+
+def build_criteria(config: EvalConfig, ctx: BuildContext) -> tuple[list[Criterion], list[CriterionInfo]]:
+    """The configured criteria followed by the informational ones, and a description of each for the report."""
+    built: list[Criterion] = []
+    infos: list[CriterionInfo] = []
+    for spec in config.criteria:
+        criterion = _build_one(spec, ctx)
+        built.append(criterion)
+        error = criterion.reason if isinstance(criterion, BrokenCriterion) else None
+        infos.append(
+            CriterionInfo(
+                name=spec.name,
+                threshold=spec.threshold,
+                options=spec.options,
+                judged=spec.name in JUDGED,
+                fingerprint=fingerprint(spec),
+                error=error,
+            )
+        )
+    configured = {spec.name for spec in config.criteria}
+    for name, factory in INFORMATIONAL.items():
+        if name not in configured:
+            spec = CriterionSpec(name, None)
+            built.append(factory(spec, ctx))
+            infos.append(CriterionInfo(name=name, fingerprint=fingerprint(spec)))
+    return built, infos

@@ -1,0 +1,144 @@
+"""The Criterion protocol, what a criterion sees of a case, and helpers shared by criteria."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.alias_generators import to_camel
+
+from evalbot.errors import ConfigError
+from evalbot.formats.adk import ConversationScenario, EvalCase, Invocation
+from evalbot.formats.config import CriterionSpec
+from evalbot.results import InvocationScore, MetricResult, clean_score, mean, threshold_status
+
+
+@dataclass(frozen=True)
+class CaseInput:
+    """One case ready to score: the expected conversation (if any) and the agent's actual invocations."""
+
+    eval_set_id: str
+    case: EvalCase
+    actual: Sequence[Invocation]
+
+    @property
+    def expected(self) -> Sequence[Invocation] | None:
+        """The expected invocations, or None for scenario cases."""
+        return self.case.conversation
+
+    @property
+    def scenario(self) -> ConversationScenario | None:
+        """The conversation scenario of a simulated-user case."""
+        return self.case.conversation_scenario
+
+
+class Criterion(Protocol):
+    """Scores one case.  Deterministic criteria return a result; judged ones return an awaitable."""
+
+    @property
+    def name(self) -> str:
+        """The criterion's name in the config and the report."""
+        ...
+
+    @property
+    def threshold(self) -> float | None:
+        """Pass when ``score >= threshold``; None for informational metrics."""
+        ...
+
+    def evaluate(self, case: CaseInput) -> MetricResult | Awaitable[MetricResult]:
+        """Score the case."""
+        ...
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What a criterion factory may need besides its spec: the judge and run-wide settings."""
+
+    judge: Any = None
+    """The Judge (see evalbot.judges.base), or None when no judge is configured."""
+    judge_unavailable_reason: str | None = None
+    user_simulator: dict[str, Any] | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+CriterionFactory = Callable[[CriterionSpec, BuildContext], Criterion]
+
+
+class Options(BaseModel):
+    """Base for criterion options: camelCase or snake_case keys, unknown keys rejected."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+OptionsT = TypeVar("OptionsT", bound=Options)
+
+
+def parse_options(model: type[OptionsT], spec: CriterionSpec) -> OptionsT:
+    """Validate a spec's options into ``model``; an invalid option raises ConfigError naming the option."""
+    try:
+        return model.model_validate(spec.options)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(options)'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid options for {spec.name}: {problems}") from None
+
+
+def need_expected(case: CaseInput, name: str) -> Sequence[Invocation]:
+    """The expected conversation, or ValueError for scenario cases (this criterion needs a reference)."""
+    if case.expected is None:
+        raise ValueError(f"{name} needs an expected conversation; this case is a conversation scenario")
+    return case.expected
+
+
+def from_invocation_scores(
+    scores: Sequence[InvocationScore], threshold: float | None, *, details: dict[str, Any] | None = None
+) -> MetricResult:
+    """Case result as ADK computes it: the mean of per-invocation scores compared with the threshold."""
+    overall = clean_score(mean(s.score for s in scores))
+    reason = None if scores else "the case has no invocations to score"
+    return MetricResult(
+        score=overall,
+        status=threshold_status(overall, threshold),
+        threshold=threshold,
+        per_invocation=list(scores),
+        reason=reason,
+        details=details,
+    )
+
+
+def score_invocation(
+    score: float | None,
+    threshold: float | None,
+    invocation: Invocation,
+    *,
+    reason: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> InvocationScore:
+    """A per-invocation verdict with the same threshold rule as the case."""
+    value = clean_score(score)
+    return InvocationScore(
+        invocation_id=invocation.invocation_id or None,
+        score=value,
+        status=threshold_status(value, threshold),
+        reason=reason,
+        details=details,
+    )
+
+
+def not_evaluated(threshold: float | None, reason: str, count: int = 0) -> MetricResult:
+    """A criterion that could not score the case, with the reason (never a silent 0 or pass)."""
+    return MetricResult(
+        score=None,
+        status="not_evaluated",
+        threshold=threshold,
+        reason=reason,
+        per_invocation=[InvocationScore(status="not_evaluated", reason=reason) for _ in range(count)],
+    )
+
+
+def build_error(message: str) -> ConfigError:
+    """Shorthand used by factories."""
+    return ConfigError(message)

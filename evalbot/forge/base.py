@@ -1,0 +1,93 @@
+"""The Forge protocol: what evalbot asks of a code host, with typed errors and a retry policy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from evalbot.errors import EvalbotError
+
+COMMENT_MAX_CHARS = 65_536
+"""GitHub rejects issue comments longer than this with 422 (the OpenAPI description does not say so)."""
+
+
+class ForgeError(EvalbotError):
+    """A call to the code host failed; ``operation`` names what was attempted."""
+
+    def __init__(self, operation: str, message: str, *, status: int | None = None) -> None:
+        self.operation = operation
+        self.status = status
+        self.message = message
+        super().__init__(f"{operation}: {message}" + (f" (HTTP {status})" if status else ""))
+
+
+class ForgeForbidden(ForgeError):
+    """The token may not do this, e.g. the read-only GITHUB_TOKEN of a pull request from a fork."""
+
+
+class ForgeUnavailable(ForgeError):
+    """The host kept failing (5xx, rate limits, network) after every retry."""
+
+
+class ForgeConflict(ForgeError):
+    """A write lost a race with another writer (stale sha) even after re-reading."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard to retry: GitHub asks for at least a minute's wait after a secondary rate limit."""
+
+    attempts: int = 5
+    """Retries after the first try, for 5xx and rate-limit answers."""
+    backoff_s: float = 1.0
+    """Exponential backoff factor (seconds) between retries of 5xx answers."""
+    secondary_rate_wait_s: float = 60.0
+    """Wait after a secondary rate limit answer without ``Retry-After``."""
+    max_wait_s: float = 300.0
+    """Give up instead of waiting longer than this for a rate limit to reset."""
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to sleep before retry number ``attempt`` (1-based) when the host gave no hint."""
+        return float(self.backoff_s * (2 ** (attempt - 1)))
+
+
+@dataclass(frozen=True)
+class CommentRef:
+    """Where the sticky comment ended up and what was done to it."""
+
+    id: int
+    url: str
+    action: Literal["created", "edited", "unchanged"]
+    removed_duplicates: int = 0
+    """Later copies of the marked comment (from retries or concurrent runs) that were deleted."""
+
+
+class Forge(Protocol):
+    """Everything evalbot needs from GitHub; ``evalbot.forge.pygithub.PyGithubForge`` implements it."""
+
+    def read_file(self, path: str, *, ref: str) -> str | None:
+        """Text of ``path`` at commit/branch ``ref``, or None when it does not exist there."""
+        ...
+
+    def upsert_comment(self, *, number: int, marker: str, body: str) -> CommentRef:
+        """Create or edit in place the one comment on PR ``number`` carrying ``marker``."""
+        ...
+
+    def commit_file(self, *, path: str, content: str, branch: str, message: str) -> str | None:
+        """Commit ``content`` to ``path`` on ``branch``; the new commit sha, or None if unchanged."""
+        ...
+
+    def find_pr_by_head_sha(self, head_sha: str, *, head_label: str | None = None) -> int | None:
+        """Number of the open PR whose head is ``head_sha`` (``head_label`` = "owner:branch" narrows it)."""
+        ...
+
+    def download_artifact(self, *, run_id: int, name: str, max_bytes: int) -> dict[str, bytes]:
+        """Files inside workflow run ``run_id``'s artifact ``name``, read in memory, size-capped."""
+        ...
+
+
+def with_marker(marker: str, body: str) -> str:
+    """``body`` with the hidden marker on its first line (added only if missing)."""
+    if not marker.startswith("<!--") or not marker.endswith("-->"):
+        raise ValueError(f"comment marker must be an HTML comment, got {marker!r}")
+    return body if marker in body else f"{marker}\n{body}"

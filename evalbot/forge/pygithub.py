@@ -1,0 +1,330 @@
+"""PyGithubForge: the Forge protocol over GitHub's REST API, the only module that imports PyGithub."""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import requests
+from github import Auth, Github, GithubException, GithubRetry, UnknownObjectException
+from github.Artifact import Artifact
+from github.ContentFile import ContentFile
+from github.IssueComment import IssueComment
+from github.PaginatedList import PaginatedList
+from urllib3.util.retry import Retry
+
+from evalbot.forge.base import (
+    COMMENT_MAX_CHARS,
+    CommentRef,
+    ForgeConflict,
+    ForgeError,
+    ForgeForbidden,
+    ForgeUnavailable,
+    RetryPolicy,
+    with_marker,
+)
+
+log = logging.getLogger(__name__)
+
+ACTIONS_BOT = "github-actions[bot]"
+"""Author of comments made with the workflow's GITHUB_TOKEN (which may not call GET /user)."""
+RAW = "application/vnd.github.raw+json"
+"""Media type that makes the contents API return a file's bytes; needed for files over 1 MB."""
+MAX_PR_SCAN = 300
+"""Open PRs examined when looking for a head sha without an owner:branch hint."""
+
+T = TypeVar("T")
+
+
+def _is_rate_limit(exc: GithubException) -> bool:
+    """True for 403/429 answers that are rate limits rather than missing permissions."""
+    message = str(exc.data.get("message", "")) if isinstance(exc.data, dict) else str(exc.data)
+    headers = exc.headers or {}
+    return exc.status == 429 or (
+        exc.status == 403 and ("rate limit" in message.lower() or "retry-after" in {h.lower() for h in headers})
+    )
+
+
+def _retry_after(exc: GithubException) -> float | None:
+    """The server's Retry-After hint in seconds, if any."""
+    for key, value in (exc.headers or {}).items():
+        if key.lower() == "retry-after" and str(value).strip().isdigit():
+            return float(value)
+    return None
+
+
+def _translate(operation: str, exc: Exception) -> ForgeError:
+    """Map PyGithub/requests failures onto evalbot's typed forge errors."""
+    if isinstance(exc, GithubException):
+        message = exc.data.get("message", str(exc)) if isinstance(exc.data, dict) else str(exc.data)
+        if exc.status in (401, 403) and not _is_rate_limit(exc):
+            return ForgeForbidden(operation, f"token not allowed: {message}", status=exc.status)
+        if exc.status >= 500 or _is_rate_limit(exc):
+            return ForgeUnavailable(operation, f"GitHub kept failing: {message}", status=exc.status)
+        if exc.status == 409:
+            return ForgeConflict(operation, str(message), status=409)
+        return ForgeError(operation, str(message), status=exc.status)
+    if isinstance(exc, requests.HTTPError) and exc.response is not None:
+        return ForgeUnavailable(operation, str(exc), status=exc.response.status_code)
+    return ForgeUnavailable(operation, f"{type(exc).__name__}: {exc}")
+
+
+class PyGithubForge:
+    """Talks to github.com or a GitHub Enterprise ``api_url`` for one repository ("owner/name")."""
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        repository: str,
+        api_url: str = "https://api.github.com",
+        bot_login: str | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        timeout_s: float = 30.0,
+        seconds_between_writes: float | None = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._policy = retry
+        self._sleep = sleep
+        self._bot_login = bot_login
+        # POST is left out on purpose: a lost POST response would duplicate the comment, so
+        # upsert_comment retries it itself after re-listing. PATCH/PUT/DELETE are safe to repeat.
+        urllib3_retry = GithubRetry(
+            total=retry.attempts,
+            backoff_factor=retry.backoff_s,
+            secondary_rate_wait=retry.secondary_rate_wait_s,
+            max_rate_limit_wait=retry.max_wait_s,
+            allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"GET", "PATCH"},
+        )
+        self._gh = Github(
+            auth=Auth.Token(token),
+            base_url=api_url.rstrip("/"),
+            per_page=100,
+            timeout=int(timeout_s),
+            retry=urllib3_retry,
+            seconds_between_requests=None,
+            seconds_between_writes=seconds_between_writes,
+        )
+        self._repo = self._gh.get_repo(repository, lazy=True)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _call(self, operation: str, fn: Callable[[], T]) -> T:
+        """Run one PyGithub call, translating its failures."""
+        try:
+            return fn()
+        except ForgeError:
+            raise
+        except (GithubException, requests.RequestException) as exc:
+            raise _translate(operation, exc) from exc
+
+    def bot_login(self) -> str:
+        """Login whose comments we own: GET /user, else the Actions bot (GITHUB_TOKEN may not ask)."""
+        if self._bot_login is None:
+            try:
+                self._bot_login = self._gh.get_user().login
+            except GithubException as exc:
+                if exc.status not in (401, 403):
+                    raise _translate("identify the token's user", exc) from exc
+                self._bot_login = ACTIONS_BOT
+        return self._bot_login
+
+    def _get_file(self, path: str, ref: str) -> tuple[str, str] | None:
+        """(text, blob sha) of ``path`` at ``ref``; the raw media type for files the JSON omits."""
+        operation = f"read {path} at {ref}"
+        try:
+            found = self._repo.get_contents(path, ref=ref)
+        except UnknownObjectException:
+            return None
+        except (GithubException, requests.RequestException) as exc:
+            raise _translate(operation, exc) from exc
+        if not isinstance(found, ContentFile) or found.type != "file":
+            raise ForgeError(operation, "not a file (a directory, symlink or submodule); point it at a file")
+        if found.encoding == "base64":
+            return found.decoded_content.decode("utf-8"), found.sha
+        # Files of 1-100 MB come back with encoding "none" and empty content: ask for the bytes.
+        status, _, text = self._call(
+            operation,
+            lambda: self._gh.requester.requestJson(
+                "GET", f"{self._repo.url}/contents/{quote(path)}", parameters={"ref": ref}, headers={"Accept": RAW}
+            ),
+        )
+        if status != 200:
+            raise ForgeError(operation, "raw download failed", status=status)
+        return text, found.sha
+
+    def _marked(self, number: int, marker: str) -> list[IssueComment]:
+        """Comments on ``number`` carrying ``marker`` and written by us, oldest first, all pages."""
+        me = self.bot_login()
+        comments = self._call(f"list comments on #{number}", lambda: list(self._issue(number).get_comments()))
+        mine = [c for c in comments if marker in (c.body or "") and c.user is not None and c.user.login == me]
+        return sorted(mine, key=lambda c: c.id)
+
+    def _issue(self, number: int) -> Any:
+        return self._repo.get_issue(number)
+
+    # -- Forge protocol ------------------------------------------------------------------------
+
+    def read_file(self, path: str, *, ref: str) -> str | None:
+        """Text of ``path`` at ``ref`` through the contents API, or None if absent there."""
+        found = self._get_file(path, ref)
+        return None if found is None else found[0]
+
+    def upsert_comment(self, *, number: int, marker: str, body: str) -> CommentRef:
+        """Edit our marked comment in place, or create it; never leave two behind."""
+        body = with_marker(marker, body)
+        if len(body) > COMMENT_MAX_CHARS:
+            raise ForgeError(f"comment on #{number}", f"body has {len(body)} characters, GitHub allows 65536")
+        existing = self._marked(number, marker)
+        if existing:
+            keep, action = existing[0], "unchanged"
+            if keep.body != body:
+                self._call(f"edit comment {keep.id}", lambda: keep.edit(body))
+                action = "edited"
+            removed = self._delete(existing[1:])
+            return CommentRef(id=keep.id, url=keep.html_url, action=action, removed_duplicates=removed)
+        created = self._create(number, marker, body)
+        # Another run may have created its own copy meanwhile: keep the oldest, delete the rest.
+        marked = self._marked(number, marker) or [created]
+        keep = marked[0]
+        removed = self._delete([c for c in marked[1:]])
+        action = "created"
+        if keep.id != created.id and keep.body != body:
+            self._call(f"edit comment {keep.id}", lambda: keep.edit(body))
+            action = "edited"
+        return CommentRef(id=keep.id, url=keep.html_url, action=action, removed_duplicates=removed)
+
+    def _create(self, number: int, marker: str, body: str) -> IssueComment:
+        """POST the comment; on 5xx/rate limits re-list before trying again (POST is not idempotent)."""
+        operation = f"comment on #{number}"
+        for attempt in range(self._policy.attempts + 1):
+            try:
+                return self._issue(number).create_comment(body)  # type: ignore[no-any-return]
+            except (GithubException, requests.RequestException) as exc:
+                error = _translate(operation, exc)
+                if not isinstance(error, ForgeUnavailable) or attempt == self._policy.attempts:
+                    raise error from exc
+                hint = _retry_after(exc) if isinstance(exc, GithubException) else None
+                if hint is None and isinstance(exc, GithubException) and _is_rate_limit(exc):
+                    hint = self._policy.secondary_rate_wait_s
+                wait = hint if hint is not None else self._policy.delay(attempt + 1)
+                if wait > self._policy.max_wait_s:
+                    raise error from exc
+                log.warning("%s failed (%s); retrying in %.1fs", operation, error, wait)
+                self._sleep(wait)
+            landed = self._marked(number, marker)
+            if landed:
+                return landed[0]
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _delete(self, duplicates: list[IssueComment]) -> int:
+        """Delete our later copies; one already deleted by a concurrent run counts as done."""
+        removed = 0
+        for dup in duplicates:
+            try:
+                dup.delete()
+                removed += 1
+            except UnknownObjectException:
+                continue
+            except (GithubException, requests.RequestException) as exc:
+                raise _translate(f"delete duplicate comment {dup.id}", exc) from exc
+        return removed
+
+    def commit_file(self, *, path: str, content: str, branch: str, message: str) -> str | None:
+        """Create or update ``path`` on ``branch`` through the contents API; None when unchanged."""
+        operation = f"commit {path} to {branch}"
+        for attempt in range(2):
+            current = self._get_file(path, branch)
+            if current is not None and current[0] == content:
+                return None
+            try:
+                if current is None:
+                    result = self._repo.create_file(path, message, content, branch=branch)
+                else:
+                    result = self._repo.update_file(path, message, content, current[1], branch=branch)
+                return str(result["commit"].sha)
+            except GithubException as exc:
+                # 409: stale sha; 422: created meanwhile. Re-read once and try again.
+                if exc.status in (409, 422) and attempt == 0:
+                    continue
+                raise _translate(operation, exc) from exc
+            except requests.RequestException as exc:
+                raise _translate(operation, exc) from exc
+        raise ForgeConflict(operation, "another writer kept changing the file; rerun the job")
+
+    def find_pr_by_head_sha(self, head_sha: str, *, head_label: str | None = None) -> int | None:
+        """Open PR whose head commit is ``head_sha`` (never trust a PR number from an artifact)."""
+
+        def scan() -> int | None:
+            pulls = (
+                self._repo.get_pulls(state="open", head=head_label)
+                if head_label
+                else self._repo.get_pulls(state="open")
+            )
+            for index, pr in enumerate(pulls):
+                if pr.head.sha == head_sha:
+                    return int(pr.number)
+                if index + 1 >= MAX_PR_SCAN:
+                    break
+            return None
+
+        return self._call(f"find the PR of {head_sha[:12]}", scan)
+
+    def download_artifact(self, *, run_id: int, name: str, max_bytes: int) -> dict[str, bytes]:
+        """Files of artifact ``name`` from run ``run_id``, unzipped in memory (no paths touch disk)."""
+        operation = f"download artifact {name!r} of run {run_id}"
+        artifacts: PaginatedList[Artifact] = PaginatedList(
+            Artifact,
+            self._gh.requester,
+            f"{self._repo.url}/actions/runs/{run_id}/artifacts",
+            {"name": name},
+            list_item="artifacts",
+        )
+        matches = self._call(operation, lambda: [a for a in artifacts if a.name == name and not a.expired])
+        if not matches:
+            raise ForgeError(operation, "no such unexpired artifact; did the first workflow upload it?")
+        if matches[-1].size_in_bytes > max_bytes:
+            raise ForgeError(operation, f"artifact is {matches[-1].size_in_bytes} bytes, limit {max_bytes}")
+        url = matches[-1].archive_download_url
+        data = self._call(operation, lambda: self._read_capped(url, max_bytes, operation))
+        return _unzip(data, max_bytes, operation)
+
+    def _read_capped(self, url: str, max_bytes: int, operation: str) -> bytes:
+        """GET a (redirected) download; PyGithub drops the token when the redirect leaves the host."""
+        _, _, chunks = self._gh.requester.getStream(url, chunk_size=65_536)
+        return _cap(chunks, max_bytes, operation)
+
+
+def _cap(chunks: Iterator[bytes], max_bytes: int, operation: str) -> bytes:
+    """Join ``chunks`` but stop with an error past ``max_bytes``."""
+    buf = bytearray()
+    for chunk in chunks:
+        buf.extend(chunk)
+        if len(buf) > max_bytes:
+            raise ForgeError(operation, f"download exceeds {max_bytes} bytes")
+    return bytes(buf)
+
+
+def _unzip(data: bytes, max_bytes: int, operation: str) -> dict[str, bytes]:
+    """Members of a zip archive as bytes, refusing odd names and zip bombs."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile as exc:
+        raise ForgeError(operation, "artifact is not a zip archive") from exc
+    files: dict[str, bytes] = {}
+    total = 0
+    for info in archive.infolist():
+        if info.is_dir():
+            continue
+        if info.filename.startswith("/") or ".." in info.filename.split("/"):
+            raise ForgeError(operation, f"artifact member {info.filename!r} has an unsafe path")
+        total += info.file_size
+        if total > max_bytes:
+            raise ForgeError(operation, f"artifact unpacks to more than {max_bytes} bytes")
+        files[info.filename] = archive.read(info)
+    return files

@@ -1,0 +1,116 @@
+"""``test_config.json`` (ADK's EvalConfig): criteria with thresholds and options, simulator and custom metrics.
+
+Each criterion is kept as a :class:`CriterionSpec` whose problems are recorded on the spec itself, so one bad
+criterion never hides the others (ADK silently skips such a criterion; evalbot reports it as an error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic.alias_generators import to_snake
+
+from evalbot.errors import InputError, json_pointer
+
+DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
+"""ADK's criteria when an eval set has no ``test_config.json``."""
+
+
+@dataclass(frozen=True)
+class CriterionSpec:
+    """One configured criterion before it is built: its name, threshold and remaining options."""
+
+    name: str
+    threshold: float | None
+    options: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    """Why the criterion cannot be used, or None."""
+    source: str = "<default>"
+    """File and JSON pointer the criterion came from, for error messages."""
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """A parsed evaluation config."""
+
+    criteria: tuple[CriterionSpec, ...]
+    path: str | None = None
+    user_simulator: dict[str, Any] | None = None
+    custom_metrics: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+    """evalbot's own settings under the ``evalbot`` key (comment template, tolerances...)."""
+
+
+def snake_keys(value: Any) -> Any:
+    """Recursively convert camelCase mapping keys to snake_case (ADK accepts both spellings)."""
+    if isinstance(value, dict):
+        return {to_snake(k) if isinstance(k, str) else k: snake_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [snake_keys(v) for v in value]
+    return value
+
+
+def _threshold(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"threshold must be a number, got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise ValueError(f"threshold must be a number between 0 and 1, got {value!r}")
+
+
+def parse_criterion(name: str, value: Any, source: str) -> CriterionSpec:
+    """One ``criteria`` entry: a bare threshold number or an object with ``threshold`` and options."""
+    if isinstance(value, dict):
+        options = snake_keys(value)
+        if "threshold" not in options:
+            return CriterionSpec(name, None, options, "criterion object needs a 'threshold' key", source)
+        raw = options.pop("threshold")
+        if raw is None:
+            return CriterionSpec(name, None, options, None, source)
+    else:
+        options, raw = {}, value
+    try:
+        return CriterionSpec(name, _threshold(raw), options, None, source)
+    except ValueError as exc:
+        return CriterionSpec(name, None, options, str(exc), source)
+
+
+def parse_config(data: Any, path: str | None) -> EvalConfig:
+    """Build an EvalConfig from decoded JSON; file-level problems raise InputError naming the pointer."""
+    where = path or "<config>"
+    if not isinstance(data, dict):
+        raise InputError(where, "", f"expected a JSON object with a 'criteria' key, got {type(data).__name__}")
+    criteria_raw = data.get("criteria", DEFAULT_CRITERIA)
+    if not isinstance(criteria_raw, dict):
+        raise InputError(where, "/criteria", "expected an object mapping criterion names to thresholds")
+    specs = tuple(
+        parse_criterion(name, value, f"{where}:{json_pointer(['criteria', name])}")
+        for name, value in criteria_raw.items()
+    )
+    sim = data.get("user_simulator_config", data.get("userSimulatorConfig"))
+    if sim is not None and not isinstance(sim, dict):
+        raise InputError(where, "/user_simulator_config", "expected an object")
+    custom = data.get("custom_metrics", data.get("customMetrics")) or {}
+    if not isinstance(custom, dict):
+        raise InputError(where, "/custom_metrics", "expected an object mapping metric names to definitions")
+    extras = data.get("evalbot") or {}
+    if not isinstance(extras, dict):
+        raise InputError(where, "/evalbot", "expected an object of evalbot settings")
+    return EvalConfig(
+        criteria=specs,
+        path=path,
+        user_simulator=snake_keys(sim) if sim is not None else None,
+        custom_metrics=snake_keys(custom),
+        extras=extras,
+    )
+
+
+def default_config() -> EvalConfig:
+    """ADK's default criteria, used when an eval set has no config."""
+    return parse_config({"criteria": DEFAULT_CRITERIA}, None)

@@ -1,0 +1,104 @@
+"""ADK's two legacy ``*.test.json`` shapes, converted to EvalCases.
+
+1. A list of turns (``query``, ``expected_tool_use``, ``reference``...): one file is one case whose eval_id is
+   the file path, as ADK's AgentEvaluator names it.
+2. A list of ``{name, data: [turns], initial_session}``: one case per item, named by ``name``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalbot.errors import InputError, json_pointer
+from evalbot.formats.adk import EvalCase
+from evalbot.jsonio import validate
+
+if TYPE_CHECKING:
+    from evalbot.load import LoadedCase
+
+
+def _turn_to_invocation(turn: Any, index: int, path: Path, base: list[str | int]) -> dict[str, Any]:
+    where = [*base, index]
+    if not isinstance(turn, dict):
+        raise InputError(path, json_pointer(where), "expected a turn object with 'query'")
+    query = turn.get("query")
+    if not isinstance(query, str):
+        raise InputError(path, json_pointer([*where, "query"]), "required: the user's message as a string")
+    uses = turn.get("expected_tool_use", [])
+    if not isinstance(uses, list):
+        raise InputError(path, json_pointer([*where, "expected_tool_use"]), "expected a list of tool uses")
+    calls = []
+    for j, use in enumerate(uses):
+        at = [*where, "expected_tool_use", j]
+        if not isinstance(use, dict) or not isinstance(use.get("tool_name"), str):
+            raise InputError(path, json_pointer([*at, "tool_name"]), "required: the tool's name as a string")
+        if "tool_input" not in use:
+            raise InputError(
+                path, json_pointer([*at, "tool_input"]), "required: the tool's arguments (use {} for none)"
+            )
+        calls.append({"name": use["tool_name"], "args": use["tool_input"]})
+    reference = turn.get("reference")
+    if reference is not None and not isinstance(reference, str):
+        raise InputError(path, json_pointer([*where, "reference"]), "expected the reference response as a string")
+    intermediate = []
+    for j, resp in enumerate(turn.get("expected_intermediate_agent_responses") or []):
+        if not isinstance(resp, dict):
+            pointer = json_pointer([*where, "expected_intermediate_agent_responses", j])
+            raise InputError(path, pointer, "expected {author, text}")
+        intermediate.append([str(resp.get("author", "")), [{"text": str(resp.get("text", ""))}]])
+    return {
+        "invocation_id": f"turn-{index + 1}",
+        "user_content": {"role": "user", "parts": [{"text": query}]},
+        "final_response": {"role": "model", "parts": [{"text": reference or ""}]},
+        "intermediate_data": {"tool_uses": calls, "intermediate_responses": intermediate},
+    }
+
+
+def _case(eval_id: str, turns: Any, session: Any, path: Path, base: list[str | int]) -> EvalCase:
+    if not isinstance(turns, list):
+        raise InputError(path, json_pointer(base), "expected a list of turns")
+    raw: dict[str, Any] = {
+        "eval_id": eval_id,
+        "conversation": [_turn_to_invocation(t, i, path, base) for i, t in enumerate(turns)],
+    }
+    if isinstance(session, dict) and session:
+        raw["session_input"] = {
+            "app_name": session.get("app_name", ""),
+            "user_id": session.get("user_id", ""),
+            "state": session.get("state", {}),
+        }
+    return validate(EvalCase, raw, path)
+
+
+def case_from_turns(data: list[Any], path: Path) -> LoadedCase:
+    """The list-of-turns shape: one case named after the file path."""
+    from evalbot.load import LoadedCase
+
+    try:
+        return LoadedCase(str(path), _case(str(path), data, None, path, []))
+    except InputError as exc:
+        return LoadedCase(str(path), error=exc)
+
+
+def cases_from_named(data: list[Any], path: Path) -> list[LoadedCase]:
+    """The list-of-cases shape ``[{name, data, initial_session}]``."""
+    from evalbot.load import LoadedCase
+
+    cases: list[LoadedCase] = []
+    for i, item in enumerate(data):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or "data" not in item:
+            err = InputError(
+                path,
+                json_pointer([i]),
+                "not a recognised eval set: expected an object with 'eval_set_id' and 'eval_cases', "
+                "a list of turns with 'query', or a list of cases with 'name' and 'data'",
+            )
+            cases.append(LoadedCase(f"#{i}", error=err))
+            continue
+        try:
+            cases.append(LoadedCase(item["name"], _case(item["name"], item["data"], item.get("initial_session"),
+                                                        path, [i, "data"])))
+        except InputError as exc:
+            cases.append(LoadedCase(item["name"], error=exc))
+    return cases

@@ -1,0 +1,117 @@
+"""Read what criteria need out of an Invocation: tool calls, texts, responses, usage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalbot.formats.adk import (
+    Content,
+    FunctionCall,
+    FunctionResponse,
+    IntermediateData,
+    Invocation,
+    InvocationEvents,
+)
+
+
+def tool_calls(invocation: Invocation) -> list[FunctionCall]:
+    """Every tool call of the invocation: ``tool_uses``, or every function_call part of every event (any author)."""
+    data = invocation.intermediate_data
+    if isinstance(data, IntermediateData):
+        return list(data.tool_uses)
+    if isinstance(data, InvocationEvents):
+        return [
+            part.function_call
+            for event in data.invocation_events
+            if event.content is not None and event.content.parts
+            for part in event.content.parts
+            if part.function_call is not None
+        ]
+    return []
+
+
+def tool_responses(invocation: Invocation) -> list[FunctionResponse]:
+    """Every tool response of the invocation, in either intermediate-data form."""
+    data = invocation.intermediate_data
+    if isinstance(data, IntermediateData):
+        return list(data.tool_responses)
+    if isinstance(data, InvocationEvents):
+        return [
+            part.function_response
+            for event in data.invocation_events
+            if event.content is not None and event.content.parts
+            for part in event.content.parts
+            if part.function_response is not None
+        ]
+    return []
+
+
+def content_text(content: Content | None) -> str:
+    """ADK's text of a Content: texts of every part that has one (thought parts included), joined by newlines."""
+    if content is None or not content.parts:
+        return ""
+    return "\n".join(part.text for part in content.parts if part.text)
+
+
+def final_text(invocation: Invocation) -> str:
+    """The final response text ("" when there is none)."""
+    return content_text(invocation.final_response)
+
+
+def user_text(invocation: Invocation) -> str:
+    """The user's message text."""
+    return content_text(invocation.user_content)
+
+
+def intermediate_texts(invocation: Invocation) -> list[tuple[str, str]]:
+    """Natural-language texts produced before the final response, as (author, text) pairs."""
+    data = invocation.intermediate_data
+    out: list[tuple[str, str]] = []
+    if isinstance(data, IntermediateData):
+        for author, parts in data.intermediate_responses:
+            text = "\n".join(p.text for p in parts if p.text)
+            if text:
+                out.append((author, text))
+    elif isinstance(data, InvocationEvents):
+        for event in data.invocation_events:
+            text = content_text(event.content)
+            if text:
+                out.append((event.author, text))
+    return out
+
+
+def token_usage(invocation: Invocation) -> dict[str, int] | None:
+    """Input/output/total tokens summed over the events' usage metadata, or None when nothing was reported."""
+    data = invocation.intermediate_data
+    if not isinstance(data, InvocationEvents):
+        return None
+    found = False
+    inp = out = 0
+    for event in data.invocation_events:
+        usage: dict[str, Any] | None = event.usage_metadata
+        if not usage:
+            continue
+        found = True
+        inp += _int(usage, "prompt_token_count", "promptTokenCount")
+        inp += _int(usage, "tool_use_prompt_token_count", "toolUsePromptTokenCount")
+        out += _int(usage, "candidates_token_count", "candidatesTokenCount")
+        out += _int(usage, "thoughts_token_count", "thoughtsTokenCount")
+    if not found:
+        return None
+    return {"input": inp, "output": out, "total": inp + out}
+
+
+def inference_call_count(invocation: Invocation) -> int | None:
+    """Number of model calls: events carrying usage metadata or a model version (None for hand-written data)."""
+    data = invocation.intermediate_data
+    if not isinstance(data, InvocationEvents):
+        return None
+    return sum(1 for e in data.invocation_events if e.usage_metadata or e.model_version)
+
+
+def _int(mapping: dict[str, Any], *keys: str) -> int:
+    for key in keys:
+        value = mapping.get(key)
+        if isinstance(value, int | float):
+            return int(value)
+    return 0

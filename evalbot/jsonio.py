@@ -1,0 +1,102 @@
+"""Read JSON files and validate them into pydantic models, turning every failure into an InputError."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from pydantic.alias_generators import to_camel, to_snake
+
+from evalbot.errors import InputError, json_pointer
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_text(path: Path) -> str:
+    """A file's UTF-8 text (a BOM is tolerated); unreadable, non-UTF-8 or empty files raise InputError."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(path, "", "file not found; check the path") from None
+    except OSError as exc:
+        raise InputError(path, "", f"cannot read file: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(
+            path, "", f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at line {line}); save the file as UTF-8"
+        ) from None
+    if not text.strip():
+        raise InputError(path, "", "file is empty; expected JSON")
+    return text
+
+
+def parse_json(text: str, path: Path) -> Any:
+    """Decode JSON text; syntax errors name the line and column."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+
+
+def read_json(path: Path) -> Any:
+    """Read and decode a JSON file."""
+    return parse_json(read_text(path), path)
+
+
+def pointer_for(data: Any, loc: tuple[int | str, ...], base: tuple[int | str, ...] = ()) -> str:
+    """JSON pointer of a pydantic error ``loc`` in the *input* document.
+
+    pydantic locations contain union tags and field aliases that do not exist in the file; walk the input and
+    keep only the steps that do (trying both snake_case and camelCase spellings).
+    """
+    node = data
+    steps: list[int | str] = list(base)
+    for i, part in enumerate(loc):
+        if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            steps.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and isinstance(part, str):
+            for key in (part, to_camel(part), to_snake(part)):
+                if key in node:
+                    steps.append(key)
+                    node = node[key]
+                    break
+            else:
+                if i == len(loc) - 1 or not _looks_like_tag(part):
+                    steps.append(part)
+                    node = None
+        # anything else is a union tag or model name: not part of the document
+    return json_pointer(steps)
+
+
+def _looks_like_tag(part: str) -> bool:
+    return part in ("uses", "events", "str") or "[" in part or part[:1].isupper()
+
+
+def describe(err: dict[str, Any]) -> str:
+    """A pydantic error message with the offending value, phrased for a human."""
+    msg = str(err.get("msg", "invalid value"))
+    kind = err.get("type", "")
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        return "unknown field (check its spelling; this object does not allow extra keys)"
+    value = err.get("input")
+    shown = json.dumps(value, default=str)[:80] if not isinstance(value, dict | list) else type(value).__name__
+    return f"{msg} (got {shown})"
+
+
+def validate(model: type[M], data: Any, path: Path, base: tuple[int | str, ...] = ()) -> M:
+    """Validate decoded JSON into ``model``; the first error becomes an InputError with its pointer."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more problem(s) in the same object)" if len(errors) > 1 else ""
+        pointer = pointer_for(data, tuple(first["loc"]), base)
+        raise InputError(path, pointer, describe(dict(first)) + more) from None

@@ -1,0 +1,142 @@
+"""The google-genai judge backend: one ``generateContent`` call per request (Gemini API or Vertex AI)."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from google import genai
+from google.genai import errors, types
+from pydantic import ValidationError
+
+from evalbot.judges.base import (
+    TRANSIENT_STATUSES,
+    CandidateCountUnsupported,
+    JudgeCallError,
+    JudgeReply,
+    JudgeRequest,
+    Usage,
+)
+
+DEFAULT_TIMEOUT = 120.0
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _retry_delay_from_details(details: Any) -> float | None:
+    """``google.rpc.RetryInfo.retryDelay`` ("3s", "0.5s") from an error body, if present."""
+    error = details.get("error", details) if isinstance(details, dict) else None
+    items = error.get("details") if isinstance(error, dict) else None
+    for item in items if isinstance(items, list) else []:
+        delay = item.get("retryDelay") if isinstance(item, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return float(delay[:-1])
+            except ValueError:
+                return None
+    return None
+
+
+def _call_error(exc: errors.APIError, num_samples: int) -> JudgeCallError:
+    headers = getattr(exc.response, "headers", None)
+    header = headers.get("retry-after") if headers is not None else None
+    retry_after = parse_retry_after(header) if header else _retry_delay_from_details(exc.details)
+    message = f"judge call failed: HTTP {exc.code} {exc.status or ''}: {exc.message or exc.details}".replace(
+        "  ", " "
+    )
+    if exc.code == 400 and num_samples > 1 and "candidate" in str(exc.message or exc.details).lower():
+        return CandidateCountUnsupported(message, status=400)
+    return JudgeCallError(message, status=exc.code, transient=exc.code in TRANSIENT_STATUSES, retry_after=retry_after)
+
+
+def _candidate_text(candidate: types.Candidate) -> str:
+    parts = candidate.content.parts if candidate.content and candidate.content.parts else []
+    return "\n".join(p.text for p in parts if p.text and not p.thought)
+
+
+class GeminiJudge:
+    """Calls ``models.generate_content`` once per request, asking for ``num_samples`` candidates.
+
+    No retries here (see RetryingJudge): errors become JudgeCallError with the HTTP status, whether a retry may
+    help and the service's ``Retry-After``. ``base_url`` None lets google-genai use ``GOOGLE_GEMINI_BASE_URL``.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        vertexai: bool = False,
+        project: str | None = None,
+        location: str | None = None,
+        base_url: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.timeout = timeout
+        self.requests = 0
+        http_options = types.HttpOptions(
+            base_url=base_url,
+            api_version=None if vertexai else "v1beta",
+            timeout=int(timeout * 1000),
+        )
+        if vertexai:
+            self._client = genai.Client(
+                vertexai=True, project=project, location=location, api_key=api_key, http_options=http_options
+            )
+        else:
+            self._client = genai.Client(api_key=api_key, http_options=http_options)
+
+    def _config(self, config: Mapping[str, Any], num_samples: int) -> types.GenerateContentConfig:
+        fields = dict(config)
+        if num_samples > 1:
+            fields["candidate_count"] = num_samples
+        fields["automatic_function_calling"] = {"disable": True}
+        try:
+            return types.GenerateContentConfig.model_validate(fields)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise JudgeCallError(f"invalid judge_model_config: {problems}") from None
+
+    async def generate(self, request: JudgeRequest) -> JudgeReply:
+        """One HTTP request; the texts of every candidate and the tokens billed."""
+        config = self._config(request.config, request.num_samples)
+        self.requests += 1
+        try:
+            response = await asyncio.wait_for(
+                self._client.aio.models.generate_content(model=request.model, contents=request.prompt, config=config),
+                timeout=self.timeout,
+            )
+        except TimeoutError:
+            raise JudgeCallError(f"judge call timed out after {self.timeout:g} s", transient=True) from None
+        except errors.APIError as exc:
+            raise _call_error(exc, request.num_samples) from None
+        except (OSError, ValueError) as exc:
+            raise JudgeCallError(f"judge call failed: {type(exc).__name__}: {exc}", transient=True) from None
+        except Exception as exc:  # transport errors of the HTTP library google-genai happens to use
+            name = type(exc).__name__
+            transient = any(word in name for word in ("Connect", "Timeout", "Network", "Protocol", "Read"))
+            raise JudgeCallError(f"judge call failed: {name}: {exc}", transient=transient) from None
+        texts = tuple(_candidate_text(c) for c in response.candidates or [])
+        meta = response.usage_metadata
+        usage = Usage(
+            input_tokens=(meta.prompt_token_count or 0) if meta else 0,
+            output_tokens=((meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0)) if meta else 0,
+            requests=1,
+        )
+        return JudgeReply(texts, usage, 0)

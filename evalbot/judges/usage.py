@@ -1,0 +1,97 @@
+"""Judge token usage per criterion and in total, with an estimated cost from list prices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalbot.judges.base import Judge, JudgeReply, JudgeRequest, Usage
+
+PRICES_AS_OF = "2025-09"
+PRICES_USD_PER_MILLION: dict[str, tuple[float, float]] = {
+    # model prefix: (input, output incl. thinking) in USD per 1M tokens, paid tier, prompts <= 200k tokens.
+    "gemini-2.5-pro": (1.25, 10.0),
+    "gemini-2.5-flash-lite": (0.10, 0.40),
+    "gemini-2.5-flash": (0.30, 2.50),
+    "gemini-2.0-flash-lite": (0.075, 0.30),
+    "gemini-2.0-flash": (0.10, 0.40),
+    "gemini-1.5-pro": (1.25, 5.0),
+    "gemini-1.5-flash": (0.075, 0.30),
+}
+
+
+def price(model: str) -> tuple[float, float] | None:
+    """(input, output) USD per million tokens for ``model`` (longest matching prefix), or None if unknown."""
+    name = model.removeprefix("models/").lower()
+    matches = [prefix for prefix in PRICES_USD_PER_MILLION if name.startswith(prefix)]
+    return PRICES_USD_PER_MILLION[max(matches, key=len)] if matches else None
+
+
+def estimated_cost(usage: Usage, model: str) -> float | None:
+    """Estimated USD cost of ``usage`` on ``model``, or None when the model's price is unknown."""
+    p = price(model)
+    if p is None:
+        return None
+    return (usage.input_tokens * p[0] + usage.output_tokens * p[1]) / 1_000_000
+
+
+def usage_dict(usage: Usage, model: str | None = None) -> dict[str, Any]:
+    """JSON form of a usage record (cost only when the model is known)."""
+    out: dict[str, Any] = {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "requests": usage.requests,
+        "cached_samples": usage.cached_samples,
+    }
+    if model is not None:
+        out["model"] = model
+        out["estimated_cost_usd"] = estimated_cost(usage, model)
+    return out
+
+
+@dataclass
+class UsageLedger:
+    """Usage recorded per (criterion, model)."""
+
+    entries: dict[tuple[str, str], Usage] = field(default_factory=dict)
+
+    def record(self, purpose: str, model: str, usage: Usage) -> None:
+        """Add one reply's usage."""
+        key = (purpose or "(unnamed)", model)
+        self.entries[key] = self.entries.get(key, Usage()) + usage
+
+    def summary(self) -> dict[str, Any]:
+        """``{"per_criterion": {...}, "total": {...}}`` with estimated costs (None when a price is unknown)."""
+        per: dict[str, dict[str, Any]] = {}
+        total = Usage()
+        total_cost: float | None = 0.0
+        for (purpose, model), usage in sorted(self.entries.items()):
+            cost = estimated_cost(usage, model)
+            row = per.setdefault(purpose, {**usage_dict(Usage()), "models": [], "estimated_cost_usd": 0.0})
+            for key, value in usage_dict(usage).items():
+                row[key] += value
+            row["models"].append(model)
+            row["estimated_cost_usd"] = None if cost is None or row["estimated_cost_usd"] is None else (
+                row["estimated_cost_usd"] + cost
+            )
+            total += usage
+            total_cost = None if cost is None or total_cost is None else total_cost + cost
+        return {
+            "per_criterion": per,
+            "total": {**usage_dict(total), "estimated_cost_usd": total_cost},
+            "prices": f"estimated from Gemini list prices as of {PRICES_AS_OF}",
+        }
+
+
+class MeteredJudge:
+    """Records the usage of every reply of ``inner`` in ``ledger``."""
+
+    def __init__(self, inner: Judge, ledger: UsageLedger | None = None) -> None:
+        self.inner = inner
+        self.ledger = ledger if ledger is not None else UsageLedger()
+
+    async def generate(self, request: JudgeRequest) -> JudgeReply:
+        """Pass the request on and book its usage."""
+        reply = await self.inner.generate(request)
+        self.ledger.record(request.purpose, request.model, reply.usage)
+        return reply

@@ -1,0 +1,179 @@
+"""Find and load eval sets, their configs and the agent's actual invocations, case by case.
+
+A file that cannot be read yields a LoadedEvalSet with errors and no cases; a case that cannot be parsed yields an
+error on that case only.  Nothing here raises for bad input except where a whole file is unusable.
+"""
+
+from __future__ import annotations
+
+import glob
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalbot.errors import InputError, json_pointer
+from evalbot.formats import legacy
+from evalbot.formats.adk import EvalCase, Invocation
+from evalbot.formats.config import EvalConfig, default_config, parse_config
+from evalbot.jsonio import read_json, validate
+
+EVAL_SET_SUFFIXES = (".evalset.json", ".test.json")
+DATASET_SUFFIXES = (".jsonl", ".csv")
+
+
+@dataclass(frozen=True)
+class LoadedCase:
+    """A parsed case, or the error that prevented parsing it."""
+
+    eval_id: str
+    case: EvalCase | None = None
+    error: InputError | None = None
+    actual: list[Invocation] | None = None
+    """Actual invocations carried by the file itself (Vertex-style datasets)."""
+
+
+@dataclass(frozen=True)
+class LoadedEvalSet:
+    """One eval set file: its id, cases, config and any file-level problems."""
+
+    path: str
+    eval_set_id: str
+    cases: tuple[LoadedCase, ...] = ()
+    config: EvalConfig = field(default_factory=default_config)
+    errors: tuple[InputError, ...] = ()
+
+
+def discover(paths: Sequence[str]) -> tuple[list[Path], list[InputError]]:
+    """Expand files, directories (recursively: ``*.evalset.json``, ``*.test.json``) and glob patterns."""
+    found: list[Path] = []
+    errors: list[InputError] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            matches = sorted(
+                q for q in p.rglob("*") if q.is_file() and q.name.endswith(EVAL_SET_SUFFIXES)
+            )
+            if not matches:
+                errors.append(InputError(p, "", "directory holds no *.evalset.json or *.test.json file"))
+            found.extend(matches)
+        elif p.is_file():
+            found.append(p)
+        elif glob.has_magic(raw):
+            matches = sorted(Path(m) for m in glob.glob(raw, recursive=True) if Path(m).is_file())
+            if not matches:
+                errors.append(InputError(raw, "", "glob pattern matched no file"))
+            found.extend(matches)
+        else:
+            errors.append(InputError(p, "", "no such file or directory"))
+    unique = list(dict.fromkeys(found))
+    return unique, errors
+
+
+def load_config(path: Path) -> EvalConfig:
+    """Parse a ``test_config.json``; raises InputError when the file is unusable."""
+    return parse_config(read_json(path), str(path))
+
+
+def config_for(eval_set_path: Path, override: EvalConfig | None) -> EvalConfig:
+    """The explicit config, else ``test_config.json`` beside the eval set (as ADK does), else ADK's defaults."""
+    if override is not None:
+        return override
+    beside = eval_set_path.parent / "test_config.json"
+    return load_config(beside) if beside.is_file() else default_config()
+
+
+def load_eval_set(path: Path, config: EvalConfig | None = None) -> LoadedEvalSet:
+    """Load one eval set file in any supported shape; problems are recorded, not raised."""
+    shown = str(path)
+    try:
+        cfg = config_for(path, config)
+    except InputError as exc:
+        return LoadedEvalSet(shown, shown, errors=(exc,))
+    try:
+        if path.name.endswith(DATASET_SUFFIXES):
+            from evalbot.formats import vertex
+
+            eval_set_id, cases = vertex.load_dataset(path)
+        else:
+            data = read_json(path)
+            if isinstance(data, list) and data and isinstance(data[0], dict) and vertex_like(data[0]):
+                from evalbot.formats import vertex
+
+                eval_set_id, cases = vertex.cases_from_rows(data, path)
+            else:
+                eval_set_id, cases = _cases_from_json(data, path)
+    except InputError as exc:
+        return LoadedEvalSet(shown, shown, config=cfg, errors=(exc,))
+    cases, dup_errors = _drop_duplicates(cases, path)
+    return LoadedEvalSet(shown, eval_set_id, tuple(cases), cfg, tuple(dup_errors))
+
+
+def vertex_like(row: dict[str, Any]) -> bool:
+    """A row of a Vertex-style dataset (``prompt`` plus responses or trajectories)."""
+    return "prompt" in row and ("response" in row or "predicted_trajectory" in row or "reference" in row)
+
+
+def _cases_from_json(data: Any, path: Path) -> tuple[str, list[LoadedCase]]:
+    if isinstance(data, dict):
+        return _cases_from_eval_set(data, path)
+    if isinstance(data, list):
+        if not data:
+            raise InputError(path, "", "empty list: expected an eval set object with 'eval_set_id' and 'eval_cases'")
+        if all(isinstance(row, dict) and "query" in row for row in data):
+            case = legacy.case_from_turns(data, path)
+            return str(path), [case]
+        return str(path), legacy.cases_from_named(data, path)
+    raise InputError(
+        path, "", f"expected an eval set object with 'eval_set_id' and 'eval_cases', got {type(data).__name__}"
+    )
+
+
+def _cases_from_eval_set(data: dict[str, Any], path: Path) -> tuple[str, list[LoadedCase]]:
+    # Top level is snake_case only in ADK; name the camelCase mistake instead of failing obscurely.
+    for camel, snake in (("evalSetId", "eval_set_id"), ("evalCases", "eval_cases")):
+        if snake not in data and camel in data:
+            raise InputError(path, f"/{camel}", f"the eval set's top level is snake_case: rename it to '{snake}'")
+    eval_set_id = data.get("eval_set_id")
+    if not isinstance(eval_set_id, str) or not eval_set_id:
+        raise InputError(path, "/eval_set_id", "required: a non-empty string naming the eval set")
+    raw_cases = data.get("eval_cases")
+    if not isinstance(raw_cases, list):
+        raise InputError(path, "/eval_cases", "required: a list of eval cases")
+    cases: list[LoadedCase] = []
+    for i, raw in enumerate(raw_cases):
+        eval_id = raw.get("eval_id", raw.get("evalId")) if isinstance(raw, dict) else None
+        eval_id = eval_id if isinstance(eval_id, str) and eval_id else f"#{i}"
+        try:
+            case = validate(EvalCase, raw, path, ("eval_cases", i))
+        except InputError as exc:
+            cases.append(LoadedCase(eval_id, error=exc))
+            continue
+        cases.append(LoadedCase(case.eval_id, case))
+    return eval_set_id, cases
+
+
+def _drop_duplicates(cases: Iterable[LoadedCase], path: Path) -> tuple[list[LoadedCase], list[InputError]]:
+    seen: dict[str, int] = {}
+    kept: list[LoadedCase] = []
+    errors: list[InputError] = []
+    for i, case in enumerate(cases):
+        if case.eval_id in seen:
+            errors.append(
+                InputError(
+                    path,
+                    json_pointer(["eval_cases", i, "eval_id"]),
+                    f"duplicate eval_id {case.eval_id!r} (first used by case #{seen[case.eval_id]}); "
+                    "this case was skipped: give every case a unique eval_id",
+                )
+            )
+            continue
+        seen[case.eval_id] = i
+        kept.append(case)
+    return kept, errors
+
+
+def new_invocation_id() -> str:
+    """Invocation ids for converted legacy turns (ADK uses random uuids too)."""
+    return str(uuid.uuid4())

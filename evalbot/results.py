@@ -1,0 +1,211 @@
+"""The versioned JSON report: per eval set, case, criterion and invocation; and its aggregation rules."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalbot import __version__
+
+SCHEMA_VERSION = 1
+
+Status = Literal["passed", "failed", "not_evaluated", "error", "informational"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Problem(_Model):
+    """Something evalbot could not use, with where it is and what to do."""
+
+    path: str | None = None
+    pointer: str | None = None
+    message: str
+
+
+class InvocationScore(_Model):
+    """A criterion's verdict on one invocation."""
+
+    invocation_id: str | None = None
+    score: float | None = None
+    status: Status
+    reason: str | None = None
+    """Why the status is what it is when that is not obvious (judge failure, missing data...)."""
+    details: dict[str, Any] | None = None
+    """Criterion-specific evidence: rationale, votes, per-rubric scores, mismatching call, token counts."""
+
+
+class MetricResult(_Model):
+    """A criterion's verdict on one case."""
+
+    score: float | None = None
+    status: Status
+    threshold: float | None = None
+    per_invocation: list[InvocationScore] = Field(default_factory=list)
+    reason: str | None = None
+    details: dict[str, Any] | None = None
+
+
+class ToolCallView(_Model):
+    """A tool call as shown in reports: name and arguments."""
+
+    name: str | None
+    args: Any = None
+
+
+class TurnView(_Model):
+    """What a reviewer needs to see of one turn: the prompt, expected vs actual calls and responses."""
+
+    invocation_id: str | None = None
+    user: str = ""
+    expected_response: str | None = None
+    actual_response: str | None = None
+    expected_tool_calls: list[ToolCallView] | None = None
+    actual_tool_calls: list[ToolCallView] = Field(default_factory=list)
+
+
+class CaseResult(_Model):
+    """Every criterion's verdict on one eval case, and the case verdict."""
+
+    eval_id: str
+    status: Status
+    reason: str | None = None
+    metrics: dict[str, MetricResult] = Field(default_factory=dict)
+    turns: list[TurnView] = Field(default_factory=list)
+    fingerprint: str | None = None
+    """Hash of the case's definition (expected conversation or scenario), for baseline comparison."""
+
+
+class MetricSummary(_Model):
+    """A criterion aggregated over an eval set's cases."""
+
+    mean: float | None = None
+    std: float | None = None
+    passed: int = 0
+    failed: int = 0
+    not_evaluated: int = 0
+    error: int = 0
+    informational: int = 0
+    threshold: float | None = None
+
+
+class CriterionInfo(_Model):
+    """A configured criterion: its threshold, options and a fingerprint of that configuration."""
+
+    name: str
+    threshold: float | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    judged: bool = False
+    fingerprint: str = ""
+    error: str | None = None
+
+
+class EvalSetReport(_Model):
+    """The results of one eval set file."""
+
+    eval_set_id: str
+    path: str
+    status: Status
+    errors: list[Problem] = Field(default_factory=list)
+    criteria: list[CriterionInfo] = Field(default_factory=list)
+    cases: list[CaseResult] = Field(default_factory=list)
+    metrics: dict[str, MetricSummary] = Field(default_factory=dict)
+
+
+class Totals(_Model):
+    """Case counts over the whole run."""
+
+    cases: int = 0
+    passed: int = 0
+    failed: int = 0
+    not_evaluated: int = 0
+    error: int = 0
+
+
+class Report(_Model):
+    """The whole run.  ``schema_version`` changes whenever a key is renamed or removed."""
+
+    schema_version: int = SCHEMA_VERSION
+    evalbot_version: str = __version__
+    eval_sets: list[EvalSetReport] = Field(default_factory=list)
+    errors: list[Problem] = Field(default_factory=list)
+    notices: list[str] = Field(default_factory=list)
+    totals: Totals = Field(default_factory=Totals)
+    usage: dict[str, Any] | None = None
+    """Judge token usage and estimated cost, per criterion and in total, when judges ran."""
+
+
+def clean_score(value: float | None) -> float | None:
+    """Scores are finite numbers or None (never NaN or infinity)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def threshold_status(score: float | None, threshold: float | None) -> Status:
+    """ADK's rule: ``score >= threshold`` passes; no score is not evaluated; no threshold is informational."""
+    if score is None:
+        return "not_evaluated"
+    if threshold is None:
+        return "informational"
+    return "passed" if score >= threshold else "failed"
+
+
+def mean(values: Iterable[float | None]) -> float | None:
+    """Arithmetic mean of the non-None values, or None when there are none."""
+    present = [v for v in values if v is not None]
+    return math.fsum(present) / len(present) if present else None
+
+
+def case_status(statuses: Sequence[Status]) -> Status:
+    """ADK's case verdict: any failed fails; else any passed passes; else not evaluated.
+
+    Unlike ADK, a criterion in ``error`` (invalid configuration or data) makes the case ``error``: an invalid
+    criterion must never let a case pass silently.
+    """
+    if "error" in statuses:
+        return "error"
+    if "failed" in statuses:
+        return "failed"
+    if "passed" in statuses:
+        return "passed"
+    return "not_evaluated"
+
+
+def summarize_metric(results: Sequence[MetricResult]) -> MetricSummary:
+    """Mean and sample standard deviation of case scores, and status counts."""
+    scores = [r.score for r in results if r.score is not None]
+    counts = {s: 0 for s in ("passed", "failed", "not_evaluated", "error", "informational")}
+    for r in results:
+        counts[r.status] += 1
+    return MetricSummary(
+        mean=mean(scores),
+        std=statistics.stdev(scores) if len(scores) >= 2 else None,
+        threshold=results[0].threshold if results else None,
+        **counts,
+    )
+
+
+def summarize_cases(cases: Sequence[CaseResult]) -> dict[str, MetricSummary]:
+    """Per-criterion summaries over the cases of one eval set (criteria in first-seen order)."""
+    by_metric: dict[str, list[MetricResult]] = {}
+    for case in cases:
+        for name, result in case.metrics.items():
+            by_metric.setdefault(name, []).append(result)
+    return {name: summarize_metric(results) for name, results in by_metric.items()}
+
+
+def totals(eval_sets: Sequence[EvalSetReport]) -> Totals:
+    """Case counts over all eval sets."""
+    t = Totals()
+    for es in eval_sets:
+        for case in es.cases:
+            t.cases += 1
+            if case.status in ("passed", "failed", "not_evaluated", "error"):
+                setattr(t, case.status, getattr(t, case.status) + 1)
+    return t

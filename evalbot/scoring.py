@@ -1,0 +1,196 @@
+"""Score loaded eval sets against actual invocations: the pure core of a run (judges come in as an object)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from evalbot.criteria import build_criteria
+from evalbot.criteria.base import BuildContext, CaseInput, Criterion
+from evalbot.errors import InputError
+from evalbot.formats.actuals import Actuals
+from evalbot.formats.adk import EvalCase, FunctionCall, Invocation
+from evalbot.invocations import final_text, tool_calls, user_text
+from evalbot.load import LoadedCase, LoadedEvalSet
+from evalbot.results import (
+    CaseResult,
+    EvalSetReport,
+    MetricResult,
+    Problem,
+    Report,
+    ToolCallView,
+    TurnView,
+    case_status,
+    summarize_cases,
+    totals,
+)
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+"""Called with (cases done, cases total)."""
+
+
+def problem(err: InputError) -> Problem:
+    """An InputError as a report entry."""
+    return Problem(path=err.path, pointer=err.pointer or None, message=err.message)
+
+
+def case_fingerprint(case: EvalCase) -> str:
+    """Stable hash of what a case asks for (conversation or scenario, rubrics, session), timestamps excluded."""
+    dumped = case.model_dump(mode="json", exclude_none=True, exclude={"creation_timestamp"})
+    for inv in dumped.get("conversation") or []:
+        inv.pop("creation_timestamp", None)
+        inv.pop("invocation_id", None)
+    blob = json.dumps(dumped, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _calls(calls: Sequence[FunctionCall]) -> list[ToolCallView]:
+    return [ToolCallView(name=c.name, args=c.args) for c in calls]
+
+
+def turn_views(actual: Sequence[Invocation], expected: Sequence[Invocation] | None) -> list[TurnView]:
+    """Expected vs actual per turn, for reports and PR comments."""
+    views = []
+    for i, act in enumerate(actual):
+        exp = expected[i] if expected is not None and i < len(expected) else None
+        views.append(
+            TurnView(
+                invocation_id=act.invocation_id or None,
+                user=user_text(act) or (user_text(exp) if exp else ""),
+                expected_response=final_text(exp) if exp is not None else None,
+                actual_response=final_text(act),
+                expected_tool_calls=_calls(tool_calls(exp)) if exp is not None else None,
+                actual_tool_calls=_calls(tool_calls(act)),
+            )
+        )
+    return views
+
+
+@dataclass
+class _Pending:
+    case: CaseResult
+    name: str
+    awaitable: Awaitable[MetricResult]
+
+
+def _run_criterion(criterion: Criterion, case_input: CaseInput) -> MetricResult | Awaitable[MetricResult]:
+    try:
+        return criterion.evaluate(case_input)
+    except Exception as exc:  # a criterion bug or unexpected data must not lose the other results
+        log.exception("criterion %s failed on case %s", criterion.name, case_input.case.eval_id)
+        return MetricResult(
+            status="error", threshold=criterion.threshold, reason=f"{type(exc).__name__}: {exc}"
+        )
+
+
+def _score_case(
+    loaded: LoadedCase, eval_set_id: str, criteria: Sequence[Criterion], actuals: Actuals, pending: list[_Pending]
+) -> CaseResult:
+    if loaded.error is not None or loaded.case is None:
+        reason = str(loaded.error) if loaded.error else "case could not be loaded"
+        return CaseResult(eval_id=loaded.eval_id, status="error", reason=reason)
+    case = loaded.case
+    found = loaded.actual if loaded.actual is not None else actuals.find(eval_set_id, case.eval_id)
+    fp = case_fingerprint(case)
+    if found is None:
+        where = f" in {actuals.path}" if actuals.path else ""
+        reason = f"no actual invocations for eval_id {case.eval_id!r}{where}; record a run of the agent for it"
+        return CaseResult(eval_id=case.eval_id, status="error", reason=reason, fingerprint=fp)
+    if isinstance(found, InputError):
+        return CaseResult(eval_id=case.eval_id, status="error", reason=str(found), fingerprint=fp)
+    expected = case.conversation
+    turns = turn_views(found, expected)
+    if expected is not None and len(expected) != len(found):
+        reason = (
+            f"the case expects {len(expected)} invocation(s) but the actual run has {len(found)}; "
+            "re-record the run or fix the eval case"
+        )
+        return CaseResult(eval_id=case.eval_id, status="error", reason=reason, turns=turns, fingerprint=fp)
+    result = CaseResult(eval_id=case.eval_id, status="not_evaluated", turns=turns, fingerprint=fp)
+    case_input = CaseInput(eval_set_id, case, found)
+    for criterion in criteria:
+        outcome = _run_criterion(criterion, case_input)
+        if inspect.isawaitable(outcome):
+            pending.append(_Pending(result, criterion.name, outcome))
+        else:
+            result.metrics[criterion.name] = outcome
+    return result
+
+
+def _verdict(case: CaseResult, order: Sequence[str]) -> None:
+    if case.status == "error" and not case.metrics:
+        return
+    ordered = {name: case.metrics[name] for name in order if name in case.metrics}
+    case.metrics = ordered
+    case.status = case_status([m.status for m in ordered.values()])
+    broken = [f"{n}: {m.reason}" for n, m in ordered.items() if m.status == "error"]
+    if broken and case.reason is None:
+        case.reason = "; ".join(broken)
+
+
+async def _settle(pending: Sequence[_Pending]) -> None:
+    async def one(p: _Pending) -> None:
+        try:
+            p.case.metrics[p.name] = await p.awaitable
+        except Exception as exc:
+            log.exception("criterion %s failed on case %s", p.name, p.case.eval_id)
+            p.case.metrics[p.name] = MetricResult(status="error", reason=f"{type(exc).__name__}: {exc}")
+
+    await asyncio.gather(*(one(p) for p in pending))
+
+
+def score_eval_set(
+    loaded: LoadedEvalSet, actuals: Actuals, ctx: BuildContext, pending: list[_Pending]
+) -> EvalSetReport:
+    """Score every case of one eval set (judged criteria are left in ``pending``)."""
+    criteria, infos = build_criteria(loaded.config, ctx)
+    cases = [_score_case(c, loaded.eval_set_id, criteria, actuals, pending) for c in loaded.cases]
+    return EvalSetReport(
+        eval_set_id=loaded.eval_set_id,
+        path=loaded.path,
+        status="error" if loaded.errors and not loaded.cases else "not_evaluated",
+        errors=[problem(e) for e in loaded.errors],
+        criteria=infos,
+        cases=cases,
+    )
+
+
+def _finish_set(report: EvalSetReport) -> None:
+    order = [c.name for c in report.criteria]
+    for case in report.cases:
+        _verdict(case, order)
+    report.metrics = summarize_cases(report.cases)
+    if report.status != "error":
+        report.status = case_status([c.status for c in report.cases]) if report.cases else "not_evaluated"
+
+
+def score_run(
+    eval_sets: Sequence[LoadedEvalSet],
+    actuals: Actuals,
+    ctx: BuildContext | None = None,
+    *,
+    errors: Sequence[InputError] = (),
+    notices: Sequence[str] = (),
+) -> Report:
+    """Score all eval sets; judged criteria run concurrently under the judge's own limits."""
+    ctx = ctx or BuildContext()
+    pending: list[_Pending] = []
+    reports = [score_eval_set(es, actuals, ctx, pending) for es in eval_sets]
+    if pending:
+        asyncio.run(_settle(pending))
+    for report in reports:
+        _finish_set(report)
+    return Report(
+        eval_sets=reports,
+        errors=[problem(e) for e in errors],
+        notices=list(notices),
+        totals=totals(reports),
+    )
+
