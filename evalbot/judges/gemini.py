@@ -126,7 +126,11 @@ class GeminiJudge:
             raise JudgeCallError(f"judge call timed out after {self.timeout:g} s", transient=True) from None
         except errors.APIError as exc:
             raise _call_error(exc, request.num_samples) from None
-        except (OSError, ValueError) as exc:
+        except ValueError as exc:  # includes JSON and pydantic errors on a garbled body
+            raise JudgeCallError(
+                f"the judge service sent a malformed answer ({type(exc).__name__}: {exc})", transient=True
+            ) from None
+        except OSError as exc:
             raise JudgeCallError(f"judge call failed: {type(exc).__name__}: {exc}", transient=True) from None
         except Exception as exc:  # transport errors of the HTTP library google-genai happens to use
             name = type(exc).__name__

@@ -1,0 +1,125 @@
+"""Build the run's judge from credentials in an environment mapping (the only judge code that reads one)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalbot.errors import ConfigError
+from evalbot.judges.base import Judge, JudgeReply, JudgeRequest
+from evalbot.judges.cache import CachingJudge, DiskCache
+from evalbot.judges.limiter import DEFAULT_CONCURRENCY, LimitedJudge
+from evalbot.judges.retry import RetryingJudge, RetryPolicy
+from evalbot.judges.sampling import SamplingJudge
+from evalbot.judges.usage import MeteredJudge, UsageLedger
+
+CACHE_ENV = "EVALBOT_JUDGE_CACHE"
+MISSING_CREDENTIALS = (
+    "no judge credentials: set GOOGLE_API_KEY or GEMINI_API_KEY (Gemini API), or GOOGLE_GENAI_USE_VERTEXAI=true "
+    "with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION (Vertex AI); judged criteria are not evaluated"
+)
+"""The one message shown (once per judged criterion) when no judge can be built."""
+
+
+@dataclass
+class JudgeStack:
+    """The run's judge: usage metering, cache, ``candidate_count`` sampling, retries, a concurrency limit.
+
+    Order of the layers, outermost first: Metered -> Caching -> Sampling -> Retrying -> Limited -> backend, so
+    cached answers skip everything, backoff waits do not hold a concurrency slot, and each HTTP attempt does.
+    """
+
+    top: Judge
+    ledger: UsageLedger
+    limiter: LimitedJudge | None = None
+    retrying: RetryingJudge | None = None
+    cache: DiskCache | None = None
+    backend: Any = None
+    notes: list[str] = field(default_factory=list)
+
+    async def generate(self, request: JudgeRequest) -> JudgeReply:
+        """Answer through every layer."""
+        return await self.top.generate(request)
+
+    def usage_summary(self) -> dict[str, Any]:
+        """Token usage and estimated cost per criterion and in total (see UsageLedger.summary)."""
+        summary = self.ledger.summary()
+        if self.cache is not None:
+            summary["cache"] = {"directory": str(self.cache.directory), "hits": self.cache.hits,
+                                "writes": self.cache.writes}
+        if self.retrying is not None:
+            summary["retries"] = self.retrying.retries
+        return summary
+
+
+def build_stack(
+    backend: Judge | None,
+    *,
+    cache_dir: Path | str | None = None,
+    replay: bool = False,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    retry: RetryPolicy | None = None,
+) -> JudgeStack:
+    """Wrap ``backend`` (None only in replay mode) in the standard layers."""
+    if replay and cache_dir is None:
+        raise ConfigError(f"--judge-replay needs a judge cache: pass --judge-cache DIR or set {CACHE_ENV}")
+    limiter = retrying = None
+    inner: Judge | None = None
+    if backend is not None:
+        limiter = LimitedJudge(backend, concurrency)
+        retrying = RetryingJudge(limiter, retry or RetryPolicy())
+        inner = SamplingJudge(retrying)
+    cache = DiskCache(cache_dir) if cache_dir is not None else None
+    if cache is not None:
+        inner = CachingJudge(inner, cache, replay=replay)
+    if inner is None:
+        raise ConfigError("no judge backend and no cache to replay from")
+    ledger = UsageLedger()
+    return JudgeStack(MeteredJudge(inner, ledger), ledger, limiter, retrying, cache, backend)
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def judge_from_environ(
+    env: Mapping[str, str],
+    *,
+    cache_dir: Path | str | None = None,
+    replay: bool = False,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    timeout: float = 120.0,
+    retry: RetryPolicy | None = None,
+) -> JudgeStack | None:
+    """The judge for a run, or None when there are no credentials (and no replay cache).
+
+    Reads only ``env``: GOOGLE_API_KEY / GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_CLOUD_PROJECT,
+    GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL / GOOGLE_VERTEX_BASE_URL and EVALBOT_JUDGE_CACHE (used when
+    ``cache_dir`` is None). Replay mode never builds a network backend.
+    """
+    if cache_dir is None and env.get(CACHE_ENV):
+        cache_dir = env[CACHE_ENV]
+    if replay:
+        return build_stack(None, cache_dir=cache_dir, replay=True, concurrency=concurrency, retry=retry)
+    api_key = env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY") or None
+    vertex = _truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI"))
+    project = env.get("GOOGLE_CLOUD_PROJECT") or None
+    location = env.get("GOOGLE_CLOUD_LOCATION") or None
+    if vertex and not (project or api_key):
+        return None
+    if not vertex and not api_key:
+        return None
+    from evalbot.judges.gemini import GeminiJudge  # imported lazily: google-genai is slow to import
+
+    if vertex and project:
+        api_key = None  # Vertex AI: a project (with application default credentials) and an API key exclude each other
+    base_url = env.get("GOOGLE_VERTEX_BASE_URL" if vertex else "GOOGLE_GEMINI_BASE_URL") or None
+    try:
+        backend = GeminiJudge(
+            api_key=api_key, vertexai=vertex, project=project, location=location, base_url=base_url, timeout=timeout
+        )
+    except Exception as exc:  # google-genai validates credentials and options eagerly
+        raise ConfigError(f"cannot set up the judge client: {type(exc).__name__}: {exc}") from exc
+    return build_stack(backend, cache_dir=cache_dir, replay=False, concurrency=concurrency, retry=retry)

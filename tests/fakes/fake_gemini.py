@@ -1,0 +1,247 @@
+"""A loopback fake of the Gemini API ``generateContent`` endpoint for the real google-genai client (stdlib only).
+
+Serves ``POST /{v1,v1beta}/models/{model}:generateContent`` (and ``:streamGenerateContent``) with
+``candidateCount`` candidates whose texts come from a ``responder(prompt, sample_index, request)`` function or from
+scripted replies; injects HTTP errors (429/503/400 ... with ``Retry-After``), slow and malformed answers; logs every
+request. Stdlib only so that ADK's own virtualenv can import it too (``scripts/make_judge_goldens.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Recorded:
+    """One request as the server saw it."""
+
+    path: str
+    model: str
+    api_key: str | None
+    body: dict[str, Any]
+    prompt: str
+    candidate_count: int
+    status: int = 0
+    started: float = 0.0
+    finished: float = 0.0
+
+
+@dataclass
+class Scripted:
+    """A canned answer: candidate ``texts`` (None: ask the responder), or an error ``status``, or a raw ``body``."""
+
+    texts: list[str] | None = None
+    status: int = 200
+    error_status: str = ""
+    message: str = ""
+    retry_after: str | None = None
+    body: bytes | None = None
+    delay: float = 0.0
+    model: str | None = None
+    """Only requests to this model consume the entry (None: any model)."""
+
+
+Responder = Callable[[str, int, Recorded], str]
+
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    408: "DEADLINE_EXCEEDED",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+def _default_responder(prompt: str, index: int, request: Recorded) -> str:
+    return f"fake answer {index}"
+
+
+@dataclass
+class FakeGemini:
+    """The fake server; use as a context manager or call ``start()``/``stop()``."""
+
+    responder: Responder = _default_responder
+    latency: float = 0.0
+    """Seconds every successful answer takes."""
+    reject_candidate_count: Iterable[str] = ()
+    """Models that answer 400 to ``candidateCount`` > 1, as some Gemini models do."""
+    max_candidates: int | None = None
+    """Return at most this many candidates (a service returning fewer than asked)."""
+    requests: list[Recorded] = field(default_factory=list)
+    in_flight: int = 0
+    peak_in_flight: int = 0
+
+    def __post_init__(self) -> None:
+        self._queue: deque[Scripted] = deque()
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self.reject_candidate_count = set(self.reject_candidate_count)
+
+    # ------------------------------------------------------------------ scripting
+    def script(self, *entries: Scripted) -> None:
+        """Queue canned answers; each request consumes the first entry that matches its model."""
+        with self._lock:
+            self._queue.extend(entries)
+
+    def fault(self, status: int, *, count: int = 1, retry_after: str | None = None, message: str = "",
+              model: str | None = None) -> None:
+        """Queue ``count`` error answers with HTTP ``status`` (and a ``Retry-After`` header if given)."""
+        text = message or f"injected error {status}"
+        self.script(*[Scripted(status=status, message=text, retry_after=retry_after, model=model)] * count)
+
+    def malformed(self, body: bytes = b'{"candidates": [{"content": ', *, count: int = 1) -> None:
+        """Queue ``count`` 200 answers whose body is not valid JSON."""
+        self.script(*[Scripted(body=body)] * count)
+
+    def slow(self, seconds: float, *, count: int = 1) -> None:
+        """Queue ``count`` normal answers that take ``seconds``."""
+        self.script(*[Scripted(delay=seconds)] * count)
+
+    def _next_scripted(self, model: str) -> Scripted | None:
+        with self._lock:
+            for i, entry in enumerate(self._queue):
+                if entry.model is None or entry.model == model:
+                    del self._queue[i]
+                    return entry
+        return None
+
+    # ------------------------------------------------------------------ serving
+    @property
+    def url(self) -> str:
+        """Base URL to give google-genai (``HttpOptions(base_url=...)`` or ``GOOGLE_GEMINI_BASE_URL``)."""
+        if self._server is None:
+            raise RuntimeError("server not started")
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> FakeGemini:
+        """Start serving on a free loopback port in a daemon thread."""
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                fake._handle(self)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeGemini:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def reset(self) -> None:
+        """Forget the request log and the queued answers."""
+        with self._lock:
+            self.requests.clear()
+            self._queue.clear()
+            self.peak_in_flight = 0
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            self._answer(handler)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer(self, handler: BaseHTTPRequestHandler) -> None:
+        started = time.monotonic()
+        length = int(handler.headers.get("content-length") or 0)
+        raw = handler.rfile.read(length) if length else b"{}"
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        path = handler.path.split("?", 1)[0]
+        model = path.split("/models/", 1)[-1].split(":", 1)[0]
+        prompt = "\n".join(
+            p.get("text", "")
+            for c in body.get("contents", [])
+            for p in (c.get("parts") or [])
+            if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+        config = body.get("generationConfig") or {}
+        n = int(config.get("candidateCount") or 1)
+        rec = Recorded(path, model, handler.headers.get("x-goog-api-key"), body, prompt, n, started=started)
+        with self._lock:
+            self.requests.append(rec)
+        status, payload, headers = self._decide(path, model, prompt, n, rec)
+        rec.status = status
+        rec.finished = time.monotonic()
+        stream = ":streamGenerateContent" in path and status == 200 and isinstance(payload, dict)
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        if stream:
+            data = b"data: " + data + b"\r\n\r\n"
+        handler.send_response(status)
+        handler.send_header("Content-Type", "text/event-stream" if stream else "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        for key, value in headers.items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    def _decide(self, path: str, model: str, prompt: str, n: int,
+                rec: Recorded) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
+        if not (path.endswith(":generateContent") or path.endswith(":streamGenerateContent")):
+            return 404, _error(404, "NOT_FOUND", f"unknown method {path}"), {}
+        entry = self._next_scripted(model)
+        if entry is not None and entry.delay:
+            time.sleep(entry.delay)
+        if entry is not None and entry.status != 200:
+            headers = {"Retry-After": entry.retry_after} if entry.retry_after is not None else {}
+            name = entry.error_status or _STATUS_NAMES.get(entry.status, "UNKNOWN")
+            return entry.status, _error(entry.status, name, entry.message), headers
+        if entry is not None and entry.body is not None:
+            return 200, entry.body, {}
+        if n > 1 and model in self.reject_candidate_count:
+            return 400, _error(400, "INVALID_ARGUMENT",
+                               f"Multiple candidates is not enabled for models/{model}"), {}
+        if self.latency:
+            time.sleep(self.latency)
+        count = n if self.max_candidates is None else min(n, self.max_candidates)
+        if entry is not None and entry.texts is not None:
+            texts = list(entry.texts[:count])
+        else:
+            texts = [self.responder(prompt, i, rec) for i in range(count)]
+        out_tokens = sum(len(t) // 4 + 1 for t in texts)
+        in_tokens = len(prompt) // 4 + 1
+        return 200, {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": t}]}, "finishReason": "STOP", "index": i}
+                for i, t in enumerate(texts)
+            ],
+            "usageMetadata": {"promptTokenCount": in_tokens, "candidatesTokenCount": out_tokens,
+                              "totalTokenCount": in_tokens + out_tokens},
+            "modelVersion": model,
+            "responseId": f"fake-{len(self.requests)}",
+        }, {}
+
+
+def _error(code: int, status: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "status": status}}

@@ -1,0 +1,115 @@
+"""The content-addressed judge cache and replay mode."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from evalbot.judges.base import JudgeRequest, ReplayMiss
+from evalbot.judges.cache import CachingJudge, DiskCache, cache_key
+from evalbot.judges.gemini import GeminiJudge
+from evalbot.judges.sampling import SamplingJudge
+from tests.fakes.fake_gemini import FakeGemini
+
+
+def _caching(fake: FakeGemini, directory: Path, replay: bool = False) -> CachingJudge:
+    backend = SamplingJudge(GeminiJudge(api_key="k", base_url=fake.url, timeout=5))
+    return CachingJudge(backend, DiskCache(directory), replay=replay)
+
+
+def test_second_run_makes_no_requests(fake: FakeGemini, tmp_path: Path) -> None:
+    """A fresh process with the same cache directory answers from disk, identically, with zero requests."""
+    fake.responder = lambda p, i, r: f"verdict {i}"
+    request = JudgeRequest("m", "prompt", {"temperature": 0.5}, 5)
+    first = asyncio.run(_caching(fake, tmp_path).generate(request))
+    second = asyncio.run(_caching(fake, tmp_path).generate(request))
+    assert len(fake.requests) == 1
+    assert second.texts == first.texts and second.from_cache and not first.from_cache
+    assert second.usage.requests == 0 and second.usage.input_tokens == 0 and second.usage.cached_samples == 5
+
+
+def test_key_covers_model_config_prompt_and_sample() -> None:
+    """Changing any key ingredient changes the address; transport options do not."""
+    base = cache_key("m", {"temperature": 0}, "p", 0)
+    assert base != cache_key("m2", {"temperature": 0}, "p", 0)
+    assert base != cache_key("m", {"temperature": 1}, "p", 0)
+    assert base != cache_key("m", {"temperature": 0}, "p ", 0)
+    assert base != cache_key("m", {"temperature": 0}, "p", 1)
+    assert base == cache_key("m", {"temperature": 0, "http_options": {"base_url": "x"}}, "p", 0)
+
+
+def test_only_missing_samples_are_requested(fake: FakeGemini, tmp_path: Path) -> None:
+    """Three cached samples of five: one request for the two others."""
+    judge = _caching(fake, tmp_path)
+    asyncio.run(judge.generate(JudgeRequest("m", "p", num_samples=3)))
+    reply = asyncio.run(judge.generate(JudgeRequest("m", "p", num_samples=5)))
+    assert [r.candidate_count for r in fake.requests] == [3, 2]
+    assert reply.cached_samples == 3 and len(reply.texts) == 5
+
+
+def test_replay_hit_and_miss(fake: FakeGemini, tmp_path: Path) -> None:
+    """Replay serves recorded answers and turns a miss into ReplayMiss, never calling the network."""
+    asyncio.run(_caching(fake, tmp_path).generate(JudgeRequest("m", "seen", num_samples=2)))
+    replay = CachingJudge(None, DiskCache(tmp_path), replay=True)
+    assert asyncio.run(replay.generate(JudgeRequest("m", "seen", num_samples=2))).from_cache
+    with pytest.raises(ReplayMiss, match="not in the cache"):
+        asyncio.run(replay.generate(JudgeRequest("m", "unseen", num_samples=2)))
+    with pytest.raises(ReplayMiss, match="1 of 3"):
+        asyncio.run(replay.generate(JudgeRequest("m", "seen", num_samples=3)))
+    assert len(fake.requests) == 1
+
+
+def test_corrupt_entry_is_a_miss(tmp_path: Path) -> None:
+    """A truncated or foreign file is ignored rather than served."""
+    cache = DiskCache(tmp_path)
+    key = cache_key("m", {}, "p", 0)
+    cache.put(key, "good", model="m")
+    path = next(tmp_path.glob("*/*.json"))
+    path.write_text('{"text": ', encoding="utf-8")
+    assert cache.get(key) is None
+    path.write_text(json.dumps({"text": 3}), encoding="utf-8")
+    assert cache.get(key) is None
+
+
+def test_concurrent_writers_never_expose_partial_files(tmp_path: Path) -> None:
+    """Threads rewriting the same entries while others read always see a complete answer."""
+    cache = DiskCache(tmp_path)
+    keys = [cache_key("m", {}, "p", i) for i in range(4)]
+    long_text = "x" * 200_000
+    errors: list[str] = []
+
+    def writer() -> None:
+        for _ in range(30):
+            for k in keys:
+                cache.put(k, long_text, model="m")
+
+    def reader() -> None:
+        for _ in range(200):
+            for k in keys:
+                got = DiskCache(tmp_path).get(k)
+                if got is not None and got != long_text:
+                    errors.append("partial")
+
+    threads = [threading.Thread(target=writer) for _ in range(3)] + [threading.Thread(target=reader) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert not list(tmp_path.glob("*/.tmp-*"))
+
+
+def test_identical_concurrent_requests_share_one_call(fake: FakeGemini, tmp_path: Path) -> None:
+    """Ten simultaneous identical requests cost one request."""
+    fake.latency = 0.05
+    judge = _caching(fake, tmp_path)
+
+    async def run() -> None:
+        await asyncio.gather(*(judge.generate(JudgeRequest("m", "same", num_samples=5)) for _ in range(10)))
+
+    asyncio.run(run())
+    assert len(fake.requests) == 1
