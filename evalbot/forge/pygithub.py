@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-import io
 import logging
 import time
-import zipfile
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Literal, TypeVar
 from urllib.parse import quote
 
 import requests
 from github import Auth, Github, GithubException, GithubRetry, UnknownObjectException
 from github.Artifact import Artifact
 from github.ContentFile import ContentFile
+from github.Issue import Issue
 from github.IssueComment import IssueComment
 from github.PaginatedList import PaginatedList
+from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from evalbot.forge.archive import join_capped, unzip_in_memory
 from evalbot.forge.base import (
     COMMENT_MAX_CHARS,
     CommentRef,
@@ -39,6 +40,8 @@ MAX_PR_SCAN = 300
 """Open PRs examined when looking for a head sha without an owner:branch hint."""
 
 T = TypeVar("T")
+Action = Literal["created", "edited", "unchanged"]
+DEFAULT_RETRY = RetryPolicy()
 
 
 def _is_rate_limit(exc: GithubException) -> bool:
@@ -84,12 +87,13 @@ class PyGithubForge:
         repository: str,
         api_url: str = "https://api.github.com",
         bot_login: str | None = None,
-        retry: RetryPolicy = RetryPolicy(),
+        retry: RetryPolicy = DEFAULT_RETRY,
         timeout_s: float = 30.0,
         seconds_between_writes: float | None = 1.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._policy = retry
+        self._timeout_s = timeout_s
         self._sleep = sleep
         self._bot_login = bot_login
         # POST is left out on purpose: a lost POST response would duplicate the comment, so
@@ -165,7 +169,8 @@ class PyGithubForge:
         mine = [c for c in comments if marker in (c.body or "") and c.user is not None and c.user.login == me]
         return sorted(mine, key=lambda c: c.id)
 
-    def _issue(self, number: int) -> Any:
+    def _issue(self, number: int) -> Issue:
+        """The PR as an issue (PR comments live there), without fetching it."""
         return self._repo.get_issue(number)
 
     # -- Forge protocol ------------------------------------------------------------------------
@@ -182,7 +187,8 @@ class PyGithubForge:
             raise ForgeError(f"comment on #{number}", f"body has {len(body)} characters, GitHub allows 65536")
         existing = self._marked(number, marker)
         if existing:
-            keep, action = existing[0], "unchanged"
+            keep = existing[0]
+            action: Action = "unchanged"
             if keep.body != body:
                 self._call(f"edit comment {keep.id}", lambda: keep.edit(body))
                 action = "edited"
@@ -193,18 +199,18 @@ class PyGithubForge:
         marked = self._marked(number, marker) or [created]
         keep = marked[0]
         removed = self._delete([c for c in marked[1:]])
-        action = "created"
+        outcome: Action = "created"
         if keep.id != created.id and keep.body != body:
             self._call(f"edit comment {keep.id}", lambda: keep.edit(body))
-            action = "edited"
-        return CommentRef(id=keep.id, url=keep.html_url, action=action, removed_duplicates=removed)
+            outcome = "edited"
+        return CommentRef(id=keep.id, url=keep.html_url, action=outcome, removed_duplicates=removed)
 
     def _create(self, number: int, marker: str, body: str) -> IssueComment:
         """POST the comment; on 5xx/rate limits re-list before trying again (POST is not idempotent)."""
         operation = f"comment on #{number}"
         for attempt in range(self._policy.attempts + 1):
             try:
-                return self._issue(number).create_comment(body)  # type: ignore[no-any-return]
+                return self._issue(number).create_comment(body)
             except (GithubException, requests.RequestException) as exc:
                 error = _translate(operation, exc)
                 if not isinstance(error, ForgeUnavailable) or attempt == self._policy.attempts:
@@ -291,40 +297,34 @@ class PyGithubForge:
         if matches[-1].size_in_bytes > max_bytes:
             raise ForgeError(operation, f"artifact is {matches[-1].size_in_bytes} bytes, limit {max_bytes}")
         url = matches[-1].archive_download_url
-        data = self._call(operation, lambda: self._read_capped(url, max_bytes, operation))
-        return _unzip(data, max_bytes, operation)
+        status, headers, _ = self._call(operation, lambda: self._gh.requester.requestJson("GET", url))
+        location = {k.lower(): v for k, v in headers.items()}.get("location")
+        if status != 302 or not location:
+            raise ForgeError(operation, "GitHub did not redirect to the archive (expired?)", status=status)
+        data = self._fetch_signed(location, max_bytes, operation)
+        try:
+            return unzip_in_memory(data, max_bytes)
+        except ValueError as exc:
+            raise ForgeError(operation, str(exc)) from exc
 
-    def _read_capped(self, url: str, max_bytes: int, operation: str) -> bytes:
-        """GET a (redirected) download; PyGithub drops the token when the redirect leaves the host."""
-        _, _, chunks = self._gh.requester.getStream(url, chunk_size=65_536)
-        return _cap(chunks, max_bytes, operation)
-
-
-def _cap(chunks: Iterator[bytes], max_bytes: int, operation: str) -> bytes:
-    """Join ``chunks`` but stop with an error past ``max_bytes``."""
-    buf = bytearray()
-    for chunk in chunks:
-        buf.extend(chunk)
-        if len(buf) > max_bytes:
-            raise ForgeError(operation, f"download exceeds {max_bytes} bytes")
-    return bytes(buf)
-
-
-def _unzip(data: bytes, max_bytes: int, operation: str) -> dict[str, bytes]:
-    """Members of a zip archive as bytes, refusing odd names and zip bombs."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as exc:
-        raise ForgeError(operation, "artifact is not a zip archive") from exc
-    files: dict[str, bytes] = {}
-    total = 0
-    for info in archive.infolist():
-        if info.is_dir():
-            continue
-        if info.filename.startswith("/") or ".." in info.filename.split("/"):
-            raise ForgeError(operation, f"artifact member {info.filename!r} has an unsafe path")
-        total += info.file_size
-        if total > max_bytes:
-            raise ForgeError(operation, f"artifact unpacks to more than {max_bytes} bytes")
-        files[info.filename] = archive.read(info)
-    return files
+    def _fetch_signed(self, url: str, max_bytes: int, operation: str) -> bytes:
+        """GET the short-lived storage URL the API redirected to, without our token, size-capped."""
+        session = requests.Session()
+        retries = Retry(
+            total=self._policy.attempts,
+            backoff_factor=self._policy.backoff_s,
+            status_forcelist=range(500, 600),
+            allowed_methods={"GET"},
+        )
+        session.mount("http://", HTTPAdapter(max_retries=retries))
+        session.mount("https://", HTTPAdapter(max_retries=retries))
+        try:
+            with session.get(url, stream=True, timeout=self._timeout_s) as response:
+                response.raise_for_status()
+                return join_capped(response.iter_content(chunk_size=65_536), max_bytes)
+        except ValueError as exc:
+            raise ForgeError(operation, str(exc)) from exc
+        except requests.RequestException as exc:
+            raise _translate(operation, exc) from exc
+        finally:
+            session.close()

@@ -1,0 +1,1 @@
+"""Code-host access: the Forge protocol (base) and its PyGithub implementation (pygithub)."""
