@@ -1,0 +1,141 @@
+"""evalbot must score exactly as google-adk 2.13.0 does on the goldens made by scripts/make_adk_goldens.py.
+
+Each golden holds ADK's LocalEvalService verdicts for one eval set + actuals file + criteria config; evalbot is
+run on the same three inputs and every case, metric and invocation is compared (scores to 1e-9, statuses
+exactly).  ADK's informational efficiency metrics are compared in their own test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalbot.app import evaluate
+from evalbot.criteria import INFORMATIONAL
+from evalbot.criteria.response_match import UnicodeTokenizer, rouge1_f
+from evalbot.results import CaseResult, MetricResult, Report
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDENS = REPO / "tests/data/adk_parity/goldens"
+GOLDEN_FILES = sorted(p.name for p in GOLDENS.glob("*__*__*.json"))
+EFFICIENCY = ("tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1")
+TOL = 1e-9
+
+
+def _golden(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((GOLDENS / name).read_text(encoding="utf-8"))
+    return data
+
+
+@cache
+def _run(name: str) -> dict[str, CaseResult]:
+    """evalbot's case results for a golden's inputs, given as repo-relative paths (cwd is the repo) like ADK's."""
+    golden = _golden(name)
+    report: Report = evaluate([golden["evalset"]], actuals=[golden["actuals"]], config=golden["config_path"])
+    assert not report.errors, report.errors
+    assert len(report.eval_sets) == 1
+    eval_set = report.eval_sets[0]
+    assert not eval_set.errors, eval_set.errors
+    return {case.eval_id: case for case in eval_set.cases}
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=0.0, abs_tol=TOL)
+
+
+def _diffs(name: str, case_id: str, metric: str, adk: dict[str, Any], ours: MetricResult) -> list[str]:
+    where = f"{name} case {case_id!r} {metric}"
+    out = []
+    if not _same(adk["score"], ours.score):
+        out.append(f"{where}: score ADK {adk['score']!r} evalbot {ours.score!r}")
+    if adk["status"] != ours.status:
+        out.append(f"{where}: status ADK {adk['status']} evalbot {ours.status} ({ours.reason})")
+    if not _same(adk["threshold"], ours.threshold):
+        out.append(f"{where}: threshold ADK {adk['threshold']!r} evalbot {ours.threshold!r}")
+    if len(adk["per_invocation"]) != len(ours.per_invocation):
+        out.append(f"{where}: {len(adk['per_invocation'])} ADK invocations, {len(ours.per_invocation)} evalbot")
+        return out
+    for a, o in zip(adk["per_invocation"], ours.per_invocation, strict=True):
+        at = f"{where} invocation #{a['index']}"
+        if (a["invocation_id"] or None) != o.invocation_id:
+            out.append(f"{at}: invocation_id ADK {a['invocation_id']!r} evalbot {o.invocation_id!r}")
+        if not _same(a["score"], o.score):
+            out.append(f"{at}: score ADK {a['score']!r} evalbot {o.score!r}")
+        if a["status"] != o.status:
+            out.append(f"{at}: status ADK {a['status']} evalbot {o.status} ({o.reason})")
+    return out
+
+
+@pytest.mark.parametrize("name", GOLDEN_FILES)
+def test_case_and_criterion_verdicts_match_adk(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Case status, configured criteria and their per-invocation results equal ADK's."""
+    monkeypatch.chdir(REPO)  # legacy list-of-turns eval_ids are the path string as passed
+    golden = _golden(name)
+    ours = _run(name)
+    assert sorted(ours) == sorted(golden["cases"])
+    problems: list[str] = []
+    for case_id, adk_case in golden["cases"].items():
+        case = ours[case_id]
+        if case.status != adk_case["final_status"]:
+            problems.append(f"{name} case {case_id!r}: status ADK {adk_case['final_status']} evalbot {case.status}"
+                            f" ({case.reason})")
+        for metric, adk_metric in adk_case["metrics"].items():
+            if metric in EFFICIENCY:
+                continue
+            if metric not in case.metrics:
+                problems.append(f"{name} case {case_id!r}: evalbot has no {metric}")
+                continue
+            problems += _diffs(name, case_id, metric, adk_metric, case.metrics[metric])
+    assert not problems, "\n".join(problems)
+
+
+EFFICIENCY_GOLDENS = [n for n in GOLDEN_FILES if _golden(n)["efficiency_metrics_included"]]
+
+
+@pytest.mark.skipif(not INFORMATIONAL, reason="evalbot does not report ADK's efficiency metrics yet")
+@pytest.mark.parametrize("name", EFFICIENCY_GOLDENS)
+def test_efficiency_metrics_match_adk(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADK's informational efficiency metrics (tool calls, inference calls, tokens, duration) equal ADK's."""
+    monkeypatch.chdir(REPO)
+    golden = _golden(name)
+    ours = _run(name)
+    problems: list[str] = []
+    for case_id, adk_case in golden["cases"].items():
+        for metric in EFFICIENCY:
+            if metric not in ours[case_id].metrics:
+                problems.append(f"{name} case {case_id!r}: evalbot has no {metric}")
+                continue
+            problems += _diffs(name, case_id, metric, adk_case["metrics"][metric], ours[case_id].metrics[metric])
+    assert not problems, "\n".join(problems)
+
+
+ROUGE = json.loads((GOLDENS / "rouge_tokens.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("item", ROUGE["tokens"], ids=lambda item: repr(item["text"])[:40])
+def test_tokenizer_matches_adk(item: dict[str, Any]) -> None:
+    """evalbot's ROUGE tokenizer yields ADK's tokens for mixed scripts, NFKC cases and stemming."""
+    assert UnicodeTokenizer().tokenize(item["text"]) == item["tokens"]
+
+
+@pytest.mark.parametrize(
+    "pair", ROUGE["rouge1_pairs"], ids=lambda p: f"{p['candidate'][:20]!r}-{p['reference'][:20]!r}"
+)
+def test_rouge1_f_matches_adk(pair: dict[str, Any]) -> None:
+    """ROUGE-1 F-measure between a candidate and a reference equals ADK's."""
+    assert math.isclose(rouge1_f(pair["candidate"], pair["reference"]), pair["fmeasure"], abs_tol=TOL)
+
+
+def test_goldens_are_present() -> None:
+    """The golden set covers every sample eval set and was made with ADK 2.13.0."""
+    samples = {n.split("__")[0] for n in GOLDEN_FILES}
+    assert len(GOLDEN_FILES) > 1000
+    assert len(samples) == 9
+    assert {_golden(n)["adk_version"] for n in GOLDEN_FILES[:: max(1, len(GOLDEN_FILES) // 50)]} == {"2.13.0"}
