@@ -90,6 +90,7 @@ class PyGithubForge:
         retry: RetryPolicy = DEFAULT_RETRY,
         timeout_s: float = 30.0,
         seconds_between_writes: float | None = 1.0,
+        per_page: int = 100,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._policy = retry
@@ -108,13 +109,14 @@ class PyGithubForge:
         self._gh = Github(
             auth=Auth.Token(token),
             base_url=api_url.rstrip("/"),
-            per_page=100,
+            per_page=per_page,
             timeout=int(timeout_s),
             retry=urllib3_retry,
             seconds_between_requests=None,
             seconds_between_writes=seconds_between_writes,
+            lazy=True,
         )
-        self._repo = self._gh.get_repo(repository, lazy=True)
+        self._repo = self._gh.get_repo(repository)
 
     # -- helpers -------------------------------------------------------------------------------
 

@@ -1,0 +1,50 @@
+"""Size caps and path checks for untrusted artifact archives."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+
+from evalbot.forge.archive import join_capped, unzip_in_memory
+
+
+def make_zip(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_join_capped_stops_past_the_limit() -> None:
+    """Chunks are joined until the cap, then ValueError."""
+    assert join_capped([b"ab", b"cd"], 4) == b"abcd"
+    with pytest.raises(ValueError, match="exceeds 3"):
+        join_capped([b"ab", b"cd"], 3)
+
+
+def test_members_come_back_by_name_directories_skipped() -> None:
+    """Nested members keep their names; directory entries are not files."""
+    data = make_zip({"a/report.json": b"{}", "b.txt": b"x"})
+    assert unzip_in_memory(data, 100) == {"a/report.json": b"{}", "b.txt": b"x"}
+
+
+@pytest.mark.parametrize("name", ["../x", "a/../../x", "/etc/passwd", "..\\x"])
+def test_unsafe_names_are_refused(name: str) -> None:
+    """Absolute and parent-directory member names are rejected."""
+    with pytest.raises(ValueError, match="unsafe path"):
+        unzip_in_memory(make_zip({name: b"x"}), 100)
+
+
+def test_zip_bomb_is_refused_by_declared_size() -> None:
+    """A small archive that inflates past the cap is refused."""
+    with pytest.raises(ValueError, match="more than 1000"):
+        unzip_in_memory(make_zip({"big": b"0" * 100_000}), 1000)
+
+
+def test_not_a_zip() -> None:
+    """Garbage bytes give a clear error."""
+    with pytest.raises(ValueError, match="not a zip"):
+        unzip_in_memory(b"hello", 100)

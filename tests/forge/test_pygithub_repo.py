@@ -1,0 +1,132 @@
+"""PyGithubForge's file, pull request and artifact calls against the contract-checked fake GitHub."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Callable
+
+import pytest
+
+from evalbot.forge.base import ForgeError, ForgeForbidden
+from evalbot.forge.pygithub import PyGithubForge
+from tests.fakes.fake_github import READ_ONLY_TOKEN, FakeGitHub, Pull
+
+Make = Callable[..., PyGithubForge]
+BASE = "b" * 40
+HEAD = "c" * 40
+
+
+def test_read_file_at_a_commit(fake: FakeGitHub, make_forge: Make) -> None:
+    """The file is read at the exact ref asked for, not at the default branch."""
+    fake.put_file(".evalbot/baseline.json", '{"v": "base"}', ref=BASE)
+    fake.put_file(".evalbot/baseline.json", '{"v": "main"}', ref="main")
+    assert make_forge().read_file(".evalbot/baseline.json", ref=BASE) == '{"v": "base"}'
+
+
+def test_missing_file_is_none(fake: FakeGitHub, make_forge: Make) -> None:
+    """A 404 from the contents API means no baseline, not an error."""
+    assert make_forge().read_file(".evalbot/baseline.json", ref=BASE) is None
+
+
+def test_large_file_is_fetched_with_the_raw_media_type(fake: FakeGitHub, make_forge: Make) -> None:
+    """Files whose JSON has encoding 'none' (over 1 MB on GitHub) are re-read as raw bytes, UTF-8 intact."""
+    fake.large_file_bytes = 64
+    text = '{"note": "Größe ✓", "pad": "' + "x" * 200 + '"}'
+    fake.put_file("big.json", text, ref=BASE)
+    assert make_forge().read_file("big.json", ref=BASE) == text
+    assert fake.calls("repos/get-content") == 2
+
+
+def test_read_is_retried_on_a_server_error(fake: FakeGitHub, make_forge: Make) -> None:
+    """A transient 502 on GET is retried by the client."""
+    fake.put_file("a.json", "{}", ref=BASE)
+    fake.fail("GET", r"/contents/a\.json$", 502)
+    assert make_forge().read_file("a.json", ref=BASE) == "{}"
+
+
+def test_commit_creates_updates_and_skips_unchanged(fake: FakeGitHub, make_forge: Make) -> None:
+    """Create, then update with the blob sha, then no commit when the content is the same."""
+    forge = make_forge()
+    first = forge.commit_file(path=".evalbot/baseline.json", content="1", branch="main", message="m1")
+    second = forge.commit_file(path=".evalbot/baseline.json", content="2", branch="main", message="m2")
+    third = forge.commit_file(path=".evalbot/baseline.json", content="2", branch="main", message="m3")
+    assert first and second and first != second and third is None
+    assert fake.files[("main", ".evalbot/baseline.json")] == b"2"
+    assert [m for _, _, m in fake.commits] == ["m1", "m2"]
+
+
+def test_commit_recovers_from_a_concurrent_writer(fake: FakeGitHub, make_forge: Make) -> None:
+    """A stale sha (409) makes the forge re-read the file and commit on top of the newer version."""
+    fake.put_file("b.json", "old", ref="main")
+    raced: list[bool] = []
+
+    def other_writer() -> None:
+        if not raced:
+            raced.append(True)
+            fake.put_file("b.json", "theirs", ref="main")
+
+    fake.on("repos/create-or-update-file-contents", other_writer)
+    assert make_forge().commit_file(path="b.json", content="ours", branch="main", message="m")
+    assert fake.files[("main", "b.json")] == b"ours"
+    assert fake.calls("repos/create-or-update-file-contents") == 2
+
+
+def test_commit_with_a_read_only_token_is_forbidden(fake: FakeGitHub, make_forge: Make) -> None:
+    """A push from a token without contents: write raises ForgeForbidden."""
+    with pytest.raises(ForgeForbidden):
+        make_forge(token=READ_ONLY_TOKEN).commit_file(path="x.json", content="1", branch="main", message="m")
+
+
+def test_pr_found_by_head_sha_and_label(fake: FakeGitHub, make_forge: Make) -> None:
+    """The owner:branch hint narrows the search; the sha must still match."""
+    fake.add_pull(Pull(11, head_sha="1" * 40, base_sha=BASE, head_ref="topic", head_owner="forker"))
+    fake.add_pull(Pull(12, head_sha=HEAD, base_sha=BASE, head_ref="topic", head_owner="forker"))
+    forge = make_forge()
+    assert forge.find_pr_by_head_sha(HEAD, head_label="forker:topic") == 12
+    assert forge.find_pr_by_head_sha("9" * 40, head_label="forker:topic") is None
+
+
+def test_pr_found_by_head_sha_without_label_across_pages(fake: FakeGitHub, make_forge: Make) -> None:
+    """Without a hint all open PRs are scanned, following pagination; closed ones are ignored."""
+    for n in range(1, 6):
+        fake.add_pull(Pull(n, head_sha=f"{n}" * 40, base_sha=BASE))
+    fake.add_pull(Pull(6, head_sha=HEAD, base_sha=BASE, state="closed"))
+    forge = make_forge(per_page=2)
+    assert forge.find_pr_by_head_sha("1" * 40) == 1
+    assert forge.find_pr_by_head_sha(HEAD) is None
+
+
+def test_artifact_download_is_unzipped_in_memory_without_leaking_the_token(fake: FakeGitHub, make_forge: Make) -> None:
+    """The storage redirect is followed without Authorization and the zip's files come back."""
+    fake.add_artifact(99, "other", {"x": b"no"})
+    fake.add_artifact(99, "evalbot-report", {"report.json": b'{"ok": true}', "event.json": b"{}"})
+    files = make_forge().download_artifact(run_id=99, name="evalbot-report", max_bytes=1_000_000)
+    assert files == {"report.json": b'{"ok": true}', "event.json": b"{}"}
+    blob = [e for e in fake.exchanges if e.operation == "blob"]
+    assert len(blob) == 1 and not blob[0].authorized
+
+
+def test_missing_artifact_says_what_to_check(fake: FakeGitHub, make_forge: Make) -> None:
+    """No artifact of that name on the run gives an actionable ForgeError."""
+    with pytest.raises(ForgeError, match="did the first workflow upload it"):
+        make_forge().download_artifact(run_id=5, name="evalbot-report", max_bytes=1000)
+
+
+def test_oversized_artifact_is_refused(fake: FakeGitHub, make_forge: Make) -> None:
+    """An artifact larger than the cap is not downloaded."""
+    fake.add_artifact(7, "evalbot-report", {"r.json": b"x" * 5000})
+    with pytest.raises(ForgeError, match="limit 100"):
+        make_forge().download_artifact(run_id=7, name="evalbot-report", max_bytes=100)
+    assert fake.calls("actions/download-artifact") == 0
+
+
+def test_unsafe_member_path_is_refused(fake: FakeGitHub, make_forge: Make) -> None:
+    """A zip-slip name inside the (untrusted) artifact is an error, not a file."""
+    aid = fake.add_artifact(8, "evalbot-report", {})
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as archive:
+        archive.writestr("../../etc/evil", b"x")
+    fake.artifacts[aid] = (8, "evalbot-report", buf.getvalue())
+    with pytest.raises(ForgeError, match="unsafe path"):
+        make_forge().download_artifact(run_id=8, name="evalbot-report", max_bytes=10_000)
