@@ -9,6 +9,7 @@ request. Stdlib only so that ADK's own virtualenv can import it too (``scripts/m
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -49,6 +50,51 @@ class Scripted:
 
 
 Responder = Callable[[str, int, Recorded], str]
+"""Gives the text of candidate ``index`` for a prompt; may raise FakeError to answer with an HTTP error."""
+
+
+class FakeError(Exception):
+    """Raised by a responder to make the whole request fail with HTTP ``status``."""
+
+    def __init__(self, status: int, message: str = "", retry_after: str | None = None) -> None:
+        super().__init__(message or f"injected error {status}")
+        self.status = status
+        self.message = message or f"injected error {status}"
+        self.retry_after = retry_after
+
+
+TAG = re.compile(r"@@([A-Za-z0-9_.-]+)@@")
+
+
+class TaggedResponder:
+    """Answers by tag: the LAST ``@@tag@@`` in the prompt picks a list of answers, consumed in call order.
+
+    Tests put tags in the texts being judged, and judge prompts show the judged text last, so the same script
+    drives ADK's judges (one request per sample) and evalbot's (one request with ``candidateCount``). An answer is
+    a text, or ``{"error": status, "message": ...}`` to fail the request. Calls beyond the list reuse it cyclically.
+    """
+
+    def __init__(self, answers: dict[str, list[Any]]) -> None:
+        self.answers = answers
+        self.calls: dict[str, int] = {}
+        self.unrouted: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, prompt: str, index: int, request: Recorded) -> str:
+        tags = TAG.findall(prompt)
+        tag = tags[-1] if tags else ""
+        if tag not in self.answers:
+            with self._lock:
+                self.unrouted.append(prompt)
+            raise FakeError(400, f"no scripted answer for tag {tag!r}")
+        with self._lock:
+            k = self.calls.get(tag, 0)
+            self.calls[tag] = k + 1
+        options = self.answers[tag]
+        answer = options[k % len(options)]
+        if isinstance(answer, dict):
+            raise FakeError(int(answer.get("error", 400)), str(answer.get("message", "")))
+        return str(answer)
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -228,7 +274,12 @@ class FakeGemini:
         if entry is not None and entry.texts is not None:
             texts = list(entry.texts[:count])
         else:
-            texts = [self.responder(prompt, i, rec) for i in range(count)]
+            try:
+                texts = [self.responder(prompt, i, rec) for i in range(count)]
+            except FakeError as exc:
+                name = _STATUS_NAMES.get(exc.status, "UNKNOWN")
+                headers = {"Retry-After": exc.retry_after} if exc.retry_after is not None else {}
+                return exc.status, _error(exc.status, name, exc.message), headers
         out_tokens = sum(len(t) // 4 + 1 for t in texts)
         in_tokens = len(prompt) // 4 + 1
         return 200, {
