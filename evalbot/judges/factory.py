@@ -92,8 +92,8 @@ def judge_from_environ(
     concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float = 120.0,
     retry: RetryPolicy | None = None,
-) -> JudgeStack | None:
-    """The judge for a run, or None when there are no credentials (and no replay cache).
+) -> tuple[JudgeStack | None, str | None]:
+    """The judge for a run and None, or None and the reason there is none (no credentials and no replay).
 
     Reads only ``env``: GOOGLE_API_KEY / GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_CLOUD_PROJECT,
     GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL / GOOGLE_VERTEX_BASE_URL and EVALBOT_JUDGE_CACHE (used when
@@ -102,15 +102,15 @@ def judge_from_environ(
     if cache_dir is None and env.get(CACHE_ENV):
         cache_dir = env[CACHE_ENV]
     if replay:
-        return build_stack(None, cache_dir=cache_dir, replay=True, concurrency=concurrency, retry=retry)
+        return build_stack(None, cache_dir=cache_dir, replay=True, concurrency=concurrency, retry=retry), None
     api_key = env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY") or None
     vertex = _truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI"))
     project = env.get("GOOGLE_CLOUD_PROJECT") or None
     location = env.get("GOOGLE_CLOUD_LOCATION") or None
     if vertex and not (project or api_key):
-        return None
+        return None, MISSING_CREDENTIALS
     if not vertex and not api_key:
-        return None
+        return None, MISSING_CREDENTIALS
     from evalbot.judges.gemini import GeminiJudge  # imported lazily: google-genai is slow to import
 
     if vertex and project:
@@ -122,4 +122,4 @@ def judge_from_environ(
         )
     except Exception as exc:  # google-genai validates credentials and options eagerly
         raise ConfigError(f"cannot set up the judge client: {type(exc).__name__}: {exc}") from exc
-    return build_stack(backend, cache_dir=cache_dir, replay=False, concurrency=concurrency, retry=retry)
+    return build_stack(backend, cache_dir=cache_dir, replay=False, concurrency=concurrency, retry=retry), None

@@ -9,7 +9,7 @@ import pytest
 
 from evalbot.errors import ConfigError
 from evalbot.judges.base import JudgeRequest, ReplayMiss
-from evalbot.judges.factory import judge_from_environ
+from evalbot.judges.factory import MISSING_CREDENTIALS, judge_from_environ
 from evalbot.judges.retry import RetryPolicy
 from tests.fakes.fake_gemini import FakeGemini
 
@@ -19,13 +19,13 @@ FAST = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.01, max_retry_after
 def test_no_credentials_means_no_judge(monkeypatch: pytest.MonkeyPatch) -> None:
     """An empty mapping gives None even if the process environment has a key (only the mapping is read)."""
     monkeypatch.setenv("GOOGLE_API_KEY", "from-process-env")
-    assert judge_from_environ({}) is None
-    assert judge_from_environ({"GOOGLE_GENAI_USE_VERTEXAI": "true"}) is None
+    assert judge_from_environ({}) == (None, MISSING_CREDENTIALS)
+    assert judge_from_environ({"GOOGLE_GENAI_USE_VERTEXAI": "true"}) == (None, MISSING_CREDENTIALS)
 
 
 def test_gemini_api_key_and_base_url(fake: FakeGemini) -> None:
     """GEMINI_API_KEY and GOOGLE_GEMINI_BASE_URL from the mapping reach the service."""
-    judge = judge_from_environ({"GEMINI_API_KEY": "gk", "GOOGLE_GEMINI_BASE_URL": fake.url}, retry=FAST)
+    judge, _ = judge_from_environ({"GEMINI_API_KEY": "gk", "GOOGLE_GEMINI_BASE_URL": fake.url}, retry=FAST)
     assert judge is not None
     reply = asyncio.run(judge.generate(JudgeRequest("gemini-2.5-flash", "p", num_samples=5, purpose="c")))
     assert len(reply.texts) == 5
@@ -37,11 +37,11 @@ def test_full_stack_retries_and_caches(fake: FakeGemini, tmp_path: Path) -> None
     """Through the whole stack a 429 is retried, and a rebuilt stack answers from EVALBOT_JUDGE_CACHE."""
     env = {"GOOGLE_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": fake.url, "EVALBOT_JUDGE_CACHE": str(tmp_path)}
     fake.fault(429, retry_after="0")
-    first = judge_from_environ(env, retry=FAST)
+    first, _ = judge_from_environ(env, retry=FAST)
     assert first is not None
     asyncio.run(first.generate(JudgeRequest("gemini-2.5-flash", "p", num_samples=5)))
     assert len(fake.requests) == 2 and first.usage_summary()["retries"] == 1
-    second = judge_from_environ(env, retry=FAST)
+    second, _ = judge_from_environ(env, retry=FAST)
     assert second is not None
     reply = asyncio.run(second.generate(JudgeRequest("gemini-2.5-flash", "p", num_samples=5)))
     assert reply.from_cache and len(fake.requests) == 2
@@ -52,13 +52,13 @@ def test_replay_needs_a_cache_and_never_needs_credentials(tmp_path: Path) -> Non
     """Replay without a cache directory is a config error; with one it works without any key."""
     with pytest.raises(ConfigError, match="--judge-cache"):
         judge_from_environ({}, replay=True)
-    judge = judge_from_environ({}, replay=True, cache_dir=tmp_path)
-    assert judge is not None and judge.backend is None
+    judge, notice = judge_from_environ({}, replay=True, cache_dir=tmp_path)
+    assert judge is not None and judge.backend is None and notice is None
     with pytest.raises(ReplayMiss):
         asyncio.run(judge.generate(JudgeRequest("gemini-2.5-flash", "p")))
 
 
 def test_concurrency_setting_reaches_the_limiter(fake: FakeGemini) -> None:
     """--judge-concurrency becomes the limiter's bound."""
-    judge = judge_from_environ({"GOOGLE_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": fake.url}, concurrency=3)
+    judge, _ = judge_from_environ({"GOOGLE_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": fake.url}, concurrency=3)
     assert judge is not None and judge.limiter is not None and judge.limiter.limit == 3
