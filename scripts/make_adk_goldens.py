@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 warnings.filterwarnings("ignore")
-logging.disable(logging.WARNING)
+logging.disable(logging.CRITICAL)  # ADK logs the exceptions it turns into not_evaluated
 
 REPO = Path(__file__).resolve().parent.parent
 BASE = Path("tests/data/adk_parity")
@@ -58,6 +58,22 @@ SAMPLE_SETS: dict[str, str] = {
     "test_files/dependent_tool_calls.test.json",
     "main_elicitation_flow": "main_index/tests/integration/fixture/elicitation_agent/elicitation_flow.test.json",
     "synthetic_edge_cases": "synthetic/edge_cases.evalset.json",
+    "synthetic_float_boundary": "synthetic/float_boundary/float_boundary.evalset.json",
+}
+
+# Hand-picked actual responses whose per-invocation ROUGE-1 F values average to within one ulp of a
+# threshold: ADK sums them with a running float total, so the exact summation order decides the verdict.
+BOUNDARY_RESPONSES: dict[str, list[str]] = {
+    "mean_just_below_half": ["alpha zzz0", "alpha zzz0 zzz1", "alpha zzz0 zzz1"],  # 2/3, 1/2, 1/3
+    "mean_just_above_0_8": ["alpha zzz0", "alpha beta zzz0", "alpha beta gamma delta epsilon zeta eta zzz0"],
+    "mean_just_below_0_9": ["alpha", "alpha beta gamma delta epsilon zeta zzz0 zzz1",
+                            "alpha beta gamma delta epsilon zeta eta theta iota zzz0 zzz1"],
+}
+SAMPLE_EXTRA_CONFIGS: dict[str, dict[str, dict[str, Any]]] = {
+    "synthetic_float_boundary": {
+        "rouge_080": {"criteria": {"response_match_score": 0.8}},
+        "rouge_090": {"criteria": {"response_match_score": 0.9}},
+    },
 }
 
 # Extra trajectory-only configs (ADK appends its informational efficiency metrics to every config).
@@ -569,9 +585,20 @@ def _dump(path: Path, data: Any) -> None:
     path.write_text(_compact(data) + "\n", encoding="utf-8")
 
 
-def build_variants(base: Actuals) -> dict[str, tuple[Actuals, str]]:
-    """variant name -> (actuals, kind) where kind is 'tools', 'args', 'response' or 'events'."""
+def boundary_actuals(base: Actuals) -> Actuals:
+    out = copy.deepcopy(base)
+    for eval_id, texts in BOUNDARY_RESPONSES.items():
+        for inv, text in zip(out[eval_id], texts, strict=True):
+            inv["final_response"] = {"role": "model", "parts": [{"text": text}]}
+    return out
+
+
+def build_variants(sample: str, base: Actuals) -> dict[str, tuple[Actuals, str]]:
+    """variant name -> (actuals, kind) where kind is 'tools', 'args', 'response', 'events' or 'boundary'."""
     variants: dict[str, tuple[Actuals, str]] = {"expected": (base, "tools")}
+    if sample == "synthetic_float_boundary":  # a ROUGE-only set: the other variants would add nothing
+        variants["rouge_mean_on_threshold"] = (boundary_actuals(base), "boundary")
+        return variants
     perturbed: dict[str, Actuals] = {}
     for kind, table in (("tools", TOOL_VARIANTS), ("args", ARG_VARIANTS), ("response", RESPONSE_VARIANTS)):
         for name, fn in table.items():
@@ -606,13 +633,18 @@ def make_sample_goldens(sample: str, rel_eval_set: str) -> tuple[int, int, int]:
     }
     for name, cfg in TRAJ_CONFIGS.items():
         configs[name] = (cfg, str(CONFIGS / f"{name}.json"))
+    extra = SAMPLE_EXTRA_CONFIGS.get(sample, {})
+    for name, cfg in extra.items():
+        configs[name] = (cfg, str(CONFIGS / f"{name}.json"))
 
     n_goldens = n_cases = n_metrics = 0
-    for variant, (actuals, kind) in build_variants(expected_actuals(eval_set, is_legacy)).items():
+    for variant, (actuals, kind) in build_variants(sample, expected_actuals(eval_set, is_legacy)).items():
         actuals_path = ACTUALS / f"{sample}__{variant}.json"
         _dump(actuals_path, actuals)
-        if kind == "response":
-            names = [own_name]
+        if kind == "boundary":
+            names = [own_name, *extra]
+        elif kind == "response":
+            names = [own_name, *extra]
         elif kind == "args" or variant in ARG_SENSITIVE:
             names = [own_name, *ALL_TRAJ]
         else:
@@ -639,6 +671,58 @@ def make_sample_goldens(sample: str, rel_eval_set: str) -> tuple[int, int, int]:
             n_cases += len(cases)
             n_metrics += sum(len(c["metrics"]) for c in cases.values())
     return n_goldens, n_cases, n_metrics
+
+
+# --------------------------------------------------------------------------------------------------
+# Documented deviations: inputs where evalbot deliberately reports `error` instead of mimicking ADK
+# --------------------------------------------------------------------------------------------------
+DEVIATION_SAMPLE = "v118_order_query"
+DEVIATIONS: dict[str, tuple[str, dict[str, Any] | None]] = {
+    # name -> (what evalbot does instead, config or None for the sample's own config)
+    "count_mismatch": (
+        "ADK aborts the whole run; evalbot reports the case as `error` and scores the other cases", None),
+    "invalid_match_type": (
+        "ADK marks the metric not_evaluated and lets the case pass; evalbot reports the criterion and case as"
+        " `error`",
+        {"criteria": {"tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "SOMETIMES"},
+                      "response_match_score": 0.5}}),
+    "unknown_metric": (
+        "ADK marks the metric not_evaluated; evalbot reports the criterion and case as `error`",
+        {"criteria": {"tool_trajectory_avg_scor": 1.0, "response_match_score": 0.5}}),
+    "threshold_on_efficiency_metric": (
+        "ADK marks the metric not_evaluated; evalbot reports the criterion and case as `error`",
+        {"criteria": {"tool_call_count_v1": 2.0, "response_match_score": 0.5}}),
+}
+
+
+def make_deviation_goldens() -> int:
+    rel = str(SAMPLES / SAMPLE_SETS[DEVIATION_SAMPLE])
+    eval_set, is_legacy = load_eval_set(rel)
+    base = expected_actuals(eval_set, is_legacy)
+    own_path = str(Path(rel).parent / "test_config.json")
+    for name, (evalbot_behaviour, cfg) in DEVIATIONS.items():
+        actuals = base
+        if name == "count_mismatch":
+            actuals = {eid: invs[:-1] for eid, invs in base.items()}
+        actuals_path = ACTUALS / f"deviation_{name}.json"
+        _dump(actuals_path, actuals)
+        cfg_path = own_path
+        if cfg is None:
+            cfg = json.loads(Path(own_path).read_text(encoding="utf-8"))
+        else:
+            cfg_path = str(CONFIGS / f"deviation_{name}.json")
+            _dump(Path(cfg_path), cfg)
+        golden: dict[str, Any] = {
+            "adk_version": ADK_VERSION, "evalset": rel, "actuals": str(actuals_path), "config_path": cfg_path,
+            "config": cfg, "deviation": name, "evalbot_behaviour": evalbot_behaviour,
+            "efficiency_metrics_included": True, "adk_error": None, "cases": None,
+        }
+        try:
+            golden["cases"] = asyncio.run(_adk_evaluate(eval_set, actuals, cfg, True))
+        except Exception as exc:  # ADK aborting is the recorded behaviour
+            golden["adk_error"] = f"{type(exc).__name__}: {exc}"
+        _dump(GOLDENS / "deviations" / f"{name}.json", golden)
+    return len(DEVIATIONS)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -718,14 +802,18 @@ def main() -> int:
         shutil.rmtree(d, ignore_errors=True)
     for name, cfg in TRAJ_CONFIGS.items():
         _dump(CONFIGS / f"{name}.json", cfg)
+    for extra in SAMPLE_EXTRA_CONFIGS.values():
+        for name, cfg in extra.items():
+            _dump(CONFIGS / f"{name}.json", cfg)
     totals = [0, 0, 0]
     for sample, rel in SAMPLE_SETS.items():
         counts = make_sample_goldens(sample, rel)
         totals = [a + b for a, b in zip(totals, counts, strict=True)]
         print(f"{sample}: {counts[0]} goldens, {counts[1]} cases, {counts[2]} metric results", file=sys.stderr)
+    n_deviations = make_deviation_goldens()
     n_pairs = make_rouge_golden()
     print(f"total: {totals[0]} goldens, {totals[1]} cases, {totals[2]} metric results; "
-          f"rouge: {len(ROUGE_STRINGS)} strings, {n_pairs} pairs", file=sys.stderr)
+          f"{n_deviations} deviation goldens; rouge: {len(ROUGE_STRINGS)} strings, {n_pairs} pairs", file=sys.stderr)
     return 0
 
 
