@@ -9,7 +9,6 @@ only tokens longer than 3 characters); other words are kept whole and unstemmed.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -27,7 +26,7 @@ from evalbot.criteria.base import (
 )
 from evalbot.formats.config import CriterionSpec
 from evalbot.invocations import final_text
-from evalbot.results import MetricResult, threshold_status
+from evalbot.results import MetricResult
 
 _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3040, 0x309F), (0x30A0, 0x30FF), (0xAC00, 0xD7AF))
 _CLUSTER_RANGES = ((0x0E00, 0x0E7F), (0x0E80, 0x0EFF), (0x1780, 0x17FF), (0x1000, 0x109F))
@@ -84,18 +83,6 @@ def rouge1_f(candidate: str, reference: str) -> float:
     return float(_SCORER.score(reference, candidate)["rouge1"].fmeasure)
 
 
-def adk_running_mean(scores: Sequence[float]) -> float | None:
-    """ADK's average of per-invocation scores: a running float total in invocation order over the count.
-
-    Not ``math.fsum``: the rounding of the running total decides verdicts whose mean lands within an ulp of the
-    threshold (F values 2/3, 1/2, 1/3 average to 0.49999999999999994 in ADK, failing a 0.5 threshold).
-    """
-    total = 0.0
-    for score in scores:
-        total += score
-    return total / len(scores) if scores else None
-
-
 class ResponseMatchOptions(Options):
     """ADK ignores every option but the threshold; evalbot accepts only the one ADK documents."""
 
@@ -119,9 +106,7 @@ class ResponseMatch:
             score_invocation(rouge1_f(final_text(act), final_text(exp)), self.threshold, act)
             for act, exp in zip(case.actual, expected, strict=True)
         ]
-        result = from_invocation_scores(scores, self.threshold)
-        overall = adk_running_mean([s.score for s in scores if s.score is not None])
-        return result.model_copy(update={"score": overall, "status": threshold_status(overall, self.threshold)})
+        return from_invocation_scores(scores, self.threshold)
 
 
 def build(spec: CriterionSpec, ctx: BuildContext) -> ResponseMatch:
