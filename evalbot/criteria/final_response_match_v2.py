@@ -1,0 +1,123 @@
+"""``final_response_match_v2``: an LLM judge decides whether the final response matches the reference (ADK 2.13).
+
+Each invocation is judged ``num_samples`` times (one request with ``candidate_count``); samples vote, a tie is a
+fail, unparseable samples do not vote; the case score is the share of valid invocations among those scored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+
+from evalbot.criteria.base import (
+    BuildContext,
+    CaseInput,
+    Options,
+    not_evaluated,
+    parse_options,
+    score_invocation,
+)
+from evalbot.criteria.judged import (
+    JudgeCall,
+    JudgeModelOptions,
+    majority,
+    rationale_of,
+    response_text,
+    unavailable,
+    user_prompt,
+    votes,
+)
+from evalbot.formats.adk import Invocation
+from evalbot.formats.config import CriterionSpec
+from evalbot.judges.templates import render
+from evalbot.results import InvocationScore, MetricResult, threshold_status
+
+NAME = "final_response_match_v2"
+
+_VALID_KEY = re.compile(r'"is_the_agent_response_valid":\s*\[*[\n\s]*"*([^"^\]^\s]*)"*[\n\s]*\]*\s*[,\n\}]')
+_INVALID_KEY = re.compile(r'"is_the_agent_response_invalid":\s*\[*[\n\s]*"*([^"^\]^\s]*)"*[\n\s]*\]*\s*[,\n\}]')
+_FAIL_LABELS = {"invalid", "almost", "false", "partially_valid", "partially valid", "partially"}
+_PASS_LABELS = {"valid", "true"}
+
+
+def parse_verdict(text: str) -> float | None:
+    """1.0 valid, 0.0 invalid, None unrecognised — the label rules of ADK's parser, case-sensitive like it."""
+    match = _VALID_KEY.search(text)
+    if match:
+        label = match.group(1).strip().rstrip(",}")
+        if label in _FAIL_LABELS:
+            return 0.0
+        return 1.0 if label in _PASS_LABELS else None
+    match = _INVALID_KEY.search(text)
+    if match:
+        label = match.group(1).strip().rstrip(",}")
+        return 0.0 if label in {"true", "invalid"} else 1.0
+    return None
+
+
+class FinalResponseMatchV2Options(Options):
+    """ADK's LlmAsAJudgeCriterion options."""
+
+    judge_model_options: JudgeModelOptions = JudgeModelOptions()
+    include_intermediate_responses_in_final: bool = False
+
+
+@dataclass(frozen=True)
+class FinalResponseMatchV2:
+    """Judge each final response against the expected one."""
+
+    threshold: float | None
+    options: FinalResponseMatchV2Options
+    call: JudgeCall | None
+    unavailable_reason: str | None = None
+    name: str = NAME
+
+    async def evaluate(self, case: CaseInput) -> MetricResult:
+        """Score every invocation; the case score is #valid / #scored."""
+        if self.call is None:
+            return unavailable(self.name, self.threshold, self.unavailable_reason, case)
+        if case.expected is None:
+            return unavailable_expected(self.name, self.threshold, case)
+        call = self.call.fresh()
+        scores = await asyncio.gather(
+            *(self._one(call, act, exp) for act, exp in zip(case.actual, case.expected, strict=True))
+        )
+        scored = [s.score for s in scores if s.score is not None]
+        overall = sum(scored) / len(scored) if scored else None
+        reason = None if scored else "no invocation could be judged (see each invocation's reason)"
+        return MetricResult(score=overall, status=threshold_status(overall, self.threshold),
+                            threshold=self.threshold, per_invocation=list(scores), reason=reason,
+                            details=call.tally.details())
+
+    async def _one(self, call: JudgeCall, actual: Invocation, expected: Invocation) -> InvocationScore:
+        include = self.options.include_intermediate_responses_in_final
+        prompt = render(
+            "final_response_match_v2.j2",
+            user_prompt=user_prompt(expected),
+            reference=response_text(expected, include),
+            response=response_text(actual, include),
+        )
+        answer = await call.ask(prompt)
+        if answer.error is not None:
+            return score_invocation(None, self.threshold, actual, reason=answer.error)
+        samples = [parse_verdict(t) for t in answer.texts]
+        verdict = majority(samples)
+        chosen = next((t for t, s in zip(answer.texts, samples, strict=True) if s == verdict and s is not None),
+                      answer.texts[0] if answer.texts else "")
+        details = {"votes": votes(samples), "rationale": rationale_of(chosen)}
+        reason = None if verdict is not None else "the judge's answers had no recognisable verdict"
+        return score_invocation(verdict, self.threshold, actual, reason=reason, details=details)
+
+
+def unavailable_expected(name: str, threshold: float | None, case: CaseInput) -> MetricResult:
+    """Reference-based criteria cannot score conversation scenarios."""
+    return not_evaluated(threshold, f"{name} needs an expected conversation; this case is a conversation scenario",
+                         len(case.actual))
+
+
+def build(spec: CriterionSpec, ctx: BuildContext) -> FinalResponseMatchV2:
+    """Factory registered under ``final_response_match_v2``."""
+    options = parse_options(FinalResponseMatchV2Options, spec)
+    call = JudgeCall(ctx.judge, options.judge_model_options, spec.name) if ctx.judge is not None else None
+    return FinalResponseMatchV2(spec.threshold, options, call, ctx.judge_unavailable_reason, spec.name)

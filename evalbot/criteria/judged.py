@@ -1,0 +1,211 @@
+"""Helpers shared by the LLM-judged criteria: judge options, asking the judge, votes, usage and ADK text rules."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field
+
+from evalbot.criteria.base import BuildContext, CaseInput, Options, not_evaluated
+from evalbot.formats.adk import AppDetails, IntermediateData, Invocation, InvocationEvents
+from evalbot.invocations import content_text, final_text, intermediate_texts
+from evalbot.judges.base import Judge, JudgeError, JudgeRequest, Usage
+from evalbot.judges.usage import usage_dict
+from evalbot.results import MetricResult
+
+DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
+NO_JUDGE = "no judge is configured"
+
+
+class JudgeModelOptions(Options):
+    """ADK's ``judge_model_options``.  ``parallelism_limit`` is accepted for compatibility and ignored: evalbot
+    bounds judge calls for the whole run instead (``--judge-concurrency``)."""
+
+    judge_model: str = DEFAULT_JUDGE_MODEL
+    judge_model_config: dict[str, Any] | None = None
+    num_samples: int = Field(default=5, ge=1)
+    parallelism_limit: int = Field(default=1, ge=1)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The judge's sample texts for one prompt, or why there are none."""
+
+    texts: tuple[str, ...] = ()
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class Tally:
+    """Judge usage of one criterion on one case."""
+
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    calls: int = 0
+
+    def add(self, answer: Answer) -> None:
+        """Book one answer's usage."""
+        self.usage += answer.usage
+        self.calls += 1
+
+    def details(self) -> dict[str, Any]:
+        """``{"judge": {model, tokens, requests, cached samples, estimated cost}}`` for MetricResult.details."""
+        return {"judge": usage_dict(self.usage, self.model)}
+
+
+@dataclass(frozen=True)
+class JudgeCall:
+    """How a criterion calls the judge: model, generation config, samples and its own name (for accounting)."""
+
+    judge: Judge
+    options: JudgeModelOptions
+    purpose: str
+    tally: Tally = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tally", Tally(self.options.judge_model))
+
+    def fresh(self) -> JudgeCall:
+        """A copy with its own usage tally (one per case)."""
+        return JudgeCall(self.judge, self.options, self.purpose)
+
+    async def ask(self, prompt: str, samples: int | None = None) -> Answer:
+        """Ask for ``samples`` (default: num_samples) answers; a judge failure becomes ``Answer.error``."""
+        request = JudgeRequest(
+            model=self.options.judge_model,
+            prompt=prompt,
+            config=self.options.judge_model_config or {},
+            num_samples=samples or self.options.num_samples,
+            purpose=self.purpose,
+        )
+        try:
+            reply = await self.judge.generate(request)
+        except JudgeError as exc:
+            answer = Answer(error=str(exc))
+        else:
+            answer = Answer(reply.texts, usage=reply.usage)
+        self.tally.add(answer)
+        return answer
+
+
+def majority(scores: Sequence[float | None]) -> float | None:
+    """ADK's vote over samples scored 1.0/0.0: more passes than fails passes; a tie fails; no vote is None."""
+    yes = sum(1 for s in scores if s == 1.0)
+    no = sum(1 for s in scores if s == 0.0)
+    if yes == no == 0:
+        return None
+    return 1.0 if yes > no else 0.0
+
+
+def votes(scores: Sequence[float | None]) -> dict[str, int]:
+    """The vote split, in the shape the baseline reads: ``{"yes": n, "no": m, "unparsed": k}``."""
+    yes = sum(1 for s in scores if s == 1.0)
+    no = sum(1 for s in scores if s == 0.0)
+    return {"yes": yes, "no": no, "unparsed": len(scores) - yes - no}
+
+
+def mean_or_none(values: Sequence[float | None]) -> float | None:
+    """``statistics.mean`` of the present values (ADK's rounding), or None."""
+    present = [v for v in values if v is not None]
+    return statistics.mean(present) if present else None
+
+
+def clip(text: str, limit: int = 1200) -> str:
+    """Shorten a judge text kept as evidence in the report."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_REASONING = re.compile(r'"(?:reasoning|rationale|explanation)"\s*:\s*"((?:[^"\\]|\\.)*)"', re.DOTALL)
+
+
+def rationale_of(text: str) -> str:
+    """The judge's reasoning field when it answered in JSON, else its whole answer (clipped)."""
+    match = _REASONING.search(text)
+    if match:
+        try:
+            return clip(str(json.loads(f'"{match.group(1)}"')))
+        except ValueError:
+            return clip(match.group(1))
+    return clip(text.strip())
+
+
+def unavailable(name: str, threshold: float | None, reason: str | None, case: CaseInput) -> MetricResult:
+    """Every invocation not evaluated because no judge can be called (one clear message)."""
+    message = f"{name} needs an LLM judge: {reason or NO_JUDGE}"
+    return not_evaluated(threshold, message, len(case.actual))
+
+
+def judge_of(ctx: BuildContext) -> Judge | None:
+    """The run's judge from the build context, if any."""
+    judge: Judge | None = ctx.judge
+    return judge
+
+
+def response_text(invocation: Invocation, include_intermediate: bool) -> str:
+    """ADK's judged text: the final response, optionally preceded by intermediate texts (one per line)."""
+    if not include_intermediate:
+        return final_text(invocation)
+    parts = [text for _, text in intermediate_texts(invocation)]
+    final = final_text(invocation)
+    if final:
+        parts.append(final)
+    return "\n".join(parts)
+
+
+def _dump(value: Any) -> Any:
+    return value.model_dump(mode="json", exclude_none=True) if hasattr(value, "model_dump") else value
+
+
+def tool_steps(invocation: Invocation) -> list[dict[str, Any]]:
+    """Tool calls with their responses (paired by call id, else by position), for judge prompts."""
+    data = invocation.intermediate_data
+    calls: list[Any] = []
+    responses: list[Any] = []
+    if isinstance(data, IntermediateData):
+        calls, responses = list(data.tool_uses), list(data.tool_responses)
+    elif isinstance(data, InvocationEvents):
+        for event in data.invocation_events:
+            for part in (event.content.parts or []) if event.content else []:
+                if part.function_call is not None:
+                    calls.append(part.function_call)
+                if part.function_response is not None:
+                    responses.append(part.function_response)
+    by_id = {r.id: r for r in responses if r.id}
+    steps = []
+    for index, call in enumerate(calls):
+        response = by_id.get(call.id) if call.id else None
+        if response is None and not call.id and index < len(responses):
+            response = responses[index]
+        steps.append({"call": {"name": call.name, "args": call.args},
+                      "response": response.response if response is not None else None})
+    return steps
+
+
+def as_json(value: Any) -> str:
+    """Readable JSON for prompts (non-ASCII kept)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=_dump)
+
+
+def agent_instructions(app: AppDetails | None) -> list[tuple[str, str]]:
+    """(agent name, instructions) of every agent that has instructions."""
+    if app is None:
+        return []
+    return [(name, d.instructions) for name, d in app.agent_details.items() if d.instructions]
+
+
+def tool_declarations(app: AppDetails | None) -> dict[str, list[Any]]:
+    """Tool declarations by agent name."""
+    if app is None:
+        return {}
+    return {name: [_dump(t) for t in d.tool_declarations] for name, d in app.agent_details.items()}
+
+
+def user_prompt(invocation: Invocation) -> str:
+    """The user's text of an invocation."""
+    return content_text(invocation.user_content)

@@ -1,0 +1,154 @@
+"""``per_turn_user_simulator_quality_v1``: did the simulated user follow its conversation plan? (ADK 2.13)
+
+Turn 1 passes when the user's text equals the scenario's starting prompt (no judge). Every later turn is judged
+(``num_samples`` votes, a tie fails). One more judgement asks whether the conversation should have ended with the
+stop signal after the last turn; when that fails, it replaces the last turn's verdict. Case score = passed turns
+divided by judged turns.
+
+Deliberate differences: a turn whose answers were all unparseable, or whose judge call failed, is not_evaluated and
+left out of the denominator (ADK counts an unparseable turn as a fail-like 0 and lets a failed call void the whole
+criterion); the other turns are still scored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from evalbot.criteria.base import BuildContext, CaseInput, Options, not_evaluated, parse_options, score_invocation
+from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, majority, rationale_of, unavailable, votes
+from evalbot.formats.adk import ConversationScenario, Invocation, UserPersona
+from evalbot.formats.config import CriterionSpec
+from evalbot.invocations import content_text
+from evalbot.judges.templates import render
+from evalbot.results import InvocationScore, MetricResult, threshold_status
+
+NAME = "per_turn_user_simulator_quality_v1"
+_IS_VALID = re.compile(r'"is_valid":\s*\[*[\n\s]*"*([^"\]]*)"*[\n\s]*\]*\s*[,\n\}]')
+
+
+class UserSimulatorQualityOptions(Options):
+    """ADK's LlmBackedUserSimulatorCriterion options."""
+
+    judge_model_options: JudgeModelOptions = JudgeModelOptions()
+    stop_signal: str = Field(default="</finished>", min_length=1)
+    include_intermediate_responses_in_final: bool = False
+
+
+def parse_valid(text: str) -> float | None:
+    """1.0 valid, 0.0 invalid, None when the ``is_valid`` field is missing or unrecognised (ADK's rules)."""
+    match = _IS_VALID.search(text)
+    if match is None:
+        return None
+    label = match.group(1).strip("}").replace(",", "").strip().lower()
+    if label in {"invalid", "almost", "false", "partially_valid", "partially valid", "partially"}:
+        return 0.0
+    return 1.0 if label in {"valid", "true"} else None
+
+
+def persona_text(persona: UserPersona | str | None) -> str:
+    """The persona shown to the judge: its description and behaviours, or a registry id as given."""
+    if persona is None:
+        return ""
+    if isinstance(persona, str):
+        return f"The {persona.lower()} user persona."
+    lines = [persona.description or persona.id or ""]
+    for behavior in getattr(persona, "behaviors", None) or []:
+        if isinstance(behavior, dict):
+            lines.append(f"- {behavior.get('name', '')}: {behavior.get('description', '')}")
+            lines.extend(f"  - must not: {r}" for r in behavior.get("violation_rubrics", []) or [])
+    return "\n".join(line for line in lines if line)
+
+
+def history(invocations: list[Invocation]) -> str:
+    """The conversation before a turn, one message per paragraph."""
+    lines = []
+    for inv in invocations:
+        if inv.user_content.parts:
+            lines.append(f"USER: {content_text(inv.user_content)}")
+        if inv.final_response is not None:
+            lines.append(f"AGENT: {content_text(inv.final_response)}")
+    return "\n\n".join(lines)
+
+
+@dataclass(frozen=True)
+class UserSimulatorQuality:
+    """Per-turn check of a simulated user against its scenario."""
+
+    threshold: float | None
+    options: UserSimulatorQualityOptions
+    call: JudgeCall | None
+    unavailable_reason: str | None = None
+    name: str = NAME
+
+    async def evaluate(self, case: CaseInput) -> MetricResult:
+        """Score every turn, then apply the stop-signal check to the last one."""
+        if self.call is None:
+            return unavailable(self.name, self.threshold, self.unavailable_reason, case)
+        scenario = case.scenario
+        if scenario is None:
+            return not_evaluated(self.threshold, f"{self.name} needs a conversation_scenario case",
+                                 len(case.actual))
+        if not case.actual:
+            return not_evaluated(self.threshold, "the case has no invocations to score")
+        call = self.call.fresh()
+        actual = list(case.actual)
+        first = self._first(actual[0], scenario)
+        judged = [self._judge(call, scenario, actual[:i], content_text(inv.user_content), inv)
+                  for i, inv in enumerate(actual) if i > 0]
+        stop = self._judge(call, scenario, actual, self.options.stop_signal, actual[-1])
+        *later, stop_result = await asyncio.gather(*judged, stop)
+        turns = [first, *later]
+        if stop_result.status == "failed":
+            turns[-1] = stop_result.model_copy(
+                update={"reason": "the simulated user should have ended the conversation with the stop signal "
+                                  "here: " + str((stop_result.details or {}).get("rationale", ""))})
+        elif stop_result.status == "not_evaluated":
+            turns[-1] = turns[-1].model_copy(
+                update={"score": None, "status": "not_evaluated",
+                        "reason": f"the stop-signal check could not be judged: {stop_result.reason}"})
+        scored = [t for t in turns if t.status != "not_evaluated"]
+        overall = sum(1.0 for t in scored if t.status == "passed") / len(scored) if scored else None
+        reason = None if scored else "no turn could be judged (see each turn's reason)"
+        return MetricResult(score=overall, status=threshold_status(overall, self.threshold), threshold=self.threshold,
+                            per_invocation=turns, reason=reason, details=call.tally.details())
+
+    def _first(self, invocation: Invocation, scenario: ConversationScenario) -> InvocationScore:
+        parts = [p.text for p in invocation.user_content.parts or [] if p.text]
+        if not parts:
+            return score_invocation(None, self.threshold, invocation, reason="the first user turn has no text")
+        same = content_text(invocation.user_content).strip() == scenario.starting_prompt.strip()
+        reason = None if same else "the first user message is not the scenario's starting_prompt"
+        return score_invocation(1.0 if same else 0.0, self.threshold, invocation, reason=reason)
+
+    async def _judge(self, call: JudgeCall, scenario: ConversationScenario, before: list[Invocation],
+                     message: str, invocation: Invocation) -> InvocationScore:
+        prompt = render(
+            "user_simulator_quality.j2",
+            conversation_plan=scenario.conversation_plan,
+            persona=persona_text(scenario.user_persona),
+            history=history(before),
+            user_message=message,
+            stop_signal=self.options.stop_signal,
+        )
+        answer = await call.ask(prompt)
+        if answer.error is not None:
+            return score_invocation(None, self.threshold, invocation, reason=answer.error)
+        samples = [parse_valid(t) for t in answer.texts]
+        verdict = majority(samples)
+        chosen = next((t for t, s in zip(answer.texts, samples, strict=True) if s is not None and s == verdict),
+                      answer.texts[0] if answer.texts else "")
+        details: dict[str, Any] = {"votes": votes(samples), "rationale": rationale_of(chosen)}
+        reason = None if verdict is not None else "the judge's answers had no recognisable is_valid verdict"
+        return score_invocation(verdict, self.threshold, invocation, reason=reason, details=details)
+
+
+def build(spec: CriterionSpec, ctx: BuildContext) -> UserSimulatorQuality:
+    """Factory registered under ``per_turn_user_simulator_quality_v1``."""
+    options = parse_options(UserSimulatorQualityOptions, spec)
+    call = JudgeCall(ctx.judge, options.judge_model_options, spec.name) if ctx.judge is not None else None
+    return UserSimulatorQuality(spec.threshold, options, call, ctx.judge_unavailable_reason, spec.name)
