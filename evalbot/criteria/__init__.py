@@ -6,7 +6,17 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from evalbot.criteria import response_match, tool_trajectory
+from evalbot.criteria import (
+    final_response_match_v2,
+    hallucinations,
+    pointwise_template,
+    response_match,
+    rubric_final_response_quality,
+    rubric_tool_use_quality,
+    safety,
+    tool_trajectory,
+    user_simulator_quality,
+)
 from evalbot.criteria.base import BuildContext, CaseInput, Criterion, CriterionFactory
 from evalbot.errors import ConfigError
 from evalbot.formats.config import CriterionSpec, EvalConfig
@@ -15,13 +25,26 @@ from evalbot.results import CriterionInfo, MetricResult
 CRITERIA: dict[str, CriterionFactory] = {
     "tool_trajectory_avg_score": tool_trajectory.build,
     "response_match_score": response_match.build,
+    "final_response_match_v2": final_response_match_v2.build,
+    "rubric_based_final_response_quality_v1": rubric_final_response_quality.build,
+    "rubric_based_tool_use_quality_v1": rubric_tool_use_quality.build,
+    "hallucinations_v1": hallucinations.build,
+    "per_turn_user_simulator_quality_v1": user_simulator_quality.build,
+    "safety_v1": safety.build,
 }
 """Criteria with a threshold, by the name used in ``test_config.json``."""
 
 INFORMATIONAL: dict[str, CriterionFactory] = {}
 """Efficiency metrics ADK always adds; they never affect a verdict and take no threshold."""
 
-JUDGED: set[str] = set()
+JUDGED: set[str] = {
+    "final_response_match_v2",
+    "rubric_based_final_response_quality_v1",
+    "rubric_based_tool_use_quality_v1",
+    "hallucinations_v1",
+    "per_turn_user_simulator_quality_v1",
+    "safety_v1",
+}
 """Names of criteria that call an LLM judge (filled in by the judged criteria's registration)."""
 
 
@@ -53,6 +76,8 @@ def _build_one(spec: CriterionSpec, ctx: BuildContext) -> Criterion:
             spec.name, spec.threshold, f"{spec.name} is informational and always reported; remove it from criteria"
         )
     factory = CRITERIA.get(spec.name)
+    if factory is None and "metric_prompt_template" in spec.options:
+        factory = pointwise_template.build  # a Vertex-style judge metric declared under its own name
     if factory is None:
         known = ", ".join(sorted(CRITERIA))
         return BrokenCriterion(spec.name, spec.threshold, f"unknown criterion {spec.name!r}{where}; known: {known}")
@@ -75,7 +100,7 @@ def build_criteria(config: EvalConfig, ctx: BuildContext) -> tuple[list[Criterio
                 name=spec.name,
                 threshold=spec.threshold,
                 options=spec.options,
-                judged=spec.name in JUDGED,
+                judged=spec.name in JUDGED or "metric_prompt_template" in spec.options,
                 fingerprint=fingerprint(spec),
                 error=error,
             )

@@ -37,6 +37,8 @@ class JudgeStack:
     retrying: RetryingJudge | None = None
     cache: DiskCache | None = None
     backend: Any = None
+    vertex_safety: Any = None
+    """A VertexSafety client when a Google Cloud project and location are configured (safety_v1 uses it)."""
     notes: list[str] = field(default_factory=list)
 
     async def generate(self, request: JudgeRequest) -> JudgeReply:
@@ -122,4 +124,14 @@ def judge_from_environ(
         )
     except Exception as exc:  # google-genai validates credentials and options eagerly
         raise ConfigError(f"cannot set up the judge client: {type(exc).__name__}: {exc}") from exc
-    return build_stack(backend, cache_dir=cache_dir, replay=False, concurrency=concurrency, retry=retry), None
+    stack = build_stack(backend, cache_dir=cache_dir, replay=False, concurrency=concurrency, retry=retry)
+    if project and location:
+        from evalbot.judges.vertex_safety import VertexSafety
+
+        try:
+            stack.vertex_safety = VertexSafety(project=project, location=location,
+                                               base_url=env.get("GOOGLE_VERTEX_BASE_URL") or None, timeout=timeout)
+        except Exception as exc:  # no application default credentials: fall back to the judge-based check
+            stack.notes.append(f"Vertex AI safety evaluation unavailable ({type(exc).__name__}: {exc}); "
+                               "safety_v1 uses the judge-based harmlessness assessment")
+    return stack, None

@@ -124,6 +124,8 @@ class FakeGemini:
     """Models that answer 400 to ``candidateCount`` > 1, as some Gemini models do."""
     max_candidates: int | None = None
     """Return at most this many candidates (a service returning fewer than asked)."""
+    routes: dict[str, Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]] = field(default_factory=dict)
+    """Other methods by path suffix (e.g. ``":evaluateInstances"``): request body -> (status, JSON answer)."""
     requests: list[Recorded] = field(default_factory=list)
     in_flight: int = 0
     peak_in_flight: int = 0
@@ -254,6 +256,10 @@ class FakeGemini:
 
     def _decide(self, path: str, model: str, prompt: str, n: int,
                 rec: Recorded) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
+        for suffix, route in self.routes.items():
+            if path.endswith(suffix):
+                status, answer = route(rec.body)
+                return status, answer, {}
         if not (path.endswith(":generateContent") or path.endswith(":streamGenerateContent")):
             return 404, _error(404, "NOT_FOUND", f"unknown method {path}"), {}
         entry = self._next_scripted(model)

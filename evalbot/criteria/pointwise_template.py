@@ -1,0 +1,161 @@
+"""Vertex-style pointwise template metrics: criteria, a rating rubric and input variables -> score and explanation.
+
+Declared in ``test_config.json`` under any criterion name, with a ``metric_prompt_template`` object (the fields of
+Vertex's ``PointwiseMetricPromptTemplate``: ``criteria``, ``rating_rubric``, ``input_variables``, optional
+``instruction``, ``metric_definition``, ``evaluation_steps``, ``few_shot_examples``) and a ``threshold``::
+
+    "follows_trajectory": {"threshold": 0.5,
+      "metric_prompt_template": {"criteria": {"Follows trajectory": "..."},
+                                 "rating_rubric": {"1": "Follows", "0": "Does not follow"},
+                                 "input_variables": ["prompt", "predicted_trajectory"]}}
+
+Vertex fills and judges the template server-side; evalbot renders its own prompt with the same ingredients and
+asks the judge for ``{"explanation", "score"}``. A score outside the rubric's ratings is unparseable. With
+``num_samples`` > 1 (default 1) the invocation score is the mean of the parsed samples. Case score = mean of the
+scored invocations (Vertex's ``<metric>/mean``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from evalbot.criteria.base import BuildContext, CaseInput, Options, parse_options, score_invocation
+from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, rationale_of, unavailable, user_prompt
+from evalbot.errors import ConfigError
+from evalbot.formats.adk import Invocation
+from evalbot.formats.config import CriterionSpec
+from evalbot.invocations import content_text, final_text, tool_calls
+from evalbot.judges.templates import render
+from evalbot.results import InvocationScore, MetricResult, threshold_status
+
+_SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)')
+
+
+class PromptTemplate(Options):
+    """Vertex's PointwiseMetricPromptTemplate fields."""
+
+    criteria: dict[str, str] = Field(min_length=1)
+    rating_rubric: dict[str, str] = Field(min_length=1)
+    input_variables: list[str] = Field(default_factory=lambda: ["prompt"])
+    instruction: str | None = None
+    metric_definition: str | None = None
+    evaluation_steps: dict[str, str] | None = None
+    few_shot_examples: list[str] | None = None
+
+    @field_validator("rating_rubric")
+    @classmethod
+    def _numeric(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            try:
+                float(key)
+            except ValueError:
+                raise ValueError(f"rating_rubric keys must be numbers (the scores), got {key!r}") from None
+        return value
+
+
+class PointwiseOptions(Options):
+    """A pointwise metric: its template and the judge settings."""
+
+    metric_prompt_template: PromptTemplate
+    judge_model_options: JudgeModelOptions = JudgeModelOptions(num_samples=1)
+    include_intermediate_responses_in_final: bool = False
+
+
+def _trajectory(invocation: Invocation | None) -> str:
+    calls = tool_calls(invocation) if invocation is not None else []
+    return json.dumps([{"tool_name": c.name, "tool_input": c.args} for c in calls], ensure_ascii=False)
+
+
+Variable = Callable[[Invocation, Invocation | None, list[Invocation]], str]
+VARIABLES: dict[str, Variable] = {
+    "prompt": lambda act, exp, before: user_prompt(act),
+    "reference": lambda act, exp, before: final_text(exp) if exp is not None else "",
+    "predicted_trajectory": lambda act, exp, before: _trajectory(act),
+    "reference_trajectory": lambda act, exp, before: _trajectory(exp),
+    "history": lambda act, exp, before: "\n".join(
+        f"user: {user_prompt(i)}\nagent: {content_text(i.final_response)}" for i in before),
+}
+"""Input variables evalbot can fill from an invocation (``response`` is always the final response)."""
+
+
+def parse_score(text: str, allowed: set[float]) -> float | None:
+    """The ``score`` of a JSON answer, if it is one of the rubric's ratings."""
+    match = _SCORE.search(text)
+    if match is None:
+        return None
+    value = float(match.group(1))
+    return value if value in allowed else None
+
+
+@dataclass(frozen=True)
+class PointwiseTemplate:
+    """A user-declared judge metric."""
+
+    name: str
+    threshold: float | None
+    options: PointwiseOptions
+    call: JudgeCall | None
+    unavailable_reason: str | None = None
+
+    async def evaluate(self, case: CaseInput) -> MetricResult:
+        """Rate every invocation; the case score is the mean of the rated ones."""
+        if self.call is None:
+            return unavailable(self.name, self.threshold, self.unavailable_reason, case)
+        call = self.call.fresh()
+        expected = list(case.expected or [])
+        actual = list(case.actual)
+        scores = list(await asyncio.gather(*(
+            self._one(call, inv, expected[i] if i < len(expected) else None, actual[:i])
+            for i, inv in enumerate(actual))))
+        present = [s.score for s in scores if s.score is not None]
+        overall = statistics.mean(present) if present else None
+        reason = None if present else "no invocation could be rated (see each invocation's reason)"
+        return MetricResult(score=overall, status=threshold_status(overall, self.threshold), threshold=self.threshold,
+                            per_invocation=scores, reason=reason, details=call.tally.details())
+
+    async def _one(self, call: JudgeCall, actual: Invocation, expected: Invocation | None,
+                   before: list[Invocation]) -> InvocationScore:
+        template = self.options.metric_prompt_template
+        allowed = {float(k) for k in template.rating_rubric}
+        prompt = render(
+            "pointwise.j2",
+            instruction=template.instruction,
+            metric_definition=template.metric_definition,
+            criteria=sorted(template.criteria.items()),
+            rubric=sorted(template.rating_rubric.items(), key=lambda kv: float(kv[0])),
+            steps=sorted((template.evaluation_steps or {}).items()),
+            examples=template.few_shot_examples or [],
+            allowed=", ".join(sorted(template.rating_rubric, key=float)),
+            inputs=[(v, VARIABLES[v](actual, expected, before)) for v in template.input_variables if v != "response"],
+            response=final_text(actual),
+        )
+        answer = await call.ask(prompt)
+        if answer.error is not None:
+            return score_invocation(None, self.threshold, actual, reason=answer.error)
+        samples = [parse_score(t, allowed) for t in answer.texts]
+        present = [s for s in samples if s is not None]
+        score = statistics.mean(present) if present else None
+        first = next((t for t, s in zip(answer.texts, samples, strict=True) if s is not None),
+                     answer.texts[0] if answer.texts else "")
+        details: dict[str, Any] = {"samples": samples, "rationale": rationale_of(first)}
+        reason = None if score is not None else "the judge's answers had no score from the rating rubric"
+        return score_invocation(score, self.threshold, actual, reason=reason, details=details)
+
+
+def build(spec: CriterionSpec, ctx: BuildContext) -> PointwiseTemplate:
+    """Factory for criteria whose options carry a ``metric_prompt_template``."""
+    options = parse_options(PointwiseOptions, spec)
+    unknown = [v for v in options.metric_prompt_template.input_variables if v != "response" and v not in VARIABLES]
+    if unknown:
+        raise ConfigError(f"{spec.name}: unknown input variable(s) {', '.join(unknown)}; evalbot can fill "
+                          f"{', '.join(['response', *VARIABLES])}")
+    call = JudgeCall(ctx.judge, options.judge_model_options, spec.name) if ctx.judge is not None else None
+    return PointwiseTemplate(spec.name, spec.threshold, options, call, ctx.judge_unavailable_reason)
