@@ -1,0 +1,118 @@
+"""Report views for CI systems: JUnit suites and workflow-command annotations on the eval set files (pure)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from evalbot.actions import JUnitCase, JUnitSuite, annotation
+from evalbot.results import CaseResult, EvalSetReport, MetricResult, Report
+
+ANNOTATION_LIMIT = 10
+"""GitHub shows at most 10 error and 10 warning annotations per step; more are dropped silently."""
+
+
+def _score(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def metric_line(name: str, result: MetricResult) -> str:
+    """``name: score (threshold t) status [reason]`` for one criterion on one case."""
+    threshold = "" if result.threshold is None else f" (threshold {_score(result.threshold)})"
+    reason = f" - {result.reason}" if result.reason else ""
+    return f"{name}: {_score(result.score)}{threshold} {result.status}{reason}"
+
+
+def failing_summary(case: CaseResult) -> str:
+    """The criteria that made the case fail, e.g. ``tool_trajectory_avg_score 0.500 < 1.000``."""
+    parts = [
+        f"{name} {_score(m.score)} < {_score(m.threshold)}" if m.threshold is not None else f"{name} {m.status}"
+        for name, m in case.metrics.items()
+        if m.status in ("failed", "error")
+    ]
+    return "; ".join(parts) or (case.reason or case.status)
+
+
+def junit_suites(report: Report) -> list[JUnitSuite]:
+    """One suite per eval set, one case per eval case; unusable files appear as an errored case."""
+    suites = []
+    for es in report.eval_sets:
+        cases = [_junit_case(es, case) for case in es.cases]
+        cases += [
+            JUnitCase(name="(eval set)", classname=es.eval_set_id, error=f"{p.pointer or ''} {p.message}".strip())
+            for p in es.errors
+        ]
+        suites.append(JUnitSuite(name=es.path, cases=cases))
+    if report.errors:
+        suites.append(
+            JUnitSuite(
+                name="(inputs)",
+                cases=[JUnitCase(name=p.path or "(run)", classname="inputs", error=p.message) for p in report.errors],
+            )
+        )
+    return suites
+
+
+def _junit_case(es: EvalSetReport, case: CaseResult) -> JUnitCase:
+    details = "\n".join(metric_line(name, m) for name, m in case.metrics.items())
+    base = JUnitCase(name=case.eval_id, classname=es.eval_set_id, details=details)
+    if case.status == "failed":
+        return replace(base, failure=failing_summary(case))
+    if case.status == "error":
+        return replace(base, error=case.reason or failing_summary(case))
+    if case.status == "not_evaluated":
+        return replace(base, skipped=case.reason or "not evaluated")
+    return base
+
+
+def case_line(text: str, eval_id: str) -> int | None:
+    """1-based line of ``"eval_id": "<id>"`` (or camelCase ``evalId``) in an eval set file's text."""
+    pattern = re.compile(r'"eval_?[iI]d"\s*:\s*' + re.escape(json.dumps(eval_id)))
+    for number, line in enumerate(text.splitlines(), 1):
+        if pattern.search(line):
+            return number
+    return None
+
+
+def annotation_lines(
+    report: Report,
+    *,
+    read_text: Callable[[str], str | None],
+    limit: int = ANNOTATION_LIMIT,
+    regressed: Sequence[tuple[str, str, str]] = (),
+    display: Callable[[str], str] = str,
+) -> list[str]:
+    """``::error`` lines for regressed, failing and errored cases, on their eval set file and line.
+
+    ``read_text(path)`` returns an eval set file's text (or None) so the case's line can be found;
+    ``regressed`` holds (eval set path, eval_id, message) from the baseline comparison, shown first.
+    ``display`` turns a report path into the workspace-relative path annotations need.
+    At most ``limit`` errors are emitted, then one notice saying how many more there were.
+    """
+    texts: dict[str, str | None] = {}
+
+    def where(path: str, eval_id: str | None) -> int | None:
+        if path not in texts:
+            texts[path] = read_text(path)
+        text = texts[path]
+        return case_line(text, eval_id) if text and eval_id else None
+
+    found: list[tuple[str, str | None, str, str]] = [
+        (path, eval_id, "Regression", message) for path, eval_id, message in regressed
+    ]
+    seen = {(path, eval_id) for path, eval_id, _ in regressed}
+    for es in report.eval_sets:
+        found += [(es.path, None, "Eval set unusable", f"{p.pointer or ''} {p.message}".strip()) for p in es.errors]
+        for case in es.cases:
+            if case.status in ("failed", "error") and (es.path, case.eval_id) not in seen:
+                title = "Case failed" if case.status == "failed" else "Case errored"
+                found.append((es.path, case.eval_id, title, f"{case.eval_id}: {failing_summary(case)}"))
+    lines = [
+        annotation("error", message, file=display(path), line=where(path, eval_id), title=title)
+        for path, eval_id, title, message in found[:limit]
+    ]
+    if len(found) > limit:
+        lines.append(annotation("notice", f"{len(found) - limit} more failing cases: see the job summary"))
+    return lines

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Static checks of the Action packaging, offline: action.yml against the vendored SchemaStore schema,
+# workflows (the repository's and those embedded in README.md) with check-jsonschema, actionlint and
+# zizmor, and the Dockerfile with hadolint. Tools come from the `dev` extra (PyPI wheels).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+# README.md: every ```yaml block that is a workflow (has `jobs:`) becomes a file to lint, in a scratch
+# project holding our action.yml, with `uses: <owner>/evalbot@<ref>` pointed at it (`uses: ./`), so that
+# actionlint checks the examples' `with:` inputs against the real action.yml.
+readme_root="$tmp/readme"
+readme_dir="$readme_root/.github/workflows"
+mkdir -p "$readme_dir"
+cp action.yml Dockerfile "$readme_root/"
+git init --quiet "$readme_root"
+if [ -f README.md ]; then
+  python3 - "$readme_dir" <<'PY'
+import pathlib, re, sys
+out = pathlib.Path(sys.argv[1])
+text = pathlib.Path("README.md").read_text(encoding="utf-8")
+blocks = re.findall(r"^```ya?ml[ \t]*\n(.*?)^```", text, re.M | re.S)
+workflows = [b for b in blocks if re.search(r"^jobs:", b, re.M)]
+for n, block in enumerate(workflows, 1):
+    local = re.sub(r"uses:\s*[\w.-]+/evalbot@[\w.-]+", "uses: ./", block)
+    (out / f"readme-{n}.yml").write_text(local, encoding="utf-8")
+print(f"README.md: {len(workflows)} workflow block(s) of {len(blocks)} yaml block(s)")
+PY
+fi
+mapfile -t repo_workflows < <(find .github/workflows -name '*.yml' -o -name '*.yaml' | sort)
+mapfile -t readme_workflows < <(find "$readme_dir" -name '*.yml' | sort)
+all_workflows=("${repo_workflows[@]}" "${readme_workflows[@]}")
+
+echo "-- check-jsonschema: action.yml and ${#all_workflows[@]} workflow(s)"
+check-jsonschema --schemafile contracts/schemastore/github-actions.json action.yml
+check-jsonschema --schemafile contracts/schemastore/github-workflows.json "${all_workflows[@]}"
+
+echo "-- actionlint"
+actionlint "${repo_workflows[@]}"
+if [ "${#readme_workflows[@]}" -gt 0 ]; then
+  (cd "$readme_root" && actionlint .github/workflows/*.yml)
+fi
+
+echo "-- zizmor"
+zizmor --offline --no-progress --quiet .github/workflows action.yml
+if [ "${#readme_workflows[@]}" -gt 0 ]; then
+  zizmor --offline --no-progress --quiet --config scripts/zizmor-readme.yml "${readme_workflows[@]}"
+fi
+
+echo "-- hadolint"
+hadolint Dockerfile
+echo "static checks passed"
