@@ -26,12 +26,13 @@ def metric_line(name: str, result: MetricResult) -> str:
 
 
 def failing_summary(case: CaseResult) -> str:
-    """The criteria that made the case fail, e.g. ``tool_trajectory_avg_score 0.500 < 1.000``."""
-    parts = [
-        f"{name} {_score(m.score)} < {_score(m.threshold)}" if m.threshold is not None else f"{name} {m.status}"
-        for name, m in case.metrics.items()
-        if m.status in ("failed", "error")
-    ]
+    """Why the case failed, e.g. ``tool_trajectory_avg_score 0.500 < 1.000`` or ``x error: timeout``."""
+    parts = []
+    for name, m in case.metrics.items():
+        if m.status == "failed":
+            parts.append(f"{name} {_score(m.score)} < {_score(m.threshold)}" if m.threshold is not None else name)
+        elif m.status == "error":
+            parts.append(f"{name} error: {m.reason or 'see the report'}")
     return "; ".join(parts) or (case.reason or case.status)
 
 

@@ -1,0 +1,159 @@
+"""Action settings: INPUT_* parsing with errors that name the input, event payloads, and mode selection."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalbot.action_settings import (
+    choose_mode,
+    context_from_env,
+    inputs_from_env,
+    on_default_branch,
+)
+from evalbot.errors import InputError
+
+EVENTS = Path(__file__).parent / "data" / "events"
+
+
+def event_env(tmp_path: Path, name: str, payload: dict[str, Any] | None = None, **extra: str) -> dict[str, str]:
+    """Runner variables for an event, the payload from tests/data/events unless given."""
+    data = payload if payload is not None else json.loads((EVENTS / f"{name}.json").read_text())
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(data))
+    return {"GITHUB_EVENT_NAME": name, "GITHUB_EVENT_PATH": str(path), "GITHUB_WORKSPACE": str(tmp_path), **extra}
+
+
+def load(name: str) -> dict[str, Any]:
+    return json.loads((EVENTS / f"{name}.json").read_text())
+
+
+def test_defaults_match_action_yml_when_no_input_is_set() -> None:
+    """With no INPUT_* at all the documented defaults apply."""
+    got = inputs_from_env({})
+    assert got.eval_sets == ("evals",) and got.fail_on == "regression" and got.mode == "auto"
+    assert got.baseline_path == ".evalbot/baseline.json" and got.update_baseline is False
+    assert got.junit_path == ".evalbot-out/junit.xml"
+
+
+def test_hyphenated_names_as_the_runner_sets_them() -> None:
+    """INPUT_EVAL-SETS (hyphen kept, as the runner does) and lists by line or comma."""
+    got = inputs_from_env(
+        {
+            "INPUT_EVAL-SETS": "evals/a.evalset.json\n evals/b ,evals/**/*.test.json\n",
+            "INPUT_ACTUALS": "runs.json",
+            "INPUT_FAIL-ON": "Threshold",
+            "INPUT_TOLERANCE": "0.1",
+            "INPUT_JUDGE-CONCURRENCY": "4",
+            "INPUT_UPDATE-BASELINE": "true",
+            "INPUT_JUNIT-PATH": "",
+            "INPUT_MODE": "pull-request",
+        }
+    )
+    assert got.eval_sets == ("evals/a.evalset.json", "evals/b", "evals/**/*.test.json")
+    assert got.actuals == ("runs.json",)
+    assert (got.fail_on, got.tolerance, got.judge_concurrency) == ("threshold", 0.1, 4)
+    assert got.update_baseline is True and got.junit_path is None and got.mode == "pull_request"
+
+
+def test_underscore_names_work_for_local_runs() -> None:
+    """INPUT_BASELINE_PATH is accepted too, for people running the entrypoint by hand."""
+    assert inputs_from_env({"INPUT_BASELINE_PATH": "b.json"}).baseline_path == "b.json"
+
+
+def test_secrets_are_not_in_the_repr() -> None:
+    """Tokens never reach logs through a repr of the settings."""
+    got = inputs_from_env({"INPUT_GITHUB-TOKEN": "ghs_secret", "INPUT_JUDGE-API-KEY": "AIza-secret"})
+    assert got.github_token == "ghs_secret"
+    assert "secret" not in repr(got)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "needle"),
+    [
+        ("INPUT_FAIL-ON", "sometimes", "fail-on"),
+        ("INPUT_MODE", "merge", "mode"),
+        ("INPUT_TOLERANCE", "five", "tolerance"),
+        ("INPUT_TOLERANCE", "1.5", "outside 0..1"),
+        ("INPUT_JUDGE-CONCURRENCY", "0", "judge-concurrency"),
+        ("INPUT_UPDATE-BASELINE", "maybe", "update-baseline"),
+    ],
+)
+def test_bad_inputs_name_the_input(key: str, value: str, needle: str) -> None:
+    """Each invalid value raises InputError naming the input and the allowed values."""
+    with pytest.raises(InputError, match=needle):
+        inputs_from_env({key: value})
+
+
+def test_pull_request_from_the_same_repository(tmp_path: Path) -> None:
+    """base/head shas, number and label come from the payload; same repo is not a fork."""
+    ctx = context_from_env(event_env(tmp_path, "pull_request", GITHUB_REPOSITORY="Codertocat/Hello-World"))
+    pr = ctx.pull_request
+    assert pr is not None and pr.number == 2 and not pr.from_fork
+    assert pr.base_sha == load("pull_request")["pull_request"]["base"]["sha"]
+    assert choose_mode("auto", ctx) == "pull_request"
+
+
+def test_pull_request_from_a_fork_and_from_a_deleted_fork(tmp_path: Path) -> None:
+    """A head repo other than ours, or none at all (deleted fork), marks the PR as from a fork."""
+    payload = load("pull_request")
+    payload["pull_request"]["head"]["repo"]["full_name"] = "forker/Hello-World"
+    ctx = context_from_env(event_env(tmp_path, "pull_request", payload, GITHUB_REPOSITORY="Codertocat/Hello-World"))
+    assert ctx.pull_request is not None and ctx.pull_request.from_fork
+    payload["pull_request"]["head"]["repo"] = None
+    ctx = context_from_env(event_env(tmp_path, "pull_request", payload, GITHUB_REPOSITORY="Codertocat/Hello-World"))
+    assert ctx.pull_request is not None and ctx.pull_request.from_fork
+
+
+def test_push_to_the_default_branch(tmp_path: Path) -> None:
+    """A push to refs/heads/<default_branch> is push mode on the default branch."""
+    ctx = context_from_env(event_env(tmp_path, "push", GITHUB_REF="refs/heads/master"))
+    assert choose_mode("auto", ctx) == "push" and on_default_branch(ctx)
+    other = context_from_env(event_env(tmp_path, "push", GITHUB_REF="refs/heads/topic"))
+    assert not on_default_branch(other)
+
+
+def test_workflow_run_payload(tmp_path: Path) -> None:
+    """The triggering run's id, head sha and owner:branch label are read for the second stage."""
+    ctx = context_from_env(event_env(tmp_path, "workflow_run"))
+    run = ctx.workflow_run
+    assert run is not None and run.id == 1589141559 and run.head_label == "octo-org:main"
+    assert choose_mode("auto", ctx) == "workflow_run"
+
+
+def test_runner_paths_and_enterprise_urls(tmp_path: Path) -> None:
+    """GITHUB_OUTPUT/STEP_SUMMARY become paths; GITHUB_API_URL is kept for GitHub Enterprise."""
+    env = event_env(
+        tmp_path,
+        "push",
+        GITHUB_OUTPUT=str(tmp_path / "o"),
+        GITHUB_STEP_SUMMARY=str(tmp_path / "s"),
+        GITHUB_API_URL="https://ghe.example.com/api/v3/",
+    )
+    ctx = context_from_env(env)
+    assert ctx.output_path == tmp_path / "o" and ctx.summary_path == tmp_path / "s"
+    assert ctx.api_url == "https://ghe.example.com/api/v3"
+
+
+def test_mode_override_needs_a_matching_payload(tmp_path: Path) -> None:
+    """mode: pull_request on a push event is an input error, not a crash later."""
+    ctx = context_from_env(event_env(tmp_path, "push"))
+    with pytest.raises(InputError, match="needs a pull_request event"):
+        choose_mode("pull_request", ctx)
+    assert choose_mode("baseline", ctx) == "baseline"
+
+
+def test_unreadable_event_file_says_which(tmp_path: Path) -> None:
+    """A broken GITHUB_EVENT_PATH is reported with its path."""
+    bad = tmp_path / "event.json"
+    bad.write_text("{not json")
+    with pytest.raises(InputError, match="event payload unreadable"):
+        context_from_env({"GITHUB_EVENT_PATH": str(bad)})
+
+
+def test_no_event_means_push_mode() -> None:
+    """Outside Actions (no event) the run evaluates and reports."""
+    assert choose_mode("auto", context_from_env({})) == "push"
