@@ -1,0 +1,177 @@
+"""Run entrypoint.py as the runner runs the container: GITHUB_* variables, INPUT_* defaults, event file, fakes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from tests.fakes.fake_gemini import FakeGemini
+from tests.fakes.fake_github import APP_TOKEN, FakeGitHub
+from tests.test_actions import parse_outputs
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).parent / "data"
+EVENTS = ROOT / "tests" / "data" / "events"
+REPO = "octo-org/shop-agent"
+BASE_SHA = "b" * 40
+HEAD_SHA = "c" * 40
+VALID = '{"reasoning": "same facts", "is_the_agent_response_valid": "valid"}'
+
+
+def action_defaults(token: str) -> dict[str, str]:
+    """INPUT_* for every input with action.yml's default, as the runner sets them (hyphens kept)."""
+    inputs = YAML(typ="safe").load((ROOT / "action.yml").read_text(encoding="utf-8"))["inputs"]
+    env = {f"INPUT_{name.upper()}": str(spec.get("default", "")) for name, spec in inputs.items()}
+    env["INPUT_GITHUB-TOKEN"] = token
+    return env
+
+
+@dataclass
+class Run:
+    """What one action run left behind."""
+
+    code: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, str]
+    summary: str
+    workspace: Path
+    first_line_s: float
+    commands: list[str] = field(default_factory=list)
+
+    def annotations(self, level: str = "error") -> list[str]:
+        return [line for line in self.commands if line.startswith(f"::{level}")]
+
+
+class Action:
+    """Runs the entrypoint in a workspace against the fake GitHub and the fake Gemini."""
+
+    def __init__(self, tmp_path: Path, github: FakeGitHub, gemini: FakeGemini) -> None:
+        self.tmp, self.github, self.gemini = tmp_path, github, gemini
+        self.workspace = tmp_path / "workspace"
+        shutil.copytree(DATA, self.workspace)
+        self.runs = 0
+
+    def run(
+        self,
+        event_name: str,
+        payload: dict[str, Any],
+        *,
+        inputs: dict[str, str] | None = None,
+        token: str = APP_TOKEN,
+        judge_key: str | None = "fake-gemini-key",
+        sha: str = HEAD_SHA,
+        ref: str = "refs/pull/7/merge",
+    ) -> Run:
+        self.runs += 1
+        step = self.tmp / f"step{self.runs}"
+        step.mkdir()
+        event = step / "event.json"
+        event.write_text(json.dumps(payload), encoding="utf-8")
+        output, summary = step / "output", step / "summary.md"
+        output.touch()
+        summary.touch()
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(step),
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_NAME": event_name,
+            "GITHUB_EVENT_PATH": str(event),
+            "GITHUB_REPOSITORY": REPO,
+            "GITHUB_REPOSITORY_OWNER": REPO.split("/")[0],
+            "GITHUB_SHA": sha,
+            "GITHUB_REF": ref,
+            "GITHUB_WORKSPACE": str(self.workspace),
+            "GITHUB_API_URL": self.github.base_url,
+            "GITHUB_SERVER_URL": "https://github.com",
+            "GITHUB_GRAPHQL_URL": f"{self.github.base_url}/graphql",
+            "GITHUB_RUN_ID": "4242",
+            "GITHUB_RUN_NUMBER": "12",
+            "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_WORKFLOW": "evals",
+            "GITHUB_JOB": "evaluate",
+            "GITHUB_ACTION": "evalbot",
+            "GITHUB_ACTOR": "octocat",
+            "GITHUB_OUTPUT": str(output),
+            "GITHUB_STEP_SUMMARY": str(summary),
+            "RUNNER_OS": "Linux",
+            "RUNNER_TEMP": str(step),
+            "GOOGLE_GEMINI_BASE_URL": self.gemini.url,
+            **action_defaults(token),
+            **{f"INPUT_{k.upper()}": v for k, v in (inputs or {}).items()},
+        }
+        if judge_key:
+            env["INPUT_JUDGE-API-KEY"] = judge_key
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "entrypoint.py")],
+            cwd=self.workspace,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        first_line_s = time.perf_counter() - started
+        rest, err = proc.communicate(timeout=120)
+        stdout = first + rest
+        return Run(
+            code=proc.returncode,
+            stdout=stdout,
+            stderr=err,
+            outputs=parse_outputs(output.read_text(encoding="utf-8")),
+            summary=summary.read_text(encoding="utf-8"),
+            workspace=self.workspace,
+            first_line_s=first_line_s,
+            commands=[line for line in stdout.splitlines() if line.startswith("::")],
+        )
+
+
+def event(name: str) -> dict[str, Any]:
+    """A recorded payload from tests/data/events, re-pointed at the test repository."""
+    payload: dict[str, Any] = json.loads((EVENTS / f"{name}.json").read_text(encoding="utf-8"))
+    payload["repository"]["full_name"] = REPO
+    payload["repository"]["default_branch"] = "main"
+    return payload
+
+
+def pull_request_event(*, fork: bool = False, number: int = 7) -> dict[str, Any]:
+    """pull_request 'opened' for PR ``number`` from a branch of ours or from a fork."""
+    payload = event("pull_request")
+    pr = payload["pull_request"]
+    pr["number"] = payload["number"] = number
+    pr["base"].update(sha=BASE_SHA, ref="main")
+    owner = "forker" if fork else REPO.split("/")[0]
+    pr["head"].update(sha=HEAD_SHA, ref="feature", label=f"{owner}:feature")
+    pr["head"]["repo"]["full_name"] = f"{owner}/shop-agent"
+    return payload
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    with FakeGitHub(repo=REPO) as fake:
+        yield fake
+    assert fake.violations == []
+
+
+@pytest.fixture
+def gemini() -> Iterator[FakeGemini]:
+    with FakeGemini(responder=lambda prompt, index, request: VALID) as fake:
+        yield fake
+
+
+@pytest.fixture
+def action(tmp_path: Path, github: FakeGitHub, gemini: FakeGemini) -> Action:
+    return Action(tmp_path, github, gemini)
