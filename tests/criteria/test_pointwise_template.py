@@ -1,0 +1,67 @@
+"""Vertex-style pointwise template metrics declared in the config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalbot.criteria import BrokenCriterion, build_criteria
+from evalbot.criteria import pointwise_template as pw
+from evalbot.criteria.base import BuildContext
+from evalbot.formats.config import parse_config
+from tests.criteria.judged_helpers import case_input, inv, judged, run
+
+TEMPLATE = {
+    "criteria": {"Follows trajectory": "The response matches the tools that were called."},
+    "rating_rubric": {"1": "Follows", "0": "Does not follow"},
+    "input_variables": ["prompt", "predicted_trajectory"],
+}
+CASE = {"eval_id": "c", "conversation": [inv("t", "q", "ref")]}
+ACTUAL = [inv("t", "Weather in Paris?", "Sunny.", intermediate_data={
+    "tool_uses": [{"name": "get_weather", "args": {"city": "Paris"}}]})]
+
+
+def _criteria(options: dict[str, Any], judge: Any) -> list[Any]:
+    config = parse_config({"criteria": {"follows": {"threshold": 0.5, **options}}}, "test_config.json")
+    built, infos = build_criteria(config, BuildContext(judge=judge))
+    assert infos[0].judged is True
+    return built
+
+
+def test_declared_under_any_name_and_scored() -> None:
+    """A criterion with metric_prompt_template is a judge metric: inputs reach the prompt, the score is read."""
+    with judged(lambda p, i, r: '{"explanation": "calls match", "score": 1}') as (fake, stack):
+        (criterion, *_) = _criteria({"metric_prompt_template": TEMPLATE}, stack)
+        result = run(criterion, case_input(CASE, ACTUAL))
+    prompt = fake.requests[0].prompt
+    assert '"tool_name": "get_weather"' in prompt and "Weather in Paris?" in prompt
+    assert prompt.index("0: Does not follow") < prompt.index("1: Follows")
+    assert prompt.rstrip().endswith("Sunny.")
+    assert result.score == 1.0 and result.status == "passed"
+    assert (result.per_invocation[0].details or {})["rationale"] == "calls match"
+
+
+def test_sample_mean_and_out_of_rubric_scores() -> None:
+    """Several samples average; a score not in the rubric is unparsed."""
+    answers = ['{"score": 1}', '{"score": 0}', '{"score": 7}', '{"score": 1}']
+    with judged(lambda p, i, r: answers[i]) as (_, stack):
+        (criterion, *_) = _criteria({"metric_prompt_template": TEMPLATE,
+                                     "judge_model_options": {"num_samples": 4}}, stack)
+        result = run(criterion, case_input(CASE, ACTUAL))
+    details = result.per_invocation[0].details or {}
+    assert details["samples"] == [1.0, 0.0, None, 1.0]
+    assert result.score == 2 / 3
+
+
+def test_parse_score() -> None:
+    """Scores are read from JSON, quoted or not, and must be rubric ratings."""
+    assert pw.parse_score('{"explanation": "x", "score": "4"}', {1.0, 4.0}) == 4.0
+    assert pw.parse_score('{"score": 2.5}', {1.0, 2.0}) is None
+    assert pw.parse_score("four", {4.0}) is None
+
+
+def test_bad_templates_are_config_errors() -> None:
+    """An unknown input variable or a non-numeric rating is an error naming the problem."""
+    bad_var = _criteria({"metric_prompt_template": {**TEMPLATE, "input_variables": ["prompt", "mood"]}}, None)[0]
+    assert isinstance(bad_var, BrokenCriterion) and "mood" in bad_var.reason
+    bad_key = _criteria({"metric_prompt_template": {**TEMPLATE, "rating_rubric": {"good": "x"}}}, None)[0]
+    assert isinstance(bad_key, BrokenCriterion) and "rating_rubric" in bad_key.reason

@@ -1,0 +1,68 @@
+"""per_turn_user_simulator_quality_v1: first turn, judged turns, stop-signal check."""
+
+from __future__ import annotations
+
+from evalbot.criteria import user_simulator_quality as usq
+from tests.criteria.judged_helpers import build, case_input, inv, judged, run
+from tests.fakes.fake_gemini import FakeError, Recorded
+
+NAME = "per_turn_user_simulator_quality_v1"
+SCENARIO = {"eval_id": "s", "conversation_scenario": {
+    "starting_prompt": "Book a flight.", "conversation_plan": "Book SFO to LAX, then stop.", "user_persona": "NOVICE"}}
+ACTUAL = [inv("u0", "Book a flight.", "From where?"), inv("u1", "From SFO to LAX.", "Booked.")]
+
+
+def _message(prompt: str) -> str:
+    return prompt.rsplit("(to check) ===", 1)[1].strip()
+
+
+def test_parse_valid() -> None:
+    """is_valid accepts booleans and labels; anything else is unparsed."""
+    assert usq.parse_valid('{"is_valid": true}') == 1.0
+    assert usq.parse_valid('{"is_valid": "invalid"}') == 0.0
+    assert usq.parse_valid('{"is_valid": maybe}') is None
+    assert usq.parse_valid("no json") is None
+
+
+def test_turns_and_passing_stop_check() -> None:
+    """Turn 1 by exact match, turn 2 by the judge, and a passing stop check changes nothing."""
+    with judged(lambda p, i, r: '{"reasoning": "fine", "is_valid": true}') as (fake, stack):
+        result = run(build(usq.build, NAME, {"threshold": 0.5, "stop_signal": "<bye>"}, stack),
+                     case_input(SCENARIO, ACTUAL))
+    assert [p.score for p in result.per_invocation] == [1.0, 1.0] and result.score == 1.0
+    assert sorted(_message(r.prompt) for r in fake.requests) == ["<bye>", "From SFO to LAX."]
+    assert "novice" in fake.requests[0].prompt.lower()
+
+
+def test_failed_stop_check_replaces_last_turn() -> None:
+    """When the conversation should have ended, the last turn fails with that explanation."""
+    def judge(prompt: str, index: int, rec: Recorded) -> str:
+        ok = _message(prompt) != "</finished>"
+        return '{"reasoning": "%s", "is_valid": %s}' % ("r", "true" if ok else "false")  # noqa: UP031
+
+    with judged(judge) as (_, stack):
+        result = run(build(usq.build, NAME, {"threshold": 0.5}, stack), case_input(SCENARIO, ACTUAL))
+    last = result.per_invocation[-1]
+    assert last.status == "failed" and "stop signal" in (last.reason or "") and result.score == 0.5
+
+
+def test_stop_check_outage_is_not_evaluated() -> None:
+    """If the stop check cannot be judged, the last turn is not_evaluated (not passed, not failed)."""
+    def judge(prompt: str, index: int, rec: Recorded) -> str:
+        if _message(prompt) == "</finished>":
+            raise FakeError(400, "no")
+        return '{"is_valid": true}'
+
+    with judged(judge) as (_, stack):
+        result = run(build(usq.build, NAME, {"threshold": 0.5}, stack), case_input(SCENARIO, ACTUAL))
+    assert [p.status for p in result.per_invocation] == ["passed", "not_evaluated"]
+    assert result.score == 1.0
+
+
+def test_needs_a_scenario() -> None:
+    """A fixed conversation has no plan to check against."""
+    with judged() as (fake, stack):
+        result = run(build(usq.build, NAME, {"threshold": 0.5}, stack),
+                     case_input({"eval_id": "c", "conversation": ACTUAL}, ACTUAL))
+    assert result.status == "not_evaluated" and "conversation_scenario" in (result.reason or "")
+    assert fake.requests == []
