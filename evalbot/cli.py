@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from evalbot import __version__
+from evalbot import __version__, cli_compare
 from evalbot.app import evaluate
 from evalbot.console import render_text
 from evalbot.criteria.base import BuildContext
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="score eval sets and print a summary")
     add_eval_args(run)
     run.add_argument("--report", metavar="OUT.json", help="write the JSON report here")
+    cli_compare.add_parsers(sub)
     return parser
 
 
@@ -93,7 +94,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     environ = os.environ if env is None else env
-    commands = {"run": cmd_run}
+    commands = {"run": cmd_run, **cli_compare.COMMANDS}
     try:
         return commands[args.command](args, environ)
     except EvalbotError as exc:

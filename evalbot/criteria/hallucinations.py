@@ -111,8 +111,8 @@ def steps(invocation: Invocation, intermediate: bool) -> list[tuple[str, str]]:
     prior: list[InvocationEvent] = []
     if intermediate:
         for event in events:
-            texts = [p.text for p in (event.content.parts or [])] if event.content else []
-            texts = [t for t in texts if t]
+            parts = (event.content.parts or []) if event.content else []
+            texts = [p.text for p in parts if p.text]
             if texts:
                 seen = [*prior, event.model_copy(update={"content": None})] if event.grounding_metadata else prior
                 ctx = context(invocation, seen, hand_written=False)

@@ -1,0 +1,186 @@
+"""``evalbot baseline`` and ``evalbot compare``: the command-line edge of the baseline, comparison and rendering.
+
+Reads argv, the environment (GITHUB_SHA), the clock, files and ``git``; everything it calls is pure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evalbot.app import evaluate
+from evalbot.baseline import (
+    DEFAULT_BASELINE_PATH,
+    GitResult,
+    build_baseline,
+    dump_baseline,
+    parse_spec,
+    read_baseline,
+)
+from evalbot.compare import compare
+from evalbot.console import render_text
+from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, InputError
+from evalbot.gate import GatePolicy, policy_from_settings
+from evalbot.load import discover, load_config
+from evalbot.render import Links, comment_marker, render_comment, render_summary
+from evalbot.results import Report
+
+Command = Callable[[argparse.Namespace, Mapping[str, str]], int]
+
+
+def run_git(args: Sequence[str]) -> GitResult:
+    """Run ``git`` in the current directory (a missing git binary is exit code 127)."""
+    try:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, check=False, timeout=60)
+    except FileNotFoundError:
+        return GitResult(127, "", "git is not installed")
+    except subprocess.TimeoutExpired:
+        return GitResult(124, "", "git timed out after 60 s")
+    return GitResult(done.returncode, done.stdout, done.stderr)
+
+
+def read_optional(path: str) -> str | None:
+    """A UTF-8 file's text, or None when it does not exist."""
+    file = Path(path)
+    if not file.exists():
+        return None
+    try:
+        return file.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, "", f"cannot read the file: {exc}") from None
+
+
+def evalbot_settings(paths: Sequence[str], config: str | None) -> tuple[dict[str, Any], Path | None]:
+    """The config's ``evalbot`` object and the config file: ``--config``, else the first ``test_config.json``
+    beside an eval set that has one (an unreadable one is reported by the evaluation itself)."""
+    if config:
+        return dict(load_config(Path(config)).extras), Path(config)
+    files, _ = discover(paths)
+    for file in files:
+        beside = file.parent / "test_config.json"
+        if beside.is_file():
+            try:
+                extras = load_config(beside).extras
+            except InputError:
+                continue
+            if extras:
+                return dict(extras), beside
+    return {}, None
+
+
+def _template_text(cli_path: str | None, settings: Mapping[str, Any], config: Path | None) -> str | None:
+    raw = settings.get("comment_template", settings.get("commentTemplate"))
+    if cli_path:
+        path = Path(cli_path)
+    elif isinstance(raw, str) and raw:
+        path = (config.parent / raw) if config is not None else Path(raw)
+    elif raw is not None:
+        raise InputError(str(config), "/evalbot/comment_template", "expected a path to a Jinja template file")
+    else:
+        return None
+    text = read_optional(str(path))
+    if text is None:
+        raise InputError(path, "", "comment template not found; fix --comment-template or evalbot.comment_template")
+    return text
+
+
+def _evaluate(args: argparse.Namespace, env: Mapping[str, str]) -> Report:
+    from evalbot.cli import judge_context
+
+    ctx, notices = judge_context(args, env)
+    report = evaluate(args.paths, actuals=args.actuals, config=args.config, ctx=ctx, notices=notices)
+    summary = getattr(ctx.judge, "usage_summary", None)
+    if report.usage is None and callable(summary):
+        usage = summary()
+        if usage.get("total", {}).get("requests") or usage.get("total", {}).get("cached_samples"):
+            report.usage = usage
+    return report
+
+
+def _write(path: str, text: str) -> None:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+
+
+def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``evalbot compare``: evaluate, compare with the baseline, print or write the comment, exit with the gate."""
+    from evalbot.cli import write_report
+
+    settings, config = evalbot_settings(args.paths, args.config)
+    overrides = {"fail_on": args.fail_on, "tolerance": args.tolerance, "alpha": args.alpha}
+    policy: GatePolicy = policy_from_settings(settings, source=str(config or "command line"), overrides=overrides)
+    raw_spec = args.baseline or settings.get("baseline_path") or DEFAULT_BASELINE_PATH
+    spec = parse_spec(str(raw_spec), file_exists=lambda p: Path(p).is_file())
+    baseline = read_baseline(spec, git=run_git, read_file=read_optional)
+    template = _template_text(args.comment_template, settings, config)
+    report = _evaluate(args, env)
+    comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=spec.label)
+    links = Links(summary=args.summary, report=args.report)
+    comment = render_comment(comparison, marker=comment_marker(args.comment_id), links=links, template=template)
+    if args.report:
+        write_report(report, args.report)
+    if args.summary:
+        _write(args.summary, render_summary(comparison, links=links))
+    if args.comment:
+        _write(args.comment, comment)
+        print(f"evalbot: {comparison.gate.verdict} (exit {comparison.gate.exit_code}); comment written to "
+              f"{args.comment} ({len(comment):,} characters)")
+    else:
+        sys.stdout.write(comment)
+    return comparison.gate.exit_code
+
+
+def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``evalbot baseline``: evaluate and write the baseline file (refused when inputs are invalid)."""
+    report = _evaluate(args, env)
+    invalid = report.errors or report.totals.error or any(es.errors for es in report.eval_sets)
+    if invalid and not args.allow_errors:
+        print(render_text(report), file=sys.stderr)
+        print("error: the run has invalid inputs or cases that could not be evaluated; fix them or pass "
+              "--allow-errors to record them as errors in the baseline", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    commit = args.commit or env.get("GITHUB_SHA") or None
+    if commit is None:
+        head = run_git(["rev-parse", "HEAD"])
+        commit = head.stdout.strip() if head.returncode == 0 else None
+    created_at = args.created_at or datetime.now(UTC).replace(microsecond=0).isoformat()
+    baseline = build_baseline(report, commit=commit, created_at=created_at)
+    _write(args.output, dump_baseline(baseline))
+    cases = sum(len(es.cases) for es in baseline.eval_sets.values())
+    print(render_text(report))
+    print(f"wrote {args.output}: {len(baseline.eval_sets)} eval set(s), {cases} case(s), commit {commit or 'unknown'}")
+    return EXIT_OK
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``baseline`` and ``compare`` on the ``evalbot`` subparsers (their functions are in COMMANDS)."""
+    from evalbot.cli import add_eval_args
+
+    base = sub.add_parser("baseline", help="evaluate and write the baseline file to commit on main")
+    add_eval_args(base)
+    base.add_argument("--output", required=True, metavar="FILE", help=f"where to write it (e.g. {DEFAULT_BASELINE_PATH})")
+    base.add_argument("--commit", metavar="SHA", help="commit measured (default: $GITHUB_SHA, else git HEAD)")
+    base.add_argument("--created-at", metavar="ISO8601", help="timestamp to record (default: now, UTC)")
+    base.add_argument("--allow-errors", action="store_true", help="write it even if some inputs are invalid")
+
+    comp = sub.add_parser("compare", help="evaluate, compare with the baseline and render the PR comment")
+    add_eval_args(comp)
+    comp.add_argument("--baseline", metavar="FILE|REF:PATH",
+                      help=f"baseline file, or REF:PATH read with git show (default: {DEFAULT_BASELINE_PATH})")
+    comp.add_argument("--comment", metavar="OUT.md", help="write the comment here instead of printing it")
+    comp.add_argument("--summary", metavar="OUT.md", help="write the full job summary here")
+    comp.add_argument("--report", metavar="OUT.json", help="write the JSON report here")
+    comp.add_argument("--fail-on", choices=["regression", "threshold", "never"], help="gate policy (default: regression)")
+    comp.add_argument("--tolerance", type=float, metavar="X", help="allowed fall of a criterion mean (default: 0)")
+    comp.add_argument("--alpha", type=float, metavar="P", help="significance level of the noise tests (default: 0.05)")
+    comp.add_argument("--comment-template", metavar="FILE", help="Jinja template replacing or extending the comment")
+    comp.add_argument("--comment-id", default="default", metavar="ID", help="id in the hidden comment marker")
+
+
+COMMANDS: dict[str, Command] = {"baseline": cmd_baseline, "compare": cmd_compare}

@@ -1,0 +1,353 @@
+"""Compare a run with the baseline: per eval set × criterion deltas, per case what changed, and the gate verdict.
+
+Pure: the current Report and the Baseline come in, a Comparison goes out. Only results measured on the same
+definition are compared (same case fingerprint, same criterion fingerprint and judge model, same baseline schema);
+anything else is "changed definition", never a regression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evalbot.baseline import (
+    HOW_TO_CREATE,
+    Baseline,
+    BaselineCase,
+    BaselineCriterion,
+    BaselineEvalSet,
+    BaselineMetric,
+    Votes,
+    invocation_votes,
+    judge_model_of,
+    unique_keys,
+)
+from evalbot.comparison import (
+    CATEGORIES,
+    BaselineInfo,
+    CaseCategory,
+    CaseComparison,
+    Comparison,
+    CriterionRow,
+    EvalSetComparison,
+    MetricDelta,
+)
+from evalbot.gate import GatePolicy, decide
+from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, MetricResult, Report, mean
+from evalbot.stats import fisher_exact, sign_test
+
+EPS = 1e-9
+"""Score differences smaller than this are ties."""
+
+
+def _comparable(info: CriterionInfo, base: BaselineCriterion | None) -> bool:
+    return (
+        base is not None
+        and base.fingerprint == info.fingerprint
+        and base.judge_model == (judge_model_of(info.options) if info.judged else None)
+    )
+
+
+def _single(votes: Votes | None) -> Votes | None:
+    """The votes if they are one decision's (not pooled over rubrics)."""
+    return votes if votes is not None and votes.pooled_split is None else None
+
+
+def vote_noise(
+    base: list[Votes | None] | None, cur: list[Votes | None] | None
+) -> tuple[bool, float | None]:
+    """Whether a judged flip was decided by a split vote, and the Fisher p-value of baseline vs current votes.
+
+    Only invocations whose majority changed are considered when both sides have aligned votes; otherwise every
+    invocation with votes is. Pooled rubric votes count for the split but not for the p-value (their yes/no
+    counts mix different rubrics).
+    """
+    b = base or []
+    c = cur or []
+    pairs = [(b[i] if i < len(b) else None, c[i] if i < len(c) else None) for i in range(max(len(b), len(c)))]
+    flipped = []
+    for x, y in pairs:
+        sx, sy = _single(x), _single(y)
+        if sx is not None and sy is not None and sx.passed != sy.passed:
+            flipped.append((x, y))
+    relevant = flipped or pairs
+    split = any(v is not None and v.split for pair in relevant for v in pair)
+    bv = [v for v in (_single(x) for x, _ in relevant) if v is not None]
+    cv = [v for v in (_single(y) for _, y in relevant) if v is not None]
+    if not bv or not cv:
+        return split, None
+    p = fisher_exact(sum(v.yes for v in bv), sum(v.no for v in bv), sum(v.yes for v in cv), sum(v.no for v in cv))
+    return split, p
+
+
+def metric_delta(
+    name: str, *, judged: bool, comparable: bool, base: BaselineMetric | None, cur: MetricResult | None,
+    policy: GatePolicy,
+) -> MetricDelta:
+    """Classify one criterion's change on one case."""
+    delta = MetricDelta(
+        criterion=name,
+        change="unchanged",
+        judged=judged,
+        baseline_score=base.score if base else None,
+        current_score=cur.score if cur else None,
+        baseline_status=base.status if base else None,
+        current_status=cur.status if cur else None,
+        baseline_votes=base.votes if base else None,
+        current_votes=invocation_votes(cur.per_invocation) if cur is not None and judged else None,
+    )
+    if cur is None:
+        delta.change = "removed"
+    elif base is None:
+        delta.change = "new"
+    elif not comparable:
+        delta.change = "changed_definition"
+    elif cur.status in ("error", "not_evaluated", "informational"):
+        delta.change = cur.status
+    elif base.status == "passed" and cur.status == "failed":
+        delta.change = "regressed"
+    elif base.status in ("failed", "error") and cur.status == "passed":
+        delta.change = "fixed"
+    elif cur.status == "failed":
+        delta.change = "still_failing"
+    if delta.change in ("regressed", "fixed") and judged and policy.noise_aware:
+        split, p = vote_noise(delta.baseline_votes, delta.current_votes)
+        delta.p_value = p
+        if split:
+            delta.change = "inconclusive"
+    return delta
+
+
+def _category(cur: CaseResult, base: BaselineCase, deltas: Sequence[MetricDelta]) -> tuple[CaseCategory, str | None]:
+    changes = {d.change for d in deltas}
+    if cur.status == "error":
+        return "error", cur.reason
+    if "regressed" in changes:
+        return "regressed", None
+    if "inconclusive" in changes:
+        return "inconclusive", "a judged verdict flipped on a split judge vote"
+    if cur.status == "failed":
+        failing = [d for d in deltas if d.current_status == "failed"]
+        if base.status == "passed" and failing and all(d.change in ("changed_definition", "new") for d in failing):
+            return "changed_definition", "fails only on criteria whose configuration changed"
+        return "still_failing", None
+    if cur.status == "passed" and base.status in ("failed", "error"):
+        return "fixed", None
+    if cur.status == "not_evaluated":
+        return "not_evaluated", cur.reason
+    return "unchanged", None
+
+
+def compare_case(
+    key: str, cur: CaseResult | None, base: BaselineCase | None, *, criteria: Sequence[CriterionInfo],
+    base_criteria: dict[str, BaselineCriterion], policy: GatePolicy,
+) -> CaseComparison:
+    """Classify one case (present in the run, the baseline, or both)."""
+    if cur is None:
+        return CaseComparison(eval_id=key, category="removed", baseline_status=base.status if base else None)
+    if base is None:
+        category: CaseCategory = "error" if cur.status == "error" else "new"
+        return CaseComparison(eval_id=key, category=category, reason=cur.reason, current=cur)
+    if cur.fingerprint is None or base.fingerprint != cur.fingerprint:
+        if cur.status == "error":
+            return CaseComparison(eval_id=key, category="error", reason=cur.reason, baseline_status=base.status,
+                                  current=cur)
+        return CaseComparison(
+            eval_id=key, category="changed_definition", reason="the case's expected conversation or scenario changed",
+            baseline_status=base.status, current=cur,
+        )
+    infos = {c.name: c for c in criteria}
+    deltas = []
+    for name in dict.fromkeys([*cur.metrics, *base.metrics]):
+        info = infos.get(name)
+        deltas.append(
+            metric_delta(
+                name,
+                judged=info.judged if info else False,
+                comparable=info is not None and _comparable(info, base_criteria.get(name)),
+                base=base.metrics.get(name),
+                cur=cur.metrics.get(name),
+                policy=policy,
+            )
+        )
+    category, reason = _category(cur, base, deltas)
+    return CaseComparison(
+        eval_id=key, category=category, reason=reason, baseline_status=base.status, current=cur, metrics=deltas
+    )
+
+
+def criterion_row(
+    info: CriterionInfo, es: EvalSetReport, base_set: BaselineEvalSet | None, pairs: Sequence[tuple[float, float]],
+    policy: GatePolicy,
+) -> CriterionRow:
+    """One criterion's line of an eval set table."""
+    summary = es.metrics.get(info.name)
+    base = base_set.criteria.get(info.name) if base_set else None
+    row = CriterionRow(
+        criterion=info.name,
+        change="new",
+        judged=info.judged,
+        threshold=info.threshold,
+        baseline_mean=base.mean if base else None,
+        current_mean=summary.mean if summary else None,
+        scored=sum(1 for c in es.cases if (m := c.metrics.get(info.name)) is not None and m.score is not None),
+        passed=summary.passed if summary else 0,
+        failed=summary.failed if summary else 0,
+    )
+    if base is None:
+        return row
+    if not _comparable(info, base):
+        row.change = "changed_definition"
+        return row
+    row.paired = len(pairs)
+    if not pairs:
+        row.change = "not_evaluated"
+        return row
+    row.delta = mean(c - b for b, c in pairs)
+    row.up = sum(1 for b, c in pairs if c > b + EPS)
+    row.down = sum(1 for b, c in pairs if c < b - EPS)
+    row.p_value = sign_test(row.up, row.down)
+    significant = not policy.noise_aware or row.p_value < policy.alpha
+    delta = row.delta or 0.0
+    if info.threshold is None:
+        row.change = "informational"
+    elif delta < -policy.tolerance - EPS:
+        row.change = "regressed" if significant else "inconclusive"
+    elif delta > policy.tolerance + EPS and significant:
+        row.change = "improved"
+    else:
+        row.change = "unchanged"
+    return row
+
+
+def _pairs(name: str, cases: Sequence[CaseComparison], base_set: BaselineEvalSet) -> list[tuple[float, float]]:
+    out = []
+    for case in cases:
+        if case.current is None or case.category in ("new", "removed", "changed_definition", "error"):
+            continue
+        cur = case.current.metrics.get(name)
+        base_case = base_set.cases.get(case.eval_id)
+        base = base_case.metrics.get(name) if base_case else None
+        if cur is not None and base is not None and cur.score is not None and base.score is not None:
+            out.append((base.score, cur.score))
+    return out
+
+
+def compare_eval_set(
+    key: str, es: EvalSetReport | None, base_set: BaselineEvalSet | None, policy: GatePolicy, *, compatible: bool
+) -> EvalSetComparison:
+    """Compare one eval set (``compatible`` False: the baseline's schema is unknown, so nothing is comparable)."""
+    if es is None:
+        assert base_set is not None
+        removed = [CaseComparison(eval_id=k, category="removed", baseline_status=c.status)
+                   for k, c in base_set.cases.items()]
+        rows = [CriterionRow(criterion=n, change="removed", judged=c.judged, threshold=c.threshold,
+                             baseline_mean=c.mean) for n, c in base_set.criteria.items()]
+        return EvalSetComparison(key=key, eval_set_id=key, path=base_set.path, in_current=False, rows=rows,
+                                 cases=removed)
+    usable = base_set if compatible else None
+    keys = unique_keys([c.eval_id for c in es.cases])
+    base_cases = dict(usable.cases) if usable else {}
+    cases = []
+    for case_key, case in zip(keys, es.cases, strict=True):
+        base_case = base_cases.pop(case_key, None)
+        if not compatible:
+            cases.append(CaseComparison(
+                eval_id=case_key, category="error" if case.status == "error" else "changed_definition",
+                reason=case.reason if case.status == "error" else "the baseline was written by another schema version",
+                current=case,
+            ))
+            continue
+        cases.append(compare_case(case_key, case, base_case, criteria=es.criteria,
+                                  base_criteria=usable.criteria if usable else {}, policy=policy))
+    cases += [CaseComparison(eval_id=k, category="removed", baseline_status=c.status) for k, c in base_cases.items()]
+    rows = [
+        criterion_row(info, es, usable, _pairs(info.name, cases, usable) if usable else [], policy)
+        for info in es.criteria
+    ]
+    if usable:
+        current_names = {c.name for c in es.criteria}
+        rows += [CriterionRow(criterion=n, change="removed", judged=c.judged, threshold=c.threshold,
+                              baseline_mean=c.mean) for n, c in usable.criteria.items() if n not in current_names]
+    return EvalSetComparison(
+        key=key, eval_set_id=es.eval_set_id, path=es.path, status=es.status, in_baseline=base_set is not None,
+        errors=es.errors, rows=rows, cases=cases,
+    )
+
+
+def _invalid(report: Report) -> list[str]:
+    out = [f"{p.path or 'input'}{':' + p.pointer if p.pointer else ''}: {p.message}" for p in report.errors]
+    for es in report.eval_sets:
+        out += [f"{p.path or es.path}{':' + p.pointer if p.pointer else ''}: {p.message}" for p in es.errors]
+        errors = [c for c in es.cases if c.status == "error"]
+        if errors:
+            out.append(f"{es.eval_set_id}: {len(errors)} case(s) could not be evaluated (see their reasons)")
+    return out
+
+
+def _gate_inputs(sets: Sequence[EvalSetComparison]) -> tuple[list[str], list[str]]:
+    regressions: list[str] = []
+    inconclusive: list[str] = []
+    for es in sets:
+        n = sum(1 for c in es.cases if c.category == "regressed")
+        if n:
+            regressions.append(f"{es.eval_set_id}: {n} case(s) regressed")
+        m = sum(1 for c in es.cases if c.category == "inconclusive")
+        if m:
+            inconclusive.append(f"{es.eval_set_id}: {m} case(s) flipped on a split judge vote")
+        for row in es.rows:
+            if row.change in ("regressed", "inconclusive"):
+                text = f"{es.eval_set_id}: {row.criterion} mean {row.delta or 0.0:+.3f} (sign test p = {row.p_value})"
+                (regressions if row.change == "regressed" else inconclusive).append(text)
+    return regressions, inconclusive
+
+
+def compare(
+    *, current: Report, baseline: Baseline | None, policy: GatePolicy, baseline_source: str = "the baseline"
+) -> Comparison:
+    """Compare ``current`` with ``baseline`` (None: absolute scores only) and decide the gate."""
+    note = None
+    info = None
+    compatible = True
+    if baseline is None:
+        note = f"No baseline at {baseline_source}; showing absolute scores. To compare PRs with main, " + \
+            HOW_TO_CREATE.format(path=baseline_source.rpartition(":")[2] or baseline_source) + "."
+    else:
+        info = BaselineInfo(
+            source=baseline_source, commit=baseline.commit, created_at=baseline.created_at,
+            evalbot_version=baseline.evalbot_version, schema_version=baseline.schema_version,
+        )
+        compatible = baseline.compatible
+        if not compatible:
+            note = (
+                f"The baseline at {baseline_source} uses schema version {baseline.schema_version}, this evalbot "
+                "reads version 1: every case is shown as a changed definition. Refresh it with `evalbot baseline`."
+            )
+        elif baseline.evalbot_version != current.evalbot_version:
+            note = (
+                f"The baseline was made with evalbot {baseline.evalbot_version}, this run uses "
+                f"{current.evalbot_version}; refresh it if scores moved for that reason."
+            )
+    keys = unique_keys([es.eval_set_id for es in current.eval_sets])
+    base_sets = dict(baseline.eval_sets) if baseline is not None and compatible else {}
+    sets = [
+        compare_eval_set(key, es, base_sets.pop(key, None), policy, compatible=compatible)
+        for key, es in zip(keys, current.eval_sets, strict=True)
+    ]
+    sets += [compare_eval_set(key, None, bs, policy, compatible=True) for key, bs in base_sets.items()]
+    counts: dict[str, int] = {category: 0 for category in CATEGORIES}
+    for es in sets:
+        for case in es.cases:
+            counts[case.category] += 1
+    counts["failing"] = current.totals.failed
+    regressions, inconclusive = _gate_inputs(sets)
+    gate = decide(
+        policy,
+        invalid=_invalid(current),
+        failing_cases=current.totals.failed,
+        regressions=regressions,
+        inconclusive=inconclusive,
+        have_baseline=baseline is not None,
+    )
+    return Comparison(
+        policy=policy, baseline=info, baseline_note=note, eval_sets=sets, counts=counts, gate=gate, report=current
+    )

@@ -1,0 +1,120 @@
+"""The result of comparing a run with the baseline: categories, per-case and per-criterion deltas, the verdict."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalbot.baseline import Votes
+from evalbot.gate import Gate, GatePolicy
+from evalbot.results import CaseResult, Problem, Report, Status
+
+CaseCategory = Literal[
+    "regressed", "inconclusive", "error", "fixed", "changed_definition", "new", "removed", "still_failing",
+    "not_evaluated", "unchanged",
+]
+CATEGORIES: tuple[CaseCategory, ...] = (
+    "regressed", "inconclusive", "error", "fixed", "changed_definition", "new", "removed", "still_failing",
+    "not_evaluated", "unchanged",
+)
+"""Case categories, most important first (the order of the comment's sections)."""
+
+Change = Literal[
+    "regressed", "inconclusive", "fixed", "still_failing", "unchanged", "changed_definition", "new", "removed",
+    "not_evaluated", "error", "informational",
+]
+RowChange = Literal[
+    "regressed", "inconclusive", "improved", "unchanged", "changed_definition", "new", "removed", "not_evaluated",
+    "informational",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MetricDelta(_Model):
+    """One criterion on one case: baseline vs current verdict, and judge votes when the flip may be noise."""
+
+    criterion: str
+    change: Change
+    judged: bool = False
+    baseline_score: float | None = None
+    current_score: float | None = None
+    baseline_status: Status | None = None
+    current_status: Status | None = None
+    baseline_votes: list[Votes | None] | None = None
+    current_votes: list[Votes | None] | None = None
+    p_value: float | None = None
+    """Fisher exact test of baseline vs current judge votes, for judged flips."""
+
+
+class CaseComparison(_Model):
+    """One case: its category, why, the current result (for details) and per-criterion deltas."""
+
+    eval_id: str
+    category: CaseCategory
+    reason: str | None = None
+    baseline_status: Status | None = None
+    current: CaseResult | None = None
+    metrics: list[MetricDelta] = Field(default_factory=list)
+
+
+class CriterionRow(_Model):
+    """One criterion on one eval set: means, the paired delta over comparable cases, and its significance."""
+
+    criterion: str
+    change: RowChange
+    judged: bool = False
+    threshold: float | None = None
+    baseline_mean: float | None = None
+    current_mean: float | None = None
+    delta: float | None = None
+    """Mean of current − baseline scores over the ``paired`` cases measured on both sides with the same definition."""
+    paired: int = 0
+    up: int = 0
+    down: int = 0
+    p_value: float | None = None
+    """Exact two-sided sign test on the paired per-case changes (exact McNemar for pass/fail scores)."""
+    scored: int = 0
+    """Current cases with a score on this criterion."""
+    passed: int = 0
+    failed: int = 0
+
+
+class EvalSetComparison(_Model):
+    """One eval set present in the run, the baseline or both."""
+
+    key: str
+    eval_set_id: str
+    path: str
+    status: Status | None = None
+    in_baseline: bool = True
+    in_current: bool = True
+    errors: list[Problem] = Field(default_factory=list)
+    rows: list[CriterionRow] = Field(default_factory=list)
+    cases: list[CaseComparison] = Field(default_factory=list)
+
+
+class BaselineInfo(_Model):
+    """Where the baseline came from and what it was measured with."""
+
+    source: str
+    commit: str | None = None
+    created_at: str | None = None
+    evalbot_version: str
+    schema_version: int
+
+
+class Comparison(_Model):
+    """Everything the renderers and the gate need."""
+
+    policy: GatePolicy
+    baseline: BaselineInfo | None = None
+    baseline_note: str | None = None
+    """Why there is nothing (or not everything) to compare with, and what to do."""
+    eval_sets: list[EvalSetComparison] = Field(default_factory=list)
+    counts: dict[str, int] = Field(default_factory=dict)
+    gate: Gate
+    report: Report

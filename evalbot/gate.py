@@ -1,0 +1,108 @@
+"""The merge gate: its policy (``fail-on``, tolerance, noise handling) and the verdict it reaches on a comparison."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, InputError, json_pointer
+
+FailOn = Literal["regression", "threshold", "never"]
+Verdict = Literal["passed", "blocked", "invalid"]
+
+class GatePolicy(BaseModel):
+    """When the gate blocks a merge.
+
+    ``regression`` (default) blocks on a case that went from passed to failed, or a criterion mean that fell by more
+    than ``tolerance`` on an eval set; ``threshold`` blocks on any failing case (ADK's absolute rule); ``never`` only
+    reports. With ``noise_aware``, a judged flip decided by a split vote and a mean change the exact sign test does not
+    find significant at ``alpha`` are *inconclusive*: shown with their p-value, blocking only with
+    ``block_inconclusive``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fail_on: FailOn = "regression"
+    tolerance: float = Field(default=0.0, ge=0.0, le=1.0)
+    alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
+    noise_aware: bool = True
+    block_inconclusive: bool = False
+
+
+POLICY_KEYS = frozenset(GatePolicy.model_fields)
+"""Keys of the config's ``evalbot`` object that set the policy (camelCase and kebab-case spellings accepted)."""
+
+
+def _normal_key(key: str) -> str:
+    out = "".join("_" + ch.lower() if ch.isupper() else ch for ch in key)
+    return out.replace("-", "_")
+
+
+def policy_from_settings(
+    settings: Mapping[str, Any], *, source: str, overrides: Mapping[str, Any] | None = None
+) -> GatePolicy:
+    """The policy from a config's ``evalbot`` object, then command-line ``overrides`` (None values ignored).
+
+    An invalid value raises InputError naming ``source`` and the pointer under ``/evalbot``.
+    """
+    raw: dict[str, Any] = {}
+    pointers: dict[str, str] = {}
+    for key, value in settings.items():
+        name = _normal_key(str(key))
+        if name in POLICY_KEYS:
+            raw[name] = value
+            pointers[name] = json_pointer(["evalbot", str(key)])
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            raw[key] = value
+            pointers[key] = f"(--{key.replace('_', '-')})"
+    try:
+        return GatePolicy.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else ""
+        raise InputError(source, pointers.get(field, ""), f"{field}: {err['msg']}") from None
+
+
+class Gate(BaseModel):
+    """The verdict, its exit code, and the reasons behind it (plain sentences; may quote eval set ids)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Verdict
+    exit_code: int
+    reasons: list[str] = Field(default_factory=list)
+
+
+def decide(
+    policy: GatePolicy,
+    *,
+    invalid: list[str],
+    failing_cases: int,
+    regressions: list[str],
+    inconclusive: list[str],
+    have_baseline: bool,
+) -> Gate:
+    """Apply the policy: invalid input first (exit 2), then the ``fail_on`` rule (exit 1 when blocked)."""
+    if invalid:
+        return Gate(verdict="invalid", exit_code=EXIT_INVALID_INPUT, reasons=invalid)
+    if policy.fail_on == "never":
+        return Gate(verdict="passed", exit_code=EXIT_OK, reasons=["fail-on is `never`: reporting only"])
+    if policy.fail_on == "threshold":
+        if failing_cases:
+            return Gate(
+                verdict="blocked",
+                exit_code=EXIT_FAILED,
+                reasons=[f"{failing_cases} case(s) below their thresholds (fail-on: threshold)"],
+            )
+        return Gate(verdict="passed", exit_code=EXIT_OK)
+    blocking = list(regressions)
+    if policy.block_inconclusive:
+        blocking += [f"{reason} (inconclusive; blocking because block_inconclusive is set)" for reason in inconclusive]
+    if blocking:
+        return Gate(verdict="blocked", exit_code=EXIT_FAILED, reasons=blocking)
+    if not have_baseline:
+        return Gate(verdict="passed", exit_code=EXIT_OK, reasons=["no baseline to compare with"])
+    return Gate(verdict="passed", exit_code=EXIT_OK)

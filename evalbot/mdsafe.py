@@ -1,0 +1,110 @@
+"""Neutralise untrusted text (agent output, judge rationales, case ids) for GitHub-flavoured markdown comments.
+
+Every function returns :class:`Safe` text that cannot open or close structure the comment relies on: code fences
+are longer than any backtick run inside them; inline text has HTML and markdown punctuation escaped and no line
+breaks (so it cannot end a table row or a ``<details>`` element); ``<!--`` is always broken, even inside code, so
+nothing can forge the comment's hidden marker (which is found by substring search); ``@user``/``@org/team``
+mentions and ``#123`` references get an invisible joiner so they never notify or cross-link.
+"""
+
+from __future__ import annotations
+
+import re
+
+JOINER = "\u200d"
+"""Zero-width joiner: invisible, but breaks mention, reference and marker patterns."""
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_MENTION = re.compile(r"@(?=[A-Za-z0-9_])")
+_REFERENCE = re.compile(r"(?<![&\w])#(?=\d)")
+_URL = re.compile(r"(?i)(?<=[a-z]):(?=//)|(?<![\w.])www\.")
+_BACKTICKS = re.compile(r"`+")
+_INLINE_ESCAPES = str.maketrans({
+    "&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\", "|": "\\|", "`": "\\`", "*": "\\*", "_": "\\_",
+    "[": "\\[", "]": "\\]", "~": "\\~", "#": "\\#", "$": "\\$",
+})
+_LEADING = re.compile(r"^([-+=]|\d+(?=[.)]))")
+
+
+class Safe(str):
+    """Text that is already neutralised (the template environment outputs it unchanged)."""
+
+    __slots__ = ()
+
+
+def clean(value: object) -> str:
+    """Text with Unix newlines and no control or bidirectional-override characters (tabs and newlines kept)."""
+    text = value if isinstance(value, str) else "" if value is None else str(value)
+    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def _escape_leading(match: re.Match[str]) -> str:
+    # "- x", "+ x", "= x" would start a list or heading; "1. x" / "1) x" an ordered list.
+    lead = match.group(0)
+    return "\\" + lead if not lead[0].isdigit() else lead + "\\"
+
+
+def break_marker(text: str) -> str:
+    """Break every ``<!--`` so no HTML comment (and no copy of the hidden marker) can appear."""
+    return text.replace("<!--", f"<!-{JOINER}-")
+
+
+def no_pings(text: str) -> str:
+    """Break @-mentions and ``#123`` references (idempotent)."""
+    return _REFERENCE.sub("#" + JOINER, _MENTION.sub("@" + JOINER, text))
+
+
+def no_links(text: str) -> str:
+    """Break URLs GitHub would autolink (``scheme://`` and ``www.``)."""
+    return _URL.sub(lambda m: ":" + JOINER if m.group(0) == ":" else m.group(0)[:3] + JOINER + ".", text)
+
+
+def soften(value: object) -> Safe:
+    """The minimum for any text a template prints without a filter: no marker, no mention, no control chars."""
+    if isinstance(value, Safe):
+        return value
+    return Safe(no_pings(break_marker(clean(value))))
+
+
+def shorten(text: str, limit: int | None) -> str:
+    """``text`` cut to ``limit`` characters with a note of how much was cut (None: no limit)."""
+    if limit is None or len(text) <= limit:
+        return text
+    cut = len(text) - limit
+    return text[:limit].rstrip() + f" … ({cut:,} more characters)"
+
+
+def inline(value: object, limit: int | None = 200) -> Safe:
+    """One line of escaped text for prose, list items, ``<summary>`` elements and table cells."""
+    text = " ".join(clean(value).split())
+    text = shorten(text, limit).translate(_INLINE_ESCAPES)
+    return Safe(no_links(no_pings(_LEADING.sub(_escape_leading, text))))
+
+
+def cell(value: object, limit: int | None = 80) -> Safe:
+    """A table cell: inline text (``|`` escaped, no newlines); an empty value shows as a dash."""
+    out = inline(value, limit)
+    return out if out else Safe("—")
+
+
+def fence_for(text: str) -> str:
+    """A backtick fence longer than any backtick run in ``text`` (at least three)."""
+    longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def code(value: object, lang: str = "", limit: int | None = 2000) -> Safe:
+    """A fenced code block that shows ``value`` verbatim and cannot be closed early.
+
+    ``lang`` comes from templates only (letters, digits, ``-`` and ``+``). Mentions inside code do not notify, so
+    they are left alone; ``<!--`` is broken because the hidden marker is matched as a plain substring.
+    """
+    text = break_marker(shorten(clean(value), limit)).rstrip("\n")
+    info = re.sub(r"[^A-Za-z0-9+-]", "", lang)
+    fence = fence_for(text)
+    return Safe(f"{fence}{info}\n{text}\n{fence}")
+
+
+def width(text: str) -> int:
+    """Display-agnostic size GitHub's limits are most likely to count: UTF-16 code units (≥ characters)."""
+    return len(text.encode("utf-16-le")) // 2

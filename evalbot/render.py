@@ -1,0 +1,231 @@
+"""Render a Comparison to the PR comment and the job summary with Jinja templates, within GitHub's size limits.
+
+Templates live in ``evalbot/templates`` (a user template may replace or ``{% extends "comment.md.j2" %}`` the
+comment). The environment is sandboxed, undefined names are errors, autoescaping is off and untrusted text goes
+through the :mod:`evalbot.mdsafe` filters; anything printed without a filter still has markers and mentions broken.
+Rendering walks down a ladder of :class:`~evalbot.views.Limits` until the text fits; a last-resort body is used if
+even the smallest rendering does not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from evalbot import __version__, mdsafe
+from evalbot.comparison import Comparison, CriterionRow, EvalSetComparison
+from evalbot.errors import EvalbotError
+from evalbot.views import Limits, sections
+
+COMMENT_LIMIT = 65_536
+"""GitHub rejects longer issue comments (counted here in UTF-16 code units, which is never less than characters)."""
+COMMENT_TARGET = 60_000
+SUMMARY_LIMIT = 1_048_576
+"""GitHub drops a step summary larger than 1 MiB (UTF-8 bytes)."""
+SUMMARY_TARGET = 1_000_000
+CUSTOM_TEMPLATE = "custom/comment.md.j2"
+
+COMMENT_LADDER = (
+    Limits(detailed=25, listed=200, text=1500, turns=5, calls=40),
+    Limits(detailed=12, listed=100, text=800, turns=3, calls=25),
+    Limits(detailed=6, listed=50, text=400, turns=2, calls=15),
+    Limits(detailed=3, listed=20, text=200, turns=1, calls=10, sets=30),
+    Limits(detailed=1, listed=5, text=120, turns=1, calls=5, sets=10),
+    Limits(detailed=0, listed=0, text=80, turns=0, calls=0, sets=5),
+)
+SUMMARY_LADDER = (
+    Limits(detailed=2000, listed=5000, text=4000, turns=20, calls=100, sets=1000),
+    Limits(detailed=500, listed=2000, text=1500, turns=5, calls=40, sets=500),
+    Limits(detailed=100, listed=500, text=600, turns=3, calls=20, sets=200),
+    *COMMENT_LADDER,
+)
+ICONS = {"passed": "✅", "blocked": "❌", "invalid": "⚠️"}
+ROW_BADGES = {
+    "regressed": "🔴 regressed", "inconclusive": "🟡 inconclusive", "improved": "🟢 improved", "unchanged": "",
+    "changed_definition": "🔄 changed definition", "new": "🆕 new", "removed": "removed",
+    "not_evaluated": "not compared", "informational": "informational",
+}
+_MARKER_ID = re.compile(r"[^A-Za-z0-9._/-]")
+_ANY_MARKER = re.compile(r"<!--\s*evalbot")
+
+
+class TemplateError(EvalbotError):
+    """A comment template could not be loaded or rendered."""
+
+
+def comment_marker(comment_id: str = "default") -> str:
+    """The hidden first line that identifies evalbot's comment (``id`` keeps several suites apart)."""
+    return f"<!-- evalbot id={_MARKER_ID.sub('-', comment_id)[:100] or 'default'} -->"
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where the full results are: the job summary (URL or file) and the JSON report (URL or path)."""
+
+    summary: str | None = None
+    report: str | None = None
+
+
+def _score(value: float | None) -> mdsafe.Safe:
+    return mdsafe.Safe("—" if value is None else f"{value:.3f}")
+
+
+def _delta(row: CriterionRow) -> mdsafe.Safe:
+    if row.delta is None:
+        return mdsafe.Safe("—")
+    if abs(row.delta) < 5e-4:
+        return mdsafe.Safe("＝ 0.000")
+    arrow = "▲" if row.delta > 0 else "▼"
+    return mdsafe.Safe(f"{arrow} {row.delta:+.3f}".replace("-", "−"))
+
+
+def _pvalue(value: float | None) -> mdsafe.Safe:
+    if value is None:
+        return mdsafe.Safe("")
+    return mdsafe.Safe("p < 0.001" if value < 0.001 else f"p = {value:.3f}")
+
+
+def _link(label: str, target: str | None) -> mdsafe.Safe:
+    if not target:
+        return mdsafe.Safe("")
+    if re.fullmatch(r"https://[^\s()<>\[\]]+", target):
+        return mdsafe.Safe(f"[{mdsafe.inline(label)}]({target})")
+    return mdsafe.Safe(f"{mdsafe.inline(label)} ({mdsafe.inline(target, 200)})")
+
+
+def set_counts(es: EvalSetComparison) -> dict[str, int]:
+    """Current case statuses of an eval set."""
+    counts = {"cases": 0, "passed": 0, "failed": 0, "not_evaluated": 0, "error": 0}
+    for case in es.cases:
+        if case.current is not None:
+            counts["cases"] += 1
+            if case.current.status in counts:
+                counts[case.current.status] += 1
+    return counts
+
+
+def visible_rows(es: EvalSetComparison) -> list[CriterionRow]:
+    """Table rows worth a line: anything with a value or a change (informational metrics with no data are not)."""
+    return [
+        row for row in es.rows
+        if row.current_mean is not None or row.baseline_mean is not None
+        or row.change in ("regressed", "inconclusive", "changed_definition", "removed")
+    ]
+
+
+def verdict(comparison: Comparison) -> tuple[str, str]:
+    """The icon and one-line verdict."""
+    gate, n = comparison.gate, comparison.counts
+    extras = [f"{n[k]} {label}" for k, label in (
+        ("fixed", "fixed"), ("inconclusive", "inconclusive (not blocking)"), ("still_failing", "still failing"),
+        ("new", "new"), ("changed_definition", "changed definition"),
+    ) if n.get(k)]
+    if gate.verdict == "invalid":
+        title = f"invalid input ({len(gate.reasons)} problem(s))"
+    elif gate.verdict == "blocked":
+        lead = f"{n['regressed']} regressed" if n.get("regressed") else "; ".join(gate.reasons[:1])
+        title = f"blocked: {lead}" + "".join(f" · {e}" for e in extras if not e.endswith("(not blocking)"))
+    elif comparison.baseline is None:
+        t = comparison.report.totals
+        title = f"no baseline; {t.passed} of {t.cases} case(s) passed"
+    else:
+        title = "no regressions" + "".join(f" · {e}" for e in extras)
+    return ICONS[gate.verdict], title
+
+
+def environment(custom_template: str | None = None) -> jinja2.Environment:
+    """The sandboxed template environment (the default templates, plus a user comment template if given)."""
+    loaders: list[jinja2.BaseLoader] = [jinja2.PackageLoader("evalbot", "templates")]
+    if custom_template is not None:
+        loaders.insert(0, jinja2.DictLoader({CUSTOM_TEMPLATE: custom_template}))
+    env = ImmutableSandboxedEnvironment(
+        loader=jinja2.ChoiceLoader(loaders),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        finalize=mdsafe.soften,
+    )
+    env.filters.update(
+        inline=mdsafe.inline, cell=mdsafe.cell, code=mdsafe.code, score=_score, delta=_delta, pvalue=_pvalue,
+        link=_link,
+    )
+    env.globals.update(set_counts=set_counts, visible_rows=visible_rows, row_badges=ROW_BADGES, version=__version__)
+    return env
+
+
+def enforce_marker(text: str, marker: str) -> str:
+    """``marker`` exactly once, on the first line; any other evalbot marker (forged or user-made) is broken."""
+    body = text.replace(marker, "")
+    body = _ANY_MARKER.sub(lambda m: mdsafe.break_marker(m.group(0)), body).lstrip("\n")
+    return f"{marker}\n{body}" if marker else body
+
+
+def _context(comparison: Comparison, limits: Limits, *, marker: str, links: Links, kind: str) -> dict[str, Any]:
+    icon, title = verdict(comparison)
+    return {
+        "c": comparison,
+        "marker": mdsafe.Safe(marker),
+        "icon": icon,
+        "title": title,
+        "sets": comparison.eval_sets[: limits.sets],
+        "more_sets": max(0, len(comparison.eval_sets) - limits.sets),
+        "sections": sections(comparison, limits),
+        "limits": limits,
+        "usage": comparison.report.usage or {},
+        "links": links,
+        "kind": kind,
+    }
+
+
+def _render(env: jinja2.Environment, name: str, context: Mapping[str, Any]) -> str:
+    try:
+        return env.get_template(name).render(context)
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateError(f"comment template {exc.name or name}, line {exc.lineno}: {exc.message}") from None
+    except jinja2.TemplateError as exc:
+        raise TemplateError(f"comment template {name}: {type(exc).__name__}: {exc}") from None
+
+
+def fallback(comparison: Comparison, marker: str, links: Links) -> str:
+    """The last-resort body: verdict, counts and where to find everything (always a few hundred characters)."""
+    icon, title = verdict(comparison)
+    counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in comparison.counts.items() if v)
+    where = " · ".join(x for x in (_link("job summary", links.summary), _link("report", links.report)) if x)
+    lines = [f"### {icon} evalbot: {mdsafe.inline(title, 300)}", "", mdsafe.inline(counts, 600), "",
+             f"The full results did not fit in a comment; see {where or 'the job summary'}."]
+    return enforce_marker("\n".join(lines) + "\n", marker)
+
+
+def render_comment(
+    comparison: Comparison, *, marker: str, links: Links | None = None, template: str | None = None,
+    target: int = COMMENT_TARGET,
+) -> str:
+    """The PR comment: the default template or ``template`` (text of a user template), at most ``target`` wide."""
+    links = links or Links()
+    env = environment(template)
+    name = CUSTOM_TEMPLATE if template is not None else "comment.md.j2"
+    for limits in COMMENT_LADDER:
+        text = enforce_marker(_render(env, name, _context(comparison, limits, marker=marker, links=links,
+                                                          kind="comment")), marker)
+        if mdsafe.width(text) <= min(target, COMMENT_LIMIT):
+            return text
+    return fallback(comparison, marker, links)
+
+
+def render_summary(comparison: Comparison, *, links: Links | None = None, target: int = SUMMARY_TARGET) -> str:
+    """The job summary: everything that fits in ``target`` UTF-8 bytes (and never more than 1 MiB)."""
+    links = links or Links()
+    env = environment()
+    for limits in SUMMARY_LADDER:
+        text = _render(env, "summary.md.j2", _context(comparison, limits, marker="", links=links, kind="summary"))
+        text = enforce_marker(text, "")
+        if len(text.encode("utf-8")) <= min(target, SUMMARY_LIMIT):
+            return text
+    return fallback(comparison, "", links)

@@ -1,0 +1,51 @@
+"""Exact small-sample tests for paired outcomes: the sign test (exact McNemar) and Fisher's exact test.
+
+Everything is computed with integer arithmetic (``math.comb``) so p-values are exact for the sample sizes evals have
+(a few to a few thousand cases, a handful of judge votes); no scipy.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import comb
+
+
+def sign_test(up: int, down: int) -> float:
+    """Two-sided exact sign test: p-value of ``up`` increases vs ``down`` decreases under "no change" (p = 1/2).
+
+    Ties are not passed in (they carry no information about the direction). With pass/fail outcomes, ``up`` and
+    ``down`` are the discordant pairs (fail→pass, pass→fail) and this is the exact McNemar test.
+    """
+    if up < 0 or down < 0:
+        raise ValueError(f"counts must be non-negative, got {up}, {down}")
+    n = up + down
+    if n == 0:
+        return 1.0
+    k = min(up, down)
+    tail = sum(comb(n, i) for i in range(k + 1))
+    return float(min(Fraction(2 * tail, 2**n), Fraction(1)))
+
+
+def mcnemar_exact(fixed: int, regressed: int) -> float:
+    """Exact McNemar test on discordant pairs: ``fixed`` (fail→pass) vs ``regressed`` (pass→fail)."""
+    return sign_test(fixed, regressed)
+
+
+def fisher_exact(a: int, b: int, c: int, d: int) -> float:
+    """Two-sided Fisher exact test of the 2×2 table ``[[a, b], [c, d]]``.
+
+    The p-value sums the probabilities of every table with the same margins that is no more likely than the
+    observed one (the usual "minimum likelihood" definition). Used for judge votes: ``a`` pass and ``b`` fail votes
+    in the baseline against ``c`` pass and ``d`` fail votes now.
+    """
+    if min(a, b, c, d) < 0:
+        raise ValueError(f"counts must be non-negative, got {a}, {b}, {c}, {d}")
+    row1, row2, col1 = a + b, c + d, a + c
+    if row1 == 0 or row2 == 0 or col1 == 0 or col1 == row1 + row2:
+        return 1.0
+    low, high = max(0, col1 - row2), min(row1, col1)
+    # Probabilities share the denominator comb(n, col1): compare numerators exactly.
+    weights = {x: comb(row1, x) * comb(row2, col1 - x) for x in range(low, high + 1)}
+    observed = weights[a]
+    extreme = sum(w for w in weights.values() if w <= observed)
+    return float(min(Fraction(extreme, sum(weights.values())), Fraction(1)))

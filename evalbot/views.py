@@ -1,0 +1,279 @@
+"""What the report templates show, chosen and cut to size: verdict, sections of cases, and per-case details.
+
+Pure: turns a Comparison and a set of :class:`Limits` into plain dataclasses. All text here is raw; the templates
+neutralise it with the filters of :mod:`evalbot.mdsafe`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalbot.baseline import Votes
+from evalbot.comparison import CaseComparison, Comparison, EvalSetComparison, MetricDelta
+from evalbot.results import MetricResult, TurnView
+from evalbot.trajdiff import diff_calls, diff_text
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much of each thing to show; the renderer walks down a ladder of these until the output fits."""
+
+    detailed: int
+    """Cases shown with full details, over all sections."""
+    listed: int
+    """Further cases listed on one line each, per section."""
+    text: int
+    """Characters of each response, rationale or reason."""
+    turns: int = 5
+    calls: int = 30
+    sets: int = 100
+    """Eval set tables."""
+
+
+@dataclass
+class JudgeNote:
+    """A judged criterion's verdict on one invocation: votes and rationale."""
+
+    criterion: str
+    status: str
+    score: float | None
+    votes: str | None
+    text: str
+
+
+@dataclass
+class TurnDetail:
+    """One turn of a case, with what is needed to see why it failed."""
+
+    index: int
+    user: str
+    trajectory: str | None = None
+    expected_response: str | None = None
+    actual_response: str | None = None
+    show_responses: bool = False
+    notes: list[JudgeNote] = field(default_factory=list)
+
+
+@dataclass
+class CaseView:
+    """A case in a section: one-line summary, and the details when it is among the detailed ones."""
+
+    set_id: str
+    eval_id: str
+    category: str
+    summary: list[str]
+    reason: str | None = None
+    votes: list[str] = field(default_factory=list)
+    detailed: bool = False
+    turns: list[TurnDetail] = field(default_factory=list)
+    more_turns: int = 0
+
+
+@dataclass
+class Section:
+    """A group of cases with the same category."""
+
+    category: str
+    title: str
+    total: int
+    cases: list[CaseView]
+    more: int
+    blocking: bool = False
+    open: bool = False
+
+
+TITLES = {
+    "regressed": "Regressed",
+    "inconclusive": "Inconclusive, not blocking",
+    "error": "Could not be evaluated",
+    "new": "New cases",
+    "still_failing": "Still failing",
+    "fixed": "Fixed",
+    "changed_definition": "Changed definition (not compared)",
+    "removed": "Removed",
+    "not_evaluated": "Not evaluated",
+}
+ORDER = ("regressed", "inconclusive", "error", "new", "still_failing", "fixed", "changed_definition", "removed",
+         "not_evaluated")
+DETAIL = frozenset({"regressed", "inconclusive", "error", "new", "still_failing"})
+"""Sections whose cases get details (new and still-failing cases only when they fail)."""
+_TEXT_KEYS = ("rationale", "reasoning", "explanation", "reason")
+_LIST_KEYS = ("rubric_scores", "rubrics", "sentences", "labels", "samples")
+
+
+def is_trajectory(criterion: str) -> bool:
+    """Criteria about tool calls get a trajectory diff; the others get expected vs actual responses."""
+    return "trajectory" in criterion or "tool" in criterion
+
+
+def votes_text(votes: Sequence[Votes | None] | None) -> str | None:
+    """``3–2`` per invocation (pass–fail votes), or None when no votes were recorded."""
+    if not votes or all(v is None for v in votes):
+        return None
+    return ", ".join(f"{v.yes}–{v.no}" if v else "?" for v in votes)
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def metric_summary(delta: MetricDelta) -> str:
+    """``name 1.00 → 0.00`` (or ``name 0.40 < 0.80`` without a comparable baseline)."""
+    if delta.change in ("regressed", "fixed", "inconclusive") or (
+        delta.baseline_score is not None and delta.change == "still_failing"
+    ):
+        return f"{delta.criterion} {_fmt(delta.baseline_score)} → {_fmt(delta.current_score)}"
+    return f"{delta.criterion} {_fmt(delta.current_score)} ({(delta.current_status or '').replace('_', ' ')})"
+
+
+def _interesting(case: CaseComparison) -> list[MetricDelta]:
+    pick = [d for d in case.metrics if d.change in ("regressed", "inconclusive", "fixed")]
+    if not pick:
+        pick = [d for d in case.metrics if d.current_status in ("failed", "error")]
+    if not pick and case.current is not None and not case.metrics:
+        pick = [
+            MetricDelta(criterion=n, change="new", current_score=m.score, current_status=m.status)
+            for n, m in case.current.metrics.items() if m.status in ("failed", "error")
+        ]
+    return pick
+
+
+def _item_line(item: Mapping[str, Any]) -> str:
+    label = item.get("rubric_id") or item.get("id") or item.get("sentence") or ""
+    verdict = item.get("label", item.get("score", ""))
+    why = next((item[k] for k in _TEXT_KEYS if isinstance(item.get(k), str)), "")
+    return f"[{label}] {verdict}: {why}".strip()
+
+
+def judge_text(details: Mapping[str, Any] | None, reason: str | None, limit: int) -> str:
+    """The judge's rationale for one invocation from whatever the judged criterion recorded."""
+    parts: list[str] = [reason] if reason else []
+    for key in _TEXT_KEYS:
+        value = (details or {}).get(key)
+        if isinstance(value, str) and value not in parts:
+            parts.append(value)
+    for step in (details or {}).get("steps") or []:
+        if isinstance(step, Mapping):
+            parts.append(f"Checked: {step.get('text', '')}" + (f" (error: {step['error']})" if "error" in step else ""))
+            parts += [_item_line(s) for s in step.get("sentences") or [] if isinstance(s, Mapping)]
+    for key in _LIST_KEYS:
+        items = (details or {}).get(key)
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, Mapping):
+                parts.append(_item_line(item))
+            elif isinstance(item, str):
+                parts.append(item)
+        if sum(len(p) for p in parts) > limit:
+            break
+    return "\n".join(parts)
+
+
+def _turn_failed(metric: MetricResult | None, index: int) -> bool:
+    if metric is None or len(metric.per_invocation) <= index:
+        return True
+    return metric.per_invocation[index].status in ("failed", "error", "not_evaluated")
+
+
+def turn_details(case: CaseComparison, focus: Sequence[MetricDelta], limits: Limits) -> tuple[list[TurnDetail], int]:
+    """The turns worth showing for ``focus`` criteria, and how many more were cut."""
+    current = case.current
+    if current is None:
+        return [], 0
+    names = [d.criterion for d in focus]
+    trajectory = any(is_trajectory(n) for n in names)
+    responses = any(not is_trajectory(n) for n in names) or not names
+    out: list[TurnDetail] = []
+    relevant = [
+        (i, turn) for i, turn in enumerate(current.turns)
+        if not names or any(_turn_failed(current.metrics.get(n), i) for n in names)
+    ]
+    for i, turn in relevant[: limits.turns]:
+        out.append(_turn(i, turn, current.metrics, focus, trajectory, responses, limits))
+    return out, max(0, len(relevant) - limits.turns)
+
+
+def _turn(
+    i: int, turn: TurnView, metrics: Mapping[str, MetricResult], focus: Sequence[MetricDelta], trajectory: bool,
+    responses: bool, limits: Limits,
+) -> TurnDetail:
+    detail = TurnDetail(index=i + 1, user=turn.user, show_responses=responses)
+    if trajectory:
+        if turn.expected_tool_calls is None:
+            detail.trajectory = diff_text(diff_calls([], turn.actual_tool_calls), max_rows=limits.calls)
+        else:
+            detail.trajectory = diff_text(
+                diff_calls(turn.expected_tool_calls, turn.actual_tool_calls), max_rows=limits.calls
+            )
+    if responses:
+        detail.expected_response = turn.expected_response
+        detail.actual_response = turn.actual_response
+    for delta in focus:
+        metric = metrics.get(delta.criterion)
+        if not delta.judged or metric is None or len(metric.per_invocation) <= i:
+            continue
+        inv = metric.per_invocation[i]
+        votes = votes_text([delta.current_votes[i]]) if delta.current_votes and i < len(delta.current_votes) else None
+        detail.notes.append(
+            JudgeNote(delta.criterion, inv.status, inv.score, votes, judge_text(inv.details, inv.reason, limits.text))
+        )
+    return detail
+
+
+def case_view(es: EvalSetComparison, case: CaseComparison, limits: Limits, detailed: bool) -> CaseView:
+    """A case's summary line, and its details when ``detailed``."""
+    focus = _interesting(case)
+    view = CaseView(
+        set_id=es.eval_set_id,
+        eval_id=case.eval_id,
+        category=case.category,
+        summary=[metric_summary(d) for d in focus],
+        reason=case.reason,
+        detailed=detailed,
+    )
+    for d in focus:
+        if d.judged and (d.current_votes or d.baseline_votes):
+            p = f", Fisher p = {d.p_value:.2g}" if d.p_value is not None else ""
+            view.votes.append(
+                f"{d.criterion}: judge votes (pass–fail) {votes_text(d.current_votes) or '?'}, "
+                f"baseline {votes_text(d.baseline_votes) or '?'}{p}"
+            )
+    if detailed:
+        view.turns, view.more_turns = turn_details(case, focus, limits)
+    return view
+
+
+def _wants_detail(case: CaseComparison) -> bool:
+    if case.category in ("regressed", "inconclusive", "error"):
+        return True
+    return case.category in DETAIL and case.current is not None and case.current.status in ("failed", "error")
+
+
+def sections(comparison: Comparison, limits: Limits) -> list[Section]:
+    """Non-empty sections in order; the detail budget goes to the most important cases first."""
+    grouped: dict[str, list[tuple[EvalSetComparison, CaseComparison]]] = {c: [] for c in ORDER}
+    for es in comparison.eval_sets:
+        for case in es.cases:
+            if case.category in grouped:
+                grouped[case.category].append((es, case))
+    budget = limits.detailed
+    out = []
+    for category in ORDER:
+        members = sorted(grouped[category], key=lambda pair: not _wants_detail(pair[1]))
+        if not members:
+            continue
+        views: list[CaseView] = []
+        for es, case in members:
+            detailed = budget > 0 and _wants_detail(case)
+            if detailed:
+                budget -= 1
+            elif len(views) - sum(v.detailed for v in views) >= limits.listed:
+                continue
+            views.append(case_view(es, case, limits, detailed))
+        out.append(Section(
+            category=category, title=TITLES[category], total=len(members), cases=views,
+            more=len(members) - len(views), blocking=category == "regressed",
+            open=category in ("regressed", "inconclusive", "error"),
+        ))
+    return out

@@ -1,0 +1,181 @@
+"""Tests of the baseline file: building it from a report, its canonical JSON, parsing and reading it via git."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from evalbot.baseline import (
+    BASELINE_SCHEMA_VERSION,
+    Baseline,
+    BaselineSpec,
+    GitResult,
+    Votes,
+    build_baseline,
+    dump_baseline,
+    git_show,
+    parse_baseline,
+    parse_spec,
+    read_baseline,
+    votes_of,
+)
+from evalbot.errors import InputError
+from tests.report_builders import JUDGE, RESP, TRAJ, case, criterion, eval_set, metric, report
+
+
+def sample_report():  # type: ignore[no-untyped-def]
+    return report(
+        eval_set("orders", [
+            case("refund", {TRAJ: metric(1.0), JUDGE: metric(1.0, votes=[(4, 1), (5, 0)])}),
+            case("track", {TRAJ: metric(0.0), "tool_call_count_v1": metric(None, None, status="informational")}),
+        ], criteria=[criterion(TRAJ), criterion(JUDGE, judged=True,
+                                                options={"judge_model_options": {"judge_model": "gemini-x"}})]),
+        eval_set("faq", [case("hours", {RESP: metric(0.9, 0.8)})]),
+    )
+
+
+def test_build_keeps_scores_statuses_fingerprints_and_votes() -> None:
+    """Every case and criterion lands in the baseline with its score, status, fingerprint and judge votes."""
+    b = build_baseline(sample_report(), commit="abc123", created_at="2025-01-02T03:04:05+00:00")
+    orders = b.eval_sets["orders"]
+    assert b.commit == "abc123" and b.created_at == "2025-01-02T03:04:05+00:00"
+    assert b.judge_models == ["gemini-x"]
+    assert orders.criteria[JUDGE].judge_model == "gemini-x" and orders.criteria[JUDGE].judged
+    assert orders.criteria[TRAJ].fingerprint == f"cfg-{TRAJ}"
+    assert orders.criteria[TRAJ].mean == 0.5 and orders.criteria[TRAJ].passed == 1
+    refund = orders.cases["refund"]
+    assert refund.fingerprint == "fp-refund" and refund.status == "passed"
+    assert refund.metrics[JUDGE].votes == [Votes(yes=4, no=1), Votes(yes=5, no=0)]
+    assert refund.metrics[TRAJ].votes is None
+
+
+def test_informational_metrics_without_a_value_are_left_out() -> None:
+    """Metrics that are informational and have no score would only add noise to the file's diffs."""
+    b = build_baseline(sample_report(), commit=None, created_at=None)
+    assert "tool_call_count_v1" not in b.eval_sets["orders"].cases["track"].metrics
+
+
+def test_dump_is_canonical_and_round_trips() -> None:
+    """Sorted keys, two-space indent, trailing newline, non-ASCII kept; parsing gives the same baseline back."""
+    r = sample_report()
+    r.eval_sets[1].cases[0].eval_id = "heures-d'ouverture-東京"
+    b = build_baseline(r, commit="c", created_at="t")
+    text = dump_baseline(b)
+    assert text.endswith("}\n") and text.startswith("{\n  \"commit\"")
+    assert "東京" in text
+    data = json.loads(text)
+    assert text == json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    assert parse_baseline(text, "b.json") == b
+    assert dump_baseline(build_baseline(r, commit="c", created_at="t")) == text
+
+
+def test_duplicate_eval_set_ids_get_distinct_keys() -> None:
+    """Two eval sets with the same id are kept apart instead of overwriting each other."""
+    r = report(eval_set("x", [case("a", {TRAJ: metric(1.0)})]), eval_set("x", [case("b", {TRAJ: metric(1.0)})]))
+    b = build_baseline(r, commit=None, created_at=None)
+    assert sorted(b.eval_sets) == ["x", "x#2"]
+
+
+def test_parse_errors_name_the_source_and_pointer() -> None:
+    """Broken baselines raise InputError with the file and the JSON pointer of the problem."""
+    with pytest.raises(InputError, match="line 1"):
+        parse_baseline("{", "main:.evalbot/baseline.json")
+    with pytest.raises(InputError) as missing:
+        parse_baseline("{}", "b.json")
+    assert missing.value.pointer == "/schema_version"
+    bad = {"schema_version": 1, "eval_sets": {"s": {"path": "p", "cases": {"c": {"status": "great"}}}}}
+    with pytest.raises(InputError) as wrong:
+        parse_baseline(json.dumps(bad), "b.json")
+    assert wrong.value.pointer == "/eval_sets/s/cases/c/status"
+    with pytest.raises(InputError, match="expected a baseline JSON object"):
+        parse_baseline("[]", "b.json")
+
+
+def test_other_schema_version_is_returned_as_incompatible_header() -> None:
+    """A baseline from another schema keeps its header and is marked incompatible, not misread."""
+    text = json.dumps({"schema_version": 99, "commit": "old", "evalbot_version": "9.0", "eval_sets": {"x": 1}})
+    b = parse_baseline(text, "b.json")
+    assert b.schema_version == 99 and not b.compatible and b.commit == "old" and b.eval_sets == {}
+    assert Baseline().compatible and BASELINE_SCHEMA_VERSION == 1
+
+
+@pytest.mark.parametrize(
+    ("details", "expected"),
+    [
+        ({"votes": {"yes": 3, "no": 2, "unparsed": 0}}, Votes(yes=3, no=2)),
+        ({"votes": [1.0, 0.0, None, 1.0]}, Votes(yes=2, no=1)),
+        ({"samples": [{"score": 0.0}, {"score": 0.0}]}, Votes(yes=0, no=2)),
+        ({"votes": ["valid", "invalid", "?"]}, Votes(yes=1, no=1)),
+        ({"rubrics": [{"votes": {"yes": 5, "no": 0}}, {"votes": {"yes": 0, "no": 5}}]},
+         Votes(yes=5, no=5, pooled_split=False)),
+        ({"rubrics": [{"votes": {"yes": 3, "no": 2}}]}, Votes(yes=3, no=2, pooled_split=True)),
+        ({"votes": {"yes": 0, "no": 0}}, None),
+        ({"votes": {"yes": True, "no": 1}}, None),
+        ({"rationale": "no votes here"}, None),
+        (None, None),
+    ],
+)
+def test_votes_of_reads_the_recorded_shapes(details: dict | None, expected: Votes | None) -> None:  # type: ignore[type-arg]
+    """Vote splits are read from every shape judged criteria record; anything else is None."""
+    assert votes_of(details) == expected
+
+
+def test_votes_split_and_majority() -> None:
+    """3–2 is split, 5–0 is not; a tie fails like ADK; pooled votes use the recorded split."""
+    assert Votes(yes=3, no=2).split and not Votes(yes=5, no=0).split
+    assert not Votes(yes=2, no=2).passed and Votes(yes=3, no=2).passed
+    assert not Votes(yes=5, no=5, pooled_split=False).split
+
+
+def test_parse_spec_distinguishes_files_and_git_refs() -> None:
+    """An existing file wins; REF:PATH needs both parts."""
+    assert parse_spec("main:b.json", file_exists=lambda p: True) == BaselineSpec("main:b.json")
+    assert parse_spec("origin/main:.evalbot/b.json", file_exists=lambda p: False) == BaselineSpec(
+        ".evalbot/b.json", "origin/main"
+    )
+    assert parse_spec("b.json", file_exists=lambda p: False) == BaselineSpec("b.json")
+    with pytest.raises(InputError, match="REF:PATH"):
+        parse_spec(":b.json", file_exists=lambda p: False)
+
+
+class FakeGit:
+    """Records git arguments and answers with a fixed result."""
+
+    def __init__(self, result: GitResult) -> None:
+        self.result = result
+        self.calls: list[list[str]] = []
+
+    def __call__(self, args: Sequence[str]) -> GitResult:
+        self.calls.append(list(args))
+        return self.result
+
+
+def test_git_show_reads_the_file_at_the_ref() -> None:
+    """``git show REF:PATH`` is what runs; its output is the text."""
+    git = FakeGit(GitResult(0, '{"schema_version": 1}', ""))
+    assert git_show("abc", ".evalbot/baseline.json", git=git) == '{"schema_version": 1}'
+    assert git.calls == [["show", "abc:.evalbot/baseline.json"]]
+
+
+def test_git_show_missing_path_is_none_and_bad_ref_is_an_error() -> None:
+    """A path absent at the ref means no baseline; an unknown ref is an input error saying to fetch."""
+    missing = FakeGit(GitResult(128, "", "fatal: path '.evalbot/b.json' does not exist in 'main'\n"))
+    assert git_show("main", ".evalbot/b.json", git=missing) is None
+    bad = FakeGit(GitResult(128, "", "fatal: invalid object name 'origin/main'.\n"))
+    with pytest.raises(InputError, match="git fetch origin origin/main"):
+        git_show("origin/main", "b.json", git=bad)
+    with pytest.raises(InputError, match="exit code 127"):
+        git_show("main", "b.json", git=FakeGit(GitResult(127, "", "")))
+
+
+def test_read_baseline_from_file_or_git() -> None:
+    """Files go through read_file, refs through git; absence is None."""
+    text = dump_baseline(build_baseline(sample_report(), commit="c", created_at="t"))
+    never = FakeGit(GitResult(1, "", "unexpected"))
+    assert read_baseline(BaselineSpec("b.json"), git=never, read_file=lambda p: text) is not None
+    assert read_baseline(BaselineSpec("b.json"), git=never, read_file=lambda p: None) is None
+    assert never.calls == []
+    via_git = read_baseline(BaselineSpec("b.json", "main"), git=FakeGit(GitResult(0, text, "")), read_file=lambda p: None)
+    assert via_git is not None and via_git.commit == "c"
