@@ -10,7 +10,7 @@ from evalbot.errors import InputError
 from evalbot.formats.actuals import Actuals, load_actuals
 from evalbot.load import discover, load_config, load_eval_set
 from evalbot.results import Report
-from evalbot.scoring import score_run
+from evalbot.scoring import Progress, score_run
 
 
 def load_all_actuals(paths: Sequence[str]) -> tuple[Actuals, list[InputError]]:
@@ -32,6 +32,7 @@ def evaluate(
     config: str | None = None,
     ctx: BuildContext | None = None,
     notices: Sequence[str] = (),
+    progress: Progress | None = None,
 ) -> Report:
     """Evaluate eval sets (files, directories or globs) against recorded actual runs.
 
@@ -42,4 +43,6 @@ def evaluate(
     files, errors = discover(paths)
     eval_sets = [load_eval_set(f, override) for f in files]
     recorded, actual_errors = load_all_actuals(actuals)
-    return score_run(eval_sets, recorded, ctx, errors=[*errors, *actual_errors], notices=notices)
+    return score_run(
+        eval_sets, recorded, ctx, errors=[*errors, *actual_errors], notices=notices, progress=progress
+    )

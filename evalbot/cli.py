@@ -14,6 +14,7 @@ from evalbot.app import evaluate
 from evalbot.console import render_text
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, EvalbotError
+from evalbot.progress import terminal_progress
 from evalbot.results import Report
 
 log = logging.getLogger("evalbot")
@@ -82,7 +83,12 @@ def write_report(report: Report, path: str) -> None:
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot run``."""
     ctx, notices = judge_context(args, env)
-    report = evaluate(args.paths, actuals=args.actuals, config=args.config, ctx=ctx, notices=notices)
+    bar = terminal_progress(sys.stderr)
+    try:
+        report = evaluate(args.paths, actuals=args.actuals, config=args.config, ctx=ctx, notices=notices, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
     if args.report:
         write_report(report, args.report)
     print(render_text(report))

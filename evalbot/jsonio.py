@@ -59,6 +59,9 @@ def pointer_for(data: Any, loc: tuple[int | str, ...], base: tuple[int | str, ..
         if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             steps.append(part)
             node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and i == len(loc) - 1:
+            steps.append(part)  # a missing element, e.g. the second item of a [author, parts] pair
+            node = None
         elif isinstance(node, dict) and isinstance(part, str):
             for key in (part, to_camel(part), to_snake(part)):
                 if key in node:
@@ -67,7 +70,7 @@ def pointer_for(data: Any, loc: tuple[int | str, ...], base: tuple[int | str, ..
                     break
             else:
                 if i == len(loc) - 1 or not _looks_like_tag(part):
-                    steps.append(part)
+                    steps.append(to_snake(part))  # a missing field: name it as ADK writes it (snake_case)
                     node = None
         # anything else is a union tag or model name: not part of the document
     return json_pointer(steps)
@@ -85,6 +88,8 @@ def describe(err: dict[str, Any]) -> str:
         return "required field is missing"
     if kind == "extra_forbidden":
         return "unknown field (check its spelling; this object does not allow extra keys)"
+    if kind == "value_error":  # our own validators' messages are already phrased for a human
+        return msg.removeprefix("Value error, ")
     value = err.get("input")
     shown = json.dumps(value, default=str)[:80] if not isinstance(value, dict | list) else type(value).__name__
     return f"{msg} (got {shown})"

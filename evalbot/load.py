@@ -91,6 +91,8 @@ def load_eval_set(path: Path, config: EvalConfig | None = None) -> LoadedEvalSet
         cfg = config_for(path, config)
     except InputError as exc:
         return LoadedEvalSet(shown, shown, errors=(exc,))
+    # Where a case's id sits in the file, for duplicate-id errors ("#" stands for the case's index).
+    id_at: list[str | int] = ["#"]
     try:
         if path.name.endswith(DATASET_SUFFIXES):
             from evalbot.formats import vertex
@@ -104,9 +106,10 @@ def load_eval_set(path: Path, config: EvalConfig | None = None) -> LoadedEvalSet
                 eval_set_id, cases = vertex.cases_from_rows(data, path)
             else:
                 eval_set_id, cases = _cases_from_json(data, path)
+                id_at = ["eval_cases", "#", "eval_id"] if isinstance(data, dict) else ["#", "name"]
     except InputError as exc:
         return LoadedEvalSet(shown, shown, config=cfg, errors=(exc,))
-    cases, dup_errors = _drop_duplicates(cases, path)
+    cases, dup_errors = _drop_duplicates(cases, path, id_at)
     return LoadedEvalSet(shown, eval_set_id, tuple(cases), cfg, tuple(dup_errors))
 
 
@@ -154,7 +157,9 @@ def _cases_from_eval_set(data: dict[str, Any], path: Path) -> tuple[str, list[Lo
     return eval_set_id, cases
 
 
-def _drop_duplicates(cases: Iterable[LoadedCase], path: Path) -> tuple[list[LoadedCase], list[InputError]]:
+def _drop_duplicates(
+    cases: Iterable[LoadedCase], path: Path, id_at: Sequence[str | int]
+) -> tuple[list[LoadedCase], list[InputError]]:
     seen: dict[str, int] = {}
     kept: list[LoadedCase] = []
     errors: list[InputError] = []
@@ -163,7 +168,7 @@ def _drop_duplicates(cases: Iterable[LoadedCase], path: Path) -> tuple[list[Load
             errors.append(
                 InputError(
                     path,
-                    json_pointer(["eval_cases", i, "eval_id"]),
+                    json_pointer([i if step == "#" else step for step in id_at]),
                     f"duplicate eval_id {case.eval_id!r} (first used by case #{seen[case.eval_id]}); "
                     "this case was skipped: give every case a unique eval_id",
                 )

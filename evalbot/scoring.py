@@ -7,6 +7,7 @@ import hashlib
 import inspect
 import json
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -135,15 +136,32 @@ def _verdict(case: CaseResult, order: Sequence[str]) -> None:
         case.reason = "; ".join(broken)
 
 
-async def _settle(pending: Sequence[_Pending]) -> None:
+async def _settle(pending: Sequence[_Pending], settled: Callable[[_Pending], None] | None = None) -> None:
     async def one(p: _Pending) -> None:
         try:
             p.case.metrics[p.name] = await p.awaitable
         except Exception as exc:
             log.exception("criterion %s failed on case %s", p.name, p.case.eval_id)
             p.case.metrics[p.name] = MetricResult(status="error", reason=f"{type(exc).__name__}: {exc}")
+        if settled is not None:
+            settled(p)
 
     await asyncio.gather(*(one(p) for p in pending))
+
+
+def _countdown(pending: Sequence[_Pending], done: int, total: int, progress: Progress) -> Callable[[_Pending], None]:
+    """A callback counting a case as done once its last judged criterion has settled."""
+    waiting = Counter(id(p.case) for p in pending)
+    count = done
+
+    def settled(p: _Pending) -> None:
+        nonlocal count
+        waiting[id(p.case)] -= 1
+        if not waiting[id(p.case)]:
+            count += 1
+            progress(count, total)
+
+    return settled
 
 
 def score_eval_set(
@@ -178,13 +196,25 @@ def score_run(
     *,
     errors: Sequence[InputError] = (),
     notices: Sequence[str] = (),
+    progress: Progress | None = None,
 ) -> Report:
-    """Score all eval sets; judged criteria run concurrently under the judge's own limits."""
+    """Score all eval sets; judged criteria run concurrently under the judge's own limits.
+
+    ``progress(done, total)`` is told the number of finished cases after each eval set's deterministic scoring
+    and whenever a case's last judged criterion settles.
+    """
     ctx = ctx or BuildContext()
     pending: list[_Pending] = []
-    reports = [score_eval_set(es, actuals, ctx, pending) for es in eval_sets]
+    reports: list[EvalSetReport] = []
+    total, done = sum(len(es.cases) for es in eval_sets), 0
+    for es in eval_sets:
+        first = len(pending)
+        reports.append(score_eval_set(es, actuals, ctx, pending))
+        done += len(es.cases) - len({id(p.case) for p in pending[first:]})
+        if progress is not None:
+            progress(done, total)
     if pending:
-        asyncio.run(_settle(pending))
+        asyncio.run(_settle(pending, _countdown(pending, done, total, progress) if progress else None))
     for report in reports:
         _finish_set(report)
     return Report(

@@ -1,6 +1,6 @@
 """The agent's actual invocations per case, from ADK EvalSetResult files or a plain ``{eval_id: [...]}`` map.
 
-EvalSetResult files are what ``adk eval`` writes to ``.adk/eval_history/*.evalset_result.json``; older ADK
+EvalSetResult files (snake_case or camelCase keys, as ADK accepts both) are what ``adk eval`` writes to ``.adk/eval_history/*.evalset_result.json``; older ADK
 versions wrote them double-encoded (a JSON string holding the JSON), which is accepted too.
 """
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic.alias_generators import to_camel
 
 from evalbot.errors import InputError, json_pointer
 from evalbot.formats.adk import Invocation
@@ -45,22 +47,41 @@ def _invocations(
         return exc
 
 
-def _from_eval_set_result(data: dict[str, Any], path: Path, actuals: Actuals) -> None:
-    set_id = data.get("eval_set_id")
-    results = data.get("eval_case_results")
+def _key(data: dict[str, Any], snake: str) -> str:
+    """The spelling of a field present in ``data``: snake_case, else camelCase (EvalSetResult accepts both)."""
+    camel = to_camel(snake)
+    return camel if snake not in data and camel in data else snake
+
+
+def _is_eval_set_result(data: Any) -> bool:
+    return isinstance(data, dict) and ("eval_case_results" in data or "evalCaseResults" in data)
+
+
+def _from_eval_set_result(data: dict[str, Any], path: Path, actuals: Actuals, base: list[str | int]) -> None:
+    set_id = data.get(_key(data, "eval_set_id"))
+    results_key = _key(data, "eval_case_results")
+    results = data.get(results_key)
     if not isinstance(results, list):
-        raise InputError(path, "/eval_case_results", "expected a list of eval case results")
+        raise InputError(path, json_pointer([*base, results_key]), "expected a list of eval case results")
     for i, result in enumerate(results):
-        base: list[str | int] = ["eval_case_results", i]
-        if not isinstance(result, dict) or not isinstance(result.get("eval_id"), str):
-            raise InputError(path, json_pointer([*base, "eval_id"]), "required: the case's eval_id")
-        per_inv = result.get("eval_metric_result_per_invocation") or []
+        at: list[str | int] = [*base, results_key, i]
+        id_key = _key(result, "eval_id") if isinstance(result, dict) else "eval_id"
+        if not isinstance(result, dict) or not isinstance(result.get(id_key), str):
+            raise InputError(path, json_pointer([*at, id_key]), "required: the case's eval_id")
+        per_key = _key(result, "eval_metric_result_per_invocation")
+        per_inv = result.get(per_key) or []
         if not isinstance(per_inv, list):
-            raise InputError(path, json_pointer([*base, "eval_metric_result_per_invocation"]), "expected a list")
-        raw = [p.get("actual_invocation") if isinstance(p, dict) else p for p in per_inv]
-        found = _invocations(raw, path, [*base, "eval_metric_result_per_invocation"], ("actual_invocation",))
-        case_set = result.get("eval_set_id") or set_id
-        actuals.entries[(case_set if isinstance(case_set, str) else None, result["eval_id"])] = found
+            raise InputError(path, json_pointer([*at, per_key]), "expected a list")
+        raw, inner = [], "actual_invocation"
+        for p in per_inv:
+            if isinstance(p, dict):
+                inner = _key(p, "actual_invocation")
+                raw.append(p.get(inner))
+            else:
+                raw.append(p)
+        found = _invocations(raw, path, [*at, per_key], (inner,))
+        case_set = result.get(_key(result, "eval_set_id")) or set_id
+        actuals.entries[(case_set if isinstance(case_set, str) else None, result[id_key])] = found
 
 
 def actuals_from_data(data: Any, path: Path) -> Actuals:
@@ -68,11 +89,11 @@ def actuals_from_data(data: Any, path: Path) -> Actuals:
     if isinstance(data, str):  # the double-encoded form older ADK versions wrote
         data = parse_json(data, path)
     actuals = Actuals(str(path))
-    if isinstance(data, dict) and "eval_case_results" in data:
-        _from_eval_set_result(data, path, actuals)
-    elif isinstance(data, list) and data and all(isinstance(d, dict) and "eval_case_results" in d for d in data):
-        for item in data:
-            _from_eval_set_result(item, path, actuals)
+    if _is_eval_set_result(data):
+        _from_eval_set_result(data, path, actuals, [])
+    elif isinstance(data, list) and data and all(_is_eval_set_result(d) for d in data):
+        for i, item in enumerate(data):
+            _from_eval_set_result(item, path, actuals, [i])
     elif isinstance(data, dict):
         for eval_id, raw in data.items():
             actuals.entries[(None, eval_id)] = _invocations(raw, path, [eval_id])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 _CAMEL = {"alias_generator": to_camel, "populate_by_name": True}
@@ -91,6 +91,10 @@ def _intermediate_tag(value: Any) -> str:
     return "events" if isinstance(value, InvocationEvents) else "uses"
 
 
+_USES_KEYS = frozenset(
+    ("tool_uses", "toolUses", "tool_responses", "toolResponses", "intermediate_responses", "intermediateResponses")
+)
+
 _IntermediateForms = Annotated[
     Annotated[IntermediateData, Tag("uses")] | Annotated[InvocationEvents, Tag("events")],
     Discriminator(_intermediate_tag),
@@ -140,6 +144,17 @@ class Invocation(_Strict):
     rubrics: list[Rubric] | None = None
     app_details: AppDetails | None = None
 
+    @field_validator("intermediate_data", mode="before")
+    @classmethod
+    def _one_form(cls, value: Any) -> Any:
+        # Without this check the events form is chosen and 'tool_uses' is reported as an unknown field.
+        if isinstance(value, dict) and _intermediate_tag(value) == "events" and _USES_KEYS.intersection(value):
+            raise ValueError(
+                "intermediate_data mixes two forms: use either 'tool_uses'/'tool_responses'/'intermediate_responses' "
+                "or 'invocation_events', not both"
+            )
+        return value
+
 
 class UserPersona(_Lenient):
     """A simulated user's persona (free-form; ADK ships EXPERT, NOVICE, EVALUATOR)."""
@@ -178,8 +193,16 @@ class EvalCase(_Lenient):
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> EvalCase:
-        if (self.conversation is None) == (self.conversation_scenario is None):
-            raise ValueError("an eval case needs exactly one of 'conversation' or 'conversation_scenario'")
+        if self.conversation is not None and self.conversation_scenario is not None:
+            raise ValueError(
+                "the case has both 'conversation' and 'conversation_scenario': keep the expected conversation "
+                "or the simulated-user scenario, not both"
+            )
+        if self.conversation is None and self.conversation_scenario is None:
+            raise ValueError(
+                "the case needs 'conversation' (the expected invocations) or 'conversation_scenario' "
+                "(a simulated-user scenario)"
+            )
         return self
 
 

@@ -37,6 +37,10 @@ def _turn_to_invocation(turn: Any, index: int, path: Path, base: list[str | int]
             raise InputError(
                 path, json_pointer([*at, "tool_input"]), "required: the tool's arguments (use {} for none)"
             )
+        if not isinstance(use["tool_input"], dict | None):
+            raise InputError(
+                path, json_pointer([*at, "tool_input"]), "expected the tool's arguments as an object (or null)"
+            )
         calls.append({"name": use["tool_name"], "args": use["tool_input"]})
     reference = turn.get("reference")
     if reference is not None and not isinstance(reference, str):
@@ -62,7 +66,12 @@ def _case(eval_id: str, turns: Any, session: Any, path: Path, base: list[str | i
         "eval_id": eval_id,
         "conversation": [_turn_to_invocation(t, i, path, base) for i, t in enumerate(turns)],
     }
-    if isinstance(session, dict) and session:
+    if session is not None and not isinstance(session, dict):
+        raise InputError(path, json_pointer([*base[:-1], "initial_session"]), "expected an object")
+    if session:
+        for key, kind, name in (("app_name", str, "a string"), ("user_id", str, "a string"), ("state", dict, "an object")):
+            if key in session and not isinstance(session[key], kind):
+                raise InputError(path, json_pointer([*base[:-1], "initial_session", key]), f"expected {name}")
         raw["session_input"] = {
             "app_name": session.get("app_name", ""),
             "user_id": session.get("user_id", ""),

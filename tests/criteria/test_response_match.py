@@ -1,0 +1,102 @@
+"""``response_match_score``: ADK's Unicode-aware ROUGE-1 tokenizer, F-measure, and the per-case aggregation."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalbot.criteria.base import BuildContext, CaseInput
+from evalbot.criteria.response_match import ResponseMatch, UnicodeTokenizer, build, rouge1_f
+from evalbot.errors import ConfigError
+from evalbot.formats.adk import EvalCase, Invocation
+from evalbot.formats.config import CriterionSpec
+from tests.conftest import case, inv
+
+# Token lists produced by google-adk 2.13.0's _UnicodeAwareTokenizer(use_stemmer=True) for these inputs.
+ADK_TOKENS: dict[str, list[str]] = {
+    "device_2 in the Bedroom.": ["devic", "2", "in", "the", "bedroom"],
+    "It's 10,000": ["it", "s", "10", "000"],
+    "cancelled canceled": ["cancel", "cancel"],
+    "running runs ran": ["run", "run", "ran"],
+    "the is a of": ["the", "is", "a", "of"],
+    "user@example.com 3.14": ["user", "exampl", "com", "3", "14"],
+    "a.b-c/d": ["a", "b", "c", "d"],
+    "Café naïve résumé": ["café", "naïve", "résumé"],
+    "e\u0301t\u00e9": ["été"],
+    "ΑΘΗΝΑ Σοφία": ["αθηνα", "σοφία"],
+    "東京タワーは高い": ["東", "京", "タ", "ワ", "ー", "は", "高", "い"],
+    "한국어 텍스트": ["한", "국", "어", "텍", "스", "트"],
+    "ที่นี่ สวัสดีครับ": ["ที่", "นี่", "ส", "วั", "ส", "ดี", "ค", "รั", "บ"],
+    "ខ្មែរ": ["ខ្", "មែ", "រ"],
+    "မြန်မာ": ["မြ", "န်", "မာ"],
+    "नमस्ते दुनिया": ["नमस्ते", "दुनिया"],
+    "ＡＢＣ１２３ ﬁne": ["abc123", "fine"],
+    "x² ½": ["x2", "1", "2"],
+    "emoji 🎉 ok": ["emoji", "ok"],
+    "": [],
+    "   ": [],
+}
+
+
+@pytest.mark.parametrize("text", list(ADK_TOKENS))
+def test_tokenizer_matches_adk(text: str) -> None:
+    """NFKC + lowercase, CJK per character, Thai/Khmer/Myanmar clusters, ASCII-only Porter stemming for len > 3."""
+    assert UnicodeTokenizer().tokenize(text) == ADK_TOKENS[text]
+
+
+@pytest.mark.parametrize(
+    ("candidate", "reference", "expected"),
+    [
+        ("", "", 0.0),
+        ("a cat", "", 0.0),
+        ("", "a cat", 0.0),
+        ("the cat sat on the mat", "the cat is on the mat", 0.8333333333333334),
+        ("東京タワー", "東京スカイツリー", 0.4615384615384615),
+        ("the the the", "the cat", 0.4),
+        ("Cancelled!", "canceled", 1.0),
+    ],
+)
+def test_rouge1_f_values(candidate: str, reference: str, expected: float) -> None:
+    """ROUGE-1 F with clipped unigram counts; empty against empty is 0 (a turn with no reference never passes)."""
+    assert rouge1_f(candidate, reference) == pytest.approx(expected, abs=1e-12)
+
+
+def test_case_uses_final_response_text_only() -> None:
+    """Intermediate responses are ignored; all text parts of the final response are joined (thoughts included)."""
+    expected = EvalCase.model_validate(case("c", inv(response="the answer is 42")))
+    parts = [{"text": "the answer", "thought": True}, {"function_call": {"name": "f"}}, {"text": "is 42"}]
+    actual = Invocation.model_validate(
+        inv(final_response={"parts": parts}, intermediate_data={"intermediate_responses": [["a", [{"text": "noise"}]]]})
+    )
+    assert ResponseMatch(0.8).evaluate(CaseInput("s", expected, [actual])).score == 1.0
+
+
+def test_missing_final_response_scores_zero() -> None:
+    """An actual invocation without final_response is scored as empty text (0.0, failed) rather than skipped."""
+    expected = EvalCase.model_validate(case("c", inv(response="hello there")))
+    result = ResponseMatch(0.8).evaluate(CaseInput("s", expected, [Invocation.model_validate(inv(response=None))]))
+    assert (result.score, result.status, result.per_invocation[0].status) == (0.0, "failed", "failed")
+
+
+def test_case_score_is_the_mean_and_threshold_inclusive() -> None:
+    """Mean of per-invocation F values; ``score >= threshold`` passes."""
+    expected = EvalCase.model_validate(case("c", inv(response="a b"), inv(response="c d")))
+    actual = [Invocation.model_validate(inv(response=r)) for r in ("a b", "x y")]
+    result = ResponseMatch(0.5).evaluate(CaseInput("s", expected, actual))
+    assert (result.score, result.status) == (0.5, "passed")
+    assert [p.score for p in result.per_invocation] == [1.0, 0.0]
+
+
+def test_scenario_case_is_not_evaluated() -> None:
+    """Without an expected conversation there is no reference: not evaluated with a reason."""
+    scenario = EvalCase.model_validate({"eval_id": "s", "conversation_scenario": {"starting_prompt": "a",
+                                                                                   "conversation_plan": "b"}})
+    result = ResponseMatch(0.8).evaluate(CaseInput("s", scenario, [Invocation.model_validate(inv())]))
+    assert (result.score, result.status) == (None, "not_evaluated") and result.reason
+
+
+def test_options() -> None:
+    """The documented option is accepted in either casing; anything else is a ConfigError naming it."""
+    for options in ({"include_intermediate_responses_in_final": False}, {"includeIntermediateResponsesInFinal": True}):
+        assert build(CriterionSpec("response_match_score", 0.8, options), BuildContext()).threshold == 0.8
+    with pytest.raises(ConfigError, match="invalid options for response_match_score: match_type"):
+        build(CriterionSpec("response_match_score", 0.8, {"match_type": "EXACT"}), BuildContext())

@@ -1,0 +1,80 @@
+"""Reading JSON files and turning validation failures into InputErrors with the document's own pointer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalbot.errors import InputError
+from evalbot.formats.adk import EvalCase, Invocation
+from evalbot.jsonio import pointer_for, read_json, validate
+from tests.conftest import Writer, case, inv
+
+
+def _error(path: Path) -> InputError:
+    with pytest.raises(InputError) as info:
+        read_json(path)
+    return info.value
+
+
+def test_invalid_json_names_line_and_column(write: Writer) -> None:
+    """A syntax error reports the file, the line and the column."""
+    path = write("bad.json", '{\n  "a": 1,\n  oops\n}')
+    err = _error(path)
+    assert (err.path, err.pointer) == (str(path), "")
+    assert "invalid JSON at line 3, column 3" in err.message
+
+
+def test_non_utf8_names_the_byte_and_line(write: Writer) -> None:
+    """Latin-1 bytes are rejected with the offending byte, its line and the fix."""
+    path = write("latin1.json", '{"a":\n "caf\xe9"}'.encode("latin-1"))
+    err = _error(path)
+    assert err.message == "not valid UTF-8 (byte 0xe9 at line 2); save the file as UTF-8"
+
+
+def test_utf8_bom_is_tolerated(write: Writer) -> None:
+    """A UTF-8 byte-order mark (as Windows editors write) does not break parsing."""
+    assert read_json(write("bom.json", b'\xef\xbb\xbf{"a": "\xc3\xa9"}')) == {"a": "é"}
+
+
+@pytest.mark.parametrize("content", ["", "  \n\t"])
+def test_empty_file_is_an_error(write: Writer, content: str) -> None:
+    """Empty and whitespace-only files say they are empty rather than 'invalid JSON at column 1'."""
+    assert _error(write("empty.json", content)).message == "file is empty; expected JSON"
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    """A missing file is named with a hint."""
+    err = _error(tmp_path / "nope.json")
+    assert err.path.endswith("nope.json") and "file not found" in err.message
+
+
+def test_pointer_uses_the_spelling_in_the_file() -> None:
+    """camelCase keys in the input stay camelCase in the pointer (pydantic reports the snake_case alias)."""
+    data = {"userContent": {"parts": [{"functionCall": {"name": "f", "args": [1]}}]}}
+    loc = ("user_content", "parts", 0, "function_call", "args")
+    assert pointer_for(data, loc) == "/userContent/parts/0/functionCall/args"
+
+
+def test_pointer_escapes_rfc6901() -> None:
+    """'/' and '~' inside keys are escaped as ~1 and ~0."""
+    assert pointer_for({"a/b": {"c~d": 1}}, ("a/b", "c~d")) == "/a~1b/c~0d"
+
+
+def test_validate_reports_first_problem_with_base_and_count(tmp_path: Path) -> None:
+    """The first error's pointer is prefixed by ``base``; further problems are counted."""
+    bad = inv(foo=1, creation_timestamp="yesterday")
+    with pytest.raises(InputError) as info:
+        validate(Invocation, bad, tmp_path / "x.json", ("runs", 2))
+    assert info.value.pointer in ("/runs/2/foo", "/runs/2/creation_timestamp")
+    assert "(and 1 more problem(s) in the same object)" in info.value.message
+
+
+def test_wrong_type_shows_the_value(tmp_path: Path) -> None:
+    """A wrong scalar type quotes the offending value."""
+    bad = case("c", inv(user_content={"parts": [{"text": 5}]}))
+    with pytest.raises(InputError) as info:
+        validate(EvalCase, bad, tmp_path / "x.json")
+    assert info.value.pointer == "/conversation/0/user_content/parts/0/text"
+    assert info.value.message == "Input should be a valid string (got 5)"

@@ -1,0 +1,115 @@
+"""The report model and its aggregation rules: score hygiene, verdicts, sample std, counts, JSON round-trip."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+
+import pytest
+from pydantic import ValidationError
+
+from evalbot.results import (
+    CaseResult,
+    EvalSetReport,
+    MetricResult,
+    Report,
+    case_status,
+    clean_score,
+    mean,
+    summarize_cases,
+    summarize_metric,
+    threshold_status,
+    totals,
+)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, None])
+def test_clean_score_never_lets_nan_or_inf_through(value: float | None) -> None:
+    """Non-finite scores become None (JSON has no NaN)."""
+    assert clean_score(value) is None
+
+
+def test_clean_score_keeps_finite_values_as_float() -> None:
+    """Finite ints and floats come back as floats."""
+    assert clean_score(1) == 1.0 and isinstance(clean_score(1), float)
+
+
+@pytest.mark.parametrize(
+    ("score", "threshold", "status"),
+    [(0.8, 0.8, "passed"), (0.7999999, 0.8, "failed"), (None, 0.8, "not_evaluated"), (0.3, None, "informational")],
+)
+def test_threshold_rule(score: float | None, threshold: float | None, status: str) -> None:
+    """``score >= threshold`` passes with no epsilon; no score is not evaluated; no threshold is informational."""
+    assert threshold_status(score, threshold) == status
+
+
+@pytest.mark.parametrize(
+    ("statuses", "verdict"),
+    [
+        (["passed", "failed"], "failed"),
+        (["not_evaluated", "passed", "informational"], "passed"),
+        (["informational", "not_evaluated"], "not_evaluated"),
+        ([], "not_evaluated"),
+        (["passed", "error", "failed"], "error"),
+    ],
+)
+def test_case_verdict(statuses: list[str], verdict: str) -> None:
+    """Any failure fails, else any pass passes; a criterion error makes the case an error (never a silent pass)."""
+    assert case_status(statuses) == verdict  # type: ignore[arg-type]
+
+
+def test_mean_skips_none() -> None:
+    """Missing scores do not count as zeros."""
+    assert mean([1.0, None, 0.0]) == 0.5 and mean([None]) is None and mean([]) is None
+
+
+def _m(score: float | None, status: str = "passed", threshold: float | None = 0.5) -> MetricResult:
+    return MetricResult(score=score, status=status, threshold=threshold)  # type: ignore[arg-type]
+
+
+def test_summary_uses_sample_std_and_counts_statuses() -> None:
+    """Mean and *sample* std (n-1) over scored cases; every status counted; the threshold echoed."""
+    results = [_m(1.0), _m(0.0, "failed"), _m(0.5), _m(None, "not_evaluated"), _m(None, "error")]
+    summary = summarize_metric(results)
+    assert summary.mean == 0.5
+    assert summary.std == pytest.approx(statistics.stdev([1.0, 0.0, 0.5])) == pytest.approx(0.5)
+    assert (summary.passed, summary.failed, summary.not_evaluated, summary.error) == (2, 1, 1, 1)
+    assert summary.threshold == 0.5
+
+
+def test_std_needs_two_scores() -> None:
+    """One scored case has no sample std (None, not 0 and not NaN)."""
+    assert summarize_metric([_m(0.7)]).std is None
+    assert summarize_metric([_m(None, "not_evaluated")]).mean is None
+
+
+def test_summaries_keep_first_seen_order_and_totals_count_cases() -> None:
+    """Per-criterion summaries follow the criteria order; totals count case verdicts across eval sets."""
+    cases = [
+        CaseResult(eval_id="a", status="passed", metrics={"x": _m(1.0), "y": _m(0.9)}),
+        CaseResult(eval_id="b", status="error", reason="broken"),
+        CaseResult(eval_id="c", status="failed", metrics={"x": _m(0.0, "failed")}),
+    ]
+    assert list(summarize_cases(cases)) == ["x", "y"]
+    es = EvalSetReport(eval_set_id="s", path="p", status="error", cases=cases)
+    t = totals([es, es])
+    assert (t.cases, t.passed, t.failed, t.error, t.not_evaluated) == (6, 2, 2, 2, 0)
+
+
+def test_statuses_are_lowercase_and_closed() -> None:
+    """Only the five lowercase statuses validate."""
+    with pytest.raises(ValidationError):
+        MetricResult(status="PASSED")  # type: ignore[arg-type]
+
+
+def test_report_round_trips_through_json() -> None:
+    """A report dumps to strict JSON (no NaN) and validates back to an equal model; extra keys are rejected."""
+    case = CaseResult(eval_id="a", status="passed", metrics={"x": _m(clean_score(math.nan), "not_evaluated")})
+    report = Report(eval_sets=[EvalSetReport(eval_set_id="s", path="p", status="passed", cases=[case],
+                                             metrics=summarize_cases([case]))])
+    text = report.model_dump_json()
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert Report.model_validate_json(text) == report
+    with pytest.raises(ValidationError):
+        Report.model_validate({**json.loads(text), "surprise": 1})

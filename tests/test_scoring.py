@@ -1,0 +1,236 @@
+"""Scoring a run: per-case errors never stop the others, criterion errors, verdicts, aggregates and progress."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalbot.app import evaluate
+from evalbot.criteria import INFORMATIONAL
+from evalbot.criteria.base import CaseInput
+from evalbot.formats.actuals import Actuals
+from evalbot.formats.adk import EvalCase, Invocation
+from evalbot.formats.config import parse_config
+from evalbot.load import LoadedCase, LoadedEvalSet
+from evalbot.results import CaseResult, CriterionInfo, MetricResult, Report
+from evalbot.scoring import case_fingerprint, score_run
+from tests.conftest import Writer, case, eval_set, inv
+
+TRAJ_ONLY = {"criteria": {"tool_trajectory_avg_score": 1.0}}
+
+
+def _case(report: Report, eval_id: str, eval_set_id: str | None = None) -> CaseResult:
+    return next(
+        c for es in report.eval_sets if eval_set_id in (None, es.eval_set_id) for c in es.cases if c.eval_id == eval_id
+    )
+
+
+def _run(write: Writer, cases: list[dict[str, Any]], actual: dict[str, Any], config: Any = TRAJ_ONLY) -> Report:
+    write("set/test_config.json", config)
+    return evaluate([str(write("set/s.evalset.json", eval_set("s", *cases)))], actuals=[str(write("act.json", actual))])
+
+
+def test_missing_actual_is_an_error_on_that_case(write: Writer) -> None:
+    """A case with no recorded run is an error naming the eval_id and the actuals file; the others are scored."""
+    report = _run(write, [case("a", inv(calls=[("f", {})])), case("b")], {"a": [inv(calls=[("f", {})])]})
+    a, b = _case(report, "a"), _case(report, "b")
+    assert a.status == "passed" and a.metrics["tool_trajectory_avg_score"].score == 1.0
+    assert b.status == "error" and b.metrics == {}
+    assert b.reason is not None and b.reason.startswith("no actual invocations for eval_id 'b' in ")
+    assert b.reason.endswith("act.json; record a run of the agent for it")
+
+
+def test_count_mismatch_is_an_error_on_that_case_not_a_crash(write: Writer) -> None:
+    """Actual/expected invocation counts that differ make that case an error (ADK aborts the whole run)."""
+    two = [inv("q1"), inv("q2")]
+    report = _run(write, [case("a", *two), case("b", *two)], {"a": two[:1], "b": two})
+    a, b = _case(report, "a"), _case(report, "b")
+    assert a.status == "error" and a.reason == (
+        "the case expects 2 invocation(s) but the actual run has 1; re-record the run or fix the eval case"
+    )
+    assert [t.user for t in a.turns] == ["q1"]  # what was recorded is still shown
+    assert b.status == "passed"
+    summary = report.eval_sets[0].metrics["tool_trajectory_avg_score"]
+    assert (summary.passed, summary.error, summary.mean) == (1, 0, 1.0)
+    assert (report.totals.passed, report.totals.error) == (1, 1)
+
+
+def test_bad_actual_entry_keeps_its_pointer(write: Writer) -> None:
+    """An actual invocation that does not parse makes that case an error quoting file and pointer."""
+    report = _run(write, [case("a"), case("b")], {"a": [inv(respones="x")], "b": [inv()]})
+    a = _case(report, "a")
+    assert a.status == "error" and a.reason is not None
+    assert a.reason.endswith("act.json:/a/0/respones: unknown field (check its spelling; this object does not allow extra keys)")
+    assert _case(report, "b").status == "passed"
+
+
+def test_unparsable_case_is_reported_with_its_pointer(write: Writer) -> None:
+    """A case that cannot be parsed is an error case in the report; the eval set's other cases are scored."""
+    report = _run(write, [case("a", inv(surprise=1)), case("b")], {"a": [inv()], "b": [inv()]})
+    a = _case(report, "a")
+    assert a.status == "error" and a.reason is not None and a.reason.endswith("s.evalset.json:/eval_cases/0/conversation/0/surprise: unknown field (check its spelling; this object does not allow extra keys)")
+    assert _case(report, "b").status == "passed"
+
+
+@pytest.mark.parametrize(
+    ("criteria", "reason"),
+    [
+        ({"no_such_metric": 0.5},
+         "/set/test_config.json:/criteria/no_such_metric); known: "),
+        ({"tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "sideways"}},
+         "invalid options for tool_trajectory_avg_score: match_type: "),
+        ({"response_match_score": {"threshold": 0.5, "ignore_args": True}},
+         "invalid options for response_match_score: ignore_args: Extra inputs are not permitted"),
+        ({"response_match_score": {"match_type": "EXACT"}}, "criterion object needs a 'threshold' key"),
+    ],
+)
+def test_broken_criterion_is_an_error_on_every_case(write: Writer, criteria: dict[str, Any], reason: str) -> None:
+    """An unknown criterion or invalid option errors that criterion on every case; the case is ``error``, never a pass."""
+    config = {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.5, **criteria}}
+    report = _run(write, [case("a"), case("b")], {"a": [inv()], "b": [inv()]}, config)
+    (name,) = criteria
+    info = next(c for c in report.eval_sets[0].criteria if c.name == name)
+    assert info.error is not None and reason in info.error
+    for eval_id in ("a", "b"):
+        got = _case(report, eval_id)
+        assert got.status == "error"
+        assert got.metrics[name].status == "error" and got.metrics[name].score is None
+        valid = [got.metrics[n].status for n in config["criteria"] if n != name]
+        assert valid == ["passed"] * len(valid)  # the valid criteria still score
+        assert got.reason is not None and reason in got.reason
+    assert report.eval_sets[0].metrics[name].error == 2
+
+
+@dataclass(frozen=True)
+class _Count:
+    """A stand-in informational metric: the number of invocations."""
+
+    name: str
+    threshold: float | None = None
+
+    def evaluate(self, case: CaseInput) -> MetricResult:
+        return MetricResult(score=float(len(case.actual)), status="informational")
+
+
+def test_informational_metric_named_in_criteria_is_an_error(monkeypatch: pytest.MonkeyPatch, write: Writer) -> None:
+    """Informational metrics are always added; naming one in criteria is an error on it (ADK: silently N/E)."""
+    monkeypatch.setitem(INFORMATIONAL, "count_v1", lambda spec, ctx: _Count(spec.name))
+    report = _run(write, [case("a")], {"a": [inv()]}, {"criteria": {"count_v1": 0.5}})
+    got = _case(report, "a")
+    assert got.status == "error" and got.metrics["count_v1"].status == "error"
+    assert got.metrics["count_v1"].reason == "count_v1 is informational and always reported; remove it from criteria"
+    report = _run(write, [case("a")], {"a": [inv()]}, {"criteria": {"response_match_score": 0.5}})
+    got = _case(report, "a")
+    assert next(iter(got.metrics)) == "response_match_score" and "count_v1" in got.metrics
+    assert got.metrics["count_v1"].status == "informational" and got.status == "passed"
+
+
+def test_criterion_exception_is_contained(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A criterion raising on one case records an error on it; other criteria and cases are unaffected."""
+
+    @dataclass(frozen=True)
+    class Boom:
+        name: str = "boom"
+        threshold: float | None = 0.5
+
+        def evaluate(self, case: CaseInput) -> MetricResult:
+            if case.case.eval_id == "a":
+                raise KeyError("oops")
+            return MetricResult(score=1.0, status="passed", threshold=0.5)
+
+    _only_criterion(monkeypatch, Boom())
+    report = score_run([_loaded(("a", 1), ("b", 1))], _actuals(("a", 1), ("b", 1)))
+    assert _case(report, "a").metrics["boom"].status == "error"
+    assert _case(report, "a").metrics["boom"].reason == "KeyError: 'oops'"
+    assert _case(report, "b").status == "passed"
+
+
+def _only_criterion(monkeypatch: pytest.MonkeyPatch, criterion: Any) -> None:
+    """Make every eval set use just ``criterion`` (a test double of a criterion, not of evalbot's scoring)."""
+    from evalbot import scoring
+
+    info = CriterionInfo(name=criterion.name, threshold=criterion.threshold)
+    monkeypatch.setattr(scoring, "build_criteria", lambda config, ctx: ([criterion], [info]))
+
+
+def _loaded(*cases: tuple[str, int], config: dict[str, Any] | None = None) -> LoadedEvalSet:
+    built = [LoadedCase(eid, EvalCase.model_validate(case(eid, *[inv(f"q{i}") for i in range(n)]))) for eid, n in cases]
+    return LoadedEvalSet("mem", "mem", tuple(built), parse_config(config or TRAJ_ONLY, None))
+
+
+def _actuals(*cases: tuple[str, int]) -> Actuals:
+    return Actuals(entries={(None, eid): [Invocation.model_validate(inv(f"q{i}")) for i in range(n)] for eid, n in cases})
+
+
+def test_awaitable_criteria_are_gathered_and_progress_counts_cases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Judged (awaitable) criteria settle in one loop; progress reports cases done only once all their metrics are in."""
+    seen: list[tuple[int, int]] = []
+
+    @dataclass(frozen=True)
+    class Judged:
+        name: str = "judged"
+        threshold: float | None = 0.5
+
+        async def _score(self) -> MetricResult:
+            await asyncio.sleep(0)
+            return MetricResult(score=0.0, status="failed", threshold=0.5)
+
+        def evaluate(self, case: CaseInput) -> Any:
+            if case.case.eval_id == "sync":
+                return MetricResult(score=1.0, status="passed", threshold=0.5)
+            return self._score()
+
+    _only_criterion(monkeypatch, Judged())
+    report = score_run(
+        [_loaded(("sync", 1)), _loaded(("j1", 1), ("j2", 2))],
+        _actuals(("sync", 1), ("j1", 1), ("j2", 2)),
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    assert _case(report, "j2").status == "failed" and _case(report, "sync").status == "passed"
+    assert seen == [(1, 3), (1, 3), (2, 3), (3, 3)]
+
+
+def test_fingerprint_ignores_timestamps_and_invocation_ids() -> None:
+    """Re-recording timestamps or invocation ids keeps a case's identity; changing what it asks changes it."""
+    base = EvalCase.model_validate(case("a", inv("q", invocation_id="x", creation_timestamp=1.0)))
+    same = EvalCase.model_validate(case("a", inv("q", invocation_id="y", creation_timestamp=2.0), creation_timestamp=9.0))
+    other = EvalCase.model_validate(case("a", inv("q2")))
+    assert case_fingerprint(base) == case_fingerprint(same) != case_fingerprint(other)
+
+
+BROKEN_FILES: dict[str, Any] = {
+    "invalid.evalset.json": "{",
+    "empty.evalset.json": "",
+    "latin1.evalset.json": b'{"eval_set_id": "caf\xe9"}',
+    "camel.evalset.json": {"evalSetId": "x", "evalCases": []},
+    "dupes.evalset.json": eval_set("dupes", case("d"), case("d")),
+}
+
+
+def test_broken_files_do_not_stop_the_good_one(write: Writer, tmp_path: Path) -> None:
+    """A directory mixing broken files with a good eval set: the good set is scored; every problem is reported."""
+    for name, content in BROKEN_FILES.items():
+        write(f"evals/{name}", content)
+    write("evals/good.evalset.json", eval_set("good", case("g", inv(calls=[("f", {})]))))
+    write("evals/test_config.json", TRAJ_ONLY)
+    actual = write("actual.json", {"g": [inv(calls=[("f", {})])], "d": [inv()]})
+    broken_actual = write("broken_actual.json", "[]")
+    report = evaluate([str(tmp_path / "evals"), str(tmp_path / "missing")], actuals=[str(actual), str(broken_actual)])
+    by_path = {Path(es.path).name: es for es in report.eval_sets}
+    assert by_path["good.evalset.json"].status == "passed"
+    assert _case(report, "g").metrics["tool_trajectory_avg_score"].score == 1.0
+    for name in ("invalid.evalset.json", "empty.evalset.json", "latin1.evalset.json", "camel.evalset.json"):
+        es = by_path[name]
+        assert es.status == "error" and es.cases == [] and es.errors[0].path == es.path, name
+    assert by_path["camel.evalset.json"].errors[0].pointer == "/evalSetId"
+    dupes = by_path["dupes.evalset.json"]
+    assert [c.eval_id for c in dupes.cases] == ["d"] and dupes.errors[0].pointer == "/eval_cases/1/eval_id"
+    assert [(Path(e.path or "").name, e.message) for e in report.errors] == [
+        ("missing", "no such file or directory"),
+        ("broken_actual.json", "expected actual runs: an ADK EvalSetResult (with 'eval_case_results') or an object "
+                               "mapping eval_id to a list of invocations"),
+    ]
