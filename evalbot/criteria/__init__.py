@@ -7,14 +7,23 @@ import json
 from dataclasses import dataclass
 
 from evalbot.criteria import (
+    efficiency,
+    failure,
     final_response_match_v2,
     hallucinations,
+    latency,
     pointwise_template,
     response_match,
     rubric_final_response_quality,
     rubric_tool_use_quality,
     safety,
     tool_trajectory,
+    trajectory_any_order_match,
+    trajectory_exact_match,
+    trajectory_in_order_match,
+    trajectory_precision,
+    trajectory_recall,
+    trajectory_single_tool_use,
     user_simulator_quality,
 )
 from evalbot.criteria.base import BuildContext, CaseInput, Criterion, CriterionFactory
@@ -31,10 +40,23 @@ CRITERIA: dict[str, CriterionFactory] = {
     "hallucinations_v1": hallucinations.build,
     "per_turn_user_simulator_quality_v1": user_simulator_quality.build,
     "safety_v1": safety.build,
+    "trajectory_exact_match": trajectory_exact_match.build,
+    "trajectory_in_order_match": trajectory_in_order_match.build,
+    "trajectory_any_order_match": trajectory_any_order_match.build,
+    "trajectory_precision": trajectory_precision.build,
+    "trajectory_recall": trajectory_recall.build,
+    "trajectory_single_tool_use": trajectory_single_tool_use.build,
+    "latency": latency.build,
+    "failure": failure.build,
 }
 """Criteria with a threshold, by the name used in ``test_config.json``."""
 
-INFORMATIONAL: dict[str, CriterionFactory] = {}
+INFORMATIONAL: dict[str, CriterionFactory] = {
+    "tool_call_count_v1": efficiency.build_tool_call_count,
+    "inference_call_count_v1": efficiency.build_inference_call_count,
+    "token_usage_v1": efficiency.build_token_usage,
+    "invocation_duration_v1": efficiency.build_invocation_duration,
+}
 """Efficiency metrics ADK always adds; they never affect a verdict and take no threshold."""
 
 JUDGED: set[str] = {

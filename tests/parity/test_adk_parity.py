@@ -112,8 +112,15 @@ def test_efficiency_metrics_match_adk(name: str, monkeypatch: pytest.MonkeyPatch
             if metric not in ours[case_id].metrics:
                 problems.append(f"{name} case {case_id!r}: evalbot has no {metric}")
                 continue
-            problems += _diffs(name, case_id, metric, adk_case["metrics"][metric], ours[case_id].metrics[metric])
+            ours_metric = _as_value(ours[case_id].metrics[metric])
+            problems += _diffs(name, case_id, metric, adk_case["metrics"][metric], ours_metric)
     assert not problems, "\n".join(problems)
+
+
+def _as_value(result: MetricResult) -> MetricResult:
+    """Efficiency values are counts/seconds, kept in ``details["value"]`` (report scores stay in [0, 1] or null)."""
+    per = [p.model_copy(update={"score": (p.details or {}).get("value")}) for p in result.per_invocation]
+    return result.model_copy(update={"score": (result.details or {}).get("value"), "per_invocation": per})
 
 
 DEVIATIONS = sorted(p.name for p in (GOLDENS / "deviations").glob("*.json"))

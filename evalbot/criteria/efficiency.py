@@ -1,0 +1,183 @@
+"""ADK's informational efficiency metrics: tool calls, model calls, tokens and seconds per invocation.
+
+They follow google-adk 2.13 exactly, with one change of place: ADK's value (a count or seconds, not a [0, 1]
+score) is in ``details["value"]`` per invocation and per case, and ``score`` stays null.  The status is always
+``informational`` (as in ADK, even when there is no value) and never affects a verdict.  The case value is the
+mean of the invocations that have one; ``token_usage_v1`` instead divides every token count by *all*
+invocations (a count an invocation did not report is 0 there; a count no invocation reported stays null), and
+``invocation_duration_v1`` rounds its case breakdown to milliseconds, as ADK does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from evalbot.criteria.base import BuildContext, CaseInput
+from evalbot.formats.adk import Invocation, InvocationEvents
+from evalbot.formats.config import CriterionSpec
+from evalbot.invocations import tool_calls
+from evalbot.results import InvocationScore, MetricResult, mean
+
+Measure = Callable[[Invocation], tuple[float | None, dict[str, Any]]]
+"""One invocation's value and the breakdown reported beside it."""
+
+
+def _per(invocation: Invocation, value: float | None, extra: dict[str, Any]) -> InvocationScore:
+    return InvocationScore(
+        invocation_id=invocation.invocation_id or None, status="informational", details={"value": value, **extra}
+    )
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """An informational metric: a value per invocation and an aggregate per case."""
+
+    name: str
+    measure: Measure
+    aggregate: Callable[[list[tuple[float | None, dict[str, Any]]]], tuple[float | None, dict[str, Any]]]
+    missing: str
+    threshold: float | None = None
+
+    def evaluate(self, case: CaseInput) -> MetricResult:
+        """Measure every actual invocation (expected invocations are not used)."""
+        measured = [self.measure(act) for act in case.actual]
+        per = [_per(act, value, extra) for act, (value, extra) in zip(case.actual, measured, strict=True)]
+        value, extra = self.aggregate(measured) if measured else (None, {})
+        reason = None if value is not None else (self.missing if measured else "the case has no invocations")
+        return MetricResult(
+            status="informational", per_invocation=per, reason=reason, details={"value": value, **extra}
+        )
+
+
+def _mean_values(measured: list[tuple[float | None, dict[str, Any]]]) -> tuple[float | None, dict[str, Any]]:
+    return mean(value for value, _ in measured), {}
+
+
+def tool_call_count(invocation: Invocation) -> tuple[float | None, dict[str, Any]]:
+    """Number of tool calls (either intermediate-data form)."""
+    return float(len(tool_calls(invocation))), {}
+
+
+def inference_call_count(invocation: Invocation) -> tuple[float | None, dict[str, Any]]:
+    """Events that carry usage metadata or a model version; None without recorded events."""
+    data = invocation.intermediate_data
+    if not isinstance(data, InvocationEvents):
+        return None, {}
+    count = sum(1 for e in data.invocation_events if e.usage_metadata is not None or e.model_version is not None)
+    return float(count), {}
+
+
+TOKEN_FIELDS = (
+    "total_tokens", "input_tokens", "prompt_tokens", "cached_tokens", "tool_use_tokens",
+    "output_tokens", "candidates_tokens", "reasoning_tokens",
+)
+
+
+def _count(usage: dict[str, Any], snake: str) -> int | None:
+    parts = snake.split("_")
+    camel = parts[0] + "".join(p.title() for p in parts[1:])
+    for key in (snake, camel):
+        value = usage.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return int(value)
+    return None
+
+
+def _add(total: float | None, count: int | None) -> float | None:
+    return total if count is None else (total or 0) + count
+
+
+def _both(a: int | None, b: int | None) -> int | None:
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+def token_breakdown(invocation: Invocation) -> dict[str, float | None]:
+    """Token counts summed over the invocation's events; a count no event reported stays None (not 0)."""
+    totals: dict[str, float | None] = dict.fromkeys(TOKEN_FIELDS)
+    data = invocation.intermediate_data
+    events = data.invocation_events if isinstance(data, InvocationEvents) else []
+    for event in events:
+        if event.usage_metadata is None:
+            continue
+        usage = event.usage_metadata
+        prompt, tool = _count(usage, "prompt_token_count"), _count(usage, "tool_use_prompt_token_count")
+        cand, thoughts = _count(usage, "candidates_token_count"), _count(usage, "thoughts_token_count")
+        for name, count in (
+            ("input_tokens", _both(prompt, tool)),
+            ("prompt_tokens", prompt),
+            ("cached_tokens", _count(usage, "cached_content_token_count")),
+            ("tool_use_tokens", tool),
+            ("output_tokens", _both(cand, thoughts)),
+            ("candidates_tokens", cand),
+            ("reasoning_tokens", thoughts),
+        ):
+            totals[name] = _add(totals[name], count)
+    if totals["input_tokens"] is not None or totals["output_tokens"] is not None:
+        totals["total_tokens"] = (totals["input_tokens"] or 0) + (totals["output_tokens"] or 0)
+    return totals
+
+
+def _present(breakdown: dict[str, float | None]) -> dict[str, float]:
+    return {k: v for k, v in breakdown.items() if v is not None}
+
+
+def token_usage(invocation: Invocation) -> tuple[float | None, dict[str, Any]]:
+    """Total tokens, with every token type in ``token_usage_details``."""
+    breakdown = token_breakdown(invocation)
+    return breakdown["total_tokens"], {"token_usage_details": _present(breakdown)}
+
+
+def _average_tokens(measured: list[tuple[float | None, dict[str, Any]]]) -> tuple[float | None, dict[str, Any]]:
+    averaged: dict[str, float | None] = {}
+    for name in TOKEN_FIELDS:
+        present = [extra["token_usage_details"][name] for _, extra in measured if name in extra["token_usage_details"]]
+        averaged[name] = sum(present) / len(measured) if present else None
+    return averaged["total_tokens"], {"token_usage_details": _present(averaged)}
+
+
+DURATION_FIELDS = ("total_seconds", "model_seconds", "tool_seconds", "framework_seconds")
+
+
+def invocation_duration(invocation: Invocation) -> tuple[float | None, dict[str, Any]]:
+    """Seconds the invocation took, split into model, tool and framework time when those were measured."""
+    total = invocation.duration
+    if total is None:
+        return None, {"duration_details": {}}
+    model, tool = invocation.model_duration, invocation.tool_duration
+    framework = None if model is None or tool is None else round(max(total - model - tool, 0.0), 3)
+    parts = {"total_seconds": total, "model_seconds": model, "tool_seconds": tool, "framework_seconds": framework}
+    return total, {"duration_details": {k: v for k, v in parts.items() if v is not None}}
+
+
+def _average_duration(measured: list[tuple[float | None, dict[str, Any]]]) -> tuple[float | None, dict[str, Any]]:
+    averaged: dict[str, float] = {}
+    for name in DURATION_FIELDS:
+        present = [extra["duration_details"][name] for _, extra in measured if name in extra["duration_details"]]
+        if present:
+            averaged[name] = round(sum(present) / len(present), 3)
+    return averaged.get("total_seconds"), {"duration_details": averaged}
+
+
+def build_tool_call_count(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:
+    """``tool_call_count_v1``: tool calls per invocation."""
+    return Efficiency(spec.name, tool_call_count, _mean_values, "no invocation to count tool calls in")
+
+
+def build_inference_call_count(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:
+    """``inference_call_count_v1``: model calls per invocation (needs ADK's recorded events)."""
+    missing = "no invocation records its events (only runs recorded by ADK inference carry model calls)"
+    return Efficiency(spec.name, inference_call_count, _mean_values, missing)
+
+
+def build_token_usage(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:
+    """``token_usage_v1``: tokens per invocation, with the per-type breakdown."""
+    missing = "no invocation reports token usage (usage_metadata on recorded events)"
+    return Efficiency(spec.name, token_usage, _average_tokens, missing)
+
+
+def build_invocation_duration(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:
+    """``invocation_duration_v1``: seconds per invocation, with the model/tool/framework split."""
+    missing = "no invocation records its duration"
+    return Efficiency(spec.name, invocation_duration, _average_duration, missing)
