@@ -10,6 +10,7 @@ from evalbot.errors import InputError
 from evalbot.formats.actuals import Actuals, load_actuals
 from evalbot.load import discover, load_config, load_eval_set
 from evalbot.results import Report
+from evalbot.runner.recording import score_recorded
 from evalbot.scoring import Progress, score_run
 
 
@@ -43,6 +44,9 @@ def evaluate(
     files, errors = discover(paths)
     eval_sets = [load_eval_set(f, override) for f in files]
     recorded, actual_errors = load_all_actuals(actuals)
+    replayed = score_recorded(eval_sets, actuals, recorded, ctx, errors=[*errors, *actual_errors], notices=notices)
+    if replayed is not None:  # runs recorded by `evalbot run --agent/--adk-agent --record`
+        return replayed
     return score_run(
         eval_sets, recorded, ctx, errors=[*errors, *actual_errors], notices=notices, progress=progress
     )

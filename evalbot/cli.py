@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from evalbot import __version__, cli_compare
+from evalbot import __version__, cli_agent, cli_compare
 from evalbot.app import evaluate
 from evalbot.console import render_text
 from evalbot.criteria.base import BuildContext
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="score eval sets and print a summary")
     add_eval_args(run)
+    cli_agent.add_agent_args(run)
     run.add_argument("--report", metavar="OUT.json", help="write the JSON report here")
     cli_compare.add_parsers(sub)
     return parser
@@ -85,7 +86,10 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     ctx, notices = judge_context(args, env)
     bar = terminal_progress(sys.stderr)
     try:
-        report = evaluate(args.paths, actuals=args.actuals, config=args.config, ctx=ctx, notices=notices, progress=bar)
+        if cli_agent.wants_agent(args):  # evalbot runs the agent itself (--agent / --adk-agent)
+            report = cli_agent.evaluate_with_agent(args, ctx, notices)
+        else:
+            report = evaluate(args.paths, actuals=args.actuals, config=args.config, ctx=ctx, notices=notices, progress=bar)
     finally:
         if bar is not None:
             bar.close()

@@ -1,0 +1,82 @@
+"""``evalbot run`` options that run the agent itself: ``--agent``, ``--adk-agent``, ``--num-runs``, ``--record``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+from evalbot.criteria.base import BuildContext
+from evalbot.errors import ConfigError
+from evalbot.load import discover, load_config, load_eval_set
+from evalbot.results import Report
+from evalbot.runner.base import Agent
+from evalbot.runner.execute import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT, RunOptions, run_agent
+
+
+def add_agent_args(parser: argparse.ArgumentParser) -> None:
+    """Add the agent-running options to the ``run`` parser."""
+    group = parser.add_argument_group("running the agent (instead of --actuals)")
+    group.add_argument("--agent", metavar="MODULE:CALLABLE",
+                       help="custom agent function (Vertex contract): prompt in, {'response', 'predicted_trajectory'} "
+                       "out; sync or async; imported from the current directory")
+    group.add_argument("--adk-agent", metavar="PATH", help="ADK agent package directory (or dotted module) with "
+                       "agent.root_agent, run as `adk eval` does (needs evalbot[adk])")
+    group.add_argument("--num-runs", type=int, default=None, metavar="N",
+                       help="run every case N times; scores pool the runs as ADK's AgentEvaluator does (default 1)")
+    group.add_argument("--record", metavar="OUT.json", help="write the produced runs as ADK EvalSetResult JSON "
+                       "(re-score later with --actuals OUT.json)")
+    group.add_argument("--agent-concurrency", type=int, default=None, metavar="N",
+                       help=f"cases run at once (default {DEFAULT_CONCURRENCY})")
+    group.add_argument("--agent-timeout", type=float, default=None, metavar="S",
+                       help=f"seconds one agent call may take before the case fails (default {DEFAULT_TIMEOUT:g})")
+
+
+def wants_agent(args: argparse.Namespace) -> bool:
+    """True when any agent-running option was given."""
+    return any(getattr(args, name, None) is not None for name in
+               ("agent", "adk_agent", "num_runs", "record", "agent_concurrency", "agent_timeout"))
+
+
+def _load_agent(args: argparse.Namespace) -> Agent:
+    if args.agent and args.adk_agent:
+        raise ConfigError("give either --agent or --adk-agent, not both")
+    if not (args.agent or args.adk_agent):
+        raise ConfigError("--num-runs, --record, --agent-concurrency and --agent-timeout need --agent or --adk-agent")
+    if getattr(args, "actuals", None):
+        raise ConfigError("--actuals scores recorded runs; with --agent/--adk-agent evalbot produces the runs itself")
+    if args.agent:
+        from evalbot.runner.custom_agent import load_function_agent
+
+        return load_function_agent(args.agent)
+    from evalbot.runner.adk_agent import load_adk_agent
+
+    return load_adk_agent(args.adk_agent)
+
+
+def evaluate_with_agent(args: argparse.Namespace, ctx: BuildContext, notices: list[str]) -> Report:
+    """Run the agent over the eval sets, score the runs and (with --record) write them; return the report."""
+    from evalbot.runner.aggregate import score_runs
+    from evalbot.runner.recording import write_recording
+
+    agent = _load_agent(args)
+    options = RunOptions(
+        num_runs=1 if args.num_runs is None else args.num_runs,
+        concurrency=DEFAULT_CONCURRENCY if args.agent_concurrency is None else args.agent_concurrency,
+        timeout=DEFAULT_TIMEOUT if args.agent_timeout is None else args.agent_timeout,
+        judge=ctx.judge,
+        judge_unavailable_reason=ctx.judge_unavailable_reason,
+    )
+    override = load_config(Path(args.config)) if args.config else None
+    files, errors = discover(args.paths)
+    eval_sets = [load_eval_set(f, override) for f in files]
+    runs = run_agent(agent, eval_sets, options)
+    outcomes = Counter(r.outcome for case_runs in runs.runs.values() for r in case_runs)
+    summary = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) or "no case to run"
+    print(f"ran {agent.label}: {summary} (case runs)", file=sys.stderr)
+    scored = score_runs(eval_sets, runs, ctx, errors=errors, notices=notices)
+    if args.record:
+        path = write_recording(Path(args.record), eval_sets, runs, scored.per_run)
+        print(f"recorded the runs in {path}", file=sys.stderr)
+    return scored.report

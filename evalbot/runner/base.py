@@ -1,0 +1,129 @@
+"""What running an agent produces (one case's run: its invocations and how it ended) and the agent protocols."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from evalbot.formats.adk import Content, EvalCase, Invocation
+
+Outcome = Literal["ok", "failed", "error", "not_evaluated"]
+"""ok: the conversation ran to its end · failed: the agent raised or timed out · error: the agent broke its output
+contract, or the simulated user could not be driven · not_evaluated: the case could not be run (no LLM for the
+simulated user)."""
+
+Stop = Literal["conversation_end", "stop_signal", "invocation_limit"]
+"""Why a conversation ended: a static conversation was replayed to its end, the simulated user sent the stop signal,
+or the simulator reached ``max_allowed_invocations``."""
+
+
+@dataclass
+class CaseRun:
+    """One run of one eval case: the invocations that completed and how the run ended."""
+
+    eval_set_id: str
+    eval_id: str
+    run: int
+    """1-based run number (``--num-runs``)."""
+    invocations: list[Invocation] = field(default_factory=list)
+    outcome: Outcome = "ok"
+    reason: str | None = None
+    """Why the outcome is not ``ok``, in words fit for a report."""
+    failed_turn: int | None = None
+    """1-based turn whose agent call failed."""
+    failed_invocation: Invocation | None = None
+    """That turn's user message, without a response or duration (scored only by the failure/latency criteria)."""
+    stop: Stop | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+
+
+@dataclass
+class RunSet:
+    """Every case's runs, keyed by (eval_set_id, eval_id); list position = run number - 1."""
+
+    num_runs: int = 1
+    runs: dict[tuple[str, str], list[CaseRun]] = field(default_factory=dict)
+    agent: str | None = None
+    """What was run (``module:callable`` or an ADK agent path), for recordings."""
+
+    def add(self, run: CaseRun) -> None:
+        """Record one case run (kept in run order; a later record of the same run replaces the earlier one)."""
+        runs = [r for r in self.runs.get((run.eval_set_id, run.eval_id), []) if r.run != run.run]
+        runs.append(run)
+        runs.sort(key=lambda r: r.run)
+        self.runs[(run.eval_set_id, run.eval_id)] = runs
+
+    def of(self, eval_set_id: str, eval_id: str) -> list[CaseRun]:
+        """The runs of a case (empty when it was not run)."""
+        return self.runs.get((eval_set_id, eval_id), [])
+
+
+class AgentError(Exception):
+    """The agent broke its output contract; the message says what was expected."""
+
+
+class SimulatorError(Exception):
+    """The simulated user could not produce the next message."""
+
+
+class AgentSession(Protocol):
+    """One conversation with the agent (one case, one run)."""
+
+    @property
+    def session_id(self) -> str | None:
+        """The agent's session id, when it has one."""
+        ...
+
+    @property
+    def user_id(self) -> str | None:
+        """The session's user id, when it has one."""
+        ...
+
+    async def send(self, user: Content, invocation_id: str) -> Invocation:
+        """Send one user message; return the invocation (raise AgentError on malformed output)."""
+        ...
+
+    async def close(self) -> None:
+        """Release the session."""
+        ...
+
+
+class Agent(Protocol):
+    """Something evalbot can hold conversations with."""
+
+    @property
+    def label(self) -> str:
+        """How the agent was named on the command line."""
+        ...
+
+    async def open(self, case: EvalCase, run: int) -> AgentSession:
+        """Start a fresh session for one run of ``case`` (session_input honoured)."""
+        ...
+
+
+def history_lines(invocations: Sequence[Invocation], *, include_tools: bool = False) -> list[tuple[str, str]]:
+    """The conversation so far as (speaker, text) lines: user messages, agent texts and optionally tool traffic."""
+    from evalbot.invocations import content_text, intermediate_texts, tool_calls, tool_responses
+
+    lines: list[tuple[str, str]] = []
+    for inv in invocations:
+        lines.append(("user", content_text(inv.user_content)))
+        if include_tools:
+            for call in tool_calls(inv):
+                lines.append(("tool call", f"{call.name}({_compact(call.args)})"))
+            for resp in tool_responses(inv):
+                lines.append(("tool result", f"{resp.name}: {_compact(resp.response)}"))
+        for author, text in intermediate_texts(inv):
+            lines.append((author, text))
+        final = content_text(inv.final_response) if inv.final_response else ""
+        if final:
+            lines.append(("agent", final))
+    return lines
+
+
+def _compact(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)

@@ -1,0 +1,61 @@
+"""``evalbot run --agent/--adk-agent/--num-runs/--record`` end to end through the CLI entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalbot.cli import main
+
+EXAMPLE = "examples/agent/weather.evalset.json"
+AGENT = "examples.agent.weather_agent:agent"
+ENV: dict[str, str] = {}
+
+
+def test_example_agent_run_record_and_rescore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The bundled example passes every case; its recording re-scores to the identical report."""
+    record, first, second = tmp_path / "runs.json", tmp_path / "r1.json", tmp_path / "r2.json"
+    assert main(["run", EXAMPLE, "--agent", AGENT, "--record", str(record), "--report", str(first)], ENV) == 0
+    err = capsys.readouterr().err
+    assert f"ran {AGENT}: 3 ok (case runs)" in err and f"recorded the runs in {record}" in err
+    assert main(["run", EXAMPLE, "--actuals", str(record), "--report", str(second)], ENV) == 0
+    one, two = (json.loads(p.read_text(encoding="utf-8")) for p in (first, second))
+    assert one == two and one["totals"]["passed"] == 3
+
+
+def test_num_runs_are_pooled_in_the_report(tmp_path: Path) -> None:
+    """--num-runs 3 keeps per-run results under details.runs and says how runs were combined."""
+    out = tmp_path / "r.json"
+    assert main(["run", EXAMPLE, "--agent", AGENT, "--num-runs", "3", "--report", str(out)], ENV) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    traj = report["eval_sets"][0]["cases"][1]["metrics"]["tool_trajectory_avg_score"]
+    assert [r["run"] for r in traj["details"]["runs"]] == [1, 2, 3] and len(traj["per_invocation"]) == 6
+    assert any("3 times per case" in n for n in report["notices"])
+
+
+def test_failing_agent_exits_1_and_shows_the_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A raising agent fails its cases (exit 1); the message is in the report."""
+    out = tmp_path / "r.json"
+    assert main(["run", EXAMPLE, "--agent", "tests.runner.agents:raises", "--report", str(out)], ENV) == 1
+    cases = json.loads(out.read_text(encoding="utf-8"))["eval_sets"][0]["cases"]
+    assert {c["status"] for c in cases} == {"failed"}
+    assert cases[0]["reason"] == "turn 1: the agent raised ValueError: cannot handle \"What's the weather in Paris?\""
+    assert "3 failed (case runs)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--num-runs", "2"], "need --agent or --adk-agent"),
+        (["--agent", AGENT, "--adk-agent", "x"], "either --agent or --adk-agent"),
+        (["--agent", AGENT, "--actuals", "x.json"], "--actuals scores recorded runs"),
+        (["--agent", "nomodule"], "expected 'module:callable'"),
+        (["--agent", AGENT, "--num-runs", "0"], "--num-runs must be at least 1"),
+    ],
+)
+def test_invalid_agent_options_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Contradictory or invalid options are input errors (exit 2) with a clear message."""
+    assert main(["run", EXAMPLE, *argv], ENV) == 2
+    assert message in capsys.readouterr().err
