@@ -177,13 +177,36 @@ class FakeGemini:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as the real service allows
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
             def do_POST(self) -> None:
+                if self.path == "/_reset":
+                    fake.reset()
+                    self._json({"ok": True})
+                    return
                 fake._handle(self)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+            def do_GET(self) -> None:
+                if self.path == "/_stats":
+                    self._json({"requests": len(fake.requests), "peak_in_flight": fake.peak_in_flight,
+                                "candidate_counts": [r.candidate_count for r in fake.requests],
+                                "started": [r.started for r in fake.requests],
+                                "finished": [r.finished for r in fake.requests]})
+                else:
+                    self.send_error(404)
+
+            def _json(self, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
         return self
@@ -300,5 +323,36 @@ class FakeGemini:
         }, {}
 
 
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog of 5 drops simultaneous connects (the client then waits ~1 s to retry).
+    request_queue_size = 256
+    daemon_threads = True
+
+
 def _error(code: int, status: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "status": status}}
+
+
+def serve_main(argv: list[str] | None = None) -> None:
+    """Serve from a separate process: ``python -m tests.fakes.fake_gemini --latency 0.2 --answer TEXT``.
+
+    Prints the base URL on the first line of stdout; ``GET /_stats`` gives the request count and peak concurrency,
+    ``POST /_reset`` clears them. Used by the benchmark so the server does not share the client's interpreter.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--answer", default="fake answer")
+    args = parser.parse_args(argv)
+    answer = args.answer
+    fake = FakeGemini(responder=lambda prompt, index, request: answer, latency=args.latency).start()
+    print(fake.url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        fake.stop()
+
+
+if __name__ == "__main__":
+    serve_main()

@@ -1,0 +1,177 @@
+"""Benchmark: evalbot's judge pipeline vs google-adk's evaluators on the same fake judge, in the same run.
+
+    python bench/bench_judge.py [--cases 6] [--turns 8] [--samples 5] [--latency 0.2] [--concurrency 16]
+                                [--adk-python /work/adkvenv/bin/python] [--no-adk]
+
+A loopback fake Gemini server answers every ``generateContent`` request after a fixed latency. The eval set has
+``cases`` x ``turns`` invocations judged by ``final_response_match_v2`` with ``num_samples`` samples. evalbot runs
+through its CLI (``evalbot run`` in-process, fresh judge cache), then again on the same cache; ADK runs its own
+``LocalEvalService`` with its defaults (4 cases in parallel, samples one at a time) in a subprocess, timed from
+inside (ADK's ~10 s import is excluded). Printed: wall times, HTTP requests, the lower bound
+``ceil(requests / concurrency) x latency`` set by the concurrency limit, and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import evalbot.judges.gemini  # noqa: E402, F401  (imported up front: imports are excluded on both sides)
+from evalbot.cli import main as evalbot_main  # noqa: E402
+
+ANSWER = '{"reasoning": "The answer gives the same facts as the reference.", "is_the_agent_response_valid": "valid"}'
+
+
+def _content(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "parts": [{"text": text}]}
+
+
+def write_inputs(directory: Path, cases: int, turns: int, samples: int) -> tuple[Path, Path, Path]:
+    """Eval set, actuals and config files for the benchmark."""
+    eval_cases, actuals = [], {}
+    for c in range(cases):
+        expected, actual = [], []
+        for t in range(turns):
+            user = _content("user", f"Case {c} turn {t}: what is the weather in city {c}-{t}?")
+            expected.append({"invocation_id": f"c{c}t{t}", "user_content": user,
+                             "final_response": _content("model", f"It is sunny and {10 + t} C in city {c}-{t}.")})
+            actual.append({"invocation_id": f"c{c}t{t}", "user_content": user,
+                           "final_response": _content("model", f"Sunny, {10 + t} degrees in city {c}-{t}.")})
+        eval_cases.append({"eval_id": f"case{c}", "conversation": expected})
+        actuals[f"case{c}"] = actual
+    eval_set = directory / "bench.evalset.json"
+    eval_set.write_text(json.dumps({"eval_set_id": "bench", "eval_cases": eval_cases}), encoding="utf-8")
+    actuals_path = directory / "actuals.json"
+    actuals_path.write_text(json.dumps(actuals), encoding="utf-8")
+    config = directory / "test_config.json"
+    config.write_text(json.dumps({"criteria": {"final_response_match_v2": {
+        "threshold": 0.5, "judge_model_options": {"judge_model": "gemini-2.5-flash", "num_samples": samples}}}}),
+        encoding="utf-8")
+    return eval_set, actuals_path, config
+
+
+class FakeServer:
+    """The fake Gemini server in its own process (so it does not compete for this interpreter's GIL)."""
+
+    def __init__(self, latency: float) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakes.fake_gemini", "--latency", str(latency), "--answer", ANSWER],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        self.url = self.process.stdout.readline().strip()
+
+    def stats(self) -> dict[str, Any]:
+        """Requests served since the last reset, and the peak number in flight."""
+        with urllib.request.urlopen(f"{self.url}/_stats", timeout=10) as answer:
+            result: dict[str, Any] = json.loads(answer.read())
+        return result
+
+    def reset(self) -> None:
+        """Clear the request log."""
+        urllib.request.urlopen(urllib.request.Request(f"{self.url}/_reset", data=b"{}"), timeout=10).close()
+
+    def stop(self) -> None:
+        """Terminate the server process."""
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def fake_server(latency: float) -> Iterator[FakeServer]:
+    """A running FakeServer, stopped on exit."""
+    server = FakeServer(latency)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def run_evalbot(fake: FakeServer, files: tuple[Path, Path, Path], cache: Path, concurrency: int) -> dict[str, Any]:
+    """One ``evalbot run`` in-process; wall time, requests, exit code."""
+    eval_set, actuals, config = files
+    fake.reset()
+    env = {"GOOGLE_API_KEY": "bench-key", "GOOGLE_GEMINI_BASE_URL": fake.url}
+    argv = ["run", str(eval_set), "--actuals", str(actuals), "--config", str(config), "--judge-cache", str(cache),
+            "--judge-concurrency", str(concurrency), "--report", str(cache.parent / "report.json")]
+    out = io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(out):
+        code = evalbot_main(argv, env)
+    seconds = time.perf_counter() - start
+    stats = fake.stats()
+    report = json.loads((cache.parent / "report.json").read_text(encoding="utf-8"))
+    statuses: dict[str, int] = {}
+    for es in report["eval_sets"]:
+        for case in es["cases"]:
+            for name, metric in case["metrics"].items():
+                if name == "final_response_match_v2":
+                    statuses[metric["status"]] = statuses.get(metric["status"], 0) + 1
+    return {"seconds": seconds, "requests": stats["requests"], "peak_in_flight": stats["peak_in_flight"],
+            "exit_code": code, "statuses": statuses}
+
+
+def run_adk(fake: FakeServer, files: tuple[Path, Path, Path], python: str) -> dict[str, Any]:
+    """ADK's evaluators in a subprocess against the same fake server."""
+    fake.reset()
+    env = {"GOOGLE_GEMINI_BASE_URL": fake.url, "GOOGLE_API_KEY": "bench-key", "GOOGLE_GENAI_USE_VERTEXAI": "false",
+           "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([python, str(ROOT / "bench" / "adk_judge_runner.py"), *map(str, files)], env=env,
+                          capture_output=True, text=True, check=True, timeout=1800)
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    stats = fake.stats()
+    result["requests"] = stats["requests"]
+    result["peak_in_flight"] = stats["peak_in_flight"]
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=6)
+    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--adk-python", default="/work/adkvenv/bin/python")
+    parser.add_argument("--no-adk", action="store_true", help="skip ADK (e.g. where it is not installed)")
+    args = parser.parse_args()
+    invocations = args.cases * args.turns
+    with tempfile.TemporaryDirectory() as tmp, fake_server(args.latency) as fake:
+        files = write_inputs(Path(tmp), args.cases, args.turns, args.samples)
+        cache = Path(tmp) / "judge-cache"
+        first = run_evalbot(fake, files, cache, args.concurrency)
+        second = run_evalbot(fake, files, cache, args.concurrency)
+        adk = None if args.no_adk else run_adk(fake, files, args.adk_python)
+    bound = math.ceil(invocations / args.concurrency) * args.latency
+    print(f"judge latency {args.latency * 1000:.0f} ms; {args.cases} cases x {args.turns} turns = {invocations} "
+          f"invocations x {args.samples} samples; final_response_match_v2")
+    print(f"evalbot   first run : {first['seconds']:7.2f} s  {first['requests']:5d} requests  "
+          f"peak in flight {first['peak_in_flight']}  statuses {first['statuses']}")
+    print(f"evalbot   cached run: {second['seconds']:7.2f} s  {second['requests']:5d} requests  "
+          f"statuses {second['statuses']}")
+    print(f"lower bound (ceil({invocations}/{args.concurrency}) x latency): {bound:.2f} s -> evalbot at "
+          f"{first['seconds'] / bound:.2f}x the bound")
+    if adk is not None:
+        print(f"ADK 2.13 defaults   : {adk['seconds']:7.2f} s  {adk['requests']:5d} requests  "
+              f"peak in flight {adk['peak_in_flight']}  statuses {adk['statuses']}")
+        print(f"speed-up vs ADK: {adk['seconds'] / first['seconds']:.1f}x; requests: {adk['requests']} -> "
+              f"{first['requests']} ({adk['requests'] / max(first['requests'], 1):.1f}x fewer; input tokens paid "
+              f"once per invocation instead of {args.samples} times)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
