@@ -44,6 +44,7 @@ class DiskCache:
         self.hits = 0
         self.misses = 0
         self.writes = 0
+        self._made: set[Path] = set()
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
@@ -65,7 +66,9 @@ class DiskCache:
     def put(self, key: str, text: str, *, model: str) -> None:
         """Store an answer atomically (readers never see a partial file; the last writer wins)."""
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent not in self._made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._made.add(path.parent)
         payload = json.dumps({"format": CACHE_FORMAT, "model": model, "text": text}, ensure_ascii=False)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
@@ -99,6 +102,10 @@ class CachingJudge:
             self._locks, self._loop = {}, loop
         return self._locks.setdefault(key, asyncio.Lock())
 
+    def _store(self, entries: list[tuple[str, str]], model: str) -> None:
+        for key, text in entries:
+            self.cache.put(key, text, model=model)
+
     async def generate(self, request: JudgeRequest) -> JudgeReply:
         """Answer from the cache, filling the gaps from ``inner``."""
         keys = [cache_key(request.model, request.config, request.prompt, i) for i in range(request.num_samples)]
@@ -118,6 +125,7 @@ class CachingJudge:
                 raise JudgeError(f"the judge returned {len(fresh.texts)} answers, {len(missing)} were needed")
             for index, text in zip(missing, fresh.texts, strict=False):
                 texts[index] = text
-                self.cache.put(keys[index], text, model=request.model)
+            # File writes happen in a worker thread so the event loop keeps other judge calls moving.
+            await asyncio.to_thread(self._store, [(keys[i], texts[i] or "") for i in missing], request.model)
         usage = fresh.usage + Usage(cached_samples=cached)
         return JudgeReply(tuple(t or "" for t in texts), usage, cached)

@@ -95,3 +95,17 @@ class MeteredJudge:
         reply = await self.inner.generate(request)
         self.ledger.record(request.purpose, request.model, reply.usage)
         return reply
+
+
+def format_usage(summary: dict[str, Any]) -> str:
+    """One line per criterion and a total, for the CLI (``JudgeStack.usage_summary()`` as input)."""
+
+    def line(name: str, row: dict[str, Any]) -> str:
+        cost = row.get("estimated_cost_usd")
+        money = f"~${cost:.4f}" if isinstance(cost, float) else "cost unknown (unpriced model)"
+        return (f"{name}: {row['requests']} requests, {row['input_tokens']:,} input + {row['output_tokens']:,} "
+                f"output tokens, {row['cached_samples']} answers from cache, {money}")
+
+    rows = [line(name, row) for name, row in summary.get("per_criterion", {}).items()]
+    rows.append(line("judge total", summary["total"]))
+    return "\n".join(rows)

@@ -8,7 +8,7 @@ import pytest
 
 from evalbot.judges.base import JudgeRequest, Usage
 from evalbot.judges.gemini import GeminiJudge
-from evalbot.judges.usage import MeteredJudge, UsageLedger, estimated_cost, price
+from evalbot.judges.usage import MeteredJudge, UsageLedger, estimated_cost, format_usage, price
 from tests.fakes.fake_gemini import FakeGemini
 
 
@@ -55,3 +55,13 @@ def test_unknown_price_makes_cost_unknown() -> None:
     assert summary["per_criterion"]["a"]["estimated_cost_usd"] is not None
     assert summary["per_criterion"]["b"]["estimated_cost_usd"] is None
     assert summary["total"]["estimated_cost_usd"] is None
+
+
+def test_format_usage_lines() -> None:
+    """The CLI text names each criterion, the total, the cached answers and the estimated cost."""
+    ledger = UsageLedger()
+    ledger.record("final_response_match_v2", "gemini-2.5-flash", Usage(1000, 200, 2, 3))
+    text = format_usage(ledger.summary())
+    first, total = text.splitlines()
+    assert first.startswith("final_response_match_v2: 2 requests, 1,000 input + 200 output tokens, 3 answers")
+    assert total.startswith("judge total:") and "~$0.0008" in total
