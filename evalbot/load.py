@@ -86,6 +86,8 @@ def config_for(eval_set_path: Path, override: EvalConfig | None) -> EvalConfig:
 
 def load_eval_set(path: Path, config: EvalConfig | None = None) -> LoadedEvalSet:
     """Load one eval set file in any supported shape; problems are recorded, not raised."""
+    from evalbot.formats import vertex  # vertex builds LoadedCase objects defined here
+
     shown = str(path)
     try:
         cfg = config_for(path, config)
@@ -95,15 +97,11 @@ def load_eval_set(path: Path, config: EvalConfig | None = None) -> LoadedEvalSet
     id_at: list[str | int] = ["#"]
     try:
         if path.name.endswith(DATASET_SUFFIXES):
-            from evalbot.formats import vertex
-
             eval_set_id, cases = vertex.load_dataset(path)
         else:
             data = read_json(path)
-            if isinstance(data, list) and data and isinstance(data[0], dict) and vertex_like(data[0]):
-                from evalbot.formats import vertex
-
-                eval_set_id, cases = vertex.cases_from_rows(data, path)
+            if is_vertex_rows(data):
+                eval_set_id, cases = vertex.load_dataset(path)
             else:
                 eval_set_id, cases = _cases_from_json(data, path)
                 id_at = ["eval_cases", "#", "eval_id"] if isinstance(data, dict) else ["#", "name"]
@@ -113,9 +111,13 @@ def load_eval_set(path: Path, config: EvalConfig | None = None) -> LoadedEvalSet
     return LoadedEvalSet(shown, eval_set_id, tuple(cases), cfg, tuple(dup_errors))
 
 
-def vertex_like(row: dict[str, Any]) -> bool:
-    """A row of a Vertex-style dataset (``prompt`` plus responses or trajectories)."""
-    return "prompt" in row and ("response" in row or "predicted_trajectory" in row or "reference" in row)
+def is_vertex_rows(data: Any) -> bool:
+    """Decoded JSON that is a Vertex-style dataset rather than an ADK eval set (legacy turns have ``query``)."""
+    from evalbot.formats import vertex
+
+    if isinstance(data, dict):
+        return "rows" in data and "eval_cases" not in data
+    return vertex.looks_like_rows(data) and not all(isinstance(r, dict) and "query" in r for r in data)
 
 
 def _cases_from_json(data: Any, path: Path) -> tuple[str, list[LoadedCase]]:

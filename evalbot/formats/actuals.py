@@ -109,8 +109,13 @@ def actuals_from_data(data: Any, path: Path) -> Actuals:
 
 def load_actuals(path: Path) -> Actuals:
     """Load one actuals file (JSON; Vertex-style ``.jsonl``/``.csv`` datasets through evalbot.formats.vertex)."""
-    if path.name.endswith((".jsonl", ".csv")):
-        from evalbot.formats import vertex
+    from evalbot.formats import vertex  # vertex imports this module
 
+    if path.name.endswith((".jsonl", ".csv")):
         return vertex.load_actuals(path)
-    return actuals_from_data(parse_json(read_text(path), path), path)
+    data = parse_json(read_text(path), path)
+    if (isinstance(data, dict) and "rows" in data) or (
+        vertex.looks_like_rows(data) and not all("eval_case_results" in d for d in data)
+    ):
+        return vertex.load_actuals(path)
+    return actuals_from_data(data, path)
