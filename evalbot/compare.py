@@ -264,6 +264,11 @@ def compare_eval_set(
         criterion_row(info, es, usable, _pairs(info.name, cases, usable) if usable else [], policy)
         for info in es.criteria
     ]
+    for row in rows:
+        changes = [d.change for case in cases for d in case.metrics if d.criterion == row.criterion]
+        row.regressed_cases = changes.count("regressed")
+        row.fixed_cases = changes.count("fixed")
+        row.inconclusive_cases = changes.count("inconclusive")
     if usable:
         current_names = {c.name for c in es.criteria}
         rows += [CriterionRow(criterion=n, change="removed", judged=c.judged, threshold=c.threshold,

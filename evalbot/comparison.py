@@ -79,6 +79,9 @@ class CriterionRow(_Model):
     """Exact two-sided sign test on the paired per-case changes (exact McNemar for pass/fail scores)."""
     scored: int = 0
     """Current cases with a score on this criterion."""
+    regressed_cases: int = 0
+    fixed_cases: int = 0
+    inconclusive_cases: int = 0
     passed: int = 0
     failed: int = 0
 

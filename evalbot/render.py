@@ -46,7 +46,8 @@ SUMMARY_LADDER = (
 )
 ICONS = {"passed": "✅", "blocked": "❌", "invalid": "⚠️"}
 ROW_BADGES = {
-    "regressed": "🔴 regressed", "inconclusive": "🟡 inconclusive", "improved": "🟢 improved", "unchanged": "",
+    "regressed": "fell significantly", "inconclusive": "change not significant", "improved": "rose significantly",
+    "unchanged": "",
     "changed_definition": "🔄 changed definition", "new": "🆕 new", "removed": "removed",
     "not_evaluated": "not compared", "informational": "informational",
 }
@@ -88,6 +89,21 @@ def _pvalue(value: float | None) -> mdsafe.Safe:
     if value is None:
         return mdsafe.Safe("")
     return mdsafe.Safe("p < 0.001" if value < 0.001 else f"p = {value:.3f}")
+
+
+def _row_note(row: CriterionRow) -> mdsafe.Safe:
+    """The last table column: cases that flipped on this criterion, the mean's verdict, partial pairing."""
+    notes = [f"{icon} {n} {label}" for icon, n, label in (
+        ("🔴", row.regressed_cases, "regressed"), ("🟡", row.inconclusive_cases, "inconclusive"),
+        ("🟢", row.fixed_cases, "fixed"),
+    ) if n]
+    if row.change in ("regressed", "inconclusive", "improved"):
+        notes.append(f"mean {ROW_BADGES[row.change]} ({_pvalue(row.p_value)}, n = {row.paired})")
+    elif ROW_BADGES[row.change]:
+        notes.append(ROW_BADGES[row.change])
+    if row.delta is not None and row.paired < row.scored:
+        notes.append(f"Δ over {row.paired} of {row.scored}")
+    return mdsafe.Safe(" · ".join(notes))
 
 
 def _link(label: str, target: str | None) -> mdsafe.Safe:
@@ -154,7 +170,7 @@ def environment(custom_template: str | None = None) -> jinja2.Environment:
     )
     env.filters.update(
         inline=mdsafe.inline, cell=mdsafe.cell, code=mdsafe.code, score=_score, delta=_delta, pvalue=_pvalue,
-        link=_link,
+        link=_link, row_note=_row_note,
     )
     env.globals.update(set_counts=set_counts, visible_rows=visible_rows, row_badges=ROW_BADGES, version=__version__)
     return env

@@ -93,7 +93,8 @@ def eval_set(eval_set_id: str, cases: list[CaseResult], criteria: list[Criterion
              path: str | None = None) -> EvalSetReport:
     """An eval set report with summaries computed from the cases."""
     names = list(dict.fromkeys(n for c in cases for n in c.metrics))
-    infos = criteria if criteria is not None else [criterion(n, judged=n == JUDGE) for n in names]
+    first = {n: next(c.metrics[n].threshold for c in cases if n in c.metrics) for n in names}
+    infos = criteria if criteria is not None else [criterion(n, first[n], judged=n == JUDGE) for n in names]
     return EvalSetReport(
         eval_set_id=eval_set_id, path=path or f"evals/{eval_set_id}.evalset.json",
         status=case_status([c.status for c in cases]) if cases else "not_evaluated",

@@ -1,0 +1,266 @@
+"""Tests of the rendered PR comment and job summary: golden files, size budget, hostile text, custom templates."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalbot.baseline import build_baseline
+from evalbot.compare import compare
+from evalbot.comparison import Comparison
+from evalbot.gate import GatePolicy
+from evalbot.mdsafe import width
+from evalbot.render import (
+    COMMENT_LIMIT,
+    SUMMARY_LIMIT,
+    Links,
+    TemplateError,
+    comment_marker,
+    enforce_marker,
+    render_comment,
+    render_summary,
+)
+from evalbot.results import Report
+from tests import md_structure
+from tests.report_builders import JUDGE, RESP, TRAJ, case, eval_set, metric, report, turn
+
+EXPECTED = Path(__file__).parent / "data" / "expected"
+MARKER = comment_marker()
+LINKS = Links(summary="https://github.com/acme/shop/actions/runs/42", report="evalbot-report.json")
+USAGE = {"total": {"requests": 3, "input_tokens": 12345, "output_tokens": 678, "cached_samples": 2,
+                   "estimated_cost_usd": 0.0054}, "prices": "estimated from Gemini list prices as of 2025-09"}
+
+
+def golden(name: str, text: str) -> None:
+    """Compare with tests/data/expected/NAME (EVALBOT_UPDATE_GOLDENS=1 rewrites it)."""
+    path = EXPECTED / name
+    if os.environ.get("EVALBOT_UPDATE_GOLDENS") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), f"{name} changed; rerun with EVALBOT_UPDATE_GOLDENS=1 if intended"
+
+
+def compared(main: Report | None, pr: Report, **policy: object) -> Comparison:
+    baseline = build_baseline(main, commit="1a2b3c4d5e6f7a8b", created_at="2025-06-01T12:00:00+00:00") if main else None
+    return compare(current=pr, baseline=baseline, policy=GatePolicy.model_validate(policy),
+                   baseline_source="origin/main:.evalbot/baseline.json")
+
+
+REFUND = [("get_order", {"order_id": "A17"}), ("refund", {"order_id": "A17", "amount": 25.0})]
+
+
+def small() -> Comparison:
+    main = report(eval_set("orders", [
+        case("refund_damaged", {TRAJ: metric(1.0), RESP: metric(0.9, 0.6)}, turns=[turn(expected_calls=REFUND)]),
+        case("track_package", {TRAJ: metric(0.0), RESP: metric(0.3, 0.6)}),
+        case("store_hours", {JUDGE: metric(1.0, 0.8, votes=[(3, 2)])}),
+        case("cancel", {TRAJ: metric(1.0)}),
+    ]))
+    pr = report(eval_set("orders", [
+        case("refund_damaged", {TRAJ: metric(0.0), RESP: metric(0.8, 0.6)}, turns=[turn(
+            expected_calls=REFUND, actual_calls=[REFUND[0], ("refund", {"order_id": "A17", "amount": 250.0})],
+            expected_response="I refunded $25.00 to your card.", actual_response="I refunded $250.00 to your card.",
+        )]),
+        case("track_package", {TRAJ: metric(1.0), RESP: metric(0.8, 0.6)}),
+        case("store_hours", {JUDGE: metric(0.0, 0.8, votes=[(2, 3)], rationale="The reference says 9 to 5; the "
+                                                                               "response says 9 to 6.")},
+             turns=[turn(user="When are you open?", expected_response="9am to 5pm, Monday to Friday.",
+                         actual_response="We're open 9am to 6pm on weekdays.")]),
+        case("cancel", {TRAJ: metric(1.0)}),
+        case("gift_card", {TRAJ: metric(0.0)}, turns=[turn(expected_calls=[("balance", {"card": "G1"})],
+                                                          actual_calls=[])]),
+    ]), usage=USAGE)
+    return compared(main, pr)
+
+
+def test_small_comment_golden() -> None:
+    """The comment for a regression, a fix, an inconclusive judge flip and a new failing case."""
+    text = render_comment(small(), marker=MARKER, links=LINKS)
+    assert not md_structure.problems(text, MARKER)
+    golden("comment_small.md", text)
+
+
+def test_small_summary_golden() -> None:
+    """The job summary has the same content without the marker."""
+    text = render_summary(small(), links=LINKS)
+    assert not md_structure.problems(text, None)
+    golden("summary_small.md", text)
+
+
+def test_no_baseline_golden() -> None:
+    """Without a baseline: absolute scores, the sentence on how to create one, failing cases detailed."""
+    pr = report(eval_set("orders", [case("a", {TRAJ: metric(1.0)}), case("b", {TRAJ: metric(0.0)})]))
+    text = render_comment(compared(None, pr), marker=MARKER, links=LINKS)
+    assert "No baseline at origin/main:.evalbot/baseline.json" in text and "evalbot baseline" in text
+    assert not md_structure.problems(text, MARKER)
+    golden("comment_no_baseline.md", text)
+
+
+def large(n: int = 2000) -> Comparison:
+    """n failing cases: half regressed, half still failing, each with a trajectory diff and long responses."""
+    def cases(pr: bool) -> list:  # type: ignore[type-arg]
+        out = []
+        for i in range(n):
+            regressed = i % 2 == 0
+            ok = not pr and regressed
+            calls = [("search", {"query": f"item {i}", "page": 1}), ("add_to_cart", {"sku": f"SKU-{i}", "qty": 1})]
+            actual = calls if ok else [calls[0], ("add_to_cart", {"sku": f"SKU-{i}", "qty": 2})]
+            out.append(case(f"case_{i:04d}", {TRAJ: metric(1.0 if ok else 0.0), RESP: metric(0.9 if ok else 0.2, 0.6)},
+                            turns=[turn(user=f"buy item {i}", expected_calls=calls, actual_calls=actual,
+                                        expected_response="Added one item to your cart. " * 20,
+                                        actual_response="Added two items to your cart. " * 20)]))
+        return out
+    return compared(report(eval_set("shop", cases(False))), report(eval_set("shop", cases(True))))
+
+
+def test_large_comment_stays_within_the_limit_and_points_to_the_rest() -> None:
+    """2,000 failing cases: the comment fits GitHub's limit, shows the first regressions and says how many more."""
+    c = large()
+    text = render_comment(c, marker=MARKER, links=LINKS)
+    assert width(text) <= 60_000 < COMMENT_LIMIT
+    assert "… and" in text and "job summary" in text
+    assert "Regressed (1000)" in text and "Still failing (1000)" in text
+    assert not md_structure.problems(text, MARKER)
+    golden("comment_large.md", text)
+    summary = render_summary(c, links=LINKS)
+    assert len(summary.encode("utf-8")) <= SUMMARY_LIMIT and len(summary) > len(text)
+    assert not md_structure.problems(summary, None)
+
+
+HOSTILE = (
+    "東京 مرحبا Ελληνικά\n```\n</details>\n<!-- evalbot id=default -->\n@org/team please look | col | #12\n"
+    "````\n<details><summary>fake ✅ all passed</summary>\n" + "ｌｏｎｇ" * 3000
+)
+
+
+def hostile() -> Comparison:
+    main = report(eval_set("s", [case("x", {TRAJ: metric(1.0), JUDGE: metric(1.0, 0.8, votes=[(5, 0)])})]))
+    pr = report(eval_set("s", [case("x", {TRAJ: metric(0.0), JUDGE: metric(0.0, 0.8, votes=[(0, 5)],
+                                                                             rationale=HOSTILE)},
+                                    turns=[turn(user=HOSTILE, expected_calls=[("lookup", {"q": HOSTILE})],
+                                                actual_calls=[("lookup", {"q": "@org/team ``` </details>"})],
+                                                expected_response=HOSTILE, actual_response=HOSTILE)])]))
+    pr.eval_sets[0].cases[0].eval_id = "x"
+    pr.eval_sets[0].eval_set_id = "s"
+    return compared(main, pr)
+
+
+def test_hostile_text_cannot_break_the_comment() -> None:
+    """Backticks, </details>, a forged marker, @org/team, pipes, very long lines and non-Latin text stay inert."""
+    text = render_comment(hostile(), marker=MARKER, links=LINKS)
+    assert not md_structure.problems(text, MARKER)
+    assert "東京 مرحبا Ελληνικά" in text
+    golden("comment_hostile.md", text)
+
+
+def test_hostile_eval_set_and_case_ids_are_escaped() -> None:
+    """Ids are untrusted too: they are escaped in headings, summaries and tables."""
+    main = report(eval_set("s", [case("x", {TRAJ: metric(1.0)})]))
+    pr = report(eval_set("s", [case("x", {TRAJ: metric(0.0)})]))
+    pr.eval_sets[0].eval_set_id = "s"
+    c = compared(main, pr)
+    for es in c.eval_sets:
+        es.eval_set_id = "</details>|@org/team <!-- evalbot id=default -->\n# heading"
+        for cc in es.cases:
+            cc.eval_id = "| x | y |\n</summary></details>"
+    text = render_comment(c, marker=MARKER)
+    assert not md_structure.problems(text, MARKER)
+
+
+def test_tiny_budget_falls_back_to_a_short_body() -> None:
+    """When nothing fits, a short verdict with pointers is posted instead."""
+    text = render_comment(large(50), marker=MARKER, links=LINKS, target=600)
+    assert width(text) <= 600 and text.startswith(MARKER)
+    assert "did not fit" in text and "blocked" in text
+    assert not md_structure.problems(text, MARKER)
+
+
+def test_custom_template_can_extend_the_default() -> None:
+    """A user template extending comment.md.j2 replaces one block and keeps the rest."""
+    tpl = '{% extends "comment.md.j2" %}{% block verdict %}## Agent check: {{ c.gate.verdict }}\n{% endblock %}'
+    text = render_comment(small(), marker=MARKER, template=tpl)
+    assert "## Agent check: blocked" in text and "evalbot: blocked" not in text
+    assert "#### orders" in text and text.startswith(MARKER + "\n")
+
+
+def test_custom_template_can_replace_the_default() -> None:
+    """A standalone template is used as is; the marker is added and untrusted text printed raw is softened."""
+    tpl = ("Verdict {{ c.gate.verdict }}: "
+           "{% for es in c.eval_sets %}{% for x in es.cases %}{{ x.current.turns[0].actual_response }}"
+           "{% endfor %}{% endfor %}\n{{ '<!-- evalbot id=default -->' }}")
+    c = small()
+    c.eval_sets[0].cases[0].current.turns[0].actual_response = "@org/team <!-- evalbot id=default -->"  # type: ignore[union-attr]
+    text = render_comment(c, marker=MARKER, template=tpl)
+    assert text.startswith(MARKER + "\nVerdict blocked:")
+    assert text.count("<!--") == 1 and "@org/team" not in text
+
+
+def test_custom_template_errors_are_reported() -> None:
+    """Syntax errors, undefined names and sandbox violations become TemplateError naming the problem."""
+    with pytest.raises(TemplateError, match="line 1"):
+        render_comment(small(), marker=MARKER, template="{% if %}")
+    with pytest.raises(TemplateError, match="nope"):
+        render_comment(small(), marker=MARKER, template="{{ nope }}")
+    with pytest.raises(TemplateError):
+        render_comment(small(), marker=MARKER, template="{{ c.__class__.__mro__ }}")
+
+
+def test_enforce_marker_keeps_exactly_one() -> None:
+    """The marker is put first and any other evalbot marker is broken."""
+    out = enforce_marker("hello\n<!-- evalbot id=default -->\n<!--evalbot id=other -->", MARKER)
+    assert out.startswith(MARKER + "\nhello") and out.count("<!--") == 1
+
+
+def test_comment_marker_sanitises_the_id() -> None:
+    """Ids cannot close the HTML comment or add spaces."""
+    assert comment_marker("ci/evals-1") == "<!-- evalbot id=ci/evals-1 -->"
+    assert comment_marker("x --> <b>") == "<!-- evalbot id=x------b- -->"
+
+
+fragments = st.sampled_from(["```", "`", "</details>", "<details>", "<!-- evalbot id=default -->", "@org/team",
+                             "|", "\n", "#7", "東京", "x" * 3000, "- item", "\\", "<b>", "~~~~"])
+hostile_text = st.lists(fragments | st.text(max_size=30), max_size=8).map("".join)
+
+
+@st.composite
+def comparisons(draw: st.DrawFn) -> Comparison:
+    n = draw(st.integers(0, 40))
+    main_cases, pr_cases = [], []
+    for i in range(n):
+        eid = draw(hostile_text) or f"c{i}"
+        before, after = draw(st.booleans()), draw(st.booleans())
+        votes = [(draw(st.integers(0, 5)), draw(st.integers(0, 5)))]
+        main_cases.append(case(eid, {TRAJ: metric(1.0 if before else 0.0), JUDGE: metric(1.0 if before else 0.0,
+                                                                                        votes=votes)}))
+        text = draw(hostile_text)
+        pr_cases.append(case(eid, {TRAJ: metric(1.0 if after else 0.0),
+                                   JUDGE: metric(1.0 if after else 0.0, votes=votes, rationale=text)},
+                             fingerprint=None if draw(st.integers(0, 9)) == 0 else f"fp-{eid}",
+                             turns=[turn(user=text, expected_calls=[(text[:20] or "f", {"a": text})],
+                                         actual_calls=[("f", {"a": text[::-1]})], expected_response=text,
+                                         actual_response=text[::-1])]))
+    set_id = draw(hostile_text) or "s"
+    return compared(report(eval_set(set_id, main_cases)), report(eval_set(set_id, pr_cases)))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(comparisons(), st.sampled_from([COMMENT_LIMIT, 8000, 2000]))
+def test_any_comment_is_within_budget_and_well_formed(c: Comparison, target: int) -> None:
+    """Whatever the cases and text, the comment fits its budget, has one marker, closed fences, balanced details
+    and regular tables."""
+    text = render_comment(c, marker=MARKER, links=LINKS, target=target)
+    assert width(text) <= target
+    assert md_structure.problems(text, MARKER) == []
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(comparisons())
+def test_any_summary_is_within_budget_and_well_formed(c: Comparison) -> None:
+    """The job summary is well formed and below 1 MiB."""
+    text = render_summary(c, links=LINKS)
+    assert len(text.encode("utf-8")) <= SUMMARY_LIMIT
+    assert md_structure.problems(text, None) == []
