@@ -178,6 +178,7 @@ class FakeGemini:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as the real service allows
+            disable_nagle_algorithm = True  # headers and body go out at once (no delayed-ACK stalls)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
