@@ -87,7 +87,7 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     bar = terminal_progress(sys.stderr)
     try:
         if cli_agent.wants_agent(args):  # evalbot runs the agent itself (--agent / --adk-agent)
-            report = cli_agent.evaluate_with_agent(args, ctx, notices)
+            report = cli_agent.evaluate_with_agent(args, ctx, notices, bar)
         else:
             report = evaluate(args.paths, actuals=args.actuals, config=args.config, ctx=ctx, notices=notices, progress=bar)
     finally:

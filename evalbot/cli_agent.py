@@ -12,7 +12,7 @@ from evalbot.errors import ConfigError
 from evalbot.load import discover, load_config, load_eval_set
 from evalbot.results import Report
 from evalbot.runner.base import Agent
-from evalbot.runner.execute import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT, RunOptions, run_agent
+from evalbot.runner.execute import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT, Progress, RunOptions, run_agent
 
 
 def add_agent_args(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +55,8 @@ def _load_agent(args: argparse.Namespace) -> Agent:
     return load_adk_agent(args.adk_agent)
 
 
-def evaluate_with_agent(args: argparse.Namespace, ctx: BuildContext, notices: list[str]) -> Report:
+def evaluate_with_agent(args: argparse.Namespace, ctx: BuildContext, notices: list[str],
+                        progress: Progress | None = None) -> Report:
     """Run the agent over the eval sets, score the runs and (with --record) write them; return the report."""
     from evalbot.runner.aggregate import score_runs
     from evalbot.runner.recording import write_recording
@@ -71,7 +72,10 @@ def evaluate_with_agent(args: argparse.Namespace, ctx: BuildContext, notices: li
     override = load_config(Path(args.config)) if args.config else None
     files, errors = discover(args.paths)
     eval_sets = [load_eval_set(f, override) for f in files]
-    runs = run_agent(agent, eval_sets, options)
+    runs = run_agent(agent, eval_sets, options, progress)
+    close = getattr(progress, "close", None)
+    if callable(close):  # erase the progress line before the summary
+        close()
     outcomes = Counter(r.outcome for case_runs in runs.runs.values() for r in case_runs)
     summary = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) or "no case to run"
     print(f"ran {agent.label}: {summary} (case runs)", file=sys.stderr)

@@ -95,12 +95,29 @@ class GeminiJudge:
             api_version=None if vertexai else "v1beta",
             timeout=int(timeout * 1000),
         )
-        if vertexai:
-            self._client = genai.Client(
-                vertexai=True, project=project, location=location, api_key=api_key, http_options=http_options
-            )
-        else:
-            self._client = genai.Client(api_key=api_key, http_options=http_options)
+
+        def new_client() -> genai.Client:
+            if vertexai:
+                return genai.Client(
+                    vertexai=True, project=project, location=location, api_key=api_key, http_options=http_options
+                )
+            return genai.Client(api_key=api_key, http_options=http_options)
+
+        self._new_client = new_client
+        self._client = new_client()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._retired: list[genai.Client] = []
+
+    def _client_for_loop(self) -> genai.Client:
+        """google-genai 2.x binds its async HTTP session to the first event loop, and a run may use several loops in
+        turn (agent runs, then scoring): each loop gets its own client.  Replaced clients are kept until exit, since
+        collecting one inside a later loop would try to close its session there."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not None and self._loop is not loop:
+            self._retired.append(self._client)
+            self._client = self._new_client()
+        self._loop = loop
+        return self._client
 
     def _config(self, config: Mapping[str, Any], num_samples: int) -> types.GenerateContentConfig:
         fields = dict(config)
@@ -119,7 +136,9 @@ class GeminiJudge:
         self.requests += 1
         try:
             response = await asyncio.wait_for(
-                self._client.aio.models.generate_content(model=request.model, contents=request.prompt, config=config),
+                self._client_for_loop().aio.models.generate_content(
+                    model=request.model, contents=request.prompt, config=config
+                ),
                 timeout=self.timeout,
             )
         except TimeoutError:

@@ -52,9 +52,9 @@ def flagged(invocations: Sequence[Invocation], failed: Invocation | None = None)
     """Invocations marked with Vertex's failure flag (0 for answered calls, 1 for the call that failed)."""
     from evalbot.formats.vertex import VertexInvocation
 
-    out: list[Invocation] = [VertexInvocation.model_validate({**inv.__dict__, "failure": False}) for inv in invocations]
+    out: list[Invocation] = [VertexInvocation.model_validate({**dict(inv), "failure": False}) for inv in invocations]
     if failed is not None:
-        out.append(VertexInvocation.model_validate({**failed.__dict__, "failure": True}))
+        out.append(VertexInvocation.model_validate({**dict(failed), "failure": True}))
     return out
 
 
@@ -62,10 +62,13 @@ def _actuals_for_run(runs: RunSet, run: int, base: Actuals | None) -> Actuals:
     actuals = Actuals(path=f"run {run} of the agent")
     if base is not None:
         actuals.entries.update({k: v for k, v in base.entries.items() if k not in runs.runs})
+    ids = [eval_id for _, eval_id in runs.runs]
     for key, case_runs in runs.runs.items():
         for case_run in case_runs:
             if case_run.run == run and case_run.outcome == "ok":
                 actuals.entries[key] = flagged(case_run.invocations)
+                if ids.count(key[1]) == 1:  # found by eval_id alone too, as runs.of() finds the runs
+                    actuals.entries[(None, key[1])] = actuals.entries[key]
     return actuals
 
 

@@ -56,8 +56,13 @@ class RunSet:
         self.runs[(run.eval_set_id, run.eval_id)] = runs
 
     def of(self, eval_set_id: str, eval_id: str) -> list[CaseRun]:
-        """The runs of a case (empty when it was not run)."""
-        return self.runs.get((eval_set_id, eval_id), [])
+        """The runs of a case (empty when it was not run); like actuals, an eval_id recorded under another eval set
+        id (a legacy file's path spelled differently) is found when it is unique."""
+        found = self.runs.get((eval_set_id, eval_id))
+        if found is not None:
+            return found
+        matches = [runs for (_, case_id), runs in self.runs.items() if case_id == eval_id]
+        return matches[0] if len(matches) == 1 else []
 
 
 class AgentError(Exception):

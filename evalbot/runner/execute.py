@@ -19,7 +19,8 @@ DEFAULT_CONCURRENCY = 4
 DEFAULT_TIMEOUT = 300.0
 """Seconds one agent call may take."""
 
-Progress = Callable[[CaseRun], None]
+Progress = Callable[[int, int], None]
+"""Called with (case runs done, case runs in total), as the scoring progress display expects."""
 
 
 @dataclass(frozen=True)
@@ -77,13 +78,16 @@ async def run_eval_sets(
     """Every case × run; cases that failed to load are skipped (scoring reports them)."""
     semaphore = asyncio.Semaphore(options.concurrency)
     runs = RunSet(num_runs=options.num_runs, agent=agent.label)
+    done = 0
 
     async def guarded(loaded: LoadedEvalSet, case: EvalCase, run: int, sim: SimulatorConfig | str) -> None:
+        nonlocal done
         async with semaphore:
             result = await _one(agent, loaded, case, run, sim, options)
         runs.add(result)
+        done += 1
         if progress is not None:
-            progress(result)
+            progress(done, len(jobs))
 
     jobs: list[Coroutine[Any, Any, None]] = []
     for run in range(1, options.num_runs + 1):

@@ -22,7 +22,7 @@ from evalbot.formats.adk import Invocation
 from evalbot.formats.config import EvalConfig
 from evalbot.jsonio import parse_json, read_text, validate
 from evalbot.load import LoadedEvalSet
-from evalbot.results import MetricResult, Report
+from evalbot.results import Report
 from evalbot.runner.base import CaseRun, Outcome, RunSet, Stop
 
 FORMAT = "evalbot.recorded_runs"
@@ -32,17 +32,13 @@ ADK_STATUS = {"passed": 1, "failed": 2, "not_evaluated": 3, "error": 3, "informa
 _OUTCOME_STATUS = {"failed": 2, "error": 3, "not_evaluated": 3}
 
 
-def _metric(name: str, result: MetricResult, config: EvalConfig, score: float | None = None,
-            status: str | None = None) -> dict[str, Any]:
+def _metric(name: str, threshold: float | None, score: float | None, status: str,
+            config: EvalConfig) -> dict[str, Any]:
+    """An ADK EvalMetricResult (``criterion`` echoes the configured options, as ADK does)."""
     spec = next((s for s in config.criteria if s.name == name), None)
-    criterion = {"threshold": result.threshold, **spec.options} if spec and result.threshold is not None else None
-    return {
-        "metric_name": name,
-        "threshold": result.threshold,
-        "criterion": criterion,
-        "score": result.score if score is None and status is None else score,
-        "eval_status": ADK_STATUS[status or result.status],
-    }
+    criterion = {"threshold": threshold, **spec.options} if spec and threshold is not None else None
+    return {"metric_name": name, "threshold": threshold, "criterion": criterion, "score": score,
+            "eval_status": ADK_STATUS[status]}
 
 
 def _case_result(case_run: CaseRun, loaded: LoadedEvalSet, report: Report | None, set_index: int) -> dict[str, Any]:
@@ -55,7 +51,7 @@ def _case_result(case_run: CaseRun, loaded: LoadedEvalSet, report: Report | None
     per_invocation = []
     for i, inv in enumerate(case_run.invocations):
         per_inv_metrics = [
-            _metric(n, m, loaded.config, m.per_invocation[i].score, m.per_invocation[i].status)
+            _metric(n, m.threshold, m.per_invocation[i].score, m.per_invocation[i].status, loaded.config)
             for n, m in metrics.items() if len(m.per_invocation) == len(case_run.invocations)
         ]
         exp = expected[i] if expected is not None and i < len(expected) else None
@@ -74,7 +70,8 @@ def _case_result(case_run: CaseRun, loaded: LoadedEvalSet, report: Report | None
         "eval_set_id": case_run.eval_set_id,
         "eval_id": case_run.eval_id,
         "final_eval_status": final,
-        "overall_eval_metric_results": [_metric(n, m, loaded.config) for n, m in metrics.items()],
+        "overall_eval_metric_results": [_metric(n, m.threshold, m.score, m.status, loaded.config)
+                                        for n, m in metrics.items()],
         "eval_metric_result_per_invocation": per_invocation,
         "session_id": case_run.session_id or f"evalbot-{case_run.eval_id}-run{case_run.run}",
         "user_id": case_run.user_id,

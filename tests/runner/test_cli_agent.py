@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from evalbot.cli import main
+from tests.fakes.fake_gemini import FakeGemini, Scripted
 
 EXAMPLE = "examples/agent/weather.evalset.json"
 AGENT = "examples.agent.weather_agent:agent"
@@ -59,3 +60,37 @@ def test_invalid_agent_options_exit_2(argv: list[str], message: str, capsys: pyt
     """Contradictory or invalid options are input errors (exit 2) with a clear message."""
     assert main(["run", EXAMPLE, *argv], ENV) == 2
     assert message in capsys.readouterr().err
+
+
+def test_simulated_conversation_is_scored_by_the_user_simulator_criterion(
+    tmp_path: Path, fake: FakeGemini, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Scenario + --agent: the simulator (its own model) drives the agent; the per-turn criterion scores the
+    transcript; the recording re-scores to the same report."""
+    fake.script(Scripted(texts=["Is it cold there?"], model="sim-model"),
+                Scripted(texts=["</finished>"], model="sim-model"))
+    fake.responder = lambda prompt, i, rec: '{"is_valid": true, "reasoning": "follows the plan"}'
+    folder = tmp_path / "evals"
+    folder.mkdir()
+    (folder / "sim.evalset.json").write_text(json.dumps({"eval_set_id": "sim", "eval_cases": [
+        {"eval_id": "chat", "conversation_scenario": {"starting_prompt": "Weather in Oslo?",
+                                                      "conversation_plan": "Ask about Oslo, then stop."}}]}))
+    (folder / "test_config.json").write_text(json.dumps({
+        "criteria": {"per_turn_user_simulator_quality_v1": {
+            "threshold": 0.5, "judge_model_options": {"judge_model": "judge-model", "num_samples": 1}}},
+        "user_simulator_config": {"model": "sim-model"}}))
+    env = {"GOOGLE_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": fake.url}
+    record, first, second = tmp_path / "runs.json", tmp_path / "r1.json", tmp_path / "r2.json"
+    argv = ["run", str(folder), "--agent", "tests.runner.agents:echo", "--record", str(record)]
+    assert main([*argv, "--report", str(first)], env) == 0
+    report = json.loads(first.read_text(encoding="utf-8"))
+    case = report["eval_sets"][0]["cases"][0]
+    assert [t["user"] for t in case["turns"]] == ["Weather in Oslo?", "Is it cold there?"]
+    metric = case["metrics"]["per_turn_user_simulator_quality_v1"]
+    assert (metric["score"], metric["status"], len(metric["per_invocation"])) == (1.0, "passed", 2)
+    assert [r.model for r in fake.requests].count("sim-model") == 2
+    recorded = json.loads(record.read_text(encoding="utf-8"))["eval_case_results"][0]["evalbot"]
+    assert recorded["stop"] == "stop_signal"
+    assert main(["run", str(folder), "--actuals", str(record), "--report", str(second)], env) == 0
+    assert json.loads(second.read_text(encoding="utf-8")) == report
+    assert [r.model for r in fake.requests].count("sim-model") == 2  # re-scoring does not run the simulator

@@ -104,3 +104,22 @@ def test_recording_validates_as_adk_eval_set_result(tmp_path: Path) -> None:
     out, _, _ = _record(tmp_path, "tests.runner.agents:fails_on_second_turn")
     parsed = eval_result.EvalSetResult.model_validate_json(out.read_text(encoding="utf-8"))
     assert [c.eval_id for c in parsed.eval_case_results] == ["one", "two"]
+
+
+def test_recording_of_a_legacy_file_rescored_under_another_path(tmp_path: Path) -> None:
+    """A legacy list-of-cases file's eval set id is its path; its recording applies when the path is spelled
+    differently (the case names are unique)."""
+    legacy = tmp_path / "legacy" / "hello.test.json"
+    legacy.parent.mkdir()
+    turn = {"query": "hi", "expected_tool_use": [{"tool_name": "echo", "tool_input": {"text": "hi"}}],
+            "reference": "you said: hi"}
+    legacy.write_text(json.dumps([{"name": "greeting", "data": [turn]}]), encoding="utf-8")
+    (legacy.parent / "test_config.json").write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": 1.0}}))
+    from evalbot.load import load_eval_set
+
+    loaded = load_eval_set(legacy)
+    runs = run_agent(load_function_agent("tests.runner.agents:echo"), [loaded], RunOptions())
+    out = write_recording(tmp_path / "rec.json", [loaded], runs)
+    other_spelling = str(tmp_path / "legacy" / ".." / "legacy" / "hello.test.json")
+    report = evaluate([other_spelling], actuals=[str(out)])
+    assert report.totals.passed == 1, report.eval_sets[0].cases[0].reason

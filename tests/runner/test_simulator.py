@@ -139,3 +139,14 @@ def test_invalid_simulator_config_names_the_key(raw: dict[str, Any], message: st
     with pytest.raises(ConfigError, match=r"cfg\.json:/user_simulator_config") as info:
         parse_simulator_config(raw, "cfg.json")
     assert message in str(info.value)
+
+
+def test_the_judge_still_answers_in_the_next_event_loop(fake: FakeGemini, judge: JudgeStack) -> None:
+    """Agent runs and scoring use separate event loops; the same judge serves both (google-genai 2.x binds a
+    client's session to one loop)."""
+    from evalbot.judges.base import JudgeRequest
+
+    fake.script(Scripted(texts=[STOP_SIGNAL]))
+    assert _simulate(judge, _scenario()).stop == "stop_signal"
+    reply = asyncio.run(judge.generate(JudgeRequest("judge-model", "score this")))
+    assert reply.texts == ("fake answer 0",)
