@@ -137,15 +137,16 @@ def visible_rows(es: EvalSetComparison) -> list[CriterionRow]:
 def verdict(comparison: Comparison) -> tuple[str, str]:
     """The icon and one-line verdict."""
     gate, n = comparison.gate, comparison.counts
+    blocking = gate.verdict == "blocked" and comparison.policy.block_inconclusive
     extras = [f"{n[k]} {label}" for k, label in (
-        ("fixed", "fixed"), ("inconclusive", "inconclusive (not blocking)"), ("still_failing", "still failing"),
-        ("new", "new"), ("changed_definition", "changed definition"),
+        ("fixed", "fixed"), ("inconclusive", "inconclusive" if blocking else "inconclusive (not blocking)"),
+        ("still_failing", "still failing"), ("new", "new"), ("changed_definition", "changed definition"),
     ) if n.get(k)]
     if gate.verdict == "invalid":
         title = f"invalid input ({len(gate.reasons)} problem(s))"
     elif gate.verdict == "blocked":
         lead = f"{n['regressed']} regressed" if n.get("regressed") else "; ".join(gate.reasons[:1])
-        title = f"blocked: {lead}" + "".join(f" · {e}" for e in extras if not e.endswith("(not blocking)"))
+        title = f"blocked: {lead}" + "".join(f" · {e}" for e in extras)
     elif comparison.baseline is None:
         t = comparison.report.totals
         title = f"no baseline; {t.passed} of {t.cases} case(s) passed"
@@ -174,6 +175,26 @@ def environment(custom_template: str | None = None) -> jinja2.Environment:
     )
     env.globals.update(set_counts=set_counts, visible_rows=visible_rows, row_badges=ROW_BADGES, version=__version__)
     return env
+
+
+_FENCE_LINE = re.compile(r"^(`{3,})[A-Za-z0-9+-]*$")
+
+
+def tidy(text: str) -> str:
+    """Collapse runs of blank lines outside fenced code blocks (code is left exactly as it is)."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        if fence is None:
+            match = _FENCE_LINE.match(line)
+            if match:
+                fence = match.group(1)
+            elif not line.strip() and out and not out[-1].strip():
+                continue
+        elif line == fence:
+            fence = None
+        out.append(line)
+    return "\n".join(out)
 
 
 def enforce_marker(text: str, marker: str) -> str:
@@ -228,8 +249,8 @@ def render_comment(
     env = environment(template)
     name = CUSTOM_TEMPLATE if template is not None else "comment.md.j2"
     for limits in COMMENT_LADDER:
-        text = enforce_marker(_render(env, name, _context(comparison, limits, marker=marker, links=links,
-                                                          kind="comment")), marker)
+        rendered = _render(env, name, _context(comparison, limits, marker=marker, links=links, kind="comment"))
+        text = enforce_marker(tidy(rendered), marker)
         if mdsafe.width(text) <= min(target, COMMENT_LIMIT):
             return text
     return fallback(comparison, marker, links)
@@ -241,7 +262,7 @@ def render_summary(comparison: Comparison, *, links: Links | None = None, target
     env = environment()
     for limits in SUMMARY_LADDER:
         text = _render(env, "summary.md.j2", _context(comparison, limits, marker="", links=links, kind="summary"))
-        text = enforce_marker(text, "")
+        text = enforce_marker(tidy(text), "")
         if len(text.encode("utf-8")) <= min(target, SUMMARY_LIMIT):
             return text
     return fallback(comparison, "", links)

@@ -1,0 +1,54 @@
+"""The bundled example (README quickstart): a baseline plus a PR run with a regression, a fix and an inconclusive
+judge flip, replayed from the committed judge cache without a key or network."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalbot.cli import main
+from tests.test_render import golden
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICKSTART = ["compare", "--baseline", "examples/.evalbot/baseline.json", "examples/evals",
+              "--actuals", "examples/runs/pr.json", "--judge-cache", "examples/judge-cache", "--judge-replay"]
+
+
+@pytest.fixture(autouse=True)
+def at_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quickstart command runs from the repository root."""
+    monkeypatch.chdir(ROOT)
+
+
+def test_quickstart_comment(capsys: pytest.CaptureFixture[str]) -> None:
+    """The PR run is blocked by the refund regression; the fix and the split-vote flip are shown, nothing re-judged."""
+    code = main(QUICKSTART, env={})
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "Regressed (1)" in out and "orders / refund\\_damaged\\_item" in out and "↳ amount: 25.0 → 250.0" in out
+    assert "Inconclusive, not blocking (1)" in out and "judge votes (pass–fail) 2–3, baseline 3–2" in out
+    assert "**orders / track\\_package**" in out and "Still failing (1)" in out
+    assert "answer(s) replayed from the cache, no requests made" in out
+    golden("comment_example.md", out)
+
+
+def test_main_run_matches_the_committed_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Re-making the baseline from the main run gives the committed file (so the example is not stale)."""
+    committed = json.loads((ROOT / "examples/.evalbot/baseline.json").read_text(encoding="utf-8"))
+    out = tmp_path / "baseline.json"
+    code = main(["baseline", "examples/evals", "--actuals", "examples/runs/main.json", "--judge-cache",
+                 "examples/judge-cache", "--judge-replay", "--output", str(out), "--commit", committed["commit"],
+                 "--created-at", committed["created_at"]], env={})
+    capsys.readouterr()
+    assert code == 0
+    remade = json.loads(out.read_text(encoding="utf-8"))
+    remade["evalbot_version"] = committed["evalbot_version"]
+    assert remade == committed, "examples/ is stale: run `python scripts/make_example.py`"
+
+
+def test_main_run_compares_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    """Comparing main with its own baseline passes."""
+    code = main([*QUICKSTART[:5], "examples/runs/main.json", *QUICKSTART[6:]], env={})
+    assert code == 0 and "no regressions" in capsys.readouterr().out
