@@ -12,14 +12,14 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalbot import __version__
 from evalbot.errors import InputError
 from evalbot.jsonio import describe, parse_json, pointer_for
-from evalbot.results import CaseResult, InvocationScore, Report, Status
+from evalbot.results import CaseResult, CriterionInfo, Report, Status
+from evalbot.votes import Votes, invocation_votes
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE_PATH = ".evalbot/baseline.json"
@@ -30,30 +30,6 @@ HOW_TO_CREATE = (
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Votes(_Model):
-    """How the judge's samples voted on one invocation: ``yes`` pass votes and ``no`` fail votes.
-
-    Rubric criteria take one vote per rubric; their votes are pooled here and ``pooled_split`` records whether any
-    single rubric's vote was split.
-    """
-
-    yes: int = Field(ge=0)
-    no: int = Field(ge=0)
-    pooled_split: bool | None = None
-
-    @property
-    def split(self) -> bool:
-        """True when the samples disagreed on a decision (e.g. 3 of 5)."""
-        if self.pooled_split is not None:
-            return self.pooled_split
-        return self.yes > 0 and self.no > 0
-
-    @property
-    def passed(self) -> bool:
-        """The majority verdict (a tie fails, as ADK decides)."""
-        return self.yes > self.no
 
 
 class BaselineMetric(_Model):
@@ -119,67 +95,15 @@ def unique_keys(names: Sequence[str]) -> list[str]:
     return keys
 
 
-def _vote_value(value: Any) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int | float):
-        return value >= 0.5
-    if isinstance(value, dict):
-        return _vote_value(value.get("score", value.get("verdict")))
-    if isinstance(value, str):
-        lowered = value.strip().lower()
-        if lowered in ("yes", "valid", "true", "pass", "passed", "1"):
-            return True
-        if lowered in ("no", "invalid", "false", "fail", "failed", "0"):
-            return False
-    return None
-
-
-def _pooled(rubrics: list[Any]) -> Votes | None:
-    tallies = [votes_of(r) for r in rubrics if isinstance(r, Mapping)]
-    present = [t for t in tallies if t is not None]
-    if not present:
+def judge_model_of(info: CriterionInfo) -> str | None:
+    """The judge model of a judged criterion: ``judge_model_options.judge_model``, else evalbot's default."""
+    if not info.judged:
         return None
-    return Votes(
-        yes=sum(t.yes for t in present), no=sum(t.no for t in present), pooled_split=any(t.split for t in present)
-    )
+    from evalbot.criteria.judged import DEFAULT_JUDGE_MODEL  # imported late: the criteria package is heavy
 
-
-def votes_of(details: Mapping[str, Any] | None) -> Votes | None:
-    """The vote split recorded in an invocation's details, if any.
-
-    Accepts ``{"votes": {"yes": n, "no": m}}``, ``{"votes": [1.0, 0.0, ...]}`` (scores or booleans; unscored
-    samples are not votes), ``{"samples": [{"score": ...}, ...]}`` and rubric results
-    ``{"rubrics": [{"votes": {...}}, ...]}`` (pooled).
-    """
-    if not details:
-        return None
-    if "votes" not in details and isinstance(details.get("rubrics"), list):
-        return _pooled(details["rubrics"])
-    raw = details.get("votes", details.get("samples"))
-    if isinstance(raw, Mapping):
-        yes, no = raw.get("yes", raw.get("pass")), raw.get("no", raw.get("fail"))
-        if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (yes, no)):
-            return Votes(yes=yes, no=no) if yes + no else None
-        return None
-    if isinstance(raw, list):
-        cast = [_vote_value(v) for v in raw]
-        yes, no = cast.count(True), cast.count(False)
-        return Votes(yes=yes, no=no) if yes + no else None
-    return None
-
-
-def invocation_votes(per_invocation: Sequence[InvocationScore]) -> list[Votes | None] | None:
-    """Votes per invocation, or None when no invocation recorded any."""
-    votes = [votes_of(inv.details) for inv in per_invocation]
-    return votes if any(v is not None for v in votes) else None
-
-
-def judge_model_of(options: Mapping[str, Any]) -> str | None:
-    """The judge model named in a criterion's options (``judge_model_options.judge_model``), if any."""
-    nested = options.get("judge_model_options")
+    nested = info.options.get("judge_model_options")
     model = nested.get("judge_model") if isinstance(nested, Mapping) else None
-    return model if isinstance(model, str) else None
+    return model if isinstance(model, str) else DEFAULT_JUDGE_MODEL
 
 
 def _case(case: CaseResult, judged: set[str]) -> BaselineCase:
@@ -207,7 +131,7 @@ def build_baseline(report: Report, *, commit: str | None, created_at: str | None
         criteria = {}
         for info in es.criteria:
             summary = es.metrics.get(info.name)
-            model = judge_model_of(info.options) if info.judged else None
+            model = judge_model_of(info)
             if model:
                 models.add(model)
             criteria[info.name] = BaselineCriterion(

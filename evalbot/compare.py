@@ -16,8 +16,6 @@ from evalbot.baseline import (
     BaselineCriterion,
     BaselineEvalSet,
     BaselineMetric,
-    Votes,
-    invocation_votes,
     judge_model_of,
     unique_keys,
 )
@@ -33,7 +31,8 @@ from evalbot.comparison import (
 )
 from evalbot.gate import GatePolicy, decide
 from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, MetricResult, Report, mean
-from evalbot.stats import fisher_exact, sign_test
+from evalbot.stats import sign_test
+from evalbot.votes import invocation_votes, vote_noise
 
 EPS = 1e-9
 """Score differences smaller than this are ties."""
@@ -43,40 +42,8 @@ def _comparable(info: CriterionInfo, base: BaselineCriterion | None) -> bool:
     return (
         base is not None
         and base.fingerprint == info.fingerprint
-        and base.judge_model == (judge_model_of(info.options) if info.judged else None)
+        and base.judge_model == judge_model_of(info)
     )
-
-
-def _single(votes: Votes | None) -> Votes | None:
-    """The votes if they are one decision's (not pooled over rubrics)."""
-    return votes if votes is not None and votes.pooled_split is None else None
-
-
-def vote_noise(
-    base: list[Votes | None] | None, cur: list[Votes | None] | None
-) -> tuple[bool, float | None]:
-    """Whether a judged flip was decided by a split vote, and the Fisher p-value of baseline vs current votes.
-
-    Only invocations whose majority changed are considered when both sides have aligned votes; otherwise every
-    invocation with votes is. Pooled rubric votes count for the split but not for the p-value (their yes/no
-    counts mix different rubrics).
-    """
-    b = base or []
-    c = cur or []
-    pairs = [(b[i] if i < len(b) else None, c[i] if i < len(c) else None) for i in range(max(len(b), len(c)))]
-    flipped = []
-    for x, y in pairs:
-        sx, sy = _single(x), _single(y)
-        if sx is not None and sy is not None and sx.passed != sy.passed:
-            flipped.append((x, y))
-    relevant = flipped or pairs
-    split = any(v is not None and v.split for pair in relevant for v in pair)
-    bv = [v for v in (_single(x) for x, _ in relevant) if v is not None]
-    cv = [v for v in (_single(y) for _, y in relevant) if v is not None]
-    if not bv or not cv:
-        return split, None
-    p = fisher_exact(sum(v.yes for v in bv), sum(v.no for v in bv), sum(v.yes for v in cv), sum(v.no for v in cv))
-    return split, p
 
 
 def metric_delta(

@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalbot.baseline import Votes
 from evalbot.gate import Gate, GatePolicy
 from evalbot.results import CaseResult, Problem, Report, Status
+from evalbot.votes import Votes
 
 CaseCategory = Literal[
     "regressed", "inconclusive", "error", "fixed", "changed_definition", "new", "removed", "still_failing",

@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalbot.baseline import Votes
 from evalbot.comparison import CaseComparison, Comparison, EvalSetComparison, MetricDelta
 from evalbot.results import MetricResult, TurnView
 from evalbot.trajdiff import diff_calls, diff_text
+from evalbot.votes import Votes
 
 
 @dataclass(frozen=True)

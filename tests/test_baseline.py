@@ -12,16 +12,15 @@ from evalbot.baseline import (
     Baseline,
     BaselineSpec,
     GitResult,
-    Votes,
     build_baseline,
     dump_baseline,
     git_show,
     parse_baseline,
     parse_spec,
     read_baseline,
-    votes_of,
 )
 from evalbot.errors import InputError
+from evalbot.votes import Votes, votes_of
 from tests.report_builders import JUDGE, RESP, TRAJ, case, criterion, eval_set, metric, report
 
 
@@ -49,6 +48,13 @@ def test_build_keeps_scores_statuses_fingerprints_and_votes() -> None:
     assert refund.fingerprint == "fp-refund" and refund.status == "passed"
     assert refund.metrics[JUDGE].votes == [Votes(yes=4, no=1), Votes(yes=5, no=0)]
     assert refund.metrics[TRAJ].votes is None
+
+
+def test_judged_criterion_without_a_model_records_the_default() -> None:
+    """A judged criterion that names no judge model records evalbot's default, so a new default is noticed."""
+    r = report(eval_set("s", [case("a", {JUDGE: metric(1.0, votes=[(5, 0)])})]))
+    b = build_baseline(r, commit=None, created_at=None)
+    assert b.eval_sets["s"].criteria[JUDGE].judge_model == "gemini-2.5-flash" and b.judge_models == ["gemini-2.5-flash"]
 
 
 def test_informational_metrics_without_a_value_are_left_out() -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from evalbot.baseline import Baseline, Votes, build_baseline
-from evalbot.compare import compare, vote_noise
+from evalbot.baseline import Baseline, build_baseline
+from evalbot.compare import compare
 from evalbot.comparison import Comparison
 from evalbot.gate import GatePolicy
 from evalbot.results import Problem, Report
+from evalbot.votes import Votes, vote_noise
 from tests.report_builders import JUDGE, RESP, TRAJ, case, criterion, eval_set, metric, report
 
 

@@ -1,0 +1,125 @@
+"""Judge votes: reading the vote split a judged criterion recorded, and telling a decided flip from a split one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalbot.results import InvocationScore
+from evalbot.stats import fisher_exact
+
+
+class Votes(BaseModel):
+    """How the judge's samples voted on one invocation: ``yes`` pass votes and ``no`` fail votes.
+
+    Rubric criteria take one vote per rubric; their votes are pooled here and ``pooled_split`` records whether any
+    single rubric's vote was split.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    yes: int = Field(ge=0)
+    no: int = Field(ge=0)
+    pooled_split: bool | None = None
+
+    @property
+    def split(self) -> bool:
+        """True when the samples disagreed on a decision (e.g. 3 of 5)."""
+        if self.pooled_split is not None:
+            return self.pooled_split
+        return self.yes > 0 and self.no > 0
+
+    @property
+    def passed(self) -> bool:
+        """The majority verdict (a tie fails, as ADK decides)."""
+        return self.yes > self.no
+
+
+def _vote_value(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value >= 0.5
+    if isinstance(value, dict):
+        return _vote_value(value.get("score", value.get("verdict")))
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("yes", "valid", "true", "pass", "passed", "1"):
+            return True
+        if lowered in ("no", "invalid", "false", "fail", "failed", "0"):
+            return False
+    return None
+
+
+def _pooled(rubrics: list[Any]) -> Votes | None:
+    tallies = [votes_of(r) for r in rubrics if isinstance(r, Mapping)]
+    present = [t for t in tallies if t is not None]
+    if not present:
+        return None
+    return Votes(
+        yes=sum(t.yes for t in present), no=sum(t.no for t in present), pooled_split=any(t.split for t in present)
+    )
+
+
+def votes_of(details: Mapping[str, Any] | None) -> Votes | None:
+    """The vote split recorded in an invocation's details, if any.
+
+    Accepts ``{"votes": {"yes": n, "no": m}}``, ``{"votes": [1.0, 0.0, ...]}`` (scores or booleans; unscored
+    samples are not votes), ``{"samples": [{"score": ...}, ...]}`` and rubric results
+    ``{"rubrics": [{"votes": {...}}, ...]}`` (pooled).
+    """
+    if not details:
+        return None
+    if "votes" not in details and isinstance(details.get("rubrics"), list):
+        return _pooled(details["rubrics"])
+    raw = details.get("votes", details.get("samples"))
+    if isinstance(raw, Mapping):
+        yes, no = raw.get("yes", raw.get("pass")), raw.get("no", raw.get("fail"))
+        if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (yes, no)):
+            return Votes(yes=yes, no=no) if yes + no else None
+        return None
+    if isinstance(raw, list):
+        cast = [_vote_value(v) for v in raw]
+        yes, no = cast.count(True), cast.count(False)
+        return Votes(yes=yes, no=no) if yes + no else None
+    return None
+
+
+def invocation_votes(per_invocation: Sequence[InvocationScore]) -> list[Votes | None] | None:
+    """Votes per invocation, or None when no invocation recorded any."""
+    votes = [votes_of(inv.details) for inv in per_invocation]
+    return votes if any(v is not None for v in votes) else None
+
+
+def _single(votes: Votes | None) -> Votes | None:
+    """The votes if they are one decision's (not pooled over rubrics)."""
+    return votes if votes is not None and votes.pooled_split is None else None
+
+
+def vote_noise(
+    base: list[Votes | None] | None, cur: list[Votes | None] | None
+) -> tuple[bool, float | None]:
+    """Whether a judged flip was decided by a split vote, and the Fisher p-value of baseline vs current votes.
+
+    Only invocations whose majority changed are considered when both sides have aligned votes; otherwise every
+    invocation with votes is. Pooled rubric votes count for the split but not for the p-value (their yes/no
+    counts mix different rubrics).
+    """
+    b = base or []
+    c = cur or []
+    pairs = [(b[i] if i < len(b) else None, c[i] if i < len(c) else None) for i in range(max(len(b), len(c)))]
+    flipped = []
+    for x, y in pairs:
+        sx, sy = _single(x), _single(y)
+        if sx is not None and sy is not None and sx.passed != sy.passed:
+            flipped.append((x, y))
+    relevant = flipped or pairs
+    split = any(v is not None and v.split for pair in relevant for v in pair)
+    bv = [v for v in (_single(x) for x, _ in relevant) if v is not None]
+    cv = [v for v in (_single(y) for _, y in relevant) if v is not None]
+    if not bv or not cv:
+        return split, None
+    p = fisher_exact(sum(v.yes for v in bv), sum(v.no for v in bv), sum(v.yes for v in cv), sum(v.no for v in cv))
+    return split, p
