@@ -64,7 +64,9 @@ def judge_context(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[Bui
         concurrency=args.judge_concurrency,
         timeout=args.judge_timeout,
     )
-    return BuildContext(judge=judge, judge_unavailable_reason=notice), [notice] if notice else []
+    notices = [notice] if notice else []
+    notices.extend(getattr(judge, "notes", []))
+    return BuildContext(judge=judge, judge_unavailable_reason=notice), notices
 
 
 def exit_code(report: Report) -> int:

@@ -46,6 +46,11 @@ def render_text(report: Report, *, max_failures: int = 50) -> str:
         lines.append(f"  {_MARK[case.status]:5} {es.eval_set_id} / {case.eval_id}: " + "; ".join(reasons))
     if len(bad) > shown:
         lines.append(f"  … and {len(bad) - shown} more (see the JSON report)")
+    if report.usage:
+        from evalbot.judges.usage import format_usage
+
+        lines.append("")
+        lines.append(format_usage(report.usage))
     for notice in report.notices:
         lines.append(f"NOTE {notice}")
     t = report.totals

@@ -217,10 +217,13 @@ def score_run(
         asyncio.run(_settle(pending, _countdown(pending, done, total, progress) if progress else None))
     for report in reports:
         _finish_set(report)
+    usage_summary = getattr(ctx.judge, "usage_summary", None)
+    usage = usage_summary() if callable(usage_summary) else None
     return Report(
         eval_sets=reports,
         errors=[problem(e) for e in errors],
         notices=list(notices),
         totals=totals(reports),
+        usage=usage if usage and usage.get("per_criterion") else None,  # no judged criterion ran: nothing to show
     )
 

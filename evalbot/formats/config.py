@@ -42,10 +42,21 @@ class EvalConfig:
     """evalbot's own settings under the ``evalbot`` key (comment template, tolerances...)."""
 
 
+_USER_KEYED = frozenset({"criteria", "rating_rubric", "state", "input_variables", "metadata"})
+"""Options whose keys are the user's own names (pointwise criteria, rubric ratings, session state): kept verbatim."""
+
+
 def snake_keys(value: Any) -> Any:
-    """Recursively convert camelCase mapping keys to snake_case (ADK accepts both spellings)."""
+    """Recursively convert camelCase mapping keys to snake_case (ADK accepts both spellings).
+
+    Keys inside user-named mappings (see ``_USER_KEYED``) are not field names and are left untouched.
+    """
     if isinstance(value, dict):
-        return {to_snake(k) if isinstance(k, str) else k: snake_keys(v) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            name = to_snake(key) if isinstance(key, str) else key
+            out[name] = item if name in _USER_KEYED else snake_keys(item)
+        return out
     if isinstance(value, list):
         return [snake_keys(v) for v in value]
     return value
