@@ -23,9 +23,11 @@ from evalbot.votes import Votes, invocation_votes
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE_PATH = ".evalbot/baseline.json"
-HOW_TO_CREATE = (
-    "create one on main with `evalbot baseline PATH... --actuals RUN.json --output {path}` and commit it"
-)
+
+
+def create_command(path: str = DEFAULT_BASELINE_PATH) -> str:
+    """The command that makes a baseline file at ``path`` (run on main, then commit the file)."""
+    return f"evalbot baseline PATH... --actuals RUN.json --output {path}"
 
 
 class _Model(BaseModel):
@@ -173,7 +175,9 @@ def parse_baseline(text: str, source: str) -> Baseline:
     where = Path(source)
     data = parse_json(text, where)
     if not isinstance(data, dict):
-        raise InputError(source, "", f"expected a baseline JSON object, got {type(data).__name__}; {HOW_TO_CREATE}")
+        raise InputError(
+            source, "", f"expected a baseline JSON object, got {type(data).__name__}; make one with `{create_command()}`"
+        )
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise InputError(source, "/schema_version", "required integer schema_version is missing; is this a baseline?")

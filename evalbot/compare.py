@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evalbot.baseline import (
-    HOW_TO_CREATE,
+    DEFAULT_BASELINE_PATH,
     Baseline,
     BaselineCase,
     BaselineCriterion,
     BaselineEvalSet,
     BaselineMetric,
+    create_command,
     judge_model_of,
     unique_keys,
 )
@@ -274,15 +275,16 @@ def _gate_inputs(sets: Sequence[EvalSetComparison]) -> tuple[list[str], list[str
 
 
 def compare(
-    *, current: Report, baseline: Baseline | None, policy: GatePolicy, baseline_source: str = "the baseline"
+    *, current: Report, baseline: Baseline | None, policy: GatePolicy, baseline_source: str = DEFAULT_BASELINE_PATH
 ) -> Comparison:
     """Compare ``current`` with ``baseline`` (None: absolute scores only) and decide the gate."""
-    note = None
+    note = command = None
     info = None
     compatible = True
     if baseline is None:
-        note = f"No baseline at {baseline_source}; showing absolute scores. To compare PRs with main, " + \
-            HOW_TO_CREATE.format(path=baseline_source.rpartition(":")[2] or baseline_source) + "."
+        command = create_command(baseline_source.rpartition(":")[2] or DEFAULT_BASELINE_PATH)
+        note = (f"No baseline at {baseline_source}; showing absolute scores. To compare pull requests with main, "
+                f"create one on main and commit it: {command}")
     else:
         info = BaselineInfo(
             source=baseline_source, commit=baseline.commit, created_at=baseline.created_at,
@@ -290,9 +292,10 @@ def compare(
         )
         compatible = baseline.compatible
         if not compatible:
+            command = create_command(baseline_source.rpartition(":")[2] or DEFAULT_BASELINE_PATH)
             note = (
                 f"The baseline at {baseline_source} uses schema version {baseline.schema_version}, this evalbot "
-                "reads version 1: every case is shown as a changed definition. Refresh it with `evalbot baseline`."
+                "reads version 1: every case is shown as a changed definition. Refresh it on main: " + command
             )
         elif baseline.evalbot_version != current.evalbot_version:
             note = (
@@ -321,5 +324,6 @@ def compare(
         have_baseline=baseline is not None,
     )
     return Comparison(
-        policy=policy, baseline=info, baseline_note=note, eval_sets=sets, counts=counts, gate=gate, report=current
+        policy=policy, baseline=info, baseline_source=baseline_source, create_command=command, baseline_note=note,
+        eval_sets=sets, counts=counts, gate=gate, report=current,
     )

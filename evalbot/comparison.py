@@ -115,6 +115,10 @@ class Comparison(_Model):
 
     policy: GatePolicy
     baseline: BaselineInfo | None = None
+    baseline_source: str = ""
+    """Where the baseline was looked for (a file, or REF:PATH)."""
+    create_command: str | None = None
+    """The command that (re)creates the baseline, when it is missing or unusable."""
     baseline_note: str | None = None
     """Why there is nothing (or not everything) to compare with, and what to do."""
     eval_sets: list[EvalSetComparison] = Field(default_factory=list)

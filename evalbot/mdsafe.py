@@ -105,6 +105,14 @@ def code(value: object, lang: str = "", limit: int | None = 2000) -> Safe:
     return Safe(f"{fence}{info}\n{text}\n{fence}")
 
 
+def span(value: object, limit: int | None = 200) -> Safe:
+    """An inline code span (one line) that no backtick inside can close."""
+    text = break_marker(shorten(" ".join(clean(value).split()), limit))
+    ticks = "`" * (max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return Safe(f"{ticks}{pad}{text}{pad}{ticks}") if text else Safe("")
+
+
 def width(text: str) -> int:
     """Display-agnostic size GitHub's limits are most likely to count: UTF-16 code units (≥ characters)."""
     return len(text.encode("utf-16-le")) // 2

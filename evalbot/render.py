@@ -149,7 +149,7 @@ def verdict(comparison: Comparison) -> tuple[str, str]:
         title = f"blocked: {lead}" + "".join(f" · {e}" for e in extras)
     elif comparison.baseline is None:
         t = comparison.report.totals
-        title = f"no baseline; {t.passed} of {t.cases} case(s) passed"
+        return "ℹ️", f"no baseline; {t.passed} of {t.cases} case(s) passed"
     else:
         title = "no regressions" + "".join(f" · {e}" for e in extras)
     return ICONS[gate.verdict], title
@@ -170,7 +170,7 @@ def environment(custom_template: str | None = None) -> jinja2.Environment:
         finalize=mdsafe.soften,
     )
     env.filters.update(
-        inline=mdsafe.inline, cell=mdsafe.cell, code=mdsafe.code, score=_score, delta=_delta, pvalue=_pvalue,
+        inline=mdsafe.inline, cell=mdsafe.cell, code=mdsafe.code, span=mdsafe.span, score=_score, delta=_delta, pvalue=_pvalue,
         link=_link, row_note=_row_note,
     )
     env.globals.update(set_counts=set_counts, visible_rows=visible_rows, row_badges=ROW_BADGES, version=__version__)
@@ -235,8 +235,10 @@ def fallback(comparison: Comparison, marker: str, links: Links) -> str:
     icon, title = verdict(comparison)
     counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in comparison.counts.items() if v)
     where = " · ".join(x for x in (_link("job summary", links.summary), _link("report", links.report)) if x)
-    lines = [f"### {icon} evalbot: {mdsafe.inline(title, 300)}", "", mdsafe.inline(counts, 600), "",
-             f"The full results did not fit in a comment; see {where or 'the job summary'}."]
+    lines = [f"### {icon} evalbot: {mdsafe.inline(title, 300)}", ""]
+    if counts:
+        lines += [f"Cases: {mdsafe.inline(counts, 600)}.", ""]
+    lines.append(f"The full results did not fit in a comment; see {where or 'the job summary'}.")
     return enforce_marker("\n".join(lines) + "\n", marker)
 
 

@@ -5,7 +5,20 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalbot.mdsafe import JOINER, Safe, break_marker, cell, clean, code, fence_for, inline, shorten, soften, width
+from evalbot.mdsafe import (
+    JOINER,
+    Safe,
+    break_marker,
+    cell,
+    clean,
+    code,
+    fence_for,
+    inline,
+    shorten,
+    soften,
+    span,
+    width,
+)
 
 HOSTILE = st.lists(
     st.sampled_from(["`", "```", "````", "~~~", "</details>", "<details>", "<!-- evalbot id=default -->", "<!--",
@@ -93,3 +106,11 @@ def test_code_block_always_closes_with_its_own_fence(text: str) -> None:
     assert lines[-1] == fence and len(fence) >= 3
     assert all(not line.strip().startswith(fence) for line in lines[1:-1])
     assert "<!--" not in out
+
+
+def test_span_is_one_line_of_code_no_backtick_can_close() -> None:
+    """A code span uses more backticks than any run inside and pads text that starts with one."""
+    assert span("evalbot baseline --output b.json") == "`evalbot baseline --output b.json`"
+    assert span("a `` b\nc") == "```a `` b c```"
+    assert span("`x`") == "`` `x` ``"
+    assert span("<!-- evalbot -->").count("<!--") == 0 and span("") == ""

@@ -24,7 +24,7 @@ from evalbot.render import (
     render_comment,
     render_summary,
 )
-from evalbot.results import Report
+from evalbot.results import Problem, Report
 from tests import md_structure
 from tests.report_builders import JUDGE, RESP, TRAJ, case, eval_set, metric, report, turn
 
@@ -207,6 +207,21 @@ def test_custom_template_errors_are_reported() -> None:
         render_comment(small(), marker=MARKER, template="{{ nope }}")
     with pytest.raises(TemplateError):
         render_comment(small(), marker=MARKER, template="{{ c.__class__.__mro__ }}")
+
+
+def test_oversized_custom_template_falls_back() -> None:
+    """A user template whose output never fits is replaced by the short fallback body."""
+    text = render_comment(small(), marker=MARKER, template="{% for i in range(40000) %}xy{% endfor %}")
+    assert width(text) < 1000 and "did not fit" in text and text.startswith(MARKER)
+
+
+def test_invalid_input_comment_lists_the_problems() -> None:
+    """A run with unusable input says so first and lists each problem."""
+    r = Report(errors=[Problem(path="evals", message="directory holds no *.evalset.json file")])
+    text = render_comment(compare(current=r, baseline=None, policy=GatePolicy()), marker=MARKER)
+    assert "### ⚠️ evalbot: invalid input (1 problem(s))" in text
+    assert "- evals: directory holds no \\*.evalset.json file" in text
+    assert not md_structure.problems(text, MARKER)
 
 
 def test_enforce_marker_keeps_exactly_one() -> None:
