@@ -205,7 +205,7 @@ class GitResult:
     stderr: str
 
 
-GitRunner = Callable[[Sequence[str]], GitResult]
+GitRunner = Callable[[list[str]], GitResult]
 """Runs ``git`` with the given arguments (the CLI passes a subprocess runner; tests pass fakes)."""
 
 

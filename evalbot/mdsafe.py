@@ -4,7 +4,8 @@ Every function returns :class:`Safe` text that cannot open or close structure th
 are longer than any backtick run inside them; inline text has HTML and markdown punctuation escaped and no line
 breaks (so it cannot end a table row or a ``<details>`` element); ``<!--`` is always broken, even inside code, so
 nothing can forge the comment's hidden marker (which is found by substring search); ``@user``/``@org/team``
-mentions and ``#123`` references get an invisible joiner so they never notify or cross-link.
+mentions and ``#123`` references get an invisible joiner so they never notify or cross-link. Text inside raw HTML
+(``<summary>``) is HTML-escaped instead of markdown-escaped, because markdown is not processed there.
 """
 
 from __future__ import annotations
@@ -79,6 +80,13 @@ def inline(value: object, limit: int | None = 200) -> Safe:
     text = " ".join(clean(value).split())
     text = shorten(text, limit).translate(_INLINE_ESCAPES)
     return Safe(no_links(no_pings(_LEADING.sub(_escape_leading, text))))
+
+
+def html(value: object, limit: int | None = 200) -> Safe:
+    """One line of text inside raw HTML (e.g. ``<summary>``), where markdown escapes would show: HTML-escaped only."""
+    text = shorten(" ".join(clean(value).split()), limit)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return Safe(no_links(no_pings(text)))
 
 
 def cell(value: object, limit: int | None = 80) -> Safe:

@@ -170,7 +170,7 @@ def environment(custom_template: str | None = None) -> jinja2.Environment:
         finalize=mdsafe.soften,
     )
     env.filters.update(
-        inline=mdsafe.inline, cell=mdsafe.cell, code=mdsafe.code, span=mdsafe.span, score=_score, delta=_delta, pvalue=_pvalue,
+        inline=mdsafe.inline, html=mdsafe.html, cell=mdsafe.cell, code=mdsafe.code, span=mdsafe.span, score=_score, delta=_delta, pvalue=_pvalue,
         link=_link, row_note=_row_note,
     )
     env.globals.update(set_counts=set_counts, visible_rows=visible_rows, row_badges=ROW_BADGES, version=__version__)

@@ -27,7 +27,7 @@ def test_quickstart_comment(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(QUICKSTART, env={})
     out = capsys.readouterr().out
     assert code == 1
-    assert "Regressed (1)" in out and "orders / refund\\_damaged\\_item" in out and "↳ amount: 25.0 → 250.0" in out
+    assert "Regressed (1)" in out and "<b>orders / refund_damaged_item</b>" in out and "↳ amount: 25.0 → 250.0" in out
     assert "Inconclusive, not blocking (1)" in out and "judge votes (pass–fail) 2–3, baseline 3–2" in out
     assert "**orders / track\\_package**" in out and "Still failing (1)" in out
     assert "answer(s) replayed from the cache, no requests made" in out

@@ -13,6 +13,7 @@ from evalbot.mdsafe import (
     clean,
     code,
     fence_for,
+    html,
     inline,
     shorten,
     soften,
@@ -114,3 +115,11 @@ def test_span_is_one_line_of_code_no_backtick_can_close() -> None:
     assert span("a `` b\nc") == "```a `` b c```"
     assert span("`x`") == "`` `x` ``"
     assert span("<!-- evalbot -->").count("<!--") == 0 and span("") == ""
+
+
+def test_html_text_is_escaped_for_raw_html_not_markdown() -> None:
+    """Inside <summary> markdown escapes would show, so only HTML is escaped (and pings are still broken)."""
+    out = html('refund_damaged </summary></details> "x" @org/team\n#4 https://e.vil')
+    assert out.startswith("refund_damaged &lt;/summary&gt;&lt;/details&gt; &quot;x&quot;")
+    assert "\\" not in out and "\n" not in out and f"@{JOINER}org" in out and f"#{JOINER}4" in out
+    assert f"https:{JOINER}//" in out
