@@ -90,16 +90,20 @@ def _template_text(cli_path: str | None, settings: Mapping[str, Any], config: Pa
 
 
 def _evaluate(args: argparse.Namespace, env: Mapping[str, str]) -> Report:
+    """Score recorded runs, or run the agent first (--agent / --adk-agent), exactly as ``evalbot run`` does."""
+    from evalbot import cli_agent
     from evalbot.cli import judge_context
+    from evalbot.progress import terminal_progress
 
     ctx, notices = judge_context(args, env)
-    report = evaluate(args.paths, actuals=args.actuals, config=args.config, ctx=ctx, notices=notices)
-    summary = getattr(ctx.judge, "usage_summary", None)
-    if report.usage is None and callable(summary):
-        usage = summary()
-        if usage.get("total", {}).get("requests") or usage.get("total", {}).get("cached_samples"):
-            report.usage = usage
-    return report
+    bar = terminal_progress(sys.stderr)
+    try:
+        if cli_agent.wants_agent(args):
+            return cli_agent.evaluate_with_agent(args, ctx, notices, bar)
+        return evaluate(args.paths, actuals=args.actuals, config=args.config, ctx=ctx, notices=notices, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _write(path: str, text: str) -> None:
@@ -161,9 +165,11 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def add_parsers(sub: Any) -> None:
     """Register ``baseline`` and ``compare`` on the ``evalbot`` subparsers (their functions are in COMMANDS)."""
     from evalbot.cli import add_eval_args
+    from evalbot.cli_agent import add_agent_args
 
     base = sub.add_parser("baseline", help="evaluate and write the baseline file to commit on main")
     add_eval_args(base)
+    add_agent_args(base)
     base.add_argument("--output", required=True, metavar="FILE", help=f"where to write it (e.g. {DEFAULT_BASELINE_PATH})")
     base.add_argument("--commit", metavar="SHA", help="commit measured (default: $GITHUB_SHA, else git HEAD)")
     base.add_argument("--created-at", metavar="ISO8601", help="timestamp to record (default: now, UTC)")
@@ -171,6 +177,7 @@ def add_parsers(sub: Any) -> None:
 
     comp = sub.add_parser("compare", help="evaluate, compare with the baseline and render the PR comment")
     add_eval_args(comp)
+    add_agent_args(comp)
     comp.add_argument("--baseline", metavar="FILE|REF:PATH",
                       help=f"baseline file, or REF:PATH read with git show (default: {DEFAULT_BASELINE_PATH})")
     comp.add_argument("--comment", metavar="OUT.md", help="write the comment here instead of printing it")

@@ -170,3 +170,16 @@ def test_baseline_from_a_git_ref(proj: Path, capsys: pytest.CaptureFixture[str])
     code, _, err = cli(capsys, "compare", "--baseline", "origin/nope:.evalbot/baseline.json", "evals",
                        "--actuals", "runs/pr.json")
     assert code == 2 and "git fetch" in err
+
+
+def test_baseline_and_compare_can_run_the_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """--agent works for baseline and compare as for run: the agent's runs are produced, then compared."""
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    out = tmp_path / "baseline.json"
+    evals = "examples/agent/weather.evalset.json"
+    agent = "examples.agent.weather_agent:agent"
+    code, _, err = cli(capsys, "baseline", evals, "--agent", agent, "--output", str(out), "--commit", "x")
+    assert code == 0, err
+    code, text, _ = cli(capsys, "compare", "--baseline", str(out), evals, "--agent", agent)
+    assert code == 0 and "no regressions" in text
