@@ -11,8 +11,10 @@ Vertex's ``PointwiseMetricPromptTemplate``: ``criteria``, ``rating_rubric``, ``i
 
 Vertex fills and judges the template server-side; evalbot renders its own prompt with the same ingredients and
 asks the judge for ``{"explanation", "score"}``. A score outside the rubric's ratings is unparseable. With
-``num_samples`` > 1 (default 1) the invocation score is the mean of the parsed samples. Case score = mean of the
-scored invocations (Vertex's ``<metric>/mean``).
+``num_samples`` > 1 (default 1) the invocation's rating is the mean of the parsed samples. Every score in evalbot's
+report lies in [0, 1], so the rating is normalised over the rubric's range, ``(rating - lowest) / (highest -
+lowest)`` (a 1-5 rubric maps 4 to 0.75), and the rating itself is kept in ``details.rating``; the threshold is on
+the normalised scale. Case score = mean of the scored invocations (Vertex's ``<metric>/mean``, normalised).
 """
 
 from __future__ import annotations
@@ -95,6 +97,14 @@ def parse_score(text: str, allowed: set[float]) -> float | None:
     return value if value in allowed else None
 
 
+def normalise(rating: float | None, allowed: set[float]) -> float | None:
+    """A rating mapped onto [0, 1] over the rubric's range (a one-rating rubric maps to 1.0)."""
+    if rating is None:
+        return None
+    low, high = min(allowed), max(allowed)
+    return 1.0 if high == low else (rating - low) / (high - low)
+
+
 @dataclass(frozen=True)
 class PointwiseTemplate:
     """A user-declared judge metric."""
@@ -142,10 +152,11 @@ class PointwiseTemplate:
             return score_invocation(None, self.threshold, actual, reason=answer.error)
         samples = [parse_score(t, allowed) for t in answer.texts]
         present = [s for s in samples if s is not None]
-        score = statistics.mean(present) if present else None
+        rating = statistics.mean(present) if present else None
+        score = normalise(rating, allowed)
         first = next((t for t, s in zip(answer.texts, samples, strict=True) if s is not None),
                      answer.texts[0] if answer.texts else "")
-        details: dict[str, Any] = {"samples": samples, "rationale": rationale_of(first)}
+        details: dict[str, Any] = {"samples": samples, "rating": rating, "rationale": rationale_of(first)}
         reason = None if score is not None else "the judge's answers had no score from the rating rubric"
         return score_invocation(score, self.threshold, actual, reason=reason, details=details)
 
@@ -157,5 +168,12 @@ def build(spec: CriterionSpec, ctx: BuildContext) -> PointwiseTemplate:
     if unknown:
         raise ConfigError(f"{spec.name}: unknown input variable(s) {', '.join(unknown)}; evalbot can fill "
                           f"{', '.join(['response', *VARIABLES])}")
+    if spec.threshold is not None and not 0.0 <= spec.threshold <= 1.0:
+        ratings = sorted(float(k) for k in options.metric_prompt_template.rating_rubric)
+        raise ConfigError(
+            f"{spec.name}: threshold {spec.threshold:g} is outside 0..1; scores are ratings normalised over the "
+            f"rubric's range {ratings[0]:g}..{ratings[-1]:g}, i.e. (rating - {ratings[0]:g}) / "
+            f"({ratings[-1]:g} - {ratings[0]:g})"
+        )
     call = JudgeCall(ctx.judge, options.judge_model_options, spec.name) if ctx.judge is not None else None
     return PointwiseTemplate(spec.name, spec.threshold, options, call, ctx.judge_unavailable_reason)

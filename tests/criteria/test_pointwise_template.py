@@ -65,3 +65,23 @@ def test_bad_templates_are_config_errors() -> None:
     assert isinstance(bad_var, BrokenCriterion) and "mood" in bad_var.reason
     bad_key = _criteria({"metric_prompt_template": {**TEMPLATE, "rating_rubric": {"good": "x"}}}, None)[0]
     assert isinstance(bad_key, BrokenCriterion) and "rating_rubric" in bad_key.reason
+
+
+FIVE_POINT = {**TEMPLATE, "rating_rubric": {str(k): f"rating {k}" for k in range(1, 6)}}
+
+
+def test_ratings_are_normalised_onto_the_unit_interval() -> None:
+    """A 1-5 rubric's rating 4 scores 0.75 (report scores stay in [0, 1]); the rating itself is kept."""
+    with judged(lambda p, i, r: '{"explanation": "mostly", "score": 4}') as (_, stack):
+        (criterion, *_) = _criteria({"metric_prompt_template": FIVE_POINT}, stack)
+        result = run(criterion, case_input(CASE, ACTUAL))
+    assert result.score == 0.75 and result.status == "passed"
+    assert (result.per_invocation[0].details or {})["rating"] == 4.0
+
+
+def test_a_threshold_on_the_rating_scale_is_rejected_with_the_mapping() -> None:
+    """threshold 4 on a 1-5 rubric is a config error that explains the normalised scale."""
+    config = parse_config({"criteria": {"q": {"threshold": 4, "metric_prompt_template": FIVE_POINT}}}, "c.json")
+    (criterion, *_), _ = build_criteria(config, BuildContext())
+    assert isinstance(criterion, BrokenCriterion)
+    assert "outside 0..1" in criterion.reason and "(rating - 1) / (5 - 1)" in criterion.reason
