@@ -32,7 +32,7 @@ class InvocationScore(_Model):
     """A criterion's verdict on one invocation."""
 
     invocation_id: str | None = None
-    score: float | None = None
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
     status: Status
     reason: str | None = None
     """Why the status is what it is when that is not obvious (judge failure, missing data...)."""
@@ -43,7 +43,7 @@ class InvocationScore(_Model):
 class MetricResult(_Model):
     """A criterion's verdict on one case."""
 
-    score: float | None = None
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
     status: Status
     threshold: float | None = None
     per_invocation: list[InvocationScore] = Field(default_factory=list)
