@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from evalbot.actions import JUnitCase, JUnitSuite, annotation
+from evalbot.actions import JUnitCase, JUnitSuite, Level, annotation
 from evalbot.results import CaseResult, EvalSetReport, MetricResult, Report
 
 ANNOTATION_LIMIT = 10
@@ -84,12 +84,14 @@ def annotation_lines(
     limit: int = ANNOTATION_LIMIT,
     regressed: Sequence[tuple[str, str, str]] = (),
     display: Callable[[str], str] = str,
+    failing_level: Level = "error",
 ) -> list[str]:
     """``::error`` lines for regressed, failing and errored cases, on their eval set file and line.
 
     ``read_text(path)`` returns an eval set file's text (or None) so the case's line can be found;
     ``regressed`` holds (eval set path, eval_id, message) from the baseline comparison, shown first.
-    ``display`` turns a report path into the workspace-relative path annotations need.
+    ``display`` turns a report path into the workspace-relative path annotations need; failing (not
+    regressed) cases are annotated at ``failing_level`` (a warning when they do not block the merge).
     At most ``limit`` errors are emitted, then one notice saying how many more there were.
     """
     texts: dict[str, str | None] = {}
@@ -100,19 +102,21 @@ def annotation_lines(
         text = texts[path]
         return case_line(text, eval_id) if text and eval_id else None
 
-    found: list[tuple[str, str | None, str, str]] = [
-        (path, eval_id, "Regression", message) for path, eval_id, message in regressed
+    found: list[tuple[str, str | None, str, str, Level]] = [
+        (path, eval_id, "Regression", message, "error") for path, eval_id, message in regressed
     ]
     seen = {(path, eval_id) for path, eval_id, _ in regressed}
     for es in report.eval_sets:
-        found += [(es.path, None, "Eval set unusable", f"{p.pointer or ''} {p.message}".strip()) for p in es.errors]
+        found += [
+            (es.path, None, "Eval set unusable", f"{p.pointer or ''} {p.message}".strip(), "error") for p in es.errors
+        ]
         for case in es.cases:
             if case.status in ("failed", "error") and (es.path, case.eval_id) not in seen:
                 title = "Case failed" if case.status == "failed" else "Case errored"
-                found.append((es.path, case.eval_id, title, f"{case.eval_id}: {failing_summary(case)}"))
+                found.append((es.path, case.eval_id, title, f"{case.eval_id}: {failing_summary(case)}", failing_level))
     lines = [
-        annotation("error", message, file=display(path), line=where(path, eval_id), title=title)
-        for path, eval_id, title, message in found[:limit]
+        annotation(level, message, file=display(path), line=where(path, eval_id), title=title)
+        for path, eval_id, title, message, level in found[:limit]
     ]
     if len(found) > limit:
         lines.append(annotation("notice", f"{len(found) - limit} more failing cases: see the job summary"))

@@ -27,11 +27,14 @@ class ActionInputs:
     actuals: tuple[str, ...] = ()
     config: str | None = None
     baseline_path: str = ".evalbot/baseline.json"
-    fail_on: FailOn = "regression"
-    tolerance: float = 0.05
+    fail_on: FailOn | None = None
+    """None: the config's ``evalbot.fail_on``, else regression."""
+    tolerance: float | None = None
+    """None: the config's ``evalbot.tolerance``, else 0."""
     github_token: str = field(default="", repr=False)
     judge_api_key: str = field(default="", repr=False)
     comment_template: str | None = None
+    comment_id: str = "default"
     mode: str = "auto"
     judge_concurrency: int = 16
     judge_cache: str | None = None
@@ -123,16 +126,17 @@ def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
         values["junit_path"] = text("junit-path")
     values["github_token"] = raw["github-token"] or ""
     values["judge_api_key"] = raw["judge-api-key"] or ""
-    fail_on = (raw["fail-on"] or d.fail_on).lower()
-    if fail_on not in FAIL_ON:
+    fail_on = (raw["fail-on"] or "").lower() or None
+    if fail_on is not None and fail_on not in FAIL_ON:
         raise _bad("fail-on", f"{raw['fail-on']!r} is not one of {', '.join(FAIL_ON)}")
     values["fail_on"] = fail_on
+    values["comment_id"] = text("comment-id") or d.comment_id
     mode = (raw["mode"] or d.mode).lower().replace("-", "_")
     if mode not in MODES:
         raise _bad("mode", f"{raw['mode']!r} is not one of {', '.join(MODES)}")
     values["mode"] = mode
-    values["tolerance"] = _number("tolerance", raw["tolerance"], d.tolerance, float, 0.0, 1.0)
-    values["judge_concurrency"] = int(_number("judge-concurrency", raw["judge-concurrency"], 16, int, 1, 256))
+    values["tolerance"] = _number("tolerance", raw["tolerance"], None, float, 0.0, 1.0)
+    values["judge_concurrency"] = int(_number("judge-concurrency", raw["judge-concurrency"], 16, int, 1, 256) or 16)
     update = (raw["update-baseline"] or "false").lower()
     if update not in _TRUE | _FALSE:
         raise _bad("update-baseline", f"{raw['update-baseline']!r} is not true or false")
@@ -142,12 +146,12 @@ def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
 
 _INPUT_NAMES = (
     "eval-sets", "actuals", "config", "baseline-path", "fail-on", "tolerance", "github-token", "judge-api-key",
-    "comment-template", "mode", "judge-concurrency", "judge-cache", "update-baseline", "artifact-name",
+    "comment-template", "comment-id", "mode", "judge-concurrency", "judge-cache", "update-baseline", "artifact-name",
     "report-path", "junit-path",
 )  # fmt: skip
 
 
-def _number(name: str, raw: str | None, default: float, kind: type, low: float, high: float) -> float:
+def _number(name: str, raw: str | None, default: float | None, kind: type, low: float, high: float) -> float | None:
     if not raw:
         return default
     try:

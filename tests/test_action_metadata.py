@@ -11,7 +11,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from evalbot.action_app import Outcome
+from evalbot.action_publish import Outcome
 from evalbot.action_settings import ActionInputs, inputs_from_env
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -92,3 +92,15 @@ def test_failing_summary_falls_back_to_the_reason() -> None:
     """A case failing without a failing metric explains itself with its reason."""
     bare = CaseResult(eval_id="x", status="error", reason="no actual run recorded")
     assert failing_summary(bare) == "no actual run recorded"
+
+
+def test_non_blocking_failures_can_be_warnings() -> None:
+    """With fail-on regression, still-failing cases are warnings while regressions stay errors."""
+    lines = annotation_lines(
+        report(case("bad", "failed", 0.5), case("worse", "failed", 0.1)),
+        read_text=lambda path: None,
+        regressed=[("evals/shop.evalset.json", "worse", "worse regressed")],
+        failing_level="warning",
+    )
+    assert lines[0].startswith("::error") and "Regression" in lines[0]
+    assert lines[1].startswith("::warning") and "bad" in lines[1] and len(lines) == 2

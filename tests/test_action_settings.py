@@ -34,7 +34,7 @@ def load(name: str) -> dict[str, Any]:
 def test_defaults_match_action_yml_when_no_input_is_set() -> None:
     """With no INPUT_* at all the documented defaults apply."""
     got = inputs_from_env({})
-    assert got.eval_sets == ("evals",) and got.fail_on == "regression" and got.mode == "auto"
+    assert got.eval_sets == ("evals",) and got.fail_on is None and got.mode == "auto"
     assert got.baseline_path == ".evalbot/baseline.json" and got.update_baseline is False
     assert got.junit_path == ".evalbot-out/junit.xml"
 

@@ -62,6 +62,16 @@ class CommentRef:
     """Later copies of the marked comment (from retries or concurrent runs) that were deleted."""
 
 
+@dataclass(frozen=True)
+class PullRef:
+    """An open pull request as found from its head commit."""
+
+    number: int
+    base_sha: str
+    base_ref: str
+    head_sha: str
+
+
 class Forge(Protocol):
     """Everything evalbot needs from GitHub; ``evalbot.forge.pygithub.PyGithubForge`` implements it."""
 
@@ -77,8 +87,8 @@ class Forge(Protocol):
         """Commit ``content`` to ``path`` on ``branch``; the new commit sha, or None if unchanged."""
         ...
 
-    def find_pr_by_head_sha(self, head_sha: str, *, head_label: str | None = None) -> int | None:
-        """Number of the open PR whose head is ``head_sha`` (``head_label`` = "owner:branch" narrows it)."""
+    def find_pr_by_head_sha(self, head_sha: str, *, head_label: str | None = None) -> PullRef | None:
+        """The open PR whose head is ``head_sha`` (``head_label`` = "owner:branch" narrows the search)."""
         ...
 
     def download_artifact(self, *, run_id: int, name: str, max_bytes: int) -> dict[str, bytes]:

@@ -26,11 +26,15 @@ from evalbot.forge.base import (
     ForgeError,
     ForgeForbidden,
     ForgeUnavailable,
+    PullRef,
     RetryPolicy,
     with_marker,
 )
 
 log = logging.getLogger(__name__)
+# Importing PyGithub sets its logger to INFO with its own stderr handler; its INFO lines (every expected 403 on
+# GET /user, every retry) are noise in a job log, so only its warnings stay.
+logging.getLogger("github").setLevel(logging.WARNING)
 
 ACTIONS_BOT = "github-actions[bot]"
 """Author of comments made with the workflow's GITHUB_TOKEN (which may not call GET /user)."""
@@ -265,10 +269,10 @@ class PyGithubForge:
                 raise _translate(operation, exc) from exc
         raise ForgeConflict(operation, "another writer kept changing the file; rerun the job")
 
-    def find_pr_by_head_sha(self, head_sha: str, *, head_label: str | None = None) -> int | None:
+    def find_pr_by_head_sha(self, head_sha: str, *, head_label: str | None = None) -> PullRef | None:
         """Open PR whose head commit is ``head_sha`` (never trust a PR number from an artifact)."""
 
-        def scan() -> int | None:
+        def scan() -> PullRef | None:
             pulls = (
                 self._repo.get_pulls(state="open", head=head_label)
                 if head_label
@@ -276,7 +280,7 @@ class PyGithubForge:
             )
             for index, pr in enumerate(pulls):
                 if pr.head.sha == head_sha:
-                    return int(pr.number)
+                    return PullRef(number=pr.number, base_sha=pr.base.sha, base_ref=pr.base.ref, head_sha=head_sha)
                 if index + 1 >= MAX_PR_SCAN:
                     break
             return None

@@ -159,6 +159,23 @@ def pull_request_event(*, fork: bool = False, number: int = 7) -> dict[str, Any]
     return payload
 
 
+@pytest.fixture(scope="session")
+def baseline_text(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The baseline file of main's actuals, made once by running the action in mode baseline."""
+    tmp = tmp_path_factory.mktemp("baseline")
+    with FakeGitHub(repo=REPO) as github, FakeGemini(responder=lambda prompt, index, request: VALID) as gemini:
+        action = Action(tmp, github, gemini)
+        run = action.run(
+            "push",
+            event("push"),
+            inputs={"mode": "baseline", "actuals": "actuals/good.json"},
+            ref="refs/heads/main",
+            sha=BASE_SHA,
+        )
+        assert run.code == 0, run.stdout + run.stderr
+        return (action.workspace / ".evalbot" / "baseline.json").read_text(encoding="utf-8")
+
+
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
     with FakeGitHub(repo=REPO) as fake:

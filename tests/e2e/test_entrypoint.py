@@ -11,7 +11,7 @@ def test_push_evaluates_with_the_judge_and_writes_everything(action: Action) -> 
     """A push run scores with the (fake) Gemini judge and writes report, JUnit, outputs and summary."""
     run = action.run("push", event("push"), inputs={"actuals": "actuals/good.json"}, ref="refs/heads/main")
     assert run.code == 0, run.stdout + run.stderr
-    assert run.outputs["verdict"] == "pass" and run.outputs["failing"] == "0"
+    assert run.outputs["verdict"] == "passed" and run.outputs["failing"] == "0"
     assert run.outputs["report-path"] == ".evalbot-out/report.json"
     assert (run.workspace / ".evalbot-out" / "report.json").is_file()
     junit = ET.parse(run.workspace / ".evalbot-out" / "junit.xml").getroot()

@@ -139,8 +139,9 @@ class FakeGitHub:
     def comments_on(self, number: int) -> list[Comment]:
         return sorted((c for c in self.comments.values() if c.issue == number), key=lambda c: c.id)
 
-    def calls(self, operation: str) -> int:
-        return sum(1 for e in self.exchanges if e.operation == operation)
+    def calls(self, operation: str, *, status: int | None = None) -> int:
+        """How many requests reached ``operation`` (only those answered with ``status``, if given)."""
+        return sum(1 for e in self.exchanges if e.operation == operation and status in (None, e.status))
 
     # -- JSON shapes, seeded from the spec's own examples -----------------------------------------
     def _rebase(self, obj: Any) -> Any:

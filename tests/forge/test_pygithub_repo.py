@@ -83,7 +83,8 @@ def test_pr_found_by_head_sha_and_label(fake: FakeGitHub, make_forge: Make) -> N
     fake.add_pull(Pull(11, head_sha="1" * 40, base_sha=BASE, head_ref="topic", head_owner="forker"))
     fake.add_pull(Pull(12, head_sha=HEAD, base_sha=BASE, head_ref="topic", head_owner="forker"))
     forge = make_forge()
-    assert forge.find_pr_by_head_sha(HEAD, head_label="forker:topic") == 12
+    found = forge.find_pr_by_head_sha(HEAD, head_label="forker:topic")
+    assert found is not None and (found.number, found.base_sha, found.base_ref) == (12, BASE, "main")
     assert forge.find_pr_by_head_sha("9" * 40, head_label="forker:topic") is None
 
 
@@ -93,7 +94,8 @@ def test_pr_found_by_head_sha_without_label_across_pages(fake: FakeGitHub, make_
         fake.add_pull(Pull(n, head_sha=f"{n}" * 40, base_sha=BASE))
     fake.add_pull(Pull(6, head_sha=HEAD, base_sha=BASE, state="closed"))
     forge = make_forge(per_page=2)
-    assert forge.find_pr_by_head_sha("1" * 40) == 1
+    found = forge.find_pr_by_head_sha("1" * 40)
+    assert found is not None and found.number == 1
     assert forge.find_pr_by_head_sha(HEAD) is None
 
 

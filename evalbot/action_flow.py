@@ -1,0 +1,240 @@
+"""The Action's own-repository stage: evaluate, compare with the baseline, publish, and refresh the baseline."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from evalbot import actions
+from evalbot.action_publish import Outcome, Published, post_comment, print_annotations
+from evalbot.action_report import junit_suites
+from evalbot.action_settings import ActionInputs, GitHubContext, Mode, on_default_branch
+from evalbot.baseline import Baseline, GitResult, build_baseline, dump_baseline, git_show, parse_baseline
+from evalbot.compare import compare
+from evalbot.comparison import Comparison
+from evalbot.errors import InputError
+from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
+from evalbot.gate import GatePolicy, policy_from_settings
+from evalbot.render import Links, comment_marker, render_comment, render_summary
+from evalbot.results import Report
+
+log = logging.getLogger("evalbot")
+BASELINE_MESSAGE = "chore(evalbot): refresh eval baseline [skip ci]"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Paths as the inputs give them (relative to GITHUB_WORKSPACE) and as annotations need them."""
+
+    root: Path
+
+    def path(self, raw: str) -> Path:
+        p = Path(raw)
+        return p if p.is_absolute() else self.root / p
+
+    def relative(self, raw: str) -> str:
+        p = Path(raw)
+        if not p.is_absolute():
+            return p.as_posix()
+        try:
+            return p.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return raw
+
+    def read(self, raw: str) -> str | None:
+        try:
+            return self.path(raw).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def git(self, args: list[str]) -> GitResult:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=self.root, capture_output=True, text=True, check=False, timeout=60
+            )
+        except FileNotFoundError:
+            return GitResult(127, "", "git is not installed")
+        except subprocess.TimeoutExpired:
+            return GitResult(124, "", "git timed out after 60 s")
+        return GitResult(done.returncode, done.stdout, done.stderr)
+
+
+def eval_paths(inputs: ActionInputs, ws: Workspace) -> list[str]:
+    """Eval set inputs as given: relative to the workspace (the working directory), so reports show them so."""
+    return list(inputs.eval_sets)
+
+
+def policy_and_template(inputs: ActionInputs, ws: Workspace) -> tuple[GatePolicy, str | None]:
+    """The gate policy (inputs override the config's ``evalbot`` object) and the comment template text."""
+    from evalbot.cli_compare import _template_text, evalbot_settings
+
+    settings, config_path = evalbot_settings(eval_paths(inputs, ws), inputs.config)
+    overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance}
+    policy = policy_from_settings(settings, source=str(config_path or "action inputs"), overrides=overrides)
+    template_input = str(ws.path(inputs.comment_template)) if inputs.comment_template else None
+    return policy, _template_text(template_input, settings, config_path)
+
+
+def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace) -> Report:
+    """Score the eval sets with a judge when credentials are there (the judge-api-key input wins)."""
+    from evalbot.app import evaluate
+    from evalbot.criteria.base import BuildContext
+    from evalbot.judges.factory import judge_from_environ
+
+    judge_env = dict(env)
+    if inputs.judge_api_key:
+        judge_env["GOOGLE_API_KEY"] = inputs.judge_api_key
+    cache = str(ws.path(inputs.judge_cache)) if inputs.judge_cache else None
+    judge, notice = judge_from_environ(judge_env, cache_dir=cache, concurrency=inputs.judge_concurrency)
+    report = evaluate(
+        eval_paths(inputs, ws),
+        actuals=list(inputs.actuals),
+        config=inputs.config,
+        ctx=BuildContext(judge=judge, judge_unavailable_reason=notice),
+        notices=[notice] if notice else [],
+    )
+    usage: Callable[[], dict[str, Any]] | None = getattr(judge, "usage_summary", None)
+    if report.usage is None and callable(usage):
+        total = usage().get("total", {})
+        if total.get("requests") or total.get("cached_samples"):
+            report.usage = usage()
+    return report
+
+
+def read_baseline_at(forge: Forge | None, ws: Workspace, path: str, ref: str) -> Baseline | None:
+    """The baseline at commit ``ref``: the contents API first, ``git show`` when GitHub cannot answer."""
+    label = f"{ref[:12]}:{path}"
+    if forge is not None:
+        try:
+            text = forge.read_file(path, ref=ref)
+            return None if text is None else parse_baseline(text, label)
+        except ForgeError as exc:
+            log.warning("evalbot: reading the baseline through the API failed (%s); trying git show", exc)
+    try:
+        text = git_show(ref, path, git=ws.git)
+    except InputError as exc:
+        raise ForgeUnavailable("read the baseline", f"neither the API nor git could read {label}: {exc}") from exc
+    return None if text is None else parse_baseline(text, label)
+
+
+def write_report_files(report: Report, inputs: ActionInputs, ws: Workspace) -> None:
+    """The JSON report (the artifact the second stage reads) and the JUnit XML."""
+    target = ws.path(inputs.report_path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    if inputs.junit_path:
+        actions.write_junit(ws.path(inputs.junit_path), junit_suites(report))
+
+
+def links(ctx: GitHubContext, inputs: ActionInputs) -> Links:
+    """The run page (where the job summary is) and the report's path."""
+    run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{ctx.run_id}" if ctx.run_id and ctx.repository else None
+    return Links(summary=run, report=inputs.report_path)
+
+
+def outcome_of(comparison: Comparison, inputs: ActionInputs, published: Published | None = None) -> Outcome:
+    """Outputs and exit code from the gate (a failed comment never flips the verdict)."""
+    counts = comparison.counts
+    return Outcome(
+        verdict=comparison.gate.verdict,
+        exit_code=comparison.gate.exit_code,
+        regressed=counts.get("regressed", 0),
+        fixed=counts.get("fixed", 0),
+        failing=comparison.report.totals.failed,
+        inconclusive=counts.get("inconclusive", 0),
+        report_path=inputs.report_path,
+        comment_url=published.comment_url if published else "",
+    )
+
+
+def summarize(ctx: GitHubContext, text: str, notices: list[str]) -> None:
+    """Append the notices and the rendered summary to the job summary (1 MiB cap)."""
+    if ctx.summary_path:
+        head = "".join(f"> [!WARNING]\n> {n}\n\n" for n in notices)
+        actions.append_summary(ctx.summary_path, head + text)
+
+
+def same_scores(old: Baseline, new: Baseline) -> bool:
+    """Whether two baselines hold the same results (only when and where they were measured differ)."""
+    volatile = {"commit", "created_at"}
+    return old.model_dump(exclude=volatile) == new.model_dump(exclude=volatile)
+
+
+def first_stage(
+    env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContext, mode: Mode, forge: Forge | None, stream: TextIO
+) -> Outcome:
+    """pull_request, push and baseline modes."""
+    ws = Workspace(ctx.workspace)
+    policy, template = policy_and_template(inputs, ws)
+    pr = ctx.pull_request
+    if mode == "pull_request" and pr is not None:
+        baseline = read_baseline_at(forge, ws, inputs.baseline_path, pr.base_sha)
+        source = f"{pr.base_sha[:12]}:{inputs.baseline_path}"
+    else:
+        text = ws.read(inputs.baseline_path)
+        baseline = None if text is None else parse_baseline(text, inputs.baseline_path)
+        source = inputs.baseline_path
+    report = evaluate_inputs(env, inputs, ws)
+    write_report_files(report, inputs, ws)
+    comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source)
+    link = links(ctx, inputs)
+    print_annotations(comparison, read_text=ws.read, display=ws.relative, stream=stream)
+    notices: list[str] = []
+    published = None
+    if mode == "pull_request" and pr is not None:
+        body = render_comment(comparison, marker=comment_marker(inputs.comment_id), links=link, template=template)
+        published = post_comment(
+            forge, number=pr.number, marker=comment_marker(inputs.comment_id), body=body, stream=stream
+        )
+        notices += [published.notice] if published.notice else []
+    if mode in ("push", "baseline"):
+        notices += refresh_baseline(report, inputs, ctx, mode, forge, ws, stream)
+    summarize(ctx, render_summary(comparison, links=link), notices)
+    print(f"evalbot: {comparison.gate.verdict} (exit {comparison.gate.exit_code})", file=stream)
+    return outcome_of(comparison, inputs, published)
+
+
+def refresh_baseline(
+    report: Report,
+    inputs: ActionInputs,
+    ctx: GitHubContext,
+    mode: Mode,
+    forge: Forge | None,
+    ws: Workspace,
+    stream: TextIO,
+) -> list[str]:
+    """Mode baseline writes the file; with update-baseline on the default branch it is also committed."""
+    if mode == "push" and not inputs.update_baseline:
+        return []
+    if report.errors or report.totals.error or any(es.errors for es in report.eval_sets):
+        return ["The baseline was not refreshed: some inputs are invalid or cases errored (see above)."]
+    created = datetime.now(UTC).replace(microsecond=0).isoformat()
+    fresh = build_baseline(report, commit=ctx.sha or None, created_at=created)
+    text = dump_baseline(fresh)
+    if mode == "baseline":
+        target = ws.path(inputs.baseline_path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        print(f"evalbot: wrote the baseline to {inputs.baseline_path}", file=stream)
+    if not inputs.update_baseline:
+        return []
+    if not on_default_branch(ctx) or forge is None or not ctx.default_branch:
+        return ["update-baseline applies only to pushes to the default branch with a github-token; not committed."]
+    current = ws.read(inputs.baseline_path) if mode == "push" else None
+    if current is not None and same_scores(parse_baseline(current, inputs.baseline_path), fresh):
+        print("evalbot: the committed baseline already has these results; not committed again", file=stream)
+        return []
+    try:
+        sha = forge.commit_file(
+            path=inputs.baseline_path, content=text, branch=ctx.default_branch, message=BASELINE_MESSAGE
+        )
+    except ForgeError as exc:
+        print(actions.annotation("warning", f"baseline not committed: {exc}", title="evalbot baseline"), file=stream)
+        return [f"The refreshed baseline could not be committed: {exc}"]
+    print(f"evalbot: baseline {'unchanged' if sha is None else 'committed as ' + sha[:12]}", file=stream)
+    return []

@@ -1,0 +1,109 @@
+"""Publishing a comparison from the Action: the sticky PR comment (degrading on forks), summary and annotations."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TextIO
+
+from evalbot import actions
+from evalbot.action_report import annotation_lines
+from evalbot.comparison import Comparison
+from evalbot.forge.base import Forge, ForgeError, ForgeForbidden
+
+log = logging.getLogger("evalbot")
+
+FORK_NOTICE = (
+    "evalbot could not comment on this pull request: the token is read-only (a pull request from a fork, or "
+    "`pull-requests: write` missing). The results are in this job summary; with the two-stage workflow from the "
+    "README, the `workflow_run` stage posts the comment."
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the run decided: the verdict, the counts and where things were written."""
+
+    verdict: str
+    exit_code: int
+    regressed: int = 0
+    fixed: int = 0
+    failing: int = 0
+    inconclusive: int = 0
+    report_path: str = ""
+    comment_url: str = ""
+
+    def outputs(self) -> dict[str, str]:
+        """The action's outputs, as action.yml declares them."""
+        return {
+            "verdict": self.verdict,
+            "regressed": str(self.regressed),
+            "fixed": str(self.fixed),
+            "failing": str(self.failing),
+            "inconclusive": str(self.inconclusive),
+            "report-path": self.report_path,
+            "comment-url": self.comment_url,
+        }
+
+
+@dataclass(frozen=True)
+class Published:
+    """Where the comment went, and any notice to show in the summary instead."""
+
+    comment_url: str = ""
+    notice: str | None = None
+    failed: bool = False
+
+
+def post_comment(forge: Forge | None, *, number: int, marker: str, body: str, stream: TextIO) -> Published:
+    """Upsert the sticky comment; a 403 becomes a notice (never a crash), other failures a warning."""
+    if forge is None:
+        notice = "No github-token: the comment was not posted; the results are in this job summary."
+        print(actions.annotation("warning", notice, title="evalbot comment"), file=stream)
+        return Published(notice=notice)
+    try:
+        ref = forge.upsert_comment(number=number, marker=marker, body=body)
+    except ForgeForbidden as exc:
+        print(actions.annotation("warning", f"{FORK_NOTICE} ({exc})", title="evalbot comment"), file=stream)
+        return Published(notice=FORK_NOTICE)
+    except ForgeError as exc:
+        notice = f"The PR comment could not be posted: {exc}. The results are in this job summary."
+        print(actions.annotation("warning", notice, title="evalbot comment"), file=stream)
+        return Published(notice=notice, failed=True)
+    log.info("evalbot: comment %s: %s", ref.action, ref.url)
+    return Published(comment_url=ref.url)
+
+
+def regressed_cases(comparison: Comparison) -> list[tuple[str, str, str]]:
+    """(eval set path, eval_id, message) of every regressed case, for annotations."""
+    found = []
+    for es in comparison.eval_sets:
+        for case in es.cases:
+            if case.category == "regressed":
+                flips = ", ".join(
+                    f"{m.criterion} {m.baseline_status} -> {m.current_status}"
+                    for m in case.metrics
+                    if m.change == "regressed"
+                )
+                found.append((es.path, case.eval_id, f"{case.eval_id} regressed: {flips or case.reason or ''}"))
+    return found
+
+
+def print_annotations(
+    comparison: Comparison,
+    *,
+    read_text: Callable[[str], str | None],
+    display: Callable[[str], str],
+    stream: TextIO,
+) -> None:
+    """Regressions first, then failing cases, as ``::error`` lines on the eval set files."""
+    lines = annotation_lines(
+        comparison.report,
+        read_text=read_text,
+        display=display,
+        regressed=regressed_cases(comparison),
+        failing_level="error" if comparison.policy.fail_on == "threshold" else "warning",
+    )
+    for line in lines:
+        print(line, file=stream)

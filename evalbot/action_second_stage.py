@@ -1,0 +1,83 @@
+"""The fork-safe second stage (``workflow_run``): turn the first stage's report artifact into the PR comment.
+
+The artifact comes from a workflow the pull request could change, so it is untrusted data: size-capped, read in
+memory, validated by the Report model (unknown keys refused) and only ever rendered through the escaping
+templates. The PR is found from the run's head commit, never from anything inside the artifact, and the baseline
+and the gate settings come from the base commit and the default branch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import PurePosixPath
+from typing import TextIO
+
+from pydantic import ValidationError
+
+from evalbot import actions
+from evalbot.action_flow import Workspace, links, outcome_of, policy_and_template, read_baseline_at, summarize
+from evalbot.action_publish import Outcome, post_comment
+from evalbot.action_settings import ActionInputs, GitHubContext
+from evalbot.compare import compare
+from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError
+from evalbot.forge.base import Forge
+from evalbot.render import comment_marker, render_comment, render_summary
+from evalbot.results import Report
+
+log = logging.getLogger("evalbot")
+MAX_ARTIFACT_BYTES = 50 * 1024 * 1024
+"""Largest first-stage artifact read (zipped, and again unzipped)."""
+
+
+def report_from_artifact(files: Mapping[str, bytes], inputs: ActionInputs) -> Report:
+    """The report file of the artifact (matched by the report-path input's file name), validated."""
+    wanted = PurePosixPath(inputs.report_path).name
+    matches = sorted(name for name in files if PurePosixPath(name).name == wanted)
+    where = f"artifact {inputs.artifact_name}"
+    if not matches:
+        raise InputError(where, "", f"no {wanted} inside (found: {', '.join(sorted(files)) or 'nothing'})")
+    try:
+        return Report.model_validate_json(files[matches[0]])
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        pointer = "/" + "/".join(str(p) for p in first["loc"])
+        raise InputError(f"{where}:{matches[0]}", pointer, f"not an evalbot report: {first['msg']}") from None
+
+
+def second_stage(
+    env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContext, forge: Forge | None, stream: TextIO
+) -> Outcome:
+    """Download, validate, compare with the baseline at the PR's base commit, and upsert the comment."""
+    run = ctx.workflow_run
+    if run is None or forge is None:
+        raise InputError("input mode", "", "workflow_run mode needs a workflow_run event and a github-token")
+    if run.event not in ("pull_request", "pull_request_target"):
+        print(f"evalbot: the triggering run was a {run.event or 'unknown'} event; nothing to comment on", file=stream)
+        return Outcome(verdict="passed", exit_code=EXIT_OK, report_path=inputs.report_path)
+    pull = forge.find_pr_by_head_sha(run.head_sha, head_label=run.head_label)
+    if pull is None:
+        note = f"No open pull request has head {run.head_sha[:12]} (closed, or pushed again since); no comment."
+        print(actions.annotation("notice", note, title="evalbot"), file=stream)
+        return Outcome(verdict="passed", exit_code=EXIT_OK, report_path=inputs.report_path)
+    files = forge.download_artifact(run_id=run.id, name=inputs.artifact_name, max_bytes=MAX_ARTIFACT_BYTES)
+    report = report_from_artifact(files, inputs)
+    ws = Workspace(ctx.workspace)
+    policy, template = policy_and_template(inputs, ws)
+    baseline = read_baseline_at(forge, ws, inputs.baseline_path, pull.base_sha)
+    source = f"{pull.base_sha[:12]}:{inputs.baseline_path}"
+    comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source)
+    first_run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{run.id}"
+    link = links(ctx, inputs)
+    body = render_comment(comparison, marker=comment_marker(inputs.comment_id), links=link, template=template)
+    body += f"\n<sub>Results produced by [the pull request's workflow run]({first_run}).</sub>\n"
+    published = post_comment(
+        forge, number=pull.number, marker=comment_marker(inputs.comment_id), body=body, stream=stream
+    )
+    summarize(ctx, render_summary(comparison, links=link), [published.notice] if published.notice else [])
+    print(f"evalbot: PR #{pull.number}: {comparison.gate.verdict}", file=stream)
+    # The first stage's job is the merge gate; this stage fails only when it could not do its own job.
+    return replace(
+        outcome_of(comparison, inputs, published), exit_code=EXIT_UNAVAILABLE if published.failed else EXIT_OK
+    )

@@ -1,0 +1,117 @@
+"""Pull request runs end to end: comment created then edited in place, regression gate, fork degradation."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.e2e.conftest import BASE_SHA, Action, pull_request_event
+from tests.fakes.fake_github import READ_ONLY_TOKEN, FakeGitHub
+
+BASELINE = ".evalbot/baseline.json"
+MARK = "<!-- evalbot id=default -->"
+
+
+def test_baseline_mode_writes_the_file_it_measured(baseline_text: str) -> None:
+    """Mode baseline wrote main's scores with the commit it measured (the other tests compare with it)."""
+    data = json.loads(baseline_text)
+    assert data["commit"] == BASE_SHA and "shop" in data["eval_sets"]
+
+
+def make_baseline(action: Action, text: str) -> str:
+    """Publish the baseline at the PR's base commit only (the PR's own tree does not have it)."""
+    action.github.put_file(BASELINE, text, ref=BASE_SHA)
+    return text
+
+
+def test_comment_created_then_edited_in_place_and_the_gate_blocks(action: Action, baseline_text: str) -> None:
+    """Passing PR: exit 0 and one comment; regressing push to it: exit 1, the same comment edited, annotations."""
+    make_baseline(action, baseline_text)
+    ok = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
+    assert ok.code == 0, ok.stdout + ok.stderr
+    (comment,) = action.github.comments_on(7)
+    first_body = comment.body
+    assert first_body.startswith(MARK) and comment.login == "github-actions[bot]"
+    assert ok.outputs["verdict"] == "passed" and ok.outputs["regressed"] == "0"
+    assert ok.outputs["comment-url"].endswith(f"#issuecomment-{comment.id}")
+    assert action.github.calls("repos/get-content") >= 1  # baseline read through the API at base.sha
+
+    bad = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert bad.code == 1, bad.stdout + bad.stderr
+    assert bad.outputs["verdict"] == "blocked" and bad.outputs["regressed"] == "1"
+    assert [c.id for c in action.github.comments_on(7)] == [comment.id]
+    edited = action.github.comments[comment.id].body
+    assert edited != first_body and edited.startswith(MARK) and "refund" in edited
+    assert action.github.calls("issues/update-comment") == 1
+    assert action.github.calls("issues/create-comment") == 1
+    regression = [a for a in bad.annotations() if "title=Regression" in a]
+    assert regression and regression[0].startswith("::error file=evals/shop.evalset.json,line=")
+    assert "refund" in bad.summary
+
+
+def test_rerun_with_the_same_result_does_not_edit(action: Action, baseline_text: str) -> None:
+    """A re-run that renders the same comment sends no PATCH."""
+    make_baseline(action, baseline_text)
+    action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
+    again = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
+    assert again.code == 0 and len(action.github.comments_on(7)) == 1
+    assert action.github.calls("issues/update-comment") == 0
+
+
+def test_fork_pull_request_degrades_to_the_job_summary(action: Action, baseline_text: str) -> None:
+    """Read-only token and no judge key: no comment, a clear notice, judged criteria not_evaluated, no crash."""
+    make_baseline(action, baseline_text)
+    run = action.run(
+        "pull_request",
+        pull_request_event(fork=True),
+        inputs={"actuals": "actuals/good.json"},
+        token=READ_ONLY_TOKEN,
+        judge_key=None,
+    )
+    assert run.code == 0, run.stdout + run.stderr
+    assert action.github.comments_on(7) == []
+    assert run.outputs["comment-url"] == "" and run.outputs["verdict"] == "passed"
+    assert "could not comment on this pull request" in run.summary
+    assert any(line.startswith("::warning") and "read-only" in line for line in run.commands)
+    report = json.loads((run.workspace / ".evalbot-out" / "report.json").read_text())
+    assert any("no judge credentials" in n for n in report["notices"])
+    judged = [c["metrics"]["final_response_match_v2"]["status"] for c in report["eval_sets"][0]["cases"]]
+    assert judged == ["not_evaluated"] * 3
+
+
+def test_baseline_falls_back_to_git_show_when_the_api_refuses(
+    action: Action, github: FakeGitHub, baseline_text: str
+) -> None:
+    """If the contents API cannot be used, the baseline is read with git show at base.sha from the checkout."""
+    text = make_baseline(action, baseline_text)
+    github.files.clear()
+    ws = action.workspace
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q"], cwd=ws, check=True)
+    (ws / BASELINE).parent.mkdir(exist_ok=True)
+    (ws / BASELINE).write_text(text)
+    subprocess.run([*git, "add", "-A"], cwd=ws, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=ws, check=True)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ws, check=True, capture_output=True, text=True)
+    (ws / BASELINE).unlink()  # the PR deleted it in its own tree: only base.sha counts
+    github.fail("GET", r"/contents/", 403, body={"message": "Resource not accessible by integration"}, times=5)
+    payload = pull_request_event()
+    payload["pull_request"]["base"]["sha"] = base.stdout.strip()
+    run = action.run("pull_request", payload, inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 1, run.stdout + run.stderr  # the regression was found against the git baseline
+    assert run.outputs["regressed"] == "1"
+
+
+def test_missing_baseline_reports_absolute_scores(action: Action) -> None:
+    """No baseline at base.sha: absolute scores, exit 0, and the comment says how to create one."""
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 0, run.stdout + run.stderr
+    assert "baseline" in action.github.comments_on(7)[0].body.lower()
+
+
+def test_workspace_is_left_with_report_and_junit(action: Action) -> None:
+    """The report and JUnit files land in the workspace for upload-artifact and other CI systems."""
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
+    out = Path(run.workspace) / ".evalbot-out"
+    assert (out / "report.json").is_file() and (out / "junit.xml").is_file()

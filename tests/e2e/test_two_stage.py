@@ -1,0 +1,103 @@
+"""Fork-safe flow end to end: the fork's run leaves a report artifact, the workflow_run stage comments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.e2e.conftest import BASE_SHA, HEAD_SHA, REPO, Action, event, pull_request_event
+from tests.e2e.test_pull_request import MARK, make_baseline
+from tests.fakes.fake_github import READ_ONLY_TOKEN, Pull
+
+RUN_ID = 5151
+
+
+def workflow_run_event(*, event_name: str = "pull_request") -> dict[str, Any]:
+    """workflow_run 'completed' for the first stage's run on the fork's head commit."""
+    payload = event("workflow_run")
+    run = payload["workflow_run"]
+    run.update(
+        id=RUN_ID, head_sha=HEAD_SHA, head_branch="feature", event=event_name, conclusion="failure", pull_requests=[]
+    )  # GitHub leaves this empty for forks
+    run["head_repository"]["owner"]["login"] = "forker"
+    return payload
+
+
+def first_stage(action: Action, actuals: str, baseline_text: str) -> None:
+    """The fork's pull_request run (read-only token, no key), its report uploaded as the artifact."""
+    make_baseline(action, baseline_text)
+    posted = action.github.calls("issues/create-comment", status=201)
+    run = action.run(
+        "pull_request",
+        pull_request_event(fork=True),
+        inputs={"actuals": actuals},
+        token=READ_ONLY_TOKEN,
+        judge_key=None,
+    )
+    assert run.code in (0, 1), run.stdout + run.stderr
+    assert action.github.calls("issues/create-comment", status=201) == posted  # the read-only token cannot post
+    report = (run.workspace / ".evalbot-out" / "report.json").read_bytes()
+    junit = (run.workspace / ".evalbot-out" / "junit.xml").read_bytes()
+    action.github.add_artifact(RUN_ID, "evalbot-report", {"report.json": report, "junit.xml": junit})
+    action.github.add_pull(Pull(7, head_sha=HEAD_SHA, base_sha=BASE_SHA, head_ref="feature", head_owner="forker"))
+
+
+def test_second_stage_posts_the_fork_comment_and_edits_it_later(action: Action, baseline_text: str) -> None:
+    """workflow_run: artifact downloaded, PR found by head sha, comment created; a later run edits it."""
+    first_stage(action, "actuals/good.json", baseline_text)
+    run = action.run(
+        "workflow_run",
+        workflow_run_event(),
+        inputs={"mode": "workflow_run"},
+        judge_key=None,
+        sha="d" * 40,
+        ref="refs/heads/main",
+    )
+    assert run.code == 0, run.stdout + run.stderr
+    assert action.github.calls("issues/create-comment", status=201) == 1
+    (comment,) = action.github.comments_on(7)
+    assert comment.body.startswith(MARK) and f"/{REPO}/actions/runs/{RUN_ID}" in comment.body
+    assert run.outputs["comment-url"].endswith(f"#issuecomment-{comment.id}")
+    assert action.github.calls("blob") == 1  # the archive, fetched from storage without the token
+
+    action.github.artifacts.clear()
+    first_stage(
+        action, "actuals/regressed.json", baseline_text
+    )  # the fork pushed a regression; its PATCH is refused too
+    again = action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None)
+    assert again.code == 0 and again.outputs["verdict"] == "blocked" and again.outputs["regressed"] == "1"
+    assert [c.id for c in action.github.comments_on(7)] == [comment.id]
+    assert "refund" in action.github.comments[comment.id].body
+    assert action.github.calls("issues/create-comment", status=201) == 1
+
+
+def test_tampered_artifact_is_refused(action: Action, baseline_text: str) -> None:
+    """A report with keys evalbot never writes is rejected with an error naming the artifact (exit 2)."""
+    first_stage(action, "actuals/good.json", baseline_text)
+    action.github.artifacts.clear()
+    action.github.add_artifact(RUN_ID, "evalbot-report", {"report.json": b'{"eval_sets": [], "pwned": true}'})
+    run = action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None)
+    assert run.code == 2 and action.github.comments_on(7) == []
+    assert any("artifact evalbot-report" in line and "not an evalbot report" in line for line in run.annotations())
+
+
+def test_non_pull_request_runs_are_ignored(action: Action) -> None:
+    """A workflow_run triggered by a push has no PR to comment on: exit 0, nothing posted."""
+    run = action.run("workflow_run", workflow_run_event(event_name="push"), inputs={"mode": "workflow_run"})
+    assert run.code == 0 and action.github.calls("actions/list-workflow-run-artifacts") == 0
+
+
+def test_push_to_main_commits_the_refreshed_baseline_once(action: Action) -> None:
+    """update-baseline on the default branch commits through the contents API; an identical rerun does not."""
+    inputs = {"actuals": "actuals/good.json", "update-baseline": "true"}
+    first = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="e" * 40)
+    assert first.code == 0, first.stdout + first.stderr
+    assert [(b, p) for b, p, _ in action.github.commits] == [("main", ".evalbot/baseline.json")]
+    assert b'"commit": "' + b"e" * 40 in action.github.files[("main", ".evalbot/baseline.json")]
+    committed = action.github.files[("main", ".evalbot/baseline.json")]
+    (action.workspace / ".evalbot").mkdir(exist_ok=True)
+    (action.workspace / ".evalbot" / "baseline.json").write_bytes(committed)  # the next push checks it out
+    same = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="f" * 40)
+    assert same.code == 0 and len(action.github.commits) == 1  # same scores: no commit for a new timestamp
+    topic = action.run("push", event("push"), inputs=inputs, ref="refs/heads/topic")
+    assert topic.code == 0 and len(action.github.commits) == 1
+    assert "applies only to pushes to the default branch" in topic.summary
