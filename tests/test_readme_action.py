@@ -1,0 +1,82 @@
+"""The README's Action section stays true to action.yml: input/output tables, workflows, permissions."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from evalbot import errors
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+SECTION = README[README.index("<!-- action-docs:begin -->") : README.index("<!-- action-docs:end -->")]
+ACTION: dict[str, Any] = YAML(typ="safe").load((ROOT / "action.yml").read_text(encoding="utf-8"))
+
+
+def table(heading: str) -> list[list[str]]:
+    """Rows (cells stripped) of the first table after ``### heading``."""
+    lines = SECTION[SECTION.index(f"### {heading}") :].splitlines()[1:]
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start + 2 :]:  # skip the header and the |---| line
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split(" | ")])
+    return rows
+
+
+def workflows() -> list[dict[str, Any]]:
+    blocks = re.findall(r"^```yaml\n(.*?)^```", SECTION, re.M | re.S)
+    return [YAML(typ="safe").load(block) for block in blocks]
+
+
+def test_inputs_table_matches_action_yml() -> None:
+    """Every input is listed once, in order, with action.yml's default."""
+    rows = table("Inputs")
+    assert [r[0].strip("`") for r in rows] == list(ACTION["inputs"])
+    for name, default, _ in rows:
+        expected = ACTION["inputs"][name.strip("`")]["default"]
+        assert default == (f"`{expected}`" if expected != "" else "(empty)"), name
+
+
+def test_outputs_table_matches_action_yml() -> None:
+    """Every output is listed once, in order."""
+    assert [r[0].strip("`") for r in table("Outputs")] == list(ACTION["outputs"])
+
+
+def test_the_three_flows_are_there_with_least_privilege() -> None:
+    """Same-repo, fork-safe (two workflows) and baseline refresh: permissions {} on top, granted per job."""
+    flows = workflows()
+    triggers = [next(iter(w[True] if True in w else w["on"])) for w in flows]
+    assert triggers == ["pull_request", "pull_request", "workflow_run", "push"]
+    for flow in flows:
+        assert flow["permissions"] == {}
+        assert all("permissions" in job for job in flow["jobs"].values())
+
+
+def test_examples_use_only_declared_inputs() -> None:
+    """Every `with:` given to evalbot in the README is an input of action.yml."""
+    used = [
+        step.get("with", {})
+        for flow in workflows()
+        for job in flow["jobs"].values()
+        for step in job["steps"]
+        if str(step.get("uses", "")).startswith("evalbot/evalbot@")
+    ]
+    assert len(used) == 4
+    assert all(set(w) <= set(ACTION["inputs"]) for w in used)
+
+
+def test_exit_codes_named_in_the_section_are_the_real_ones() -> None:
+    """The sentence listing exit codes uses errors.EXIT_* values."""
+    for code in (
+        errors.EXIT_OK,
+        errors.EXIT_FAILED,
+        errors.EXIT_INVALID_INPUT,
+        errors.EXIT_UNAVAILABLE,
+        errors.EXIT_INTERNAL,
+    ):
+        assert re.search(rf"\b{code} [A-Za-z]", SECTION), code
