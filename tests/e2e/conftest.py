@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,10 @@ REPO = "octo-org/shop-agent"
 BASE_SHA = "b" * 40
 HEAD_SHA = "c" * 40
 VALID = '{"reasoning": "same facts", "is_the_agent_response_valid": "valid"}'
+# To run the action as laid out in the image (runtime dependencies only, source copied to /app, not installed),
+# point these at that interpreter and that entrypoint.py; by default this checkout's entrypoint runs.
+PYTHON = os.environ.get("EVALBOT_E2E_PYTHON", sys.executable)
+ENTRYPOINT = os.environ.get("EVALBOT_E2E_ENTRYPOINT", str(ROOT / "entrypoint.py"))
 
 
 def action_defaults(token: str) -> dict[str, str]:
@@ -115,7 +120,7 @@ class Action:
             env["INPUT_JUDGE-API-KEY"] = judge_key
         started = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "entrypoint.py")],
+            [PYTHON, ENTRYPOINT],
             cwd=self.workspace,
             env=env,
             stdout=subprocess.PIPE,
