@@ -1,0 +1,115 @@
+"""action_app.run in-process with a scripted Forge: exit codes for GitHub outages and bugs, artifact checks."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalbot.action_app import run
+from evalbot.action_second_stage import report_from_artifact
+from evalbot.action_settings import inputs_from_env
+from evalbot.errors import InputError
+from evalbot.forge.base import CommentRef, ForgeUnavailable, PullRef
+from tests.test_actions import parse_outputs
+
+DATA = Path(__file__).parent / "e2e" / "data"
+
+
+class ScriptedForge:
+    """A Forge whose calls do what the test says (raise or answer)."""
+
+    def __init__(self, **behaviour: Any) -> None:
+        self.behaviour = behaviour
+
+    def _do(self, name: str, default: Any) -> Any:
+        action = self.behaviour.get(name, default)
+        if isinstance(action, Exception):
+            raise action
+        return action
+
+    def read_file(self, path: str, *, ref: str) -> str | None:
+        return self._do("read_file", None)
+
+    def upsert_comment(self, *, number: int, marker: str, body: str) -> CommentRef:
+        return self._do("upsert_comment", CommentRef(id=1, url="https://x/1", action="created"))
+
+    def commit_file(self, *, path: str, content: str, branch: str, message: str) -> str | None:
+        return self._do("commit_file", None)
+
+    def find_pr_by_head_sha(self, head_sha: str, *, head_label: str | None = None) -> PullRef | None:
+        return self._do("find_pr_by_head_sha", None)
+
+    def download_artifact(self, *, run_id: int, name: str, max_bytes: int) -> dict[str, bytes]:
+        return self._do("download_artifact", {})
+
+
+def pr_env(tmp_path: Path) -> dict[str, str]:
+    ws = tmp_path / "ws"
+    shutil.copytree(DATA, ws)
+    event = tmp_path / "event.json"
+    pr = {
+        "number": 3,
+        "base": {"sha": "b" * 40, "ref": "main"},
+        "head": {"sha": "c" * 40, "ref": "f", "label": "o:f", "repo": {"full_name": "o/r"}},
+    }
+    event.write_text(json.dumps({"pull_request": pr, "repository": {"full_name": "o/r", "default_branch": "main"}}))
+    (tmp_path / "out").touch()
+    return {
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": "o/r",
+        "GITHUB_WORKSPACE": str(ws),
+        "GITHUB_OUTPUT": str(tmp_path / "out"),
+        "INPUT_ACTUALS": "actuals/good.json",
+    }
+
+
+@pytest.fixture(autouse=True)
+def keep_cwd(monkeypatch: pytest.MonkeyPatch) -> None:
+    """run() changes into the workspace as the runner does; restore the test's directory afterwards."""
+    monkeypatch.chdir(Path.cwd())
+
+
+def test_github_and_git_both_unavailable_is_exit_3(tmp_path: Path) -> None:
+    """No baseline from the API (outage) nor from git (no repository): exit 3, verdict error, an annotation."""
+    out = io.StringIO()
+    forge = ScriptedForge(read_file=ForgeUnavailable("read", "503 after retries", status=503))
+    code = run(pr_env(tmp_path), out=out, forge=forge)
+    assert code == 3
+    assert "::error title=evalbot::GitHub unavailable" in out.getvalue()
+    assert parse_outputs((tmp_path / "out").read_text())["verdict"] == "error"
+
+
+def test_a_bug_is_exit_70_with_outputs_still_written(tmp_path: Path) -> None:
+    """An unexpected exception is reported as an internal error (exit 70), never a silent pass."""
+    out = io.StringIO()
+    code = run(pr_env(tmp_path), out=out, forge=ScriptedForge(upsert_comment=RuntimeError("boom")))
+    assert code == 70
+    assert "title=evalbot bug::internal error: RuntimeError: boom" in out.getvalue()
+    assert parse_outputs((tmp_path / "out").read_text())["verdict"] == "error"
+
+
+def test_comment_failure_keeps_the_verdict(tmp_path: Path) -> None:
+    """GitHub failing to take the comment is a warning; the gate's exit code stands."""
+    out = io.StringIO()
+    forge = ScriptedForge(upsert_comment=ForgeUnavailable("comment", "502", status=502))
+    assert run(pr_env(tmp_path), out=out, forge=forge) == 0
+    assert "::warning title=evalbot comment::The PR comment could not be posted" in out.getvalue()
+
+
+def test_artifact_without_the_report_names_what_it_found() -> None:
+    """The second stage says which files the artifact held when report.json is missing."""
+    inputs = inputs_from_env({})
+    with pytest.raises(InputError, match=r"no report\.json inside \(found: junit\.xml\)"):
+        report_from_artifact({"junit.xml": b"<x/>"}, inputs)
+
+
+def test_report_inside_a_folder_of_the_artifact_is_found() -> None:
+    """upload-artifact keeps sub-folders: the report is matched by file name."""
+    report = report_from_artifact({"out/report.json": b'{"eval_sets": []}'}, inputs_from_env({}))
+    assert report.eval_sets == []
