@@ -71,13 +71,13 @@ def eval_paths(inputs: ActionInputs, ws: Workspace) -> list[str]:
 
 def policy_and_template(inputs: ActionInputs, ws: Workspace) -> tuple[GatePolicy, str | None]:
     """The gate policy (inputs override the config's ``evalbot`` object) and the comment template text."""
-    from evalbot.cli_compare import _template_text, evalbot_settings
+    from evalbot.cli_compare import comment_template_text, evalbot_settings
 
     settings, config_path = evalbot_settings(eval_paths(inputs, ws), inputs.config)
     overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance}
     policy = policy_from_settings(settings, source=str(config_path or "action inputs"), overrides=overrides)
     template_input = str(ws.path(inputs.comment_template)) if inputs.comment_template else None
-    return policy, _template_text(template_input, settings, config_path)
+    return policy, comment_template_text(template_input, settings, config_path)
 
 
 def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace) -> Report:

@@ -73,7 +73,7 @@ def evalbot_settings(paths: Sequence[str], config: str | None) -> tuple[dict[str
     return {}, None
 
 
-def _template_text(cli_path: str | None, settings: Mapping[str, Any], config: Path | None) -> str | None:
+def comment_template_text(cli_path: str | None, settings: Mapping[str, Any], config: Path | None) -> str | None:
     raw = settings.get("comment_template", settings.get("commentTemplate"))
     if cli_path:
         path = Path(cli_path)
@@ -122,7 +122,7 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     raw_spec = args.baseline or settings.get("baseline_path") or DEFAULT_BASELINE_PATH
     spec = parse_spec(str(raw_spec), file_exists=lambda p: Path(p).is_file())
     baseline = read_baseline(spec, git=run_git, read_file=read_optional)
-    template = _template_text(args.comment_template, settings, config)
+    template = comment_template_text(args.comment_template, settings, config)
     report = _evaluate(args, env)
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=spec.label)
     links = Links(summary=args.summary, report=args.report)
