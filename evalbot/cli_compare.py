@@ -74,6 +74,8 @@ def evalbot_settings(paths: Sequence[str], config: str | None) -> tuple[dict[str
 
 
 def comment_template_text(cli_path: str | None, settings: Mapping[str, Any], config: Path | None) -> str | None:
+    """The user's comment template: ``--comment-template``, else ``evalbot.comment_template`` (relative to the
+    config file), else None for the default template."""
     raw = settings.get("comment_template", settings.get("commentTemplate"))
     if cli_path:
         path = Path(cli_path)
