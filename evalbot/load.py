@@ -17,7 +17,7 @@ from evalbot.errors import InputError, json_pointer
 from evalbot.formats import legacy
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import EvalConfig, default_config, parse_config
-from evalbot.jsonio import read_json, validate
+from evalbot.jsonio import gc_paused, read_json, validate
 
 EVAL_SET_SUFFIXES = (".evalset.json", ".test.json")
 DATASET_SUFFIXES = (".jsonl", ".csv")
@@ -99,12 +99,13 @@ def load_eval_set(path: Path, config: EvalConfig | None = None) -> LoadedEvalSet
         if path.name.endswith(DATASET_SUFFIXES):
             eval_set_id, cases = vertex.load_dataset(path)
         else:
-            data = read_json(path)
-            if is_vertex_rows(data):
-                eval_set_id, cases = vertex.load_dataset(path)
-            else:
-                eval_set_id, cases = _cases_from_json(data, path)
-                id_at = ["eval_cases", "#", "eval_id"] if isinstance(data, dict) else ["#", "name"]
+            with gc_paused():
+                data = read_json(path)
+                if is_vertex_rows(data):
+                    eval_set_id, cases = vertex.load_dataset(path)
+                else:
+                    eval_set_id, cases = _cases_from_json(data, path)
+                    id_at = ["eval_cases", "#", "eval_id"] if isinstance(data, dict) else ["#", "name"]
     except InputError as exc:
         return LoadedEvalSet(shown, shown, config=cfg, errors=(exc,))
     cases, dup_errors = _drop_duplicates(cases, path, id_at)

@@ -17,6 +17,7 @@ from evalbot.errors import InputError
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import EvalCase, FunctionCall, Invocation
 from evalbot.invocations import final_text, tool_calls, user_text
+from evalbot.jsonio import gc_paused
 from evalbot.load import LoadedCase, LoadedEvalSet
 from evalbot.results import (
     CaseResult,
@@ -209,7 +210,8 @@ def score_run(
     total, done = sum(len(es.cases) for es in eval_sets), 0
     for es in eval_sets:
         first = len(pending)
-        reports.append(score_eval_set(es, actuals, ctx, pending))
+        with gc_paused():
+            reports.append(score_eval_set(es, actuals, ctx, pending))
         done += len(es.cases) - len({id(p.case) for p in pending[first:]})
         if progress is not None:
             progress(done, total)

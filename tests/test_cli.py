@@ -166,3 +166,13 @@ def test_console_script_process(write: Writer) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "2 case(s): 2 passed, 0 failed, 0 not evaluated, 0 error(s)"
     assert proc.stderr == ""
+
+
+def test_not_evaluated_cases_exit_0(write: Writer, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run whose cases could not be scored by any criterion (a scenario case, trajectory only) exits 0."""
+    write("evals/test_config.json", {"criteria": {"tool_trajectory_avg_score": 1.0}})
+    scenario = {"eval_id": "sim", "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "chat"}}
+    es = write("evals/s.evalset.json", eval_set("s", scenario))
+    code, out, _ = run(capsys, str(es), "--actuals", str(write("a.json", {"sim": [inv("hi", "hello")]})))
+    assert code == 0
+    assert out.splitlines()[-1] == "1 case(s): 0 passed, 0 failed, 1 not evaluated, 0 error(s)"

@@ -78,3 +78,23 @@ def test_wrong_type_shows_the_value(tmp_path: Path) -> None:
         validate(EvalCase, bad, tmp_path / "x.json")
     assert info.value.pointer == "/conversation/0/user_content/parts/0/text"
     assert info.value.message == "Input should be a valid string (got 5)"
+
+
+def test_gc_paused_restores_the_previous_state() -> None:
+    """The collector is off inside the block and back to its previous state after it, even on error."""
+    import gc
+
+    from evalbot.jsonio import gc_paused
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), gc_paused():
+        assert not gc.isenabled()
+        raise RuntimeError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -14,7 +14,7 @@ from pydantic.alias_generators import to_camel
 
 from evalbot.errors import InputError, json_pointer
 from evalbot.formats.adk import Invocation
-from evalbot.jsonio import parse_json, read_text, validate
+from evalbot.jsonio import gc_paused, parse_json, read_text, validate
 
 Key = tuple[str | None, str]
 
@@ -113,9 +113,10 @@ def load_actuals(path: Path) -> Actuals:
 
     if path.name.endswith((".jsonl", ".csv")):
         return vertex.load_actuals(path)
-    data = parse_json(read_text(path), path)
-    if (isinstance(data, dict) and "rows" in data) or (
-        vertex.looks_like_rows(data) and not all("eval_case_results" in d for d in data)
-    ):
-        return vertex.load_actuals(path)
-    return actuals_from_data(data, path)
+    with gc_paused():
+        data = parse_json(read_text(path), path)
+        if (isinstance(data, dict) and "rows" in data) or (
+            vertex.looks_like_rows(data) and not all("eval_case_results" in d for d in data)
+        ):
+            return vertex.load_actuals(path)
+        return actuals_from_data(data, path)

@@ -192,7 +192,10 @@ def recorded_runs(paths: Sequence[str]) -> tuple[RunSet | None, list[InputError]
     for raw in paths:
         path = Path(raw)
         try:
-            data = parse_json(read_text(path), path)
+            text = read_text(path)
+            if FORMAT not in text:  # cheap test first: decoding a large actuals file twice costs seconds and memory
+                continue
+            data = parse_json(text, path)
         except InputError:
             continue  # unreadable files are reported by the ordinary actuals loader
         if not is_recording(data):

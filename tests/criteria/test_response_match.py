@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rouge_score import rouge_scorer
 
 from evalbot.criteria.base import BuildContext, CaseInput
 from evalbot.criteria.response_match import ResponseMatch, UnicodeTokenizer, build, rouge1_f
@@ -100,3 +103,15 @@ def test_options() -> None:
         assert build(CriterionSpec("response_match_score", 0.8, options), BuildContext()).threshold == 0.8
     with pytest.raises(ConfigError, match="invalid options for response_match_score: match_type"):
         build(CriterionSpec("response_match_score", 0.8, {"match_type": "EXACT"}), BuildContext())
+
+
+_WORDS = ["running", "runs", "The", "the", "cancelled", "Café", "東京", "ที่นี่", "a", "It's", "10,000", "x²", "ﬁne", ""]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_WORDS), max_size=12), st.lists(st.sampled_from(_WORDS), max_size=12), st.text(max_size=20))
+def test_rouge1_f_equals_rouge_scores_own_scorer(cand: list[str], ref: list[str], noise: str) -> None:
+    """The fast ROUGE-1 path gives exactly (==) what rouge-score's RougeScorer gives with the same tokenizer."""
+    candidate, reference = " ".join(cand) + noise, " ".join(ref)
+    expected = rouge_scorer.RougeScorer(["rouge1"], tokenizer=UnicodeTokenizer()).score(reference, candidate)
+    assert rouge1_f(candidate, reference) == expected["rouge1"].fmeasure
