@@ -166,11 +166,23 @@ def _countdown(pending: Sequence[_Pending], done: int, total: int, progress: Pro
 
 
 def score_eval_set(
-    loaded: LoadedEvalSet, actuals: Actuals, ctx: BuildContext, pending: list[_Pending]
+    loaded: LoadedEvalSet,
+    actuals: Actuals,
+    ctx: BuildContext,
+    pending: list[_Pending],
+    scored: Callable[[bool], None] | None = None,
 ) -> EvalSetReport:
-    """Score every case of one eval set (judged criteria are left in ``pending``)."""
+    """Score every case of one eval set (judged criteria are left in ``pending``).
+
+    ``scored(waiting)`` is called after each case; ``waiting`` tells whether judged criteria are still pending on it.
+    """
     criteria, infos = build_criteria(loaded.config, ctx)
-    cases = [_score_case(c, loaded.eval_set_id, criteria, actuals, pending) for c in loaded.cases]
+    cases = []
+    for loaded_case in loaded.cases:
+        before = len(pending)
+        cases.append(_score_case(loaded_case, loaded.eval_set_id, criteria, actuals, pending))
+        if scored is not None:
+            scored(len(pending) > before)
     return EvalSetReport(
         eval_set_id=loaded.eval_set_id,
         path=loaded.path,
@@ -201,20 +213,24 @@ def score_run(
 ) -> Report:
     """Score all eval sets; judged criteria run concurrently under the judge's own limits.
 
-    ``progress(done, total)`` is told the number of finished cases after each eval set's deterministic scoring
-    and whenever a case's last judged criterion settles.
+    ``progress(done, total)`` is told the number of finished cases: after each case without judged criteria, and
+    whenever a case's last judged criterion settles.
     """
     ctx = ctx or BuildContext()
     pending: list[_Pending] = []
     reports: list[EvalSetReport] = []
     total, done = sum(len(es.cases) for es in eval_sets), 0
+
+    def scored(waiting: bool) -> None:
+        nonlocal done
+        if not waiting:
+            done += 1
+            if progress is not None:
+                progress(done, total)
+
     for es in eval_sets:
-        first = len(pending)
         with gc_paused():
-            reports.append(score_eval_set(es, actuals, ctx, pending))
-        done += len(es.cases) - len({id(p.case) for p in pending[first:]})
-        if progress is not None:
-            progress(done, total)
+            reports.append(score_eval_set(es, actuals, ctx, pending, scored))
     if pending:
         asyncio.run(_settle(pending, _countdown(pending, done, total, progress) if progress else None))
     for report in reports:
