@@ -105,28 +105,53 @@ def test_broken_criterion_is_an_error_on_every_case(write: Writer, criteria: dic
     assert report.eval_sets[0].metrics[name].error == 2
 
 
-@dataclass(frozen=True)
-class _Count:
-    """A stand-in informational metric: the number of invocations."""
-
-    name: str
-    threshold: float | None = None
-
-    def evaluate(self, case: CaseInput) -> MetricResult:
-        return MetricResult(score=float(len(case.actual)), status="informational")
-
-
-def test_informational_metric_named_in_criteria_is_an_error(monkeypatch: pytest.MonkeyPatch, write: Writer) -> None:
+def test_informational_metric_named_in_criteria_is_an_error(write: Writer) -> None:
     """Informational metrics are always added; naming one in criteria is an error on it (ADK: silently N/E)."""
-    monkeypatch.setitem(INFORMATIONAL, "count_v1", lambda spec, ctx: _Count(spec.name))
-    report = _run(write, [case("a")], {"a": [inv()]}, {"criteria": {"count_v1": 0.5}})
+    report = _run(write, [case("a")], {"a": [inv()]}, {"criteria": {"tool_call_count_v1": 0.5}})
     got = _case(report, "a")
-    assert got.status == "error" and got.metrics["count_v1"].status == "error"
-    assert got.metrics["count_v1"].reason == "count_v1 is informational and always reported; remove it from criteria"
-    report = _run(write, [case("a")], {"a": [inv()]}, {"criteria": {"response_match_score": 0.5}})
+    assert got.status == "error" and got.metrics["tool_call_count_v1"].status == "error"
+    assert got.metrics["tool_call_count_v1"].reason is not None
+    assert "tool_call_count_v1 is informational" in got.metrics["tool_call_count_v1"].reason
+    report = _run(write, [case("a")], {"a": [inv(calls=[("f", {}), ("g", {})])]},
+                  {"criteria": {"response_match_score": 0.5}})
     got = _case(report, "a")
-    assert next(iter(got.metrics)) == "response_match_score" and "count_v1" in got.metrics
-    assert got.metrics["count_v1"].status == "informational" and got.status == "passed"
+    assert next(iter(got.metrics)) == "response_match_score" and set(INFORMATIONAL) <= set(got.metrics)
+    assert all(got.metrics[name].status == "informational" for name in INFORMATIONAL)
+    assert got.status == "passed"
+
+
+def test_report_invariants_over_mixed_cases(write: Writer) -> None:
+    """Thresholded scores are in [0, 1] or null, statuses lowercase, no NaN in the JSON, std is the sample std."""
+    import json
+    import math
+    import statistics
+
+    calls = [("f", {"a": 1}), ("g", None)]
+    cases = [case(f"c{i}", inv("q", "the cat sat on the mat", calls), inv("q2", "", [])) for i in range(4)]
+    cases.append({"eval_id": "sim", "conversation_scenario": {"starting_prompt": "a", "conversation_plan": "b"}})
+    actual = {
+        "c0": [inv("q", "the cat sat on the mat", calls), inv("q2", "", [])],
+        "c1": [inv("q", "a dog", list(reversed(calls)), events=True), inv("q2", "", [])],
+        "c2": [inv("q", "", []), inv("q2", "", [("h", {})])],
+        "c3": [inv("q", "the mat", calls), inv("q2", "words", [])],
+        "sim": [inv("a", "x")],
+    }
+    report = _run(write, cases, actual, {"criteria": {"tool_trajectory_avg_score": 0.5, "response_match_score": 0.3}})
+    text = report.model_dump_json()
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    allowed = {"passed", "failed", "not_evaluated", "error", "informational"}
+    (es,) = report.eval_sets
+    for got in es.cases:
+        assert got.status in allowed
+        for name in ("tool_trajectory_avg_score", "response_match_score"):
+            metric = got.metrics[name]
+            scores = [metric.score, *(p.score for p in metric.per_invocation)]
+            assert all(s is None or (0.0 <= s <= 1.0 and not math.isnan(s)) for s in scores), (got.eval_id, name)
+            assert metric.status in allowed and all(p.status in allowed for p in metric.per_invocation)
+    for name in ("tool_trajectory_avg_score", "response_match_score"):
+        values = [s for c in es.cases if (s := c.metrics[name].score) is not None]
+        assert len(values) == 4 and es.metrics[name].std == pytest.approx(statistics.stdev(values))
+        assert es.metrics[name].not_evaluated == 1  # the scenario case
 
 
 def test_criterion_exception_is_contained(monkeypatch: pytest.MonkeyPatch) -> None:
