@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from evalbot.results import Report
+from evalbot.results import EvalSetReport, Report
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "not_evaluated": "N/E", "error": "ERROR", "informational": "info"}
 
 
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
+
+
+def _value(es: EvalSetReport, name: str) -> str:
+    """Mean over cases of a metric that reports a value instead of a score (seconds, counts): ``details.value``."""
+    values = [
+        float(v)
+        for case in es.cases
+        if (result := case.metrics.get(name)) is not None and result.details
+        and isinstance(v := result.details.get("value"), int | float)
+    ]
+    return f"{sum(values) / len(values):.3g}" if values else "—"
 
 
 def render_text(report: Report, *, max_failures: int = 50) -> str:
@@ -25,11 +36,12 @@ def render_text(report: Report, *, max_failures: int = 50) -> str:
         if es.metrics:
             lines.append(f"      {'criterion':38} {'threshold':>9} {'mean':>7} {'std':>7}  pass fail  n/e  err")
         for name, m in es.metrics.items():
+            mean = _fmt(m.mean) if m.mean is not None else _value(es, name)
             if m.informational and not (m.passed or m.failed):
-                lines.append(f"      {name:38} {'':>9} {_fmt(m.mean):>7} {_fmt(m.std):>7}  (informational)")
+                lines.append(f"      {name:38} {'':>9} {mean:>7} {_fmt(m.std):>7}  (informational)")
                 continue
             lines.append(
-                f"      {name:38} {_fmt(m.threshold):>9} {_fmt(m.mean):>7} {_fmt(m.std):>7}"
+                f"      {name:38} {_fmt(m.threshold):>9} {mean:>7} {_fmt(m.std):>7}"
                 f"  {m.passed:4} {m.failed:4} {m.not_evaluated:4} {m.error:4}"
             )
     shown = 0
