@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -141,10 +141,88 @@ class Report(_Model):
 
 
 def clean_score(value: float | None) -> float | None:
-    """Scores are finite numbers or None (never NaN or infinity)."""
+    """Scores are finite numbers in [0, 1] or None (NaN and infinity become None; anything else out of range raises).
+
+    The hot-path constructors below skip pydantic validation, so this is where the [0, 1] contract is enforced.
+    """
     if value is None or not math.isfinite(value):
         return None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"score {value!r} is outside [0, 1]")
     return float(value)
+
+
+_new = object.__new__
+_set = object.__setattr__
+_M = TypeVar("_M", bound=_Model)
+
+
+def _built(cls: type[_M], values: dict[str, Any]) -> _M:
+    # What model_construct does, with every field given: no validation, no per-object fields-set (the shared set
+    # names every field, so pydantic's bookkeeping on assignment or model_copy is a no-op on it).
+    obj = _new(cls)
+    _set(obj, "__dict__", values)
+    _set(obj, "__pydantic_fields_set__", _ALL_FIELDS[cls])
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+def invocation_score(
+    invocation_id: str | None,
+    score: float | None,
+    status: Status,
+    reason: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> InvocationScore:
+    """An InvocationScore built without validation: ``score`` must come from clean_score."""
+    return _built(
+        InvocationScore,
+        {"invocation_id": invocation_id, "score": score, "status": status, "reason": reason, "details": details},
+    )
+
+
+def metric_result(
+    score: float | None,
+    status: Status,
+    threshold: float | None,
+    per_invocation: list[InvocationScore],
+    reason: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> MetricResult:
+    """A MetricResult built without validation: ``score`` must come from clean_score."""
+    return _built(
+        MetricResult,
+        {"score": score, "status": status, "threshold": threshold, "per_invocation": per_invocation,
+         "reason": reason, "details": details},
+    )
+
+
+def tool_call_view(name: str | None, args: Any) -> ToolCallView:
+    """A ToolCallView built without validation."""
+    return _built(ToolCallView, {"name": name, "args": args})
+
+
+def turn_view(
+    invocation_id: str | None,
+    user: str,
+    expected_response: str | None,
+    actual_response: str | None,
+    expected_tool_calls: list[ToolCallView] | None,
+    actual_tool_calls: list[ToolCallView],
+) -> TurnView:
+    """A TurnView built without validation."""
+    return _built(
+        TurnView,
+        {"invocation_id": invocation_id, "user": user, "expected_response": expected_response,
+         "actual_response": actual_response, "expected_tool_calls": expected_tool_calls,
+         "actual_tool_calls": actual_tool_calls},
+    )
+
+
+_ALL_FIELDS: dict[type[_Model], set[str]] = {
+    cls: set(cls.model_fields) for cls in (InvocationScore, MetricResult, ToolCallView, TurnView)
+}
 
 
 def threshold_status(score: float | None, threshold: float | None) -> Status:

@@ -29,7 +29,9 @@ from evalbot.results import (
     TurnView,
     case_status,
     summarize_cases,
+    tool_call_view,
     totals,
+    turn_view,
 )
 
 log = logging.getLogger(__name__)
@@ -54,25 +56,52 @@ def case_fingerprint(case: EvalCase) -> str:
 
 
 def _calls(calls: Sequence[FunctionCall]) -> list[ToolCallView]:
-    return [ToolCallView(name=c.name, args=c.args) for c in calls]
+    return [tool_call_view(c.name, c.args) for c in calls]
+
+
+def _views(
+    actual: Sequence[Invocation],
+    expected: Sequence[Invocation] | None,
+    actual_calls: Sequence[Sequence[FunctionCall]],
+    expected_calls: Sequence[Sequence[FunctionCall]] | None,
+    actual_texts: Sequence[str],
+    expected_texts: Sequence[str] | None,
+) -> list[TurnView]:
+    views = []
+    n_expected = len(expected) if expected is not None else 0
+    for i, act in enumerate(actual):
+        has_exp = i < n_expected
+        user = user_text(act) or (user_text(expected[i]) if has_exp and expected is not None else "")
+        views.append(
+            turn_view(
+                act.invocation_id or None,
+                user,
+                expected_texts[i] if has_exp and expected_texts is not None else None,
+                actual_texts[i],
+                _calls(expected_calls[i]) if has_exp and expected_calls is not None else None,
+                _calls(actual_calls[i]),
+            )
+        )
+    return views
 
 
 def turn_views(actual: Sequence[Invocation], expected: Sequence[Invocation] | None) -> list[TurnView]:
     """Expected vs actual per turn, for reports and PR comments."""
-    views = []
-    for i, act in enumerate(actual):
-        exp = expected[i] if expected is not None and i < len(expected) else None
-        views.append(
-            TurnView(
-                invocation_id=act.invocation_id or None,
-                user=user_text(act) or (user_text(exp) if exp else ""),
-                expected_response=final_text(exp) if exp is not None else None,
-                actual_response=final_text(act),
-                expected_tool_calls=_calls(tool_calls(exp)) if exp is not None else None,
-                actual_tool_calls=_calls(tool_calls(act)),
-            )
-        )
-    return views
+    return _views(
+        actual,
+        expected,
+        [tool_calls(a) for a in actual],
+        None if expected is None else [tool_calls(e) for e in expected],
+        [final_text(a) for a in actual],
+        None if expected is None else [final_text(e) for e in expected],
+    )
+
+
+def _case_turns(case: CaseInput) -> list[TurnView]:
+    """turn_views reusing the tool calls and texts the criteria read from the case."""
+    return _views(
+        case.actual, case.expected, case.actual_calls, case.expected_calls, case.actual_texts, case.expected_texts
+    )
 
 
 @dataclass
@@ -108,7 +137,8 @@ def _score_case(
     if isinstance(found, InputError):
         return CaseResult(eval_id=case.eval_id, status="error", reason=str(found), fingerprint=fp)
     expected = case.conversation
-    turns = turn_views(found, expected)
+    case_input = CaseInput(eval_set_id, case, found)
+    turns = _case_turns(case_input)
     if expected is not None and len(expected) != len(found):
         reason = (
             f"the case expects {len(expected)} invocation(s) but the actual run has {len(found)}; "
@@ -116,7 +146,6 @@ def _score_case(
         )
         return CaseResult(eval_id=case.eval_id, status="error", reason=reason, turns=turns, fingerprint=fp)
     result = CaseResult(eval_id=case.eval_id, status="not_evaluated", turns=turns, fingerprint=fp)
-    case_input = CaseInput(eval_set_id, case, found)
     for criterion in criteria:
         outcome = _run_criterion(criterion, case_input)
         if inspect.isawaitable(outcome):

@@ -35,6 +35,26 @@ def test_clean_score_keeps_finite_values_as_float() -> None:
     assert clean_score(1) == 1.0 and isinstance(clean_score(1), float)
 
 
+@pytest.mark.parametrize("value", [-0.01, 1.0000001, 2, -5])
+def test_clean_score_rejects_scores_outside_the_unit_interval(value: float) -> None:
+    """The unvalidated hot-path constructors rely on clean_score: an out-of-range score raises, never slips through."""
+    with pytest.raises(ValueError, match="outside"):
+        clean_score(value)
+
+
+def test_fast_constructors_match_validated_models() -> None:
+    """invocation_score / metric_result build the same models (and JSON) as validation would."""
+    from evalbot.results import InvocationScore, invocation_score, metric_result
+
+    per = invocation_score("i1", 0.5, "failed", None, {"value": 1})
+    built = metric_result(0.5, "failed", 0.8, [per])
+    validated = MetricResult(score=0.5, status="failed", threshold=0.8,
+                             per_invocation=[InvocationScore(invocation_id="i1", score=0.5, status="failed",
+                                                             details={"value": 1})])
+    assert built == validated and built.model_dump_json() == validated.model_dump_json()
+    assert built.model_copy(update={"score": 1.0}).score == 1.0 and built.score == 0.5
+
+
 @pytest.mark.parametrize(
     ("score", "threshold", "status"),
     [(0.8, 0.8, "passed"), (0.7999999, 0.8, "failed"), (None, 0.8, "not_evaluated"), (0.3, None, "informational")],

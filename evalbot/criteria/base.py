@@ -4,15 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from evalbot.errors import ConfigError
-from evalbot.formats.adk import ConversationScenario, EvalCase, Invocation
+from evalbot.formats.adk import ConversationScenario, EvalCase, FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec
-from evalbot.results import InvocationScore, MetricResult, clean_score, mean, threshold_status
+from evalbot.invocations import final_text, tool_calls
+from evalbot.results import (
+    InvocationScore,
+    MetricResult,
+    clean_score,
+    invocation_score,
+    mean,
+    metric_result,
+    threshold_status,
+)
 
 
 @dataclass(frozen=True)
@@ -32,6 +42,29 @@ class CaseInput:
     def scenario(self) -> ConversationScenario | None:
         """The conversation scenario of a simulated-user case."""
         return self.case.conversation_scenario
+
+    # Read once per case and shared by every criterion (and the report's turn views).
+    @cached_property
+    def actual_calls(self) -> list[list[FunctionCall]]:
+        """Tool calls of each actual invocation."""
+        return [tool_calls(inv) for inv in self.actual]
+
+    @cached_property
+    def expected_calls(self) -> list[list[FunctionCall]] | None:
+        """Tool calls of each expected invocation (None for scenario cases)."""
+        expected = self.case.conversation
+        return None if expected is None else [tool_calls(inv) for inv in expected]
+
+    @cached_property
+    def actual_texts(self) -> list[str]:
+        """Final response text of each actual invocation."""
+        return [final_text(inv) for inv in self.actual]
+
+    @cached_property
+    def expected_texts(self) -> list[str] | None:
+        """Final response text of each expected invocation (None for scenario cases)."""
+        expected = self.case.conversation
+        return None if expected is None else [final_text(inv) for inv in expected]
 
 
 class Criterion(Protocol):
@@ -99,14 +132,7 @@ def from_invocation_scores(
     """Case result as ADK computes it: the mean of per-invocation scores compared with the threshold."""
     overall = clean_score(mean(s.score for s in scores))
     reason = None if scores else "the case has no invocations to score"
-    return MetricResult(
-        score=overall,
-        status=threshold_status(overall, threshold),
-        threshold=threshold,
-        per_invocation=list(scores),
-        reason=reason,
-        details=details,
-    )
+    return metric_result(overall, threshold_status(overall, threshold), threshold, list(scores), reason, details)
 
 
 def score_invocation(
@@ -119,13 +145,7 @@ def score_invocation(
 ) -> InvocationScore:
     """A per-invocation verdict with the same threshold rule as the case."""
     value = clean_score(score)
-    return InvocationScore(
-        invocation_id=invocation.invocation_id or None,
-        score=value,
-        status=threshold_status(value, threshold),
-        reason=reason,
-        details=details,
-    )
+    return invocation_score(invocation.invocation_id or None, value, threshold_status(value, threshold), reason, details)
 
 
 def not_evaluated(threshold: float | None, reason: str, count: int = 0) -> MetricResult:

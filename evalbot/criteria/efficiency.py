@@ -18,16 +18,14 @@ from evalbot.criteria.base import BuildContext, CaseInput
 from evalbot.formats.adk import Invocation, InvocationEvents
 from evalbot.formats.config import CriterionSpec
 from evalbot.invocations import tool_calls
-from evalbot.results import InvocationScore, MetricResult, mean
+from evalbot.results import InvocationScore, MetricResult, invocation_score, mean, metric_result
 
 Measure = Callable[[Invocation], tuple[float | None, dict[str, Any]]]
 """One invocation's value and the breakdown reported beside it."""
 
 
 def _per(invocation: Invocation, value: float | None, extra: dict[str, Any]) -> InvocationScore:
-    return InvocationScore(
-        invocation_id=invocation.invocation_id or None, status="informational", details={"value": value, **extra}
-    )
+    return invocation_score(invocation.invocation_id or None, None, "informational", None, {"value": value, **extra})
 
 
 @dataclass(frozen=True)
@@ -42,13 +40,14 @@ class Efficiency:
 
     def evaluate(self, case: CaseInput) -> MetricResult:
         """Measure every actual invocation (expected invocations are not used)."""
-        measured = [self.measure(act) for act in case.actual]
+        if self.measure is tool_call_count:  # the case's tool calls are already read (shared with other criteria)
+            measured: list[tuple[float | None, dict[str, Any]]] = [(float(len(c)), {}) for c in case.actual_calls]
+        else:
+            measured = [self.measure(act) for act in case.actual]
         per = [_per(act, value, extra) for act, (value, extra) in zip(case.actual, measured, strict=True)]
         value, extra = self.aggregate(measured) if measured else (None, {})
         reason = None if value is not None else (self.missing if measured else "the case has no invocations")
-        return MetricResult(
-            status="informational", per_invocation=per, reason=reason, details={"value": value, **extra}
-        )
+        return metric_result(None, "informational", None, per, reason, {"value": value, **extra})
 
 
 def _mean_values(measured: list[tuple[float | None, dict[str, Any]]]) -> tuple[float | None, dict[str, Any]]:

@@ -131,9 +131,10 @@ class ResponseMatch:
             expected = need_expected(case, self.name)
         except ValueError as exc:
             return not_evaluated(self.threshold, str(exc), len(case.actual))
+        expected_texts = case.expected_texts or [final_text(exp) for exp in expected]
         scores = [
-            score_invocation(rouge1_f(final_text(act), final_text(exp)), self.threshold, act)
-            for act, exp in zip(case.actual, expected, strict=True)
+            score_invocation(rouge1_f(act_text, exp_text), self.threshold, act)
+            for act, act_text, exp_text in zip(case.actual, case.actual_texts, expected_texts, strict=True)
         ]
         return from_invocation_scores(scores, self.threshold)
 

@@ -101,11 +101,10 @@ class ToolTrajectory:
             return not_evaluated(self.threshold, str(exc), len(case.actual))
         match = _MATCHERS[self.options.match_type]
         ignore = self.options.ignore_args
+        expected_calls = case.expected_calls or [tool_calls(exp) for exp in expected]
         scores = [
-            score_invocation(
-                1.0 if match(tool_calls(act), tool_calls(exp), ignore) else 0.0, self.threshold, act
-            )
-            for act, exp in zip(case.actual, expected, strict=True)
+            score_invocation(1.0 if match(act_calls, exp_calls, ignore) else 0.0, self.threshold, act)
+            for act, act_calls, exp_calls in zip(case.actual, case.actual_calls, expected_calls, strict=True)
         ]
         return from_invocation_scores(scores, self.threshold)
 
