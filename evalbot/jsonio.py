@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -60,6 +61,73 @@ def parse_json(text: str, path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+def skip_value(text: str, idx: int) -> int:
+    """The end of the JSON value starting at ``idx`` (decoded and dropped at once: nothing is kept)."""
+    return int(_DECODER.raw_decode(text, idx)[1])
+
+
+def decode_value(text: str, idx: int) -> tuple[Any, int]:
+    """The JSON value starting at ``idx`` and where it ends."""
+    value, end = _DECODER.raw_decode(text, idx)
+    return value, int(end)
+
+
+def _expect(text: str, idx: int, chars: str) -> tuple[str, int]:
+    idx = _WS.match(text, idx).end()  # type: ignore[union-attr]
+    char = text[idx : idx + 1]
+    if not char or char not in chars:
+        raise json.JSONDecodeError(f"expected one of {chars!r}", text, idx)
+    return char, idx + 1
+
+
+def scan_object(text: str, idx: int, visit: Callable[[str, int], int]) -> int:
+    """Walk the members of the JSON object at ``idx`` without building it; returns where the object ends.
+
+    ``visit(key, value_start)`` consumes each value (see skip_value / decode_value / scan_array) and returns its end.
+    Malformed JSON raises JSONDecodeError (decode the whole text for json's own message).
+    """
+    _, idx = _expect(text, idx, "{")
+    char, idx = _expect(text, idx, '"}')
+    if char == "}":
+        return idx
+    while True:  # idx is just after a key's opening quote
+        key, idx = _scanstring(text, idx)
+        _, idx = _expect(text, idx, ":")
+        idx = visit(key, _WS.match(text, idx).end())  # type: ignore[union-attr]
+        char, idx = _expect(text, idx, ",}")
+        if char == "}":
+            return idx
+        _, idx = _expect(text, idx, '"')
+
+
+def scan_array(text: str, idx: int, visit: Callable[[int, int], int]) -> int:
+    """Walk the items of the JSON array at ``idx``: ``visit(index, item_start)`` returns each item's end."""
+    _, idx = _expect(text, idx, "[")
+    idx = _WS.match(text, idx).end()  # type: ignore[union-attr]
+    if text[idx : idx + 1] == "]":
+        return idx + 1
+    i = 0
+    while True:
+        idx = visit(i, _WS.match(text, idx).end())  # type: ignore[union-attr]
+        char, idx = _expect(text, idx, ",]")
+        if char == "]":
+            return idx
+        i += 1
+
+
+def scan_document(text: str, visit: Callable[[str, int], int]) -> None:
+    """scan_object over a whole document that must be one JSON object (nothing but whitespace after it)."""
+    end = scan_object(text, 0, visit)
+    rest = _WS.match(text, end).end()  # type: ignore[union-attr]
+    if rest != len(text):
+        raise json.JSONDecodeError("Extra data", text, rest)
 
 
 def read_json(path: Path) -> Any:

@@ -7,9 +7,11 @@ error on that case only.  Nothing here raises for bad input except where a whole
 from __future__ import annotations
 
 import glob
+import json
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,21 +19,70 @@ from evalbot.errors import InputError, json_pointer
 from evalbot.formats import legacy
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import EvalConfig, default_config, parse_config
-from evalbot.jsonio import gc_paused, read_json, validate
+from evalbot.jsonio import (
+    decode_value,
+    gc_paused,
+    parse_json,
+    read_json,
+    read_text,
+    scan_array,
+    scan_document,
+    skip_value,
+    validate,
+)
 
 EVAL_SET_SUFFIXES = (".evalset.json", ".test.json")
 DATASET_SUFFIXES = (".jsonl", ".csv")
 
 
-@dataclass(frozen=True)
 class LoadedCase:
-    """A parsed case, or the error that prevented parsing it."""
+    """A parsed case, or the error that prevented parsing it.
 
-    eval_id: str
-    case: EvalCase | None = None
-    error: InputError | None = None
-    actual: list[Invocation] | None = None
-    """Actual invocations carried by the file itself (Vertex-style datasets)."""
+    A case of a large eval set file is parsed on first use from its slice of the file's text (``source``), and
+    ``release`` forgets the parsed model once the case is scored, so a run holds one case's model at a time.
+    """
+
+    __slots__ = ("_case", "_error", "_source", "actual", "eval_id")
+
+    def __init__(
+        self,
+        eval_id: str,
+        case: EvalCase | None = None,
+        error: InputError | None = None,
+        actual: list[Invocation] | None = None,
+        *,
+        source: Callable[[], EvalCase] | None = None,
+    ) -> None:
+        self.eval_id = eval_id
+        self.actual = actual  # actual invocations carried by the file itself (Vertex-style datasets)
+        self._case, self._error, self._source = case, error, source
+
+    def _parse(self) -> None:
+        if self._source is not None and self._case is None and self._error is None:
+            try:
+                self._case = self._source()
+            except InputError as exc:
+                self._error = exc
+
+    @property
+    def case(self) -> EvalCase | None:
+        """The validated case (None when it could not be parsed)."""
+        self._parse()
+        return self._case
+
+    @property
+    def error(self) -> InputError | None:
+        """Why the case could not be parsed."""
+        self._parse()
+        return self._error
+
+    def release(self) -> None:
+        """Drop the parsed model of a lazily parsed case (it is parsed again if used again)."""
+        if self._source is not None:
+            self._case = self._error = None
+
+    def __repr__(self) -> str:
+        return f"LoadedCase({self.eval_id!r}, case={self.case!r}, error={self.error!r}, actual={self.actual!r})"
 
 
 @dataclass(frozen=True)
@@ -100,7 +151,13 @@ def load_eval_set(path: Path, config: EvalConfig | None = None) -> LoadedEvalSet
             eval_set_id, cases = vertex.load_dataset(path)
         else:
             with gc_paused():
-                data = read_json(path)
+                text = read_text(path)
+                streamed = _stream_eval_set(text, path)
+                if streamed is not None:
+                    eval_set_id, cases = streamed
+                    id_at = ["eval_cases", "#", "eval_id"]
+                    return _loaded(shown, eval_set_id, cases, cfg, path, id_at)
+                data = parse_json(text, path)
                 if is_vertex_rows(data):
                     eval_set_id, cases = vertex.load_dataset(path)
                 else:
@@ -108,8 +165,56 @@ def load_eval_set(path: Path, config: EvalConfig | None = None) -> LoadedEvalSet
                     id_at = ["eval_cases", "#", "eval_id"] if isinstance(data, dict) else ["#", "name"]
     except InputError as exc:
         return LoadedEvalSet(shown, shown, config=cfg, errors=(exc,))
-    cases, dup_errors = _drop_duplicates(cases, path, id_at)
-    return LoadedEvalSet(shown, eval_set_id, tuple(cases), cfg, tuple(dup_errors))
+    return _loaded(shown, eval_set_id, cases, cfg, path, id_at)
+
+
+def _loaded(
+    shown: str, eval_set_id: str, cases: list[LoadedCase], cfg: EvalConfig, path: Path, id_at: Sequence[str | int]
+) -> LoadedEvalSet:
+    kept, dup_errors = _drop_duplicates(cases, path, id_at)
+    return LoadedEvalSet(shown, eval_set_id, tuple(kept), cfg, tuple(dup_errors))
+
+
+def _case_id(raw: Any, i: int) -> str:
+    eval_id = raw.get("eval_id", raw.get("evalId")) if isinstance(raw, dict) else None
+    return eval_id if isinstance(eval_id, str) and eval_id else f"#{i}"
+
+
+def _parse_case(text: str, start: int, end: int, path: Path, i: int) -> EvalCase:
+    return validate(EvalCase, json.loads(text[start:end]), path, ("eval_cases", i))
+
+
+def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase]] | None:
+    """An ADK eval set object read case by case: each case is parsed when it is used (see LoadedCase).
+
+    None for any other shape, and for malformed JSON (the whole-document parse reports it with json's message).
+    """
+    top: dict[str, Any] = {}
+    cases: list[LoadedCase] = []
+
+    def visit_case(i: int, start: int) -> int:
+        raw, end = decode_value(text, start)
+        cases.append(LoadedCase(_case_id(raw, i), source=partial(_parse_case, text, start, end, path, i)))
+        return end
+
+    def visit(key: str, start: int) -> int:
+        if key == "eval_cases" and text[start : start + 1] == "[":
+            cases.clear()  # a repeated key: the last one counts, as in json.loads
+            top[key] = cases
+            return scan_array(text, start, visit_case)
+        if key == "eval_cases":
+            return skip_value(text, start)  # not a list: the whole-document path reports it
+        top[key], end = decode_value(text, start)
+        return end
+
+    try:
+        scan_document(text, visit)
+    except json.JSONDecodeError:
+        return None
+    eval_set_id = top.get("eval_set_id")
+    if not isinstance(top.get("eval_cases"), list) or not isinstance(eval_set_id, str) or not eval_set_id:
+        return None
+    return eval_set_id, cases
 
 
 def is_vertex_rows(data: Any) -> bool:
@@ -149,8 +254,7 @@ def _cases_from_eval_set(data: dict[str, Any], path: Path) -> tuple[str, list[Lo
         raise InputError(path, "/eval_cases", "required: a list of eval cases")
     cases: list[LoadedCase] = []
     for i, raw in enumerate(raw_cases):
-        eval_id = raw.get("eval_id", raw.get("evalId")) if isinstance(raw, dict) else None
-        eval_id = eval_id if isinstance(eval_id, str) and eval_id else f"#{i}"
+        eval_id = _case_id(raw, i)
         try:
             case = validate(EvalCase, raw, path, ("eval_cases", i))
         except InputError as exc:

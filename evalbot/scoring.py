@@ -210,6 +210,7 @@ def score_eval_set(
     for loaded_case in loaded.cases:
         before = len(pending)
         cases.append(_score_case(loaded_case, loaded.eval_set_id, criteria, actuals, pending))
+        loaded_case.release()  # a case parsed on demand from a large file is not kept once scored
         if scored is not None:
             scored(len(pending) > before)
     return EvalSetReport(

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalbot.errors import InputError
 from evalbot.formats.adk import EvalCase, Invocation
-from evalbot.jsonio import pointer_for, read_json, validate
+from evalbot.jsonio import (
+    decode_value,
+    pointer_for,
+    read_json,
+    scan_array,
+    scan_document,
+    skip_value,
+    validate,
+)
 from tests.conftest import Writer, case, inv
 
 
@@ -98,3 +110,43 @@ def test_gc_paused_restores_the_previous_state() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(doc=st.dictionaries(st.text(max_size=4), _JSON, max_size=4), indent=st.sampled_from([None, 1]))
+def test_scanning_members_finds_each_value_as_json_loads_does(doc: dict[str, Any], indent: int | None) -> None:
+    """scan_document / scan_array visit every member and item at offsets that decode to json.loads's values."""
+    text = json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
+    seen: dict[str, Any] = {}
+
+    def visit(key: str, start: int) -> int:
+        if text[start] == "[":
+            items: list[Any] = []
+
+            def item(i: int, at: int) -> int:
+                value, end = decode_value(text, at)
+                items.append(value)
+                return end
+
+            seen[key] = items
+            return scan_array(text, start, item)
+        seen[key], end = decode_value(text, start)
+        return end
+
+    scan_document(text, visit)
+    assert seen == json.loads(text)
+
+
+@pytest.mark.parametrize("text", ["{", '{"a": 1,}', '{"a": 1} x', '{"a" 1}', "[1]", '{"a": [1,]}', '{"a": [1 2]}'])
+def test_scanning_malformed_json_raises_decode_errors(text: str) -> None:
+    """Malformed documents raise JSONDecodeError (callers then parse the whole text for json's own message)."""
+    with pytest.raises(json.JSONDecodeError):
+        scan_document(text, lambda key, at: scan_array(text, at, lambda i, a: skip_value(text, a))
+                      if text[at] == "[" else skip_value(text, at))

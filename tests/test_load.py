@@ -205,3 +205,14 @@ def test_discover_reports_what_matched_nothing(tmp_path: Path) -> None:
         (empty, "directory holds no *.evalset.json or *.test.json file"),
         (pattern, "glob pattern matched no file"),
     ]
+
+
+def test_cases_are_parsed_on_use_and_released(write: Writer) -> None:
+    """An eval set's cases parse when first used; release() drops the model and the next use parses it again."""
+    loaded = load_eval_set(write("s.evalset.json", eval_set("s", case("a"), case("bad", inv(tool_calls=[])))))
+    good, bad = loaded.cases
+    model = good.case
+    assert model is not None and good.case is model and good.error is None
+    good.release()
+    assert good.case is not model and good.case == model
+    assert bad.case is None and bad.error is not None and bad.error.pointer == "/eval_cases/1/conversation/0/tool_calls"

@@ -6,7 +6,10 @@ versions wrote them double-encoded (a JSON string holding the JSON), which is ac
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +17,45 @@ from pydantic.alias_generators import to_camel
 
 from evalbot.errors import InputError, json_pointer
 from evalbot.formats.adk import Invocation
-from evalbot.jsonio import gc_paused, parse_json, read_text, validate
+from evalbot.jsonio import decode_value, gc_paused, parse_json, read_text, scan_document, validate
 
 Key = tuple[str | None, str]
+Entry = list[Invocation] | InputError
+
+
+class Entries(MutableMapping[Key, Entry]):
+    """Actual invocations per case; an entry read from a large file is parsed each time it is read, never kept.
+
+    ``defer`` stores how to parse an entry (from its slice of the file's text) instead of the parsed invocations,
+    so a run holds one case's invocation models at a time rather than every case's.
+    """
+
+    def __init__(self, data: dict[Key, Entry] | None = None) -> None:
+        self._data: dict[Key, Entry | Callable[[], Entry]] = dict(data or {})
+
+    def defer(self, key: Key, parse: Callable[[], Entry]) -> None:
+        """Store ``parse`` to be called whenever the entry is read."""
+        self._data[key] = parse
+
+    def absorb(self, other: Entries) -> None:
+        """Add another file's entries without parsing deferred ones (later files win)."""
+        self._data.update(other._data)
+
+    def __getitem__(self, key: Key) -> Entry:
+        value = self._data[key]
+        return value() if callable(value) else value
+
+    def __setitem__(self, key: Key, value: Entry) -> None:
+        self._data[key] = value
+
+    def __delitem__(self, key: Key) -> None:
+        del self._data[key]
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
 
 
 @dataclass
@@ -24,7 +63,7 @@ class Actuals:
     """Actual invocations keyed by (eval_set_id or None, eval_id); unparsable entries keep their error."""
 
     path: str | None = None
-    entries: dict[Key, list[Invocation] | InputError] = field(default_factory=dict)
+    entries: MutableMapping[Key, Entry] = field(default_factory=Entries)
 
     def find(self, eval_set_id: str, eval_id: str) -> list[Invocation] | InputError | None:
         """The invocations recorded for a case: set-qualified first, then by eval_id alone."""
@@ -33,7 +72,10 @@ class Actuals:
 
     def merge(self, other: Actuals) -> None:
         """Add another file's entries (later files win)."""
-        self.entries.update(other.entries)
+        if isinstance(self.entries, Entries) and isinstance(other.entries, Entries):
+            self.entries.absorb(other.entries)
+        else:
+            self.entries.update(other.entries)
 
 
 def _invocations(
@@ -114,9 +156,51 @@ def load_actuals(path: Path) -> Actuals:
     if path.name.endswith((".jsonl", ".csv")):
         return vertex.load_actuals(path)
     with gc_paused():
-        data = parse_json(read_text(path), path)
+        text = read_text(path)
+        lazy = _lazy_mapping(text, path)
+        if lazy is not None:
+            return lazy
+        data = parse_json(text, path)
         if (isinstance(data, dict) and "rows" in data) or (
             vertex.looks_like_rows(data) and not all("eval_case_results" in d for d in data)
         ):
             return vertex.load_actuals(path)
         return actuals_from_data(data, path)
+
+
+_NOT_A_MAPPING = frozenset(("rows", "eval_case_results", "evalCaseResults"))
+
+
+class _OtherShape(Exception):
+    """The document is not a plain ``{eval_id: [...]}`` map."""
+
+
+def _parse_later(text: str, start: int, end: int, path: Path, eval_id: str) -> Entry:
+    return _invocations(json.loads(text[start:end]), path, [eval_id])
+
+
+def _lazy_mapping(text: str, path: Path) -> Actuals | None:
+    """A plain ``{eval_id: [invocations]}`` file with each case parsed only when it is scored; None for other shapes.
+
+    The same entries and errors as actuals_from_data, but the invocations are validated on each read.  Malformed
+    JSON also gives None: the whole-document parse then reports it with json's own message.
+    """
+    actuals = Actuals(str(path))
+    entries = actuals.entries
+    assert isinstance(entries, Entries)
+
+    def visit(eval_id: str, start: int) -> int:
+        if eval_id in _NOT_A_MAPPING:
+            raise _OtherShape
+        value, end = decode_value(text, start)
+        if isinstance(value, list):
+            entries.defer((None, eval_id), partial(_parse_later, text, start, end, path, eval_id))
+        else:
+            entries[(None, eval_id)] = _invocations(value, path, [eval_id])
+        return end
+
+    try:
+        scan_document(text, visit)
+    except (_OtherShape, json.JSONDecodeError):
+        return None
+    return actuals

@@ -140,3 +140,22 @@ def test_unusable_actuals_file_raises_with_pointer(write: Writer, content: Any, 
         load_actuals(path)
     assert (info.value.path, info.value.pointer) == (str(path), pointer)
     assert message in info.value.message
+
+
+def test_plain_mapping_is_parsed_per_read_and_merges_without_parsing(write: Writer) -> None:
+    """Large plain maps keep no models: each read validates the case's slice again; merging does not parse."""
+    path = write("a.json", {"x": [inv("q1")], "bad": [inv(final_respnse={})]})
+    loaded = load_actuals(path)
+    first, again = loaded.find("s", "x"), loaded.find("s", "x")
+    assert isinstance(first, list) and isinstance(again, list) and first == again and first is not again
+    merged = Actuals()
+    merged.merge(loaded)
+    err = merged.find("s", "bad")
+    assert isinstance(err, InputError) and err.pointer == "/bad/0/final_respnse"
+
+
+def test_malformed_plain_mapping_reports_json_message(write: Writer) -> None:
+    """A syntax error late in a plain map is still one file error with json's line and column."""
+    path = write("a.json", '{"x": [],\n "y": [}')
+    with pytest.raises(InputError, match="invalid JSON at line 2, column 8"):
+        load_actuals(path)
