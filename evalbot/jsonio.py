@@ -130,6 +130,31 @@ def scan_document(text: str, visit: Callable[[str, int], int]) -> None:
         raise json.JSONDecodeError("Extra data", text, rest)
 
 
+class Slices:
+    """Re-reads parts of a JSON file's text by offset, so a large file's text need not stay in memory.
+
+    A pure-ASCII text is read back from the file (character offsets are byte offsets); any other text is kept.
+    A file that changed since it was scanned raises ValueError when a slice no longer decodes.
+    """
+
+    def __init__(self, text: str, path: Path) -> None:
+        self.path = path
+        self._text: str | None = text
+        self._shift = 0
+        if text.isascii():
+            with path.open("rb") as f:
+                self._shift = 3 if f.read(3) == b"\xef\xbb\xbf" else 0
+            self._text = None
+
+    def decode(self, start: int, end: int) -> Any:
+        """The JSON value at ``start:end`` of the scanned text."""
+        if self._text is not None:
+            return json.loads(self._text[start:end])
+        with self.path.open("rb") as f:
+            f.seek(start + self._shift)
+            return json.loads(f.read(end - start))
+
+
 def read_json(path: Path) -> Any:
     """Read and decode a JSON file."""
     return parse_json(read_text(path), path)

@@ -20,6 +20,7 @@ from evalbot.formats import legacy
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import EvalConfig, default_config, parse_config
 from evalbot.jsonio import (
+    Slices,
     decode_value,
     gc_paused,
     parse_json,
@@ -180,8 +181,14 @@ def _case_id(raw: Any, i: int) -> str:
     return eval_id if isinstance(eval_id, str) and eval_id else f"#{i}"
 
 
-def _parse_case(text: str, start: int, end: int, path: Path, i: int) -> EvalCase:
-    return validate(EvalCase, json.loads(text[start:end]), path, ("eval_cases", i))
+def _parse_case(slices: Slices, start: int, end: int, i: int) -> EvalCase:
+    try:
+        raw = slices.decode(start, end)
+    except (OSError, ValueError):
+        raise InputError(
+            slices.path, json_pointer(["eval_cases", i]), "the file changed or vanished while evaluating; run again"
+        ) from None
+    return validate(EvalCase, raw, slices.path, ("eval_cases", i))
 
 
 def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase]] | None:
@@ -191,10 +198,11 @@ def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase]] | No
     """
     top: dict[str, Any] = {}
     cases: list[LoadedCase] = []
+    slices = Slices(text, path)
 
     def visit_case(i: int, start: int) -> int:
         raw, end = decode_value(text, start)
-        cases.append(LoadedCase(_case_id(raw, i), source=partial(_parse_case, text, start, end, path, i)))
+        cases.append(LoadedCase(_case_id(raw, i), source=partial(_parse_case, slices, start, end, i)))
         return end
 
     def visit(key: str, start: int) -> int:

@@ -216,3 +216,10 @@ def test_cases_are_parsed_on_use_and_released(write: Writer) -> None:
     good.release()
     assert good.case is not model and good.case == model
     assert bad.case is None and bad.error is not None and bad.error.pointer == "/eval_cases/1/conversation/0/tool_calls"
+
+
+def test_non_ascii_eval_set_is_kept_in_memory_and_parses(write: Writer) -> None:
+    """A non-ASCII file's cases come from the kept text (character offsets are not byte offsets there)."""
+    loaded = load_eval_set(write("s.evalset.json", eval_set("s", case("café", inv("où?")), case("b"))))
+    assert [c.eval_id for c in loaded.cases] == ["café", "b"]
+    assert all(c.case is not None for c in loaded.cases)

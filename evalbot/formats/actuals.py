@@ -17,7 +17,7 @@ from pydantic.alias_generators import to_camel
 
 from evalbot.errors import InputError, json_pointer
 from evalbot.formats.adk import Invocation
-from evalbot.jsonio import decode_value, gc_paused, parse_json, read_text, scan_document, validate
+from evalbot.jsonio import Slices, decode_value, gc_paused, parse_json, read_text, scan_document, validate
 
 Key = tuple[str | None, str]
 Entry = list[Invocation] | InputError
@@ -175,8 +175,12 @@ class _OtherShape(Exception):
     """The document is not a plain ``{eval_id: [...]}`` map."""
 
 
-def _parse_later(text: str, start: int, end: int, path: Path, eval_id: str) -> Entry:
-    return _invocations(json.loads(text[start:end]), path, [eval_id])
+def _parse_later(slices: Slices, start: int, end: int, eval_id: str) -> Entry:
+    try:
+        raw = slices.decode(start, end)
+    except (OSError, ValueError):
+        return InputError(slices.path, json_pointer([eval_id]), "the file changed or vanished while evaluating; run again")
+    return _invocations(raw, slices.path, [eval_id])
 
 
 def _lazy_mapping(text: str, path: Path) -> Actuals | None:
@@ -188,13 +192,14 @@ def _lazy_mapping(text: str, path: Path) -> Actuals | None:
     actuals = Actuals(str(path))
     entries = actuals.entries
     assert isinstance(entries, Entries)
+    slices = Slices(text, path)
 
     def visit(eval_id: str, start: int) -> int:
         if eval_id in _NOT_A_MAPPING:
             raise _OtherShape
         value, end = decode_value(text, start)
         if isinstance(value, list):
-            entries.defer((None, eval_id), partial(_parse_later, text, start, end, path, eval_id))
+            entries.defer((None, eval_id), partial(_parse_later, slices, start, end, eval_id))
         else:
             entries[(None, eval_id)] = _invocations(value, path, [eval_id])
         return end

@@ -159,3 +159,15 @@ def test_malformed_plain_mapping_reports_json_message(write: Writer) -> None:
     path = write("a.json", '{"x": [],\n "y": [}')
     with pytest.raises(InputError, match="invalid JSON at line 2, column 8"):
         load_actuals(path)
+
+
+def test_ascii_file_is_read_back_by_offset_and_a_changed_file_is_an_error(write: Writer) -> None:
+    """Slices of an ASCII file (BOM or not) are re-read from disk; a file rewritten mid-run is a clear error."""
+    doc = json.dumps({"x": [inv("q1")]})
+    path = write("a.json", b"\xef\xbb\xbf" + doc.encode())
+    loaded = load_actuals(path)
+    found = loaded.find("s", "x")
+    assert isinstance(found, list) and found[0].user_content.parts is not None
+    path.write_text("{}", encoding="utf-8")
+    err = loaded.find("s", "x")
+    assert isinstance(err, InputError) and err.pointer == "/x" and "changed" in err.message
