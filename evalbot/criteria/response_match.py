@@ -11,6 +11,7 @@ from __future__ import annotations
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from itertools import repeat
 
 from rouge_score import scoring, tokenizers
 
@@ -105,10 +106,11 @@ def rouge1_f(candidate: str, reference: str) -> float:
     summed in C: RougeScorer.score wraps each token in a 1-tuple and loops in Python, which costs more than the rest
     of the computation and changes nothing in the result.
     """
-    ref, cand = Counter(_TOKENIZER.tokenize(reference)), Counter(_TOKENIZER.tokenize(candidate))
-    overlap = sum(map(min, ref.values(), map(cand.__getitem__, ref)))
-    precision = overlap / max(sum(cand.values()), 1)
-    recall = overlap / max(sum(ref.values()), 1)
+    ref_tokens, cand_tokens = _TOKENIZER.tokenize(reference), _TOKENIZER.tokenize(candidate)
+    ref, cand = Counter(ref_tokens), Counter(cand_tokens)
+    overlap = sum(map(min, ref.values(), map(cand.get, ref, repeat(0))))
+    precision = overlap / max(len(cand_tokens), 1)
+    recall = overlap / max(len(ref_tokens), 1)
     return float(scoring.fmeasure(precision, recall))
 
 
