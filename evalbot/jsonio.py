@@ -139,10 +139,11 @@ class Slices:
 
     def __init__(self, text: str, path: Path) -> None:
         self.path = path
+        self._file = path.absolute()  # re-read even if the working directory changes meanwhile
         self._text: str | None = text
         self._shift = 0
         if text.isascii():
-            with path.open("rb") as f:
+            with self._file.open("rb") as f:
                 self._shift = 3 if f.read(3) == b"\xef\xbb\xbf" else 0
             self._text = None
 
@@ -150,7 +151,7 @@ class Slices:
         """The JSON value at ``start:end`` of the scanned text."""
         if self._text is not None:
             return json.loads(self._text[start:end])
-        with self.path.open("rb") as f:
+        with self._file.open("rb") as f:
             f.seek(start + self._shift)
             return json.loads(f.read(end - start))
 
