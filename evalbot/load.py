@@ -211,7 +211,9 @@ def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase]] | No
             top[key] = cases
             return scan_array(text, start, visit_case)
         if key == "eval_cases":
-            return skip_value(text, start)  # not a list: the whole-document path reports it
+            top.pop(key, None)  # not a list: the whole-document path reports it
+        if key != "eval_set_id":  # no other key is needed here
+            return skip_value(text, start)
         top[key], end = decode_value(text, start)
         return end
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,13 @@ def test_non_ascii_eval_set_is_kept_in_memory_and_parses(write: Writer) -> None:
     loaded = load_eval_set(write("s.evalset.json", eval_set("s", case("café", inv("où?")), case("b"))))
     assert [c.eval_id for c in loaded.cases] == ["café", "b"]
     assert all(c.case is not None for c in loaded.cases)
+
+
+def test_repeated_eval_cases_key_is_read_as_json_does(write: Writer) -> None:
+    """With a repeated key the last value counts, as in json.loads, whether it is a list or not."""
+    text = '{"eval_set_id": "s", "eval_cases": [%s], "eval_cases": %s}'
+    one = json.dumps(case("a"))
+    last_list = load_eval_set(write("a.evalset.json", text % (one, "[" + json.dumps(case("b")) + "]")))
+    assert [c.eval_id for c in last_list.cases] == ["b"]
+    last_scalar = load_eval_set(write("b.evalset.json", text % (one, "5")))
+    assert not last_scalar.cases and last_scalar.errors[0].pointer == "/eval_cases"
