@@ -21,7 +21,7 @@ from evalbot.errors import InputError
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
 from evalbot.gate import GatePolicy, policy_from_settings
 from evalbot.render import Links, comment_marker, render_comment, render_summary
-from evalbot.results import Report
+from evalbot.results import Report, write_report_json
 
 log = logging.getLogger("evalbot")
 BASELINE_MESSAGE = "chore(evalbot): refresh eval baseline [skip ci]"
@@ -126,7 +126,8 @@ def write_report_files(report: Report, inputs: ActionInputs, ws: Workspace) -> N
     """The JSON report (the artifact the second stage reads) and the JUnit XML."""
     target = ws.path(inputs.report_path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    with target.open("w", encoding="utf-8") as handle:
+        write_report_json(report, handle)
     if inputs.junit_path:
         actions.write_junit(ws.path(inputs.junit_path), junit_suites(report))
 

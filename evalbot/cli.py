@@ -15,7 +15,7 @@ from evalbot.console import render_text
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, EvalbotError
 from evalbot.progress import terminal_progress
-from evalbot.results import Report
+from evalbot.results import Report, write_report_json
 
 log = logging.getLogger("evalbot")
 
@@ -80,7 +80,8 @@ def write_report(report: Report, path: str) -> None:
     """Write the JSON report (UTF-8, indented, stable key order of the model)."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    with out.open("w", encoding="utf-8") as handle:
+        write_report_json(report, handle)
 
 
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TextIO, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -297,3 +298,26 @@ def totals(eval_sets: Sequence[EvalSetReport]) -> Totals:
             if case.status in ("passed", "failed", "not_evaluated", "error"):
                 setattr(t, case.status, getattr(t, case.status) + 1)
     return t
+
+
+def write_report_json(report: Report, out: TextIO) -> None:
+    """Write the report as JSON piece by piece (one case at a time), so a large run never holds its whole text.
+
+    The document equals ``report.model_dump_json()`` as data (same keys); only the layout differs: one case per
+    line, and each eval set's ``cases`` written after its other keys.
+    """
+    rest = report.model_dump(mode="json", exclude={"eval_sets"})
+    out.write("{\n")
+    for name in Report.model_fields:
+        if name == "eval_sets":
+            out.write('"eval_sets": [')
+            for i, es in enumerate(report.eval_sets):
+                out.write(("," if i else "") + "\n" + es.model_dump_json(exclude={"cases"})[:-1] + ',"cases":[')
+                for j, case in enumerate(es.cases):
+                    out.write(("," if j else "") + "\n" + case.model_dump_json())
+                out.write("]}")
+            out.write("\n]")
+        else:
+            out.write(f"{json.dumps(name)}: {json.dumps(rest[name], ensure_ascii=False)}")
+        out.write(",\n" if name != list(Report.model_fields)[-1] else "\n")
+    out.write("}\n")

@@ -138,20 +138,26 @@ def _score_case(
         return CaseResult(eval_id=case.eval_id, status="error", reason=str(found), fingerprint=fp)
     expected = case.conversation
     case_input = CaseInput(eval_set_id, case, found)
-    turns = _case_turns(case_input)
     if expected is not None and len(expected) != len(found):
         reason = (
             f"the case expects {len(expected)} invocation(s) but the actual run has {len(found)}; "
             "re-record the run or fix the eval case"
         )
+        turns = _case_turns(case_input)
         return CaseResult(eval_id=case.eval_id, status="error", reason=reason, turns=turns, fingerprint=fp)
-    result = CaseResult(eval_id=case.eval_id, status="not_evaluated", turns=turns, fingerprint=fp)
+    result = CaseResult(eval_id=case.eval_id, status="not_evaluated", fingerprint=fp)
+    judged = False
     for criterion in criteria:
         outcome = _run_criterion(criterion, case_input)
         if inspect.isawaitable(outcome):
             pending.append(_Pending(result, criterion.name, outcome))
+            judged = True
         else:
             result.metrics[criterion.name] = outcome
+    # Turns are what reviewers read for cases that did not pass; a passing case without judged criteria is never
+    # shown in detail (a judged one can be, as an inconclusive flip), so large runs do not carry its transcript.
+    if judged or case_status([m.status for m in result.metrics.values()]) != "passed":
+        result.turns = _case_turns(case_input)
     return result
 
 

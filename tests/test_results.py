@@ -133,3 +133,21 @@ def test_report_round_trips_through_json() -> None:
     assert Report.model_validate_json(text) == report
     with pytest.raises(ValidationError):
         Report.model_validate({**json.loads(text), "surprise": 1})
+
+
+def test_streamed_report_file_is_the_same_document() -> None:
+    """write_report_json (one case at a time) writes the same data as model_dump_json, valid strict JSON."""
+    import io
+
+    from evalbot.results import Problem, write_report_json
+
+    cases = [CaseResult(eval_id=f"c{i}", status="failed", reason='quote " and\nnewline, 東京',
+                        metrics={"x": _m(0.25, "failed")}) for i in range(3)]
+    sets = [EvalSetReport(eval_set_id=f"s{k}", path="p", status="failed", cases=cases if k else [],
+                          metrics=summarize_cases(cases if k else [])) for k in range(2)]
+    report = Report(eval_sets=sets, errors=[Problem(path="f", message="m")], notices=["n"], usage={"total": {}})
+    out = io.StringIO()
+    write_report_json(report, out)
+    streamed = json.loads(out.getvalue(), parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert streamed == json.loads(report.model_dump_json())
+    assert list(streamed) == list(Report.model_fields)

@@ -164,7 +164,8 @@ def _merge_case(scored: list[CaseResult], case_runs: list[CaseRun], num_runs: in
         result = scored[case_run.run - 1]
         prefix = f"run {case_run.run}: " if num_runs > 1 else ""
         if case_run.outcome == "ok":
-            turns.extend(result.turns)
+            # scoring leaves out the turns of a run that passed; the pooled case needs every run's turns
+            turns.extend(result.turns or turn_views(case_run.invocations, case.conversation))
             metrics = result.metrics
             if result.status == "error" and not result.metrics:
                 statuses.append("error")
