@@ -157,13 +157,16 @@ def bench_evalbot(n_cases: int, repeat: int) -> dict[str, Any]:
 def scale_worker(directory: str) -> None:
     """Evaluate the eval set and actuals in ``directory`` like ``evalbot run --report``; print wall time and RSS."""
     from evalbot.app import evaluate
+    from evalbot.results import write_report_json
 
     base = Path(directory)
     t0 = time.perf_counter()
     report = evaluate([str(base / "bench.evalset.json")], actuals=[str(base / "actuals.json")])
-    (base / "report.json").write_text(report.model_dump_json(), encoding="utf-8")
+    with (base / "report.json").open("w", encoding="utf-8") as out:  # as `evalbot run --report` writes it
+        write_report_json(report, out)
     wall = time.perf_counter() - t0
-    invocations = sum(len(c.turns) for es in report.eval_sets for c in es.cases)
+    invocations = sum(len(c.metrics["tool_trajectory_avg_score"].per_invocation)
+                      for es in report.eval_sets for c in es.cases)
     print(json.dumps({"wall_s": wall, "peak_rss_mb": _peak_rss_mb(), "invocations": invocations,
                       "cases": report.totals.cases, "errors": report.totals.error}))
 
