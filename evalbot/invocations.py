@@ -11,7 +11,18 @@ from evalbot.formats.adk import (
     IntermediateData,
     Invocation,
     InvocationEvents,
+    Part,
 )
+
+
+def _event_parts(data: InvocationEvents) -> list[Part]:
+    """Every part of every event's content, in order (any author)."""
+    return [
+        part
+        for event in data.invocation_events
+        if event.content is not None and event.content.parts
+        for part in event.content.parts
+    ]
 
 
 def tool_calls(invocation: Invocation) -> list[FunctionCall]:
@@ -20,29 +31,17 @@ def tool_calls(invocation: Invocation) -> list[FunctionCall]:
     if isinstance(data, IntermediateData):
         return list(data.tool_uses)
     if isinstance(data, InvocationEvents):
-        return [
-            part.function_call
-            for event in data.invocation_events
-            if event.content is not None and event.content.parts
-            for part in event.content.parts
-            if part.function_call is not None
-        ]
+        return [part.function_call for part in _event_parts(data) if part.function_call is not None]
     return []
 
 
 def tool_responses(invocation: Invocation) -> list[FunctionResponse]:
-    """Every tool response of the invocation, in either intermediate-data form."""
+    """Every tool response of the invocation: ``tool_responses``, or every function_response part of every event."""
     data = invocation.intermediate_data
     if isinstance(data, IntermediateData):
         return list(data.tool_responses)
     if isinstance(data, InvocationEvents):
-        return [
-            part.function_response
-            for event in data.invocation_events
-            if event.content is not None and event.content.parts
-            for part in event.content.parts
-            if part.function_response is not None
-        ]
+        return [part.function_response for part in _event_parts(data) if part.function_response is not None]
     return []
 
 
