@@ -83,6 +83,7 @@ def policy_and_template(inputs: ActionInputs, ws: Workspace) -> tuple[GatePolicy
 def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace) -> Report:
     """Score the eval sets with a judge when credentials are there (the judge-api-key input wins)."""
     from evalbot.app import evaluate
+    from evalbot.cli import drop_unused_judge_notice
     from evalbot.criteria.base import BuildContext
     from evalbot.judges.factory import judge_from_environ
 
@@ -91,13 +92,12 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace)
         judge_env["GOOGLE_API_KEY"] = inputs.judge_api_key
     cache = str(ws.path(inputs.judge_cache)) if inputs.judge_cache else None
     judge, notice = judge_from_environ(judge_env, cache_dir=cache, concurrency=inputs.judge_concurrency)
+    ctx = BuildContext(judge=judge, judge_unavailable_reason=notice)
     report = evaluate(
-        eval_paths(inputs, ws),
-        actuals=list(inputs.actuals),
-        config=inputs.config,
-        ctx=BuildContext(judge=judge, judge_unavailable_reason=notice),
+        eval_paths(inputs, ws), actuals=list(inputs.actuals), config=inputs.config, ctx=ctx,
         notices=[notice] if notice else [],
     )
+    drop_unused_judge_notice(report, ctx)
     usage: Callable[[], dict[str, Any]] | None = getattr(judge, "usage_summary", None)
     if report.usage is None and callable(usage):
         total = usage().get("total", {})

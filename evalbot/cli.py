@@ -69,6 +69,14 @@ def judge_context(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[Bui
     return BuildContext(judge=judge, judge_unavailable_reason=notice), notices
 
 
+def drop_unused_judge_notice(report: Report, ctx: BuildContext) -> Report:
+    """Remove the "no judge" notice from a report in which no eval set configures a judged criterion."""
+    notice = ctx.judge_unavailable_reason
+    if notice and not any(c.judged for es in report.eval_sets for c in es.criteria):
+        report.notices = [n for n in report.notices if n != notice]
+    return report
+
+
 def exit_code(report: Report) -> int:
     """0 all passed · 1 some case failed · 2 some input could not be used (results of the rest still reported)."""
     if report.errors or report.totals.error or any(es.errors for es in report.eval_sets):
@@ -84,8 +92,8 @@ def write_report(report: Report, path: str) -> None:
         write_report_json(report, handle)
 
 
-def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """``evalbot run``."""
+def evaluate_args(args: argparse.Namespace, env: Mapping[str, str]) -> Report:
+    """Score recorded runs, or run the agent first (--agent / --adk-agent): what every evaluating command does."""
     ctx, notices = judge_context(args, env)
     bar = terminal_progress(sys.stderr)
     try:
@@ -96,6 +104,12 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     finally:
         if bar is not None:
             bar.close()
+    return drop_unused_judge_notice(report, ctx)
+
+
+def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``evalbot run``."""
+    report = evaluate_args(args, env)
     if args.report:
         write_report(report, args.report)
     print(render_text(report))

@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evalbot.app import evaluate
 from evalbot.baseline import (
     DEFAULT_BASELINE_PATH,
     GitResult,
@@ -93,19 +92,9 @@ def comment_template_text(cli_path: str | None, settings: Mapping[str, Any], con
 
 def _evaluate(args: argparse.Namespace, env: Mapping[str, str]) -> Report:
     """Score recorded runs, or run the agent first (--agent / --adk-agent), exactly as ``evalbot run`` does."""
-    from evalbot import cli_agent
-    from evalbot.cli import judge_context
-    from evalbot.progress import terminal_progress
+    from evalbot.cli import evaluate_args
 
-    ctx, notices = judge_context(args, env)
-    bar = terminal_progress(sys.stderr)
-    try:
-        if cli_agent.wants_agent(args):
-            return cli_agent.evaluate_with_agent(args, ctx, notices, bar)
-        return evaluate(args.paths, actuals=args.actuals, config=args.config, ctx=ctx, notices=notices, progress=bar)
-    finally:
-        if bar is not None:
-            bar.close()
+    return evaluate_args(args, env)
 
 
 def _write(path: str, text: str) -> None:

@@ -176,3 +176,17 @@ def test_not_evaluated_cases_exit_0(write: Writer, capsys: pytest.CaptureFixture
     code, out, _ = run(capsys, str(es), "--actuals", str(write("a.json", {"sim": [inv("hi", "hello")]})))
     assert code == 0
     assert out.splitlines()[-1] == "1 case(s): 0 passed, 0 failed, 1 not evaluated, 0 error(s)"
+
+
+def test_no_judge_notice_only_when_a_judged_criterion_is_configured(
+    write: Writer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Without credentials the "no judge credentials" notice is reported only if some criterion needs a judge."""
+    es, actual = project(write, GOOD)
+    out_path = tmp_path / "report.json"
+    run(capsys, es, "--actuals", actual, "--report", str(out_path))
+    assert Report.model_validate_json(out_path.read_text(encoding="utf-8")).notices == []
+    judged = write("judged.json", {"criteria": {"response_match_score": 0.5, "final_response_match_v2": 0.5}})
+    run(capsys, es, "--actuals", actual, "--config", str(judged), "--report", str(out_path))
+    notices = Report.model_validate_json(out_path.read_text(encoding="utf-8")).notices
+    assert len(notices) == 1 and notices[0].startswith("no judge credentials")
