@@ -1,8 +1,6 @@
-"""Read what criteria need out of an Invocation: tool calls, texts, responses, usage."""
+"""Read what criteria need out of an Invocation: tool calls, tool responses, texts."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from evalbot.formats.adk import (
     Content,
@@ -77,40 +75,3 @@ def intermediate_texts(invocation: Invocation) -> list[tuple[str, str]]:
             if text:
                 out.append((event.author, text))
     return out
-
-
-def token_usage(invocation: Invocation) -> dict[str, int] | None:
-    """Input/output/total tokens summed over the events' usage metadata, or None when nothing was reported."""
-    data = invocation.intermediate_data
-    if not isinstance(data, InvocationEvents):
-        return None
-    found = False
-    inp = out = 0
-    for event in data.invocation_events:
-        usage: dict[str, Any] | None = event.usage_metadata
-        if not usage:
-            continue
-        found = True
-        inp += _int(usage, "prompt_token_count", "promptTokenCount")
-        inp += _int(usage, "tool_use_prompt_token_count", "toolUsePromptTokenCount")
-        out += _int(usage, "candidates_token_count", "candidatesTokenCount")
-        out += _int(usage, "thoughts_token_count", "thoughtsTokenCount")
-    if not found:
-        return None
-    return {"input": inp, "output": out, "total": inp + out}
-
-
-def inference_call_count(invocation: Invocation) -> int | None:
-    """Number of model calls: events carrying usage metadata or a model version (None for hand-written data)."""
-    data = invocation.intermediate_data
-    if not isinstance(data, InvocationEvents):
-        return None
-    return sum(1 for e in data.invocation_events if e.usage_metadata or e.model_version)
-
-
-def _int(mapping: dict[str, Any], *keys: str) -> int:
-    for key in keys:
-        value = mapping.get(key)
-        if isinstance(value, int | float):
-            return int(value)
-    return 0

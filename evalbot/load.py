@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import glob
 import json
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -294,8 +293,3 @@ def _drop_duplicates(
         seen[case.eval_id] = i
         kept.append(case)
     return kept, errors
-
-
-def new_invocation_id() -> str:
-    """Invocation ids for converted legacy turns (ADK uses random uuids too)."""
-    return str(uuid.uuid4())

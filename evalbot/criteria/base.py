@@ -157,8 +157,3 @@ def not_evaluated(threshold: float | None, reason: str, count: int = 0) -> Metri
         reason=reason,
         per_invocation=[InvocationScore(status="not_evaluated", reason=reason) for _ in range(count)],
     )
-
-
-def build_error(message: str) -> ConfigError:
-    """Shorthand used by factories."""
-    return ConfigError(message)

@@ -350,11 +350,6 @@ def _actuals(rows: list[_Row], path: Path) -> Actuals:
     return actuals
 
 
-def actuals_from_rows(data: list[Any], path: Path) -> Actuals:
-    """Actual runs from decoded JSON rows, keyed by eval_id (``row-<n>`` when a row has none)."""
-    return _actuals(_json_rows(data), path)
-
-
 def load_actuals(path: Path) -> Actuals:
     """Actual runs from a Vertex dataset file (``.jsonl``, ``.csv`` or ``.json``)."""
     return _actuals(_read_rows(path), path)
