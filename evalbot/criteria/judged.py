@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import Field
 
-from evalbot.criteria.base import BuildContext, CaseInput, Options, not_evaluated
+from evalbot.criteria.base import CaseInput, Options, not_evaluated
 from evalbot.formats.adk import AppDetails, IntermediateData, Invocation, InvocationEvents
 from evalbot.invocations import content_text, final_text, intermediate_texts
 from evalbot.judges.base import Judge, JudgeError, JudgeRequest, Usage
@@ -110,12 +109,6 @@ def votes(scores: Sequence[float | None]) -> dict[str, int]:
     return {"yes": yes, "no": no, "unparsed": len(scores) - yes - no}
 
 
-def mean_or_none(values: Sequence[float | None]) -> float | None:
-    """``statistics.mean`` of the present values (ADK's rounding), or None."""
-    present = [v for v in values if v is not None]
-    return statistics.mean(present) if present else None
-
-
 def clip(text: str, limit: int = 1200) -> str:
     """Shorten a judge text kept as evidence in the report."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -139,12 +132,6 @@ def unavailable(name: str, threshold: float | None, reason: str | None, case: Ca
     """Every invocation not evaluated because no judge can be called (one clear message)."""
     message = f"{name} needs an LLM judge: {reason or NO_JUDGE}"
     return not_evaluated(threshold, message, len(case.actual))
-
-
-def judge_of(ctx: BuildContext) -> Judge | None:
-    """The run's judge from the build context, if any."""
-    judge: Judge | None = ctx.judge
-    return judge
 
 
 def response_text(invocation: Invocation, include_intermediate: bool) -> str:
