@@ -17,11 +17,14 @@ from typing import Any
 from evalbot.criteria.base import BuildContext, CaseInput
 from evalbot.formats.adk import Invocation, InvocationEvents
 from evalbot.formats.config import CriterionSpec
-from evalbot.invocations import tool_calls
 from evalbot.results import InvocationScore, MetricResult, invocation_score, mean, metric_result
 
-Measure = Callable[[Invocation], tuple[float | None, dict[str, Any]]]
+Measured = tuple[float | None, dict[str, Any]]
 """One invocation's value and the breakdown reported beside it."""
+Measure = Callable[[CaseInput], list[Measured]]
+"""The measurements of every actual invocation of a case (expected invocations are not used)."""
+Aggregate = Callable[[list[Measured]], Measured]
+"""The case value and breakdown from its invocations' measurements."""
 
 
 def _per(invocation: Invocation, value: float | None, extra: dict[str, Any]) -> InvocationScore:
@@ -34,32 +37,38 @@ class Efficiency:
 
     name: str
     measure: Measure
-    aggregate: Callable[[list[tuple[float | None, dict[str, Any]]]], tuple[float | None, dict[str, Any]]]
+    aggregate: Aggregate
     missing: str
     threshold: float | None = None
 
     def evaluate(self, case: CaseInput) -> MetricResult:
         """Measure every actual invocation (expected invocations are not used)."""
-        if self.measure is tool_call_count:  # the case's tool calls are already read (shared with other criteria)
-            measured: list[tuple[float | None, dict[str, Any]]] = [(float(len(c)), {}) for c in case.actual_calls]
-        else:
-            measured = [self.measure(act) for act in case.actual]
+        measured = self.measure(case)
         per = [_per(act, value, extra) for act, (value, extra) in zip(case.actual, measured, strict=True)]
         value, extra = self.aggregate(measured) if measured else (None, {})
         reason = None if value is not None else (self.missing if measured else "the case has no invocations")
         return metric_result(None, "informational", None, per, reason, {"value": value, **extra})
 
 
-def _mean_values(measured: list[tuple[float | None, dict[str, Any]]]) -> tuple[float | None, dict[str, Any]]:
+def _mean_values(measured: list[Measured]) -> Measured:
     return mean(value for value, _ in measured), {}
 
 
-def tool_call_count(invocation: Invocation) -> tuple[float | None, dict[str, Any]]:
-    """Number of tool calls (either intermediate-data form)."""
-    return float(len(tool_calls(invocation))), {}
+def each_invocation(measure: Callable[[Invocation], Measured]) -> Measure:
+    """A Measure applying a per-invocation measurement to every actual invocation."""
+
+    def measure_case(case: CaseInput) -> list[Measured]:
+        return [measure(act) for act in case.actual]
+
+    return measure_case
 
 
-def inference_call_count(invocation: Invocation) -> tuple[float | None, dict[str, Any]]:
+def tool_call_counts(case: CaseInput) -> list[Measured]:
+    """Number of tool calls per invocation (either intermediate-data form), from the calls the case already read."""
+    return [(float(len(calls)), {}) for calls in case.actual_calls]
+
+
+def inference_call_count(invocation: Invocation) -> Measured:
     """Events that carry usage metadata or a model version; None without recorded events."""
     data = invocation.intermediate_data
     if not isinstance(data, InvocationEvents):
@@ -122,13 +131,13 @@ def _present(breakdown: dict[str, float | None]) -> dict[str, float]:
     return {k: v for k, v in breakdown.items() if v is not None}
 
 
-def token_usage(invocation: Invocation) -> tuple[float | None, dict[str, Any]]:
+def token_usage(invocation: Invocation) -> Measured:
     """Total tokens, with every token type in ``token_usage_details``."""
     breakdown = token_breakdown(invocation)
     return breakdown["total_tokens"], {"token_usage_details": _present(breakdown)}
 
 
-def _average_tokens(measured: list[tuple[float | None, dict[str, Any]]]) -> tuple[float | None, dict[str, Any]]:
+def _average_tokens(measured: list[Measured]) -> Measured:
     averaged: dict[str, float | None] = {}
     for name in TOKEN_FIELDS:
         present = [extra["token_usage_details"][name] for _, extra in measured if name in extra["token_usage_details"]]
@@ -139,7 +148,7 @@ def _average_tokens(measured: list[tuple[float | None, dict[str, Any]]]) -> tupl
 DURATION_FIELDS = ("total_seconds", "model_seconds", "tool_seconds", "framework_seconds")
 
 
-def invocation_duration(invocation: Invocation) -> tuple[float | None, dict[str, Any]]:
+def invocation_duration(invocation: Invocation) -> Measured:
     """Seconds the invocation took, split into model, tool and framework time when those were measured."""
     total = invocation.duration
     if total is None:
@@ -150,7 +159,7 @@ def invocation_duration(invocation: Invocation) -> tuple[float | None, dict[str,
     return total, {"duration_details": {k: v for k, v in parts.items() if v is not None}}
 
 
-def _average_duration(measured: list[tuple[float | None, dict[str, Any]]]) -> tuple[float | None, dict[str, Any]]:
+def _average_duration(measured: list[Measured]) -> Measured:
     averaged: dict[str, float] = {}
     for name in DURATION_FIELDS:
         present = [extra["duration_details"][name] for _, extra in measured if name in extra["duration_details"]]
@@ -161,22 +170,22 @@ def _average_duration(measured: list[tuple[float | None, dict[str, Any]]]) -> tu
 
 def build_tool_call_count(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:
     """``tool_call_count_v1``: tool calls per invocation."""
-    return Efficiency(spec.name, tool_call_count, _mean_values, "no invocation to count tool calls in")
+    return Efficiency(spec.name, tool_call_counts, _mean_values, "no invocation to count tool calls in")
 
 
 def build_inference_call_count(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:
     """``inference_call_count_v1``: model calls per invocation (needs ADK's recorded events)."""
     missing = "no invocation records its events (only runs recorded by ADK inference carry model calls)"
-    return Efficiency(spec.name, inference_call_count, _mean_values, missing)
+    return Efficiency(spec.name, each_invocation(inference_call_count), _mean_values, missing)
 
 
 def build_token_usage(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:
     """``token_usage_v1``: tokens per invocation, with the per-type breakdown."""
     missing = "no invocation reports token usage (usage_metadata on recorded events)"
-    return Efficiency(spec.name, token_usage, _average_tokens, missing)
+    return Efficiency(spec.name, each_invocation(token_usage), _average_tokens, missing)
 
 
 def build_invocation_duration(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:
     """``invocation_duration_v1``: seconds per invocation, with the model/tool/framework split."""
     missing = "no invocation records its duration"
-    return Efficiency(spec.name, invocation_duration, _average_duration, missing)
+    return Efficiency(spec.name, each_invocation(invocation_duration), _average_duration, missing)
