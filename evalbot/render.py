@@ -85,6 +85,13 @@ def _delta(row: CriterionRow) -> mdsafe.Safe:
     return mdsafe.Safe(f"{arrow} {row.delta:+.3f}".replace("-", "−"))
 
 
+def _number(value: object, spec: str = "") -> mdsafe.Safe:
+    """A number formatted with ``spec``; anything else (an artifact is untrusted) shows as ``?``."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return mdsafe.Safe(format(value, spec))
+    return mdsafe.Safe("?")
+
+
 def _pvalue(value: float | None) -> mdsafe.Safe:
     if value is None:
         return mdsafe.Safe("")
@@ -170,8 +177,8 @@ def environment(custom_template: str | None = None) -> jinja2.Environment:
         finalize=mdsafe.soften,
     )
     env.filters.update(
-        inline=mdsafe.inline, html=mdsafe.html, cell=mdsafe.cell, code=mdsafe.code, span=mdsafe.span, score=_score, delta=_delta, pvalue=_pvalue,
-        link=_link, row_note=_row_note,
+        inline=mdsafe.inline, html=mdsafe.html, cell=mdsafe.cell, code=mdsafe.code, span=mdsafe.span, score=_score,
+        delta=_delta, pvalue=_pvalue, number=_number, link=_link, row_note=_row_note,
     )
     env.globals.update(set_counts=set_counts, visible_rows=visible_rows, row_badges=ROW_BADGES, version=__version__)
     return env

@@ -279,3 +279,15 @@ def test_any_summary_is_within_budget_and_well_formed(c: Comparison) -> None:
     text = render_summary(c, links=LINKS)
     assert len(text.encode("utf-8")) <= SUMMARY_LIMIT
     assert md_structure.problems(text, None) == []
+
+
+def test_usage_from_an_untrusted_report_prints_only_numbers() -> None:
+    """Usage values that are not numbers (a crafted artifact) show as ``?`` instead of markdown or a crash."""
+    r = Report(usage={"total": {"requests": "[x](https://e.vil) ![](https://e.vil/p.png)\n## h",
+                                "input_tokens": "many", "output_tokens": True, "cached_samples": "</details>",
+                                "estimated_cost_usd": "free"}})
+    text = render_comment(compare(current=r, baseline=None, policy=GatePolicy()), marker=MARKER)
+    assert "Judge usage: ? request(s), ? input + ? output tokens, ? answer(s) from the cache, ≈ $?" in text
+    assert "e.vil" not in text and "</details>" not in text and "## h" not in text
+    odd = Report(usage={"total": "lots"})
+    assert "Judge" not in render_comment(compare(current=odd, baseline=None, policy=GatePolicy()), marker=MARKER)
