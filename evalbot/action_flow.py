@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -53,18 +52,12 @@ class Workspace:
             return None
 
     def git(self, args: list[str]) -> GitResult:
-        try:
-            done = subprocess.run(
-                ["git", *args], cwd=self.root, capture_output=True, text=True, check=False, timeout=60
-            )
-        except FileNotFoundError:
-            return GitResult(127, "", "git is not installed")
-        except subprocess.TimeoutExpired:
-            return GitResult(124, "", "git timed out after 60 s")
-        return GitResult(done.returncode, done.stdout, done.stderr)
+        from evalbot.cli_compare import run_git
+
+        return run_git(args, cwd=self.root)
 
 
-def eval_paths(inputs: ActionInputs, ws: Workspace) -> list[str]:
+def eval_paths(inputs: ActionInputs) -> list[str]:
     """Eval set inputs as given: relative to the workspace (the working directory), so reports show them so."""
     return list(inputs.eval_sets)
 
@@ -73,7 +66,7 @@ def policy_and_template(inputs: ActionInputs, ws: Workspace) -> tuple[GatePolicy
     """The gate policy (inputs override the config's ``evalbot`` object) and the comment template text."""
     from evalbot.cli_compare import comment_template_text, evalbot_settings
 
-    settings, config_path = evalbot_settings(eval_paths(inputs, ws), inputs.config)
+    settings, config_path = evalbot_settings(eval_paths(inputs), inputs.config)
     overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance}
     policy = policy_from_settings(settings, source=str(config_path or "action inputs"), overrides=overrides)
     template_input = str(ws.path(inputs.comment_template)) if inputs.comment_template else None
@@ -94,15 +87,16 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace)
     judge, notice = judge_from_environ(judge_env, cache_dir=cache, concurrency=inputs.judge_concurrency)
     ctx = BuildContext(judge=judge, judge_unavailable_reason=notice)
     report = evaluate(
-        eval_paths(inputs, ws), actuals=list(inputs.actuals), config=inputs.config, ctx=ctx,
+        eval_paths(inputs), actuals=list(inputs.actuals), config=inputs.config, ctx=ctx,
         notices=[notice] if notice else [],
     )
     drop_unused_judge_notice(report, ctx)
     usage: Callable[[], dict[str, Any]] | None = getattr(judge, "usage_summary", None)
     if report.usage is None and callable(usage):
-        total = usage().get("total", {})
+        summary = usage()
+        total = summary.get("total", {})
         if total.get("requests") or total.get("cached_samples"):
-            report.usage = usage()
+            report.usage = summary
     return report
 
 
@@ -194,7 +188,7 @@ def first_stage(
         )
         notices += [published.notice] if published.notice else []
     if mode in ("push", "baseline"):
-        notices += refresh_baseline(report, inputs, ctx, mode, forge, ws, stream)
+        notices += refresh_baseline(report, inputs, ctx, mode, forge, ws, stream, committed=baseline)
     summarize(ctx, render_summary(comparison, links=link), notices)
     print(f"evalbot: {comparison.gate.verdict} (exit {comparison.gate.exit_code})", file=stream)
     return outcome_of(comparison, inputs, published)
@@ -208,8 +202,13 @@ def refresh_baseline(
     forge: Forge | None,
     ws: Workspace,
     stream: TextIO,
+    *,
+    committed: Baseline | None = None,
 ) -> list[str]:
-    """Mode baseline writes the file; with update-baseline on the default branch it is also committed."""
+    """Mode baseline writes the file; with update-baseline on the default branch it is also committed.
+
+    ``committed`` is the workspace's baseline as read before the run (push mode skips a commit of the same scores).
+    """
     if mode == "push" and not inputs.update_baseline:
         return []
     if report.errors or report.totals.error or any(es.errors for es in report.eval_sets):
@@ -226,8 +225,7 @@ def refresh_baseline(
         return []
     if not on_default_branch(ctx) or forge is None or not ctx.default_branch:
         return ["update-baseline applies only to pushes to the default branch with a github-token; not committed."]
-    current = ws.read(inputs.baseline_path) if mode == "push" else None
-    if current is not None and same_scores(parse_baseline(current, inputs.baseline_path), fresh):
+    if mode == "push" and committed is not None and same_scores(committed, fresh):
         print("evalbot: the committed baseline already has these results; not committed again", file=stream)
         return []
     try:

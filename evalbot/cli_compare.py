@@ -32,10 +32,10 @@ from evalbot.results import Report
 Command = Callable[[argparse.Namespace, Mapping[str, str]], int]
 
 
-def run_git(args: Sequence[str]) -> GitResult:
-    """Run ``git`` in the current directory (a missing git binary is exit code 127)."""
+def run_git(args: Sequence[str], cwd: Path | None = None) -> GitResult:
+    """Run ``git`` in ``cwd`` (default: the current directory); a missing git binary is exit code 127."""
     try:
-        done = subprocess.run(["git", *args], capture_output=True, text=True, check=False, timeout=60)
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=60)
     except FileNotFoundError:
         return GitResult(127, "", "git is not installed")
     except subprocess.TimeoutExpired:

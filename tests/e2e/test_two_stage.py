@@ -98,6 +98,7 @@ def test_push_to_main_commits_the_refreshed_baseline_once(action: Action) -> Non
     (action.workspace / ".evalbot" / "baseline.json").write_bytes(committed)  # the next push checks it out
     same = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="f" * 40)
     assert same.code == 0 and len(action.github.commits) == 1  # same scores: no commit for a new timestamp
+    assert "already has these results" in same.stdout
     topic = action.run("push", event("push"), inputs=inputs, ref="refs/heads/topic")
     assert topic.code == 0 and len(action.github.commits) == 1
     assert "applies only to pushes to the default branch" in topic.summary
