@@ -26,7 +26,6 @@ from evalbot.criteria.base import (
     score_invocation,
 )
 from evalbot.formats.config import CriterionSpec
-from evalbot.invocations import final_text
 from evalbot.results import MetricResult
 
 _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3040, 0x309F), (0x30A0, 0x30FF), (0xAC00, 0xD7AF))
@@ -130,10 +129,10 @@ class ResponseMatch:
     def evaluate(self, case: CaseInput) -> MetricResult:
         """Score every invocation by ROUGE-1 F."""
         try:
-            expected = need_expected(case, self.name)
+            need_expected(case, self.name)
         except ValueError as exc:
             return not_evaluated(self.threshold, str(exc), len(case.actual))
-        expected_texts = case.expected_texts or [final_text(exp) for exp in expected]
+        expected_texts = case.expected_texts or []  # a list whenever there is an expected conversation
         scores = [
             score_invocation(rouge1_f(act_text, exp_text), self.threshold, act)
             for act, act_text, exp_text in zip(case.actual, case.actual_texts, expected_texts, strict=True)

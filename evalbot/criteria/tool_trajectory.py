@@ -20,7 +20,6 @@ from evalbot.criteria.base import (
 )
 from evalbot.formats.adk import FunctionCall
 from evalbot.formats.config import CriterionSpec
-from evalbot.invocations import tool_calls
 from evalbot.results import MetricResult
 
 MatchType = Literal["EXACT", "IN_ORDER", "ANY_ORDER"]
@@ -96,12 +95,12 @@ class ToolTrajectory:
     def evaluate(self, case: CaseInput) -> MetricResult:
         """Score every invocation 1.0 or 0.0."""
         try:
-            expected = need_expected(case, self.name)
+            need_expected(case, self.name)
         except ValueError as exc:
             return not_evaluated(self.threshold, str(exc), len(case.actual))
         match = _MATCHERS[self.options.match_type]
         ignore = self.options.ignore_args
-        expected_calls = case.expected_calls or [tool_calls(exp) for exp in expected]
+        expected_calls = case.expected_calls or []  # a list whenever there is an expected conversation
         scores = [
             score_invocation(1.0 if match(act_calls, exp_calls, ignore) else 0.0, self.threshold, act)
             for act, act_calls, exp_calls in zip(case.actual, case.actual_calls, expected_calls, strict=True)

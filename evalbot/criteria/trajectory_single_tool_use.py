@@ -15,7 +15,6 @@ from evalbot.criteria.base import BuildContext, CaseInput, Options, parse_option
 from evalbot.criteria.vertex_trajectory import summarize
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.vertex import failure_of, trajectory_given
-from evalbot.invocations import tool_calls
 from evalbot.results import InvocationScore, MetricResult
 
 
@@ -36,12 +35,12 @@ class SingleToolUse:
     def evaluate(self, case: CaseInput) -> MetricResult:
         """Look for the tool in every actual invocation."""
         scores: list[InvocationScore] = []
-        for act in case.actual:
+        for act, calls in zip(case.actual, case.actual_calls, strict=True):
             if not trajectory_given(act) and not failure_of(act):
                 reason = "the row gives no predicted_trajectory"
                 scores.append(score_invocation(None, self.threshold, act, reason=reason))
                 continue
-            used = sum(1 for call in tool_calls(act) if call.name == self.tool_name)
+            used = sum(1 for call in calls if call.name == self.tool_name)
             details = {"tool_name": self.tool_name, "calls": used}
             scores.append(score_invocation(1.0 if used else 0.0, self.threshold, act, details=details))
         return summarize(scores, self.threshold)

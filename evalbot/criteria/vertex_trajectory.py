@@ -35,7 +35,6 @@ from evalbot.criteria.base import CaseInput, Options, need_expected, not_evaluat
 from evalbot.formats.adk import FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.vertex import failure_of, trajectory_given
-from evalbot.invocations import tool_calls
 from evalbot.results import InvocationScore, MetricResult, clean_score, mean, threshold_status
 
 Duplicates = Literal["membership", "multiset"]
@@ -83,10 +82,12 @@ def is_subsequence(reference: Sequence[Key], predicted: Sequence[Key]) -> bool:
     return all(any(p == r for p in it) for r in reference)
 
 
-def _trajectory(invocation: Invocation, side: str, ignore_args: bool) -> tuple[list[Key] | None, str | None]:
-    """The invocation's call keys, or None with the reason when the row gave no trajectory."""
+def _trajectory(
+    invocation: Invocation, calls: Sequence[FunctionCall], side: str, ignore_args: bool
+) -> tuple[list[Key] | None, str | None]:
+    """The keys of the invocation's ``calls``, or None with the reason when the row gave no trajectory."""
     if trajectory_given(invocation):
-        return [call_key(c, ignore_args) for c in tool_calls(invocation)], None
+        return [call_key(c, ignore_args) for c in calls], None
     if side == "predicted" and failure_of(invocation):
         return [], "the agent failed on this invocation (failure = 1); no predicted_trajectory: scored as empty"
     return None, f"the row gives no {side}_trajectory"
@@ -127,10 +128,12 @@ class PairMetric:
         except ValueError as exc:
             return not_evaluated(self.threshold, str(exc), len(case.actual))
         ignore = self.options.ignore_args
+        expected_calls = case.expected_calls or []  # a list whenever there is an expected conversation
         scores: list[InvocationScore] = []
-        for act, exp in zip(case.actual, expected, strict=True):
-            predicted, p_note = _trajectory(act, "predicted", ignore)
-            reference, r_note = _trajectory(exp, "reference", ignore)
+        pairs = zip(case.actual, case.actual_calls, expected, expected_calls, strict=True)
+        for act, act_calls, exp, exp_calls in pairs:
+            predicted, p_note = _trajectory(act, act_calls, "predicted", ignore)
+            reference, r_note = _trajectory(exp, exp_calls, "reference", ignore)
             if reference is None or predicted is None:
                 scores.append(score_invocation(None, self.threshold, act, reason=r_note or p_note))
                 continue
