@@ -281,8 +281,9 @@ def compare(
     note = command = None
     info = None
     compatible = True
+    path = baseline_source.rpartition(":")[2] or DEFAULT_BASELINE_PATH
     if baseline is None:
-        command = create_command(baseline_source.rpartition(":")[2] or DEFAULT_BASELINE_PATH)
+        command = create_command(path)
         note = (f"No baseline at {baseline_source}; showing absolute scores. To compare pull requests with main, "
                 f"create one on main and commit it: {command}")
     else:
@@ -292,7 +293,7 @@ def compare(
         )
         compatible = baseline.compatible
         if not compatible:
-            command = create_command(baseline_source.rpartition(":")[2] or DEFAULT_BASELINE_PATH)
+            command = create_command(path)
             note = (
                 f"The baseline at {baseline_source} uses schema version {baseline.schema_version}, this evalbot "
                 "reads version 1: every case is shown as a changed definition. Refresh it on main: " + command

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,11 +14,9 @@ CaseCategory = Literal[
     "regressed", "inconclusive", "error", "fixed", "changed_definition", "new", "removed", "still_failing",
     "not_evaluated", "unchanged",
 ]
-CATEGORIES: tuple[CaseCategory, ...] = (
-    "regressed", "inconclusive", "error", "fixed", "changed_definition", "new", "removed", "still_failing",
-    "not_evaluated", "unchanged",
-)
-"""Case categories, most important first (the order of the comment's sections)."""
+CATEGORIES: tuple[CaseCategory, ...] = get_args(CaseCategory)
+"""Case categories: the keys of ``Comparison.counts``, in this order (the comment orders its sections by
+``views.ORDER``)."""
 
 Change = Literal[
     "regressed", "inconclusive", "fixed", "still_failing", "unchanged", "changed_definition", "new", "removed",
