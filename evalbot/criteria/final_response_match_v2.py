@@ -21,12 +21,11 @@ from evalbot.criteria.base import (
 from evalbot.criteria.judged import (
     JudgeCall,
     JudgeModelOptions,
-    majority,
-    rationale_of,
+    judge_call,
     response_text,
     unavailable,
     user_prompt,
-    votes,
+    vote,
 )
 from evalbot.formats.adk import Invocation
 from evalbot.formats.config import CriterionSpec
@@ -101,11 +100,7 @@ class FinalResponseMatchV2:
         answer = await call.ask(prompt)
         if answer.error is not None:
             return score_invocation(None, self.threshold, actual, reason=answer.error)
-        samples = [parse_verdict(t) for t in answer.texts]
-        verdict = majority(samples)
-        chosen = next((t for t, s in zip(answer.texts, samples, strict=True) if s == verdict and s is not None),
-                      answer.texts[0] if answer.texts else "")
-        details = {"votes": votes(samples), "rationale": rationale_of(chosen)}
+        verdict, details = vote(answer.texts, parse_verdict)
         reason = None if verdict is not None else "the judge's answers had no recognisable verdict"
         return score_invocation(verdict, self.threshold, actual, reason=reason, details=details)
 
@@ -119,5 +114,5 @@ def unavailable_expected(name: str, threshold: float | None, case: CaseInput) ->
 def build(spec: CriterionSpec, ctx: BuildContext) -> FinalResponseMatchV2:
     """Factory registered under ``final_response_match_v2``."""
     options = parse_options(FinalResponseMatchV2Options, spec)
-    call = JudgeCall(ctx.judge, options.judge_model_options, spec.name) if ctx.judge is not None else None
+    call = judge_call(ctx, options.judge_model_options, spec.name)
     return FinalResponseMatchV2(spec.threshold, options, call, ctx.judge_unavailable_reason, spec.name)

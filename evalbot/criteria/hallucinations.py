@@ -26,6 +26,7 @@ from evalbot.criteria.judged import (
     agent_instructions,
     as_json,
     clip,
+    judge_call,
     tool_declarations,
     unavailable,
     user_prompt,
@@ -182,5 +183,5 @@ class Hallucinations:
 def build(spec: CriterionSpec, ctx: BuildContext) -> Hallucinations:
     """Factory registered under ``hallucinations_v1``."""
     options = parse_options(HallucinationsOptions, spec)
-    call = JudgeCall(ctx.judge, options.judge_model_options, spec.name) if ctx.judge is not None else None
+    call = judge_call(ctx, options.judge_model_options, spec.name)
     return Hallucinations(spec.threshold, options, call, ctx.judge_unavailable_reason, spec.name)

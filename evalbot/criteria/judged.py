@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import Field
 
-from evalbot.criteria.base import CaseInput, Options, not_evaluated
+from evalbot.criteria.base import BuildContext, CaseInput, Options, not_evaluated
 from evalbot.formats.adk import AppDetails, IntermediateData, Invocation, InvocationEvents
 from evalbot.invocations import content_text, final_text, intermediate_texts
 from evalbot.judges.base import Judge, JudgeError, JudgeRequest, Usage
@@ -109,6 +109,16 @@ def votes(scores: Sequence[float | None]) -> dict[str, int]:
     return {"yes": yes, "no": no, "unparsed": len(scores) - yes - no}
 
 
+def vote(texts: Sequence[str], parse: Callable[[str], float | None]) -> tuple[float | None, dict[str, Any]]:
+    """Parse every sample, take the ``majority`` and keep the rationale of a sample agreeing with it (else the first
+    sample's); returns the verdict and ``{"votes", "rationale"}`` for the invocation's details."""
+    samples = [parse(t) for t in texts]
+    verdict = majority(samples)
+    chosen = next((t for t, s in zip(texts, samples, strict=True) if s is not None and s == verdict),
+                  texts[0] if texts else "")
+    return verdict, {"votes": votes(samples), "rationale": rationale_of(chosen)}
+
+
 def clip(text: str, limit: int = 1200) -> str:
     """Shorten a judge text kept as evidence in the report."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -126,6 +136,11 @@ def rationale_of(text: str) -> str:
         except ValueError:
             return clip(match.group(1))
     return clip(text.strip())
+
+
+def judge_call(ctx: BuildContext, options: JudgeModelOptions, name: str) -> JudgeCall | None:
+    """How criterion ``name`` calls the run's judge, or None when the run has no judge."""
+    return JudgeCall(ctx.judge, options, name) if ctx.judge is not None else None
 
 
 def unavailable(name: str, threshold: float | None, reason: str | None, case: CaseInput) -> MetricResult:

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from evalbot.criteria.base import BuildContext, CaseInput, Options, parse_options, score_invocation
-from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, rationale_of, unavailable, user_prompt
+from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, judge_call, rationale_of, unavailable, user_prompt
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import Invocation
 from evalbot.formats.config import CriterionSpec
@@ -175,5 +175,5 @@ def build(spec: CriterionSpec, ctx: BuildContext) -> PointwiseTemplate:
             f"rubric's range {ratings[0]:g}..{ratings[-1]:g}, i.e. (rating - {ratings[0]:g}) / "
             f"({ratings[-1]:g} - {ratings[0]:g})"
         )
-    call = JudgeCall(ctx.judge, options.judge_model_options, spec.name) if ctx.judge is not None else None
+    call = judge_call(ctx, options.judge_model_options, spec.name)
     return PointwiseTemplate(spec.name, spec.threshold, options, call, ctx.judge_unavailable_reason)

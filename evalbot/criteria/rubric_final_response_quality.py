@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 from evalbot.criteria.base import BuildContext, parse_options
 from evalbot.criteria.judged import (
-    JudgeCall,
     as_json,
+    judge_call,
     response_text,
     tool_declarations,
     tool_steps,
@@ -68,5 +68,5 @@ def prompt(invocation: Invocation, rubrics: Sequence[Rubric], options: RubricOpt
 def build(spec: CriterionSpec, ctx: BuildContext) -> RubricCriterion:
     """Factory registered under ``rubric_based_final_response_quality_v1``."""
     options = parse_options(RubricOptions, spec)
-    call = JudgeCall(ctx.judge, options.judge_model_options, spec.name) if ctx.judge is not None else None
+    call = judge_call(ctx, options.judge_model_options, spec.name)
     return RubricCriterion(spec.name, spec.threshold, options, RUBRIC_TYPE, prompt, call, ctx.judge_unavailable_reason)

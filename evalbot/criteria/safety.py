@@ -18,11 +18,10 @@ from evalbot.criteria.judged import (
     JudgeCall,
     JudgeModelOptions,
     clip,
-    majority,
-    rationale_of,
+    judge_call,
     unavailable,
     user_prompt,
-    votes,
+    vote,
 )
 from evalbot.formats.adk import Invocation
 from evalbot.formats.config import CriterionSpec
@@ -107,18 +106,14 @@ class Safety:
                                        response=response))
         if answer.error is not None:
             return score_invocation(None, self.threshold, invocation, reason=answer.error)
-        samples = [parse_safe(t) for t in answer.texts]
-        verdict_score = majority(samples)
-        chosen = next((t for t, s in zip(answer.texts, samples, strict=True) if s is not None and s == verdict_score),
-                      answer.texts[0] if answer.texts else "")
+        verdict_score, details = vote(answer.texts, parse_safe)
         reason = None if verdict_score is not None else "the judge's answers had no recognisable is_safe verdict"
-        return score_invocation(verdict_score, self.threshold, invocation, reason=reason,
-                                details={"votes": votes(samples), "rationale": rationale_of(chosen)})
+        return score_invocation(verdict_score, self.threshold, invocation, reason=reason, details=details)
 
 
 def build(spec: CriterionSpec, ctx: BuildContext) -> Safety:
     """Factory registered under ``safety_v1``: Vertex when the judge stack carries a Vertex safety client."""
     options = parse_options(SafetyOptions, spec)
     vertex = getattr(ctx.judge, "vertex_safety", None)
-    call = JudgeCall(ctx.judge, options.judge_model_options, spec.name) if ctx.judge is not None else None
+    call = judge_call(ctx, options.judge_model_options, spec.name)
     return Safety(spec.threshold, options, call, vertex, ctx.judge_unavailable_reason, spec.name)

@@ -15,12 +15,11 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import Field
 
 from evalbot.criteria.base import BuildContext, CaseInput, Options, not_evaluated, parse_options, score_invocation
-from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, majority, rationale_of, unavailable, votes
+from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, judge_call, unavailable, vote
 from evalbot.formats.adk import ConversationScenario, Invocation, UserPersona
 from evalbot.formats.config import CriterionSpec
 from evalbot.invocations import content_text
@@ -138,11 +137,7 @@ class UserSimulatorQuality:
         answer = await call.ask(prompt)
         if answer.error is not None:
             return score_invocation(None, self.threshold, invocation, reason=answer.error)
-        samples = [parse_valid(t) for t in answer.texts]
-        verdict = majority(samples)
-        chosen = next((t for t, s in zip(answer.texts, samples, strict=True) if s is not None and s == verdict),
-                      answer.texts[0] if answer.texts else "")
-        details: dict[str, Any] = {"votes": votes(samples), "rationale": rationale_of(chosen)}
+        verdict, details = vote(answer.texts, parse_valid)
         reason = None if verdict is not None else "the judge's answers had no recognisable is_valid verdict"
         return score_invocation(verdict, self.threshold, invocation, reason=reason, details=details)
 
@@ -150,5 +145,5 @@ class UserSimulatorQuality:
 def build(spec: CriterionSpec, ctx: BuildContext) -> UserSimulatorQuality:
     """Factory registered under ``per_turn_user_simulator_quality_v1``."""
     options = parse_options(UserSimulatorQualityOptions, spec)
-    call = JudgeCall(ctx.judge, options.judge_model_options, spec.name) if ctx.judge is not None else None
+    call = judge_call(ctx, options.judge_model_options, spec.name)
     return UserSimulatorQuality(spec.threshold, options, call, ctx.judge_unavailable_reason, spec.name)

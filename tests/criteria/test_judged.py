@@ -6,7 +6,7 @@ import pytest
 
 from evalbot.criteria import JUDGED, build_criteria
 from evalbot.criteria.base import BuildContext
-from evalbot.criteria.judged import majority, rationale_of, votes
+from evalbot.criteria.judged import majority, rationale_of, vote, votes
 from evalbot.formats.config import parse_config
 from evalbot.judges.factory import MISSING_CREDENTIALS
 from tests.criteria.judged_helpers import case_input, inv, run
@@ -26,6 +26,15 @@ def test_votes_and_rationale() -> None:
     assert votes([1.0, 0.0, None]) == {"yes": 1, "no": 1, "unparsed": 1}
     assert rationale_of('{"reasoning": "because \\"x\\"", "v": 1}') == 'because "x"'
     assert rationale_of("  plain words ") == "plain words"
+
+
+def test_vote_keeps_the_rationale_of_an_agreeing_sample() -> None:
+    """The verdict is the majority; the rationale comes from a sample that agrees, else from the first sample."""
+    parse = {"yes": 1.0, "no": 0.0}.get
+    assert vote(["no", "yes", "yes"], parse) == (1.0, {"votes": {"yes": 2, "no": 1, "unparsed": 0}, "rationale": "yes"})
+    assert vote(["yes", "no"], parse) == (0.0, {"votes": {"yes": 1, "no": 1, "unparsed": 0}, "rationale": "no"})
+    assert vote(["??", "!!"], parse) == (None, {"votes": {"yes": 0, "no": 0, "unparsed": 2}, "rationale": "??"})
+    assert vote([], parse) == (None, {"votes": {"yes": 0, "no": 0, "unparsed": 0}, "rationale": ""})
 
 
 def test_every_judged_criterion_without_credentials() -> None:
