@@ -67,7 +67,7 @@ JUDGED: set[str] = {
     "per_turn_user_simulator_quality_v1",
     "safety_v1",
 }
-"""Names of criteria that call an LLM judge (filled in by the judged criteria's registration)."""
+"""Names of criteria that call an LLM judge (so does any criterion with a ``metric_prompt_template`` option)."""
 
 
 @dataclass(frozen=True)

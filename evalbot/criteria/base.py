@@ -77,7 +77,7 @@ class Criterion(Protocol):
 
     @property
     def threshold(self) -> float | None:
-        """Pass when ``score >= threshold``; None for informational metrics."""
+        """Pass when ``score >= threshold`` (a maximum for ``latency`` and ``failure``); None: informational."""
         ...
 
     def evaluate(self, case: CaseInput) -> MetricResult | Awaitable[MetricResult]:

@@ -1,7 +1,8 @@
 """The agent's actual invocations per case, from ADK EvalSetResult files or a plain ``{eval_id: [...]}`` map.
 
-EvalSetResult files (snake_case or camelCase keys, as ADK accepts both) are what ``adk eval`` writes to ``.adk/eval_history/*.evalset_result.json``; older ADK
-versions wrote them double-encoded (a JSON string holding the JSON), which is accepted too.
+EvalSetResult files (snake_case or camelCase keys, as ADK accepts both) are what ``adk eval`` writes to
+``.adk/eval_history/*.evalset_result.json``; older ADK versions wrote them double-encoded (a JSON string holding the
+JSON), which is accepted too.
 """
 
 from __future__ import annotations
