@@ -200,12 +200,8 @@ def _turn(
 ) -> TurnDetail:
     detail = TurnDetail(index=i + 1, user=turn.user, show_responses=responses)
     if trajectory:
-        if turn.expected_tool_calls is None:
-            detail.trajectory = diff_text(diff_calls([], turn.actual_tool_calls), max_rows=limits.calls)
-        else:
-            detail.trajectory = diff_text(
-                diff_calls(turn.expected_tool_calls, turn.actual_tool_calls), max_rows=limits.calls
-            )
+        expected = turn.expected_tool_calls or []
+        detail.trajectory = diff_text(diff_calls(expected, turn.actual_tool_calls), max_rows=limits.calls)
     if responses:
         detail.expected_response = turn.expected_response
         detail.actual_response = turn.actual_response
