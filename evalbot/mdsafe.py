@@ -95,10 +95,13 @@ def cell(value: object, limit: int | None = 80) -> Safe:
     return out if out else Safe("—")
 
 
+def _longest_backtick_run(text: str) -> int:
+    return max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=0)
+
+
 def fence_for(text: str) -> str:
     """A backtick fence longer than any backtick run in ``text`` (at least three)."""
-    longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=0)
-    return "`" * max(3, longest + 1)
+    return "`" * max(3, _longest_backtick_run(text) + 1)
 
 
 def code(value: object, lang: str = "", limit: int | None = 2000) -> Safe:
@@ -116,7 +119,7 @@ def code(value: object, lang: str = "", limit: int | None = 2000) -> Safe:
 def span(value: object, limit: int | None = 200) -> Safe:
     """An inline code span (one line) that no backtick inside can close."""
     text = break_marker(shorten(" ".join(clean(value).split()), limit))
-    ticks = "`" * (max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=0) + 1)
+    ticks = "`" * (_longest_backtick_run(text) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return Safe(f"{ticks}{pad}{text}{pad}{ticks}") if text else Safe("")
 
