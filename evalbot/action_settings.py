@@ -9,10 +9,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
+from evalbot.baseline import DEFAULT_BASELINE_PATH
 from evalbot.errors import InputError
+from evalbot.gate import FailOn
 
 Mode = Literal["pull_request", "push", "workflow_run", "baseline"]
-FailOn = Literal["regression", "threshold", "never"]
 MODES: tuple[str, ...] = ("auto", *get_args(Mode))
 FAIL_ON: tuple[str, ...] = get_args(FailOn)
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
@@ -26,7 +27,7 @@ class ActionInputs:
     eval_sets: tuple[str, ...] = ("evals",)
     actuals: tuple[str, ...] = ()
     config: str | None = None
-    baseline_path: str = ".evalbot/baseline.json"
+    baseline_path: str = DEFAULT_BASELINE_PATH
     fail_on: FailOn | None = None
     """None: the config's ``evalbot.fail_on``, else regression."""
     tolerance: float | None = None
