@@ -18,14 +18,16 @@ import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from evalbot import __version__, mdsafe
+from evalbot.actions import SUMMARY_LIMIT_BYTES
 from evalbot.comparison import Comparison, CriterionRow, EvalSetComparison
 from evalbot.errors import EvalbotError
+from evalbot.forge.base import COMMENT_MAX_CHARS
 from evalbot.views import Limits, sections
 
-COMMENT_LIMIT = 65_536
+COMMENT_LIMIT = COMMENT_MAX_CHARS
 """GitHub rejects longer issue comments (counted here in UTF-16 code units, which is never less than characters)."""
 COMMENT_TARGET = 60_000
-SUMMARY_LIMIT = 1_048_576
+SUMMARY_LIMIT = SUMMARY_LIMIT_BYTES
 """GitHub drops a step summary larger than 1 MiB (UTF-8 bytes)."""
 SUMMARY_TARGET = 1_000_000
 CUSTOM_TEMPLATE = "custom/comment.md.j2"
