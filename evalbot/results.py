@@ -235,6 +235,13 @@ def threshold_status(score: float | None, threshold: float | None) -> Status:
     return "passed" if score >= threshold else "failed"
 
 
+def maximum_status(value: float, maximum: float | None) -> Status:
+    """The rule of metrics whose threshold is a maximum (latency, failure rate): ``value <= maximum`` passes."""
+    if maximum is None:
+        return "informational"
+    return "passed" if value <= maximum else "failed"
+
+
 def mean(values: Iterable[float | None]) -> float | None:
     """Arithmetic mean of the non-None values, or None when there are none.
 

@@ -16,6 +16,7 @@ from evalbot.results import (
     Report,
     case_status,
     clean_score,
+    maximum_status,
     mean,
     summarize_cases,
     summarize_metric,
@@ -62,6 +63,15 @@ def test_fast_constructors_match_validated_models() -> None:
 def test_threshold_rule(score: float | None, threshold: float | None, status: str) -> None:
     """``score >= threshold`` passes with no epsilon; no score is not evaluated; no threshold is informational."""
     assert threshold_status(score, threshold) == status
+
+
+@pytest.mark.parametrize(
+    ("value", "maximum", "status"),
+    [(2.0, 2.0, "passed"), (2.0000001, 2.0, "failed"), (0.0, 0.0, "passed"), (5.0, None, "informational")],
+)
+def test_maximum_rule(value: float, maximum: float | None, status: str) -> None:
+    """A maximum (latency, failure rate) passes ``value <= maximum`` with no epsilon; no maximum is informational."""
+    assert maximum_status(value, maximum) == status
 
 
 @pytest.mark.parametrize(

@@ -13,15 +13,9 @@ from dataclasses import dataclass
 from evalbot.criteria.base import BuildContext, CaseInput, Options, parse_options
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.vertex import failure_of
-from evalbot.results import InvocationScore, MetricResult, Status, mean
+from evalbot.results import InvocationScore, MetricResult, maximum_status, mean
 
 NO_FAILURE_FLAG = "the actual run records no failure flag (Vertex 'failure' column)"
-
-
-def _status(rate: float, threshold: float | None) -> Status:
-    if threshold is None:
-        return "informational"
-    return "passed" if rate <= threshold else "failed"
 
 
 @dataclass(frozen=True)
@@ -43,7 +37,8 @@ class Failure:
                 continue
             value = 1.0 if failed else 0.0
             flags.append(value)
-            per.append(InvocationScore(invocation_id=inv_id, score=value, status=_status(value, self.threshold)))
+            status = maximum_status(value, self.threshold)
+            per.append(InvocationScore(invocation_id=inv_id, score=value, status=status))
         rate = mean(flags)
         if rate is None:
             why = NO_FAILURE_FLAG if case.actual else "the case has no invocations"
@@ -52,7 +47,7 @@ class Failure:
         reason: str | None = f"the agent failed on {failures} of {len(flags)} invocation(s)" if failures else None
         return MetricResult(
             score=rate,
-            status=_status(rate, self.threshold),
+            status=maximum_status(rate, self.threshold),
             threshold=self.threshold,
             per_invocation=per,
             reason=reason,

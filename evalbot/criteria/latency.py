@@ -13,15 +13,9 @@ from dataclasses import dataclass
 
 from evalbot.criteria.base import BuildContext, CaseInput, Options, parse_options
 from evalbot.formats.config import CriterionSpec
-from evalbot.results import InvocationScore, MetricResult, Status, mean
+from evalbot.results import InvocationScore, MetricResult, maximum_status, mean
 
 NO_LATENCY = "the actual run records no latency (Vertex latency_in_seconds or the invocation's duration)"
-
-
-def _status(seconds: float, threshold: float | None) -> Status:
-    if threshold is None:
-        return "informational"
-    return "passed" if seconds <= threshold else "failed"
 
 
 @dataclass(frozen=True)
@@ -42,7 +36,7 @@ class Latency:
                 continue
             timed.append(act.duration)
             details = {"value": act.duration, "unit": "seconds"}
-            status = _status(act.duration, self.threshold)
+            status = maximum_status(act.duration, self.threshold)
             per.append(InvocationScore(invocation_id=inv_id, status=status, details=details))
         if not timed:
             why = NO_LATENCY if case.actual else "the case has no invocations"
@@ -55,7 +49,7 @@ class Latency:
                 f"; {reason}" if reason else ""
             )
         return MetricResult(
-            status=_status(worst, self.threshold),
+            status=maximum_status(worst, self.threshold),
             threshold=self.threshold,
             per_invocation=per,
             reason=reason,
