@@ -44,9 +44,8 @@ def evaluate(
     files, errors = discover(paths)
     eval_sets = [load_eval_set(f, override) for f in files]
     recorded, actual_errors = load_all_actuals(actuals)
-    replayed = score_recorded(eval_sets, actuals, recorded, ctx, errors=[*errors, *actual_errors], notices=notices)
+    errors += actual_errors
+    replayed = score_recorded(eval_sets, actuals, recorded, ctx, errors=errors, notices=notices)
     if replayed is not None:  # runs recorded by `evalbot run --agent/--adk-agent --record`
         return replayed
-    return score_run(
-        eval_sets, recorded, ctx, errors=[*errors, *actual_errors], notices=notices, progress=progress
-    )
+    return score_run(eval_sets, recorded, ctx, errors=errors, notices=notices, progress=progress)

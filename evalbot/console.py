@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalbot.results import EvalSetReport, Report
+from evalbot.results import EvalSetReport, Report, mean
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "not_evaluated": "N/E", "error": "ERROR", "informational": "info"}
 
@@ -19,7 +19,8 @@ def _value(es: EvalSetReport, name: str) -> str:
         if (result := case.metrics.get(name)) is not None and result.details
         and isinstance(v := result.details.get("value"), int | float)
     ]
-    return f"{sum(values) / len(values):.3g}" if values else "—"
+    average = mean(values)
+    return "—" if average is None else f"{average:.3g}"
 
 
 def render_text(report: Report, *, max_failures: int = 50) -> str:
@@ -36,28 +37,27 @@ def render_text(report: Report, *, max_failures: int = 50) -> str:
         if es.metrics:
             lines.append(f"      {'criterion':38} {'threshold':>9} {'mean':>7} {'std':>7}  pass fail  n/e  err")
         for name, m in es.metrics.items():
-            mean = _fmt(m.mean) if m.mean is not None else _value(es, name)
+            avg = _fmt(m.mean) if m.mean is not None else _value(es, name)
             if m.informational and not (m.passed or m.failed):
-                lines.append(f"      {name:38} {'':>9} {mean:>7} {_fmt(m.std):>7}  (informational)")
+                lines.append(f"      {name:38} {'':>9} {avg:>7} {_fmt(m.std):>7}  (informational)")
                 continue
             lines.append(
-                f"      {name:38} {_fmt(m.threshold):>9} {mean:>7} {_fmt(m.std):>7}"
+                f"      {name:38} {_fmt(m.threshold):>9} {avg:>7} {_fmt(m.std):>7}"
                 f"  {m.passed:4} {m.failed:4} {m.not_evaluated:4} {m.error:4}"
             )
-    shown = 0
     bad = [(es, c) for es in report.eval_sets for c in es.cases if c.status in ("failed", "error")]
+    shown = bad[:max_failures]
     if bad:
         lines.append("")
         lines.append("Failing cases:")
-    for es, case in bad[:max_failures]:
-        shown += 1
+    for es, case in shown:
         reasons = [case.reason] if case.reason else []
         for name, result in case.metrics.items():
             if result.status == "failed":
                 reasons.append(f"{name} {_fmt(result.score)} < {_fmt(result.threshold)}")
         lines.append(f"  {_MARK[case.status]:5} {es.eval_set_id} / {case.eval_id}: " + "; ".join(reasons))
-    if len(bad) > shown:
-        lines.append(f"  … and {len(bad) - shown} more (see the JSON report)")
+    if len(bad) > len(shown):
+        lines.append(f"  … and {len(bad) - len(shown)} more (see the JSON report)")
     if report.usage:
         from evalbot.judges.usage import format_usage
 
