@@ -16,16 +16,15 @@ from evalbot.criteria.base import (
     Options,
     not_evaluated,
     parse_options,
-    score_invocation,
 )
 from evalbot.criteria.judged import (
     JudgeCall,
     JudgeModelOptions,
     judge_call,
+    judge_verdict,
     response_text,
     unavailable,
     user_prompt,
-    vote,
 )
 from evalbot.formats.adk import Invocation
 from evalbot.formats.config import CriterionSpec
@@ -97,12 +96,8 @@ class FinalResponseMatchV2:
             reference=response_text(expected, include),
             response=response_text(actual, include),
         )
-        answer = await call.ask(prompt)
-        if answer.error is not None:
-            return score_invocation(None, self.threshold, actual, reason=answer.error)
-        verdict, details = vote(answer.texts, parse_verdict)
-        reason = None if verdict is not None else "the judge's answers had no recognisable verdict"
-        return score_invocation(verdict, self.threshold, actual, reason=reason, details=details)
+        return await judge_verdict(call, prompt, parse_verdict, self.threshold, actual,
+                                   "the judge's answers had no recognisable verdict")
 
 
 def unavailable_expected(name: str, threshold: float | None, case: CaseInput) -> MetricResult:

@@ -10,12 +10,12 @@ from typing import Any
 
 from pydantic import Field
 
-from evalbot.criteria.base import BuildContext, CaseInput, Options, not_evaluated
+from evalbot.criteria.base import BuildContext, CaseInput, Options, not_evaluated, score_invocation
 from evalbot.formats.adk import AppDetails, IntermediateData, Invocation, InvocationEvents
 from evalbot.invocations import content_text, final_text, intermediate_texts
 from evalbot.judges.base import Judge, JudgeError, JudgeRequest, Usage
 from evalbot.judges.usage import usage_dict
-from evalbot.results import MetricResult
+from evalbot.results import InvocationScore, MetricResult
 
 DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
 NO_JUDGE = "no judge is configured"
@@ -117,6 +117,18 @@ def vote(texts: Sequence[str], parse: Callable[[str], float | None]) -> tuple[fl
     chosen = next((t for t, s in zip(texts, samples, strict=True) if s is not None and s == verdict),
                   texts[0] if texts else "")
     return verdict, {"votes": votes(samples), "rationale": rationale_of(chosen)}
+
+
+async def judge_verdict(call: JudgeCall, prompt: str, parse: Callable[[str], float | None], threshold: float | None,
+                        invocation: Invocation, unreadable: str) -> InvocationScore:
+    """Ask ``call`` for its samples and score the invocation by their ``vote``; a failed call or answers without a
+    verdict leave it not_evaluated (reason: the judge's error, or ``unreadable``)."""
+    answer = await call.ask(prompt)
+    if answer.error is not None:
+        return score_invocation(None, threshold, invocation, reason=answer.error)
+    verdict, details = vote(answer.texts, parse)
+    reason = None if verdict is not None else unreadable
+    return score_invocation(verdict, threshold, invocation, reason=reason, details=details)
 
 
 def clip(text: str, limit: int = 1200) -> str:

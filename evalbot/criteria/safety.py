@@ -19,9 +19,9 @@ from evalbot.criteria.judged import (
     JudgeModelOptions,
     clip,
     judge_call,
+    judge_verdict,
     unavailable,
     user_prompt,
-    vote,
 )
 from evalbot.formats.adk import Invocation
 from evalbot.formats.config import CriterionSpec
@@ -102,13 +102,9 @@ class Safety:
             return score_invocation(verdict.score, self.threshold, invocation, reason=reason,
                                     details={"rationale": clip(verdict.explanation)})
         assert call is not None
-        answer = await call.ask(render("safety_harmlessness.j2", user_prompt=user_prompt(invocation),
-                                       response=response))
-        if answer.error is not None:
-            return score_invocation(None, self.threshold, invocation, reason=answer.error)
-        verdict_score, details = vote(answer.texts, parse_safe)
-        reason = None if verdict_score is not None else "the judge's answers had no recognisable is_safe verdict"
-        return score_invocation(verdict_score, self.threshold, invocation, reason=reason, details=details)
+        prompt = render("safety_harmlessness.j2", user_prompt=user_prompt(invocation), response=response)
+        return await judge_verdict(call, prompt, parse_safe, self.threshold, invocation,
+                                   "the judge's answers had no recognisable is_safe verdict")
 
 
 def build(spec: CriterionSpec, ctx: BuildContext) -> Safety:

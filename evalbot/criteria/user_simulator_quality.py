@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from evalbot.criteria.base import BuildContext, CaseInput, Options, not_evaluated, parse_options, score_invocation
-from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, judge_call, unavailable, vote
+from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, judge_call, judge_verdict, unavailable
 from evalbot.formats.adk import ConversationScenario, Invocation, UserPersona
 from evalbot.formats.config import CriterionSpec
 from evalbot.invocations import content_text
@@ -134,12 +134,8 @@ class UserSimulatorQuality:
             user_message=message,
             stop_signal=self.options.stop_signal,
         )
-        answer = await call.ask(prompt)
-        if answer.error is not None:
-            return score_invocation(None, self.threshold, invocation, reason=answer.error)
-        verdict, details = vote(answer.texts, parse_valid)
-        reason = None if verdict is not None else "the judge's answers had no recognisable is_valid verdict"
-        return score_invocation(verdict, self.threshold, invocation, reason=reason, details=details)
+        return await judge_verdict(call, prompt, parse_valid, self.threshold, invocation,
+                                   "the judge's answers had no recognisable is_valid verdict")
 
 
 def build(spec: CriterionSpec, ctx: BuildContext) -> UserSimulatorQuality:
