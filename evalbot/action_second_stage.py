@@ -21,7 +21,7 @@ from evalbot.action_flow import Workspace, links, outcome_of, policy_and_templat
 from evalbot.action_publish import Outcome, post_comment
 from evalbot.action_settings import ActionInputs, GitHubContext
 from evalbot.compare import compare
-from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError
+from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
 from evalbot.forge.base import Forge
 from evalbot.render import comment_marker, render_comment, render_summary
 from evalbot.results import Report
@@ -42,8 +42,9 @@ def report_from_artifact(files: Mapping[str, bytes], inputs: ActionInputs) -> Re
         return Report.model_validate_json(files[matches[0]])
     except ValidationError as exc:
         first = exc.errors()[0]
-        pointer = "/" + "/".join(str(p) for p in first["loc"])
-        raise InputError(f"{where}:{matches[0]}", pointer, f"not an evalbot report: {first['msg']}") from None
+        raise InputError(
+            f"{where}:{matches[0]}", json_pointer(first["loc"]), f"not an evalbot report: {first['msg']}"
+        ) from None
 
 
 def second_stage(

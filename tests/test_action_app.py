@@ -113,3 +113,10 @@ def test_report_inside_a_folder_of_the_artifact_is_found() -> None:
     """upload-artifact keeps sub-folders: the report is matched by file name."""
     report = report_from_artifact({"out/report.json": b'{"eval_sets": []}'}, inputs_from_env({}))
     assert report.eval_sets == []
+
+
+def test_tampered_report_error_names_an_rfc6901_pointer() -> None:
+    """A refused artifact report names the offending key as a JSON pointer (``/`` in a key escaped as ``~1``)."""
+    with pytest.raises(InputError) as err:
+        report_from_artifact({"report.json": b'{"eval_sets": [], "a/b": 1}'}, inputs_from_env({}))
+    assert err.value.pointer == "/a~1b" and "not an evalbot report" in err.value.message
