@@ -204,7 +204,7 @@ class PyGithubForge:
         # Another run may have created its own copy meanwhile: keep the oldest, delete the rest.
         marked = self._marked(number, marker) or [created]
         keep = marked[0]
-        removed = self._delete([c for c in marked[1:]])
+        removed = self._delete(marked[1:])
         outcome: Action = "created"
         if keep.id != created.id and keep.body != body:
             self._call(f"edit comment {keep.id}", lambda: keep.edit(body))
