@@ -35,7 +35,7 @@ from evalbot.criteria.base import CaseInput, Options, need_expected, not_evaluat
 from evalbot.formats.adk import FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.vertex import failure_of, trajectory_given
-from evalbot.results import InvocationScore, MetricResult, clean_score, mean, threshold_status
+from evalbot.results import InvocationScore, MetricResult, clean_score, mean, metric_result, threshold_status
 
 Duplicates = Literal["membership", "multiset"]
 Key = tuple[Hashable, ...]
@@ -99,13 +99,7 @@ def summarize(scores: list[InvocationScore], threshold: float | None) -> MetricR
     reason = None
     if overall is None:
         reason = next((s.reason for s in scores if s.reason), "the case has no invocations to score")
-    return MetricResult(
-        score=overall,
-        status=threshold_status(overall, threshold),
-        threshold=threshold,
-        per_invocation=scores,
-        reason=reason,
-    )
+    return metric_result(overall, threshold_status(overall, threshold), threshold, scores, reason)
 
 
 PairScorer = Callable[[list[Key], list[Key], Duplicates], float]
