@@ -46,12 +46,10 @@ class Tally:
 
     model: str
     usage: Usage = field(default_factory=Usage)
-    calls: int = 0
 
     def add(self, answer: Answer) -> None:
         """Book one answer's usage."""
         self.usage += answer.usage
-        self.calls += 1
 
     def details(self) -> dict[str, Any]:
         """``{"judge": {model, tokens, requests, cached samples, estimated cost}}`` for MetricResult.details."""

@@ -89,7 +89,6 @@ class GeminiJudge:
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.timeout = timeout
-        self.requests = 0
         http_options = types.HttpOptions(
             base_url=base_url,
             api_version=None if vertexai else "v1beta",
@@ -133,7 +132,6 @@ class GeminiJudge:
     async def generate(self, request: JudgeRequest) -> JudgeReply:
         """One HTTP request; the texts of every candidate and the tokens billed."""
         config = self._config(request.config, request.num_samples)
-        self.requests += 1
         try:
             response = await asyncio.wait_for(
                 self._client_for_loop().aio.models.generate_content(
