@@ -100,9 +100,14 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace)
     return report
 
 
+def label_at(ref: str, path: str) -> str:
+    """How ``path`` at commit ``ref`` is named in messages (``REF:PATH`` with the commit shortened)."""
+    return f"{ref[:12]}:{path}"
+
+
 def read_baseline_at(forge: Forge | None, ws: Workspace, path: str, ref: str) -> Baseline | None:
     """The baseline at commit ``ref``: the contents API first, ``git show`` when GitHub cannot answer."""
-    label = f"{ref[:12]}:{path}"
+    label = label_at(ref, path)
     if forge is not None:
         try:
             text = forge.read_file(path, ref=ref)
@@ -169,7 +174,7 @@ def first_stage(
     pr = ctx.pull_request
     if mode == "pull_request" and pr is not None:
         baseline = read_baseline_at(forge, ws, inputs.baseline_path, pr.base_sha)
-        source = f"{pr.base_sha[:12]}:{inputs.baseline_path}"
+        source = label_at(pr.base_sha, inputs.baseline_path)
     else:
         text = ws.read(inputs.baseline_path)
         baseline = None if text is None else parse_baseline(text, inputs.baseline_path)
@@ -182,10 +187,9 @@ def first_stage(
     notices: list[str] = []
     published = None
     if mode == "pull_request" and pr is not None:
-        body = render_comment(comparison, marker=comment_marker(inputs.comment_id), links=link, template=template)
-        published = post_comment(
-            forge, number=pr.number, marker=comment_marker(inputs.comment_id), body=body, stream=stream
-        )
+        marker = comment_marker(inputs.comment_id)
+        body = render_comment(comparison, marker=marker, links=link, template=template)
+        published = post_comment(forge, number=pr.number, marker=marker, body=body, stream=stream)
         notices += [published.notice] if published.notice else []
     if mode in ("push", "baseline"):
         notices += refresh_baseline(report, inputs, ctx, mode, forge, ws, stream, committed=baseline)

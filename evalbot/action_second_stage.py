@@ -17,7 +17,15 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from evalbot import actions
-from evalbot.action_flow import Workspace, links, outcome_of, policy_and_template, read_baseline_at, summarize
+from evalbot.action_flow import (
+    Workspace,
+    label_at,
+    links,
+    outcome_of,
+    policy_and_template,
+    read_baseline_at,
+    summarize,
+)
 from evalbot.action_publish import Outcome, post_comment
 from evalbot.action_settings import ActionInputs, GitHubContext
 from evalbot.compare import compare
@@ -67,15 +75,14 @@ def second_stage(
     ws = Workspace(ctx.workspace)
     policy, template = policy_and_template(inputs, ws)
     baseline = read_baseline_at(forge, ws, inputs.baseline_path, pull.base_sha)
-    source = f"{pull.base_sha[:12]}:{inputs.baseline_path}"
+    source = label_at(pull.base_sha, inputs.baseline_path)
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source)
     first_run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{run.id}"
     link = links(ctx, inputs)
-    body = render_comment(comparison, marker=comment_marker(inputs.comment_id), links=link, template=template)
+    marker = comment_marker(inputs.comment_id)
+    body = render_comment(comparison, marker=marker, links=link, template=template)
     body += f"\n<sub>Results produced by [the pull request's workflow run]({first_run}).</sub>\n"
-    published = post_comment(
-        forge, number=pull.number, marker=comment_marker(inputs.comment_id), body=body, stream=stream
-    )
+    published = post_comment(forge, number=pull.number, marker=marker, body=body, stream=stream)
     summarize(ctx, render_summary(comparison, links=link), [published.notice] if published.notice else [])
     print(f"evalbot: PR #{pull.number}: {comparison.gate.verdict}", file=stream)
     # The first stage's job is the merge gate; this stage fails only when it could not do its own job.
