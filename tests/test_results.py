@@ -129,6 +129,8 @@ def test_summaries_keep_first_seen_order_and_totals_count_cases() -> None:
 
 def test_statuses_are_lowercase_and_closed() -> None:
     """Only the five lowercase statuses validate."""
+    for status in ("passed", "failed", "not_evaluated", "error", "informational"):
+        assert MetricResult(status=status).status == status  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         MetricResult(status="PASSED")  # type: ignore[arg-type]
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from evalbot.formats.adk import EvalCase, EvalSet, IntermediateData, Invocation, InvocationEvents
+from evalbot.formats.adk import EvalCase, EvalSet, IntermediateData, Invocation, InvocationEvents, UserPersona
 from tests.conftest import case, inv
 
 
@@ -71,11 +71,15 @@ def test_missing_args_stay_none(args: dict[str, Any], expected: dict[str, Any] |
 
 def test_scenario_persona_as_string_or_object() -> None:
     """user_persona may be a prebuilt id or an object."""
+    personas = []
     for persona in ("NOVICE", {"id": "custom", "description": "d"}):
         raw = {"eval_id": "s", "conversation_scenario": {"starting_prompt": "a", "conversation_plan": "b",
                                                          "user_persona": persona}}
         scenario = EvalCase.model_validate(raw).conversation_scenario
-        assert scenario is not None and scenario.user_persona is not None
+        assert scenario is not None
+        personas.append(scenario.user_persona)
+    assert personas[0] == "NOVICE" and isinstance(personas[1], UserPersona)
+    assert (personas[1].id, personas[1].description) == ("custom", "d")
 
 
 def test_eval_set_top_level_is_snake_case_only() -> None:
