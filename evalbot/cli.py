@@ -14,6 +14,7 @@ from evalbot.app import evaluate
 from evalbot.console import render_text
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, EvalbotError
+from evalbot.judges.factory import judge_from_environ
 from evalbot.progress import terminal_progress
 from evalbot.results import Report, write_report_json
 
@@ -51,11 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def judge_context(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[BuildContext, list[str]]:
-    """Build the judge from the environment (if the judge package is available) for judged criteria."""
-    try:
-        from evalbot.judges.factory import judge_from_environ
-    except ImportError:
-        return BuildContext(judge_unavailable_reason="no judge backend installed"), []
+    """The run's judge built from the environment (or why there is none), and the notices to report about it."""
     cache = args.judge_cache or env.get("EVALBOT_JUDGE_CACHE") or None
     judge, notice = judge_from_environ(
         env,
