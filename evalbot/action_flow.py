@@ -16,7 +16,7 @@ from evalbot.action_settings import ActionInputs, GitHubContext, Mode, on_defaul
 from evalbot.baseline import Baseline, GitResult, build_baseline, dump_baseline, git_show, parse_baseline
 from evalbot.compare import compare
 from evalbot.comparison import Comparison
-from evalbot.errors import InputError
+from evalbot.errors import EXIT_INVALID_INPUT, InputError
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
 from evalbot.gate import GatePolicy, policy_from_settings
 from evalbot.render import Links, comment_marker, render_comment, render_summary
@@ -213,9 +213,11 @@ def refresh_baseline(
 
     ``committed`` is the workspace's baseline as read before the run (push mode skips a commit of the same scores).
     """
+    from evalbot.cli import exit_code
+
     if mode == "push" and not inputs.update_baseline:
         return []
-    if report.errors or report.totals.error or any(es.errors for es in report.eval_sets):
+    if exit_code(report) == EXIT_INVALID_INPUT:
         return ["The baseline was not refreshed: some inputs are invalid or cases errored (see above)."]
     created = datetime.now(UTC).replace(microsecond=0).isoformat()
     fresh = build_baseline(report, commit=ctx.sha or None, created_at=created)

@@ -133,9 +133,10 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot baseline``: evaluate and write the baseline file (refused when inputs are invalid)."""
+    from evalbot.cli import exit_code
+
     report = _evaluate(args, env)
-    invalid = report.errors or report.totals.error or any(es.errors for es in report.eval_sets)
-    if invalid and not args.allow_errors:
+    if exit_code(report) == EXIT_INVALID_INPUT and not args.allow_errors:
         print(render_text(report), file=sys.stderr)
         print("error: the run has invalid inputs or cases that could not be evaluated; fix them or pass "
               "--allow-errors to record them as errors in the baseline", file=sys.stderr)

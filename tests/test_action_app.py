@@ -120,3 +120,12 @@ def test_tampered_report_error_names_an_rfc6901_pointer() -> None:
     with pytest.raises(InputError) as err:
         report_from_artifact({"report.json": b'{"eval_sets": [], "a/b": 1}'}, inputs_from_env({}))
     assert err.value.pointer == "/a~1b" and "not an evalbot report" in err.value.message
+
+
+def test_baseline_mode_refuses_a_run_with_invalid_inputs(tmp_path: Path) -> None:
+    """Mode baseline writes no file when an input is unusable, and says so in the job summary."""
+    env = {**pr_env(tmp_path), "INPUT_MODE": "baseline", "INPUT_ACTUALS": "actuals/missing.json",
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    assert run(env, out=io.StringIO(), forge=ScriptedForge()) == 2
+    assert not (tmp_path / "ws" / ".evalbot" / "baseline.json").exists()
+    assert "The baseline was not refreshed" in (tmp_path / "summary.md").read_text(encoding="utf-8")
