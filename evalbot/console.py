@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from evalbot.results import EvalSetReport, Report, mean
+from evalbot.results import EvalSetReport, MetricResult, Report, mean
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "not_evaluated": "N/E", "error": "ERROR", "informational": "info"}
 
 
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
+
+
+def _failed(name: str, result: MetricResult) -> str:
+    """``name score < threshold``; the sign follows the numbers (``failure`` and ``latency`` are maxima), and a
+    metric that reports a value instead of a score (``latency``) shows its largest value."""
+    shown = result.score
+    if shown is None and result.details:
+        raw = result.details.get("max", result.details.get("value"))
+        shown = float(raw) if isinstance(raw, int | float) else None
+    if shown is None or result.threshold is None:
+        return f"{name} {_fmt(shown)} (threshold {_fmt(result.threshold)})"
+    return f"{name} {_fmt(shown)} {'<' if shown < result.threshold else '>'} {_fmt(result.threshold)}"
 
 
 def _value(es: EvalSetReport, name: str) -> str:
@@ -54,7 +66,7 @@ def render_text(report: Report, *, max_failures: int = 50) -> str:
         reasons = [case.reason] if case.reason else []
         for name, result in case.metrics.items():
             if result.status == "failed":
-                reasons.append(f"{name} {_fmt(result.score)} < {_fmt(result.threshold)}")
+                reasons.append(_failed(name, result))
         lines.append(f"  {_MARK[case.status]:5} {es.eval_set_id} / {case.eval_id}: " + "; ".join(reasons))
     if len(bad) > len(shown):
         lines.append(f"  … and {len(bad) - len(shown)} more (see the JSON report)")

@@ -109,6 +109,7 @@ class _Pending:
     case: CaseResult
     name: str
     awaitable: Awaitable[MetricResult]
+    threshold: float | None = None
 
 
 def _run_criterion(criterion: Criterion, case_input: CaseInput) -> MetricResult | Awaitable[MetricResult]:
@@ -150,7 +151,7 @@ def _score_case(
     for criterion in criteria:
         outcome = _run_criterion(criterion, case_input)
         if inspect.isawaitable(outcome):
-            pending.append(_Pending(result, criterion.name, outcome))
+            pending.append(_Pending(result, criterion.name, outcome, criterion.threshold))
             judged = True
         else:
             result.metrics[criterion.name] = outcome
@@ -178,7 +179,9 @@ async def _settle(pending: Sequence[_Pending], settled: Callable[[_Pending], Non
             p.case.metrics[p.name] = await p.awaitable
         except Exception as exc:
             log.exception("criterion %s failed on case %s", p.name, p.case.eval_id)
-            p.case.metrics[p.name] = MetricResult(status="error", reason=f"{type(exc).__name__}: {exc}")
+            p.case.metrics[p.name] = MetricResult(
+                status="error", threshold=p.threshold, reason=f"{type(exc).__name__}: {exc}"
+            )
         if settled is not None:
             settled(p)
 

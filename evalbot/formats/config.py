@@ -72,7 +72,7 @@ def _threshold(value: Any) -> float:
             return float(value)
         except ValueError:
             pass
-    raise ValueError(f"threshold must be a number between 0 and 1, got {value!r}")
+    raise ValueError(f"threshold must be a number, got {value!r}")
 
 
 def parse_criterion(name: str, value: Any, source: str) -> CriterionSpec:
