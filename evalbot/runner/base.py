@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from evalbot.formats.adk import Content, EvalCase, Invocation
 
@@ -107,28 +106,3 @@ class Agent(Protocol):
         """Start a fresh session for one run of ``case`` (session_input honoured)."""
         ...
 
-
-def history_lines(invocations: Sequence[Invocation], *, include_tools: bool = False) -> list[tuple[str, str]]:
-    """The conversation so far as (speaker, text) lines: user messages, agent texts and optionally tool traffic."""
-    from evalbot.invocations import content_text, intermediate_texts, tool_calls, tool_responses
-
-    lines: list[tuple[str, str]] = []
-    for inv in invocations:
-        lines.append(("user", content_text(inv.user_content)))
-        if include_tools:
-            for call in tool_calls(inv):
-                lines.append(("tool call", f"{call.name}({_compact(call.args)})"))
-            for resp in tool_responses(inv):
-                lines.append(("tool result", f"{resp.name}: {_compact(resp.response)}"))
-        for author, text in intermediate_texts(inv):
-            lines.append((author, text))
-        final = content_text(inv.final_response) if inv.final_response else ""
-        if final:
-            lines.append(("agent", final))
-    return lines
-
-
-def _compact(value: Any) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)

@@ -8,6 +8,7 @@ when the generated text contains the stop signal (case-insensitive) or after ``m
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -20,7 +21,8 @@ import jinja2.sandbox
 
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import ConversationScenario, Invocation, UserPersona
-from evalbot.runner.base import SimulatorError, Stop, history_lines
+from evalbot.invocations import content_text, intermediate_texts, tool_calls, tool_responses
+from evalbot.runner.base import SimulatorError, Stop
 
 STOP_SIGNAL = "</finished>"
 """What the simulated user writes when the conversation is over (fixed, as in ADK)."""
@@ -124,6 +126,28 @@ def resolve_persona(persona: UserPersona | str | None) -> dict[str, Any] | None:
         for b in behaviors if isinstance(b, dict)
     ]
     return data
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def history_lines(invocations: Sequence[Invocation], *, include_tools: bool = False) -> list[tuple[str, str]]:
+    """The conversation so far as (speaker, text) lines: user messages, agent texts and optionally tool traffic."""
+    lines: list[tuple[str, str]] = []
+    for inv in invocations:
+        lines.append(("user", content_text(inv.user_content)))
+        if include_tools:
+            for call in tool_calls(inv):
+                lines.append(("tool call", f"{call.name}({_compact(call.args)})"))
+            for resp in tool_responses(inv):
+                lines.append(("tool result", f"{resp.name}: {_compact(resp.response)}"))
+        for author, text in intermediate_texts(inv):
+            lines.append((author, text))
+        final = content_text(inv.final_response) if inv.final_response else ""
+        if final:
+            lines.append(("agent", final))
+    return lines
 
 
 def render_history(invocations: Sequence[Invocation], include_tools: bool) -> str:
