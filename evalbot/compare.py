@@ -7,6 +7,7 @@ anything else is "changed definition", never a regression.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from evalbot.baseline import (
@@ -232,11 +233,11 @@ def compare_eval_set(
         criterion_row(info, es, usable, _pairs(info.name, cases, usable) if usable else [], policy)
         for info in es.criteria
     ]
+    flips = Counter((d.criterion, d.change) for case in cases for d in case.metrics)
     for row in rows:
-        changes = [d.change for case in cases for d in case.metrics if d.criterion == row.criterion]
-        row.regressed_cases = changes.count("regressed")
-        row.fixed_cases = changes.count("fixed")
-        row.inconclusive_cases = changes.count("inconclusive")
+        row.regressed_cases = flips[row.criterion, "regressed"]
+        row.fixed_cases = flips[row.criterion, "fixed"]
+        row.inconclusive_cases = flips[row.criterion, "inconclusive"]
     if usable:
         current_names = {c.name for c in es.criteria}
         rows += [CriterionRow(criterion=n, change="removed", judged=c.judged, threshold=c.threshold,
