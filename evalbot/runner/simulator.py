@@ -22,6 +22,7 @@ import jinja2.sandbox
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import ConversationScenario, Invocation, UserPersona
 from evalbot.invocations import content_text, intermediate_texts, tool_calls, tool_responses
+from evalbot.judges.base import Judge, JudgeError, JudgeRequest
 from evalbot.runner.base import SimulatorError, Stop
 
 STOP_SIGNAL = "</finished>"
@@ -173,7 +174,7 @@ def render_prompt(config: SimulatorConfig, scenario: ConversationScenario, perso
 class SimulatedUser:
     """Produces the user's messages for one run of one scenario."""
 
-    def __init__(self, judge: Any, config: SimulatorConfig, scenario: ConversationScenario) -> None:
+    def __init__(self, judge: Judge, config: SimulatorConfig, scenario: ConversationScenario) -> None:
         self._judge = judge
         self._config = config
         self._scenario = scenario
@@ -184,8 +185,6 @@ class SimulatedUser:
 
     async def next_message(self, invocations: Sequence[Invocation]) -> str | None:
         """The next user message, or None when the conversation is over (``stop`` says why)."""
-        from evalbot.judges.base import JudgeError, JudgeRequest
-
         limit = self._config.max_allowed_invocations
         if limit >= 0 and self.sent >= limit:
             self.stop = "invocation_limit"
