@@ -43,7 +43,7 @@ def run_mode(
 def run(
     env: Mapping[str, str], *, started: float | None = None, out: TextIO | None = None, forge: Forge | None = None
 ) -> int:
-    """Run the action; returns the process exit code (0 ok, 1 blocked, 2 invalid input, 3 GitHub unavailable)."""
+    """Run the action; returns the exit code (0 ok, 1 blocked, 2 invalid input, 3 GitHub unavailable, 70 a bug)."""
     stream = out or sys.stdout
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=stream)
     log.setLevel(logging.INFO)  # HTTP client libraries stay at WARNING: their INFO lines are per request
