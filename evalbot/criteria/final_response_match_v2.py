@@ -14,6 +14,7 @@ from evalbot.criteria.base import (
     BuildContext,
     CaseInput,
     Options,
+    need_expected,
     not_evaluated,
     parse_options,
 )
@@ -75,12 +76,12 @@ class FinalResponseMatchV2:
         """Score every invocation; the case score is #valid / #scored."""
         if self.call is None:
             return unavailable(self.name, self.threshold, self.unavailable_reason, case)
-        if case.expected is None:
-            return unavailable_expected(self.name, self.threshold, case)
+        try:
+            expected = need_expected(case, self.name)
+        except ValueError as exc:
+            return not_evaluated(self.threshold, str(exc), len(case.actual))
         call = self.call.fresh()
-        scores = await asyncio.gather(
-            *(self._one(call, act, exp) for act, exp in zip(case.actual, case.expected, strict=True))
-        )
+        scores = await asyncio.gather(*(self._one(call, act, exp) for act, exp in zip(case.actual, expected, strict=True)))
         scored = [s.score for s in scores if s.score is not None]
         overall = sum(scored) / len(scored) if scored else None
         reason = None if scored else "no invocation could be judged (see each invocation's reason)"
@@ -98,12 +99,6 @@ class FinalResponseMatchV2:
         )
         return await judge_verdict(call, prompt, parse_verdict, self.threshold, actual,
                                    "the judge's answers had no recognisable verdict")
-
-
-def unavailable_expected(name: str, threshold: float | None, case: CaseInput) -> MetricResult:
-    """Reference-based criteria cannot score conversation scenarios."""
-    return not_evaluated(threshold, f"{name} needs an expected conversation; this case is a conversation scenario",
-                         len(case.actual))
 
 
 def build(spec: CriterionSpec, ctx: BuildContext) -> FinalResponseMatchV2:
