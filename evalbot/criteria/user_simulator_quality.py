@@ -2,8 +2,8 @@
 
 Turn 1 passes when the user's text equals the scenario's starting prompt (no judge). Every later turn is judged
 (``num_samples`` votes, a tie fails). One more judgement asks whether the conversation should have ended with the
-stop signal after the last turn; when that fails, it replaces the last turn's verdict. Case score = passed turns
-divided by judged turns.
+stop signal after the last turn; when that fails, it replaces the last turn's verdict (when it cannot be judged, the
+last turn is not_evaluated). Case score = passed turns divided by scored turns (turn 1 included).
 
 Deliberate differences: a turn whose answers were all unparseable, or whose judge call failed, is not_evaluated and
 left out of the denominator (ADK counts an unparseable turn as a fail-like 0 and lets a failed call void the whole
