@@ -154,10 +154,12 @@ def judge_text(details: Mapping[str, Any] | None, reason: str | None, limit: int
         value = (details or {}).get(key)
         if isinstance(value, str) and value not in parts:
             parts.append(value)
-    for step in (details or {}).get("steps") or []:
+    steps = (details or {}).get("steps")
+    for step in steps if isinstance(steps, list) else []:
         if isinstance(step, Mapping):
             parts.append(f"Checked: {step.get('text', '')}" + (f" (error: {step['error']})" if "error" in step else ""))
-            parts += [_item_line(s) for s in step.get("sentences") or [] if isinstance(s, Mapping)]
+            sentences = step.get("sentences")
+            parts += [_item_line(s) for s in sentences if isinstance(s, Mapping)] if isinstance(sentences, list) else []
     for key in _LIST_KEYS:
         items = (details or {}).get(key)
         for item in items if isinstance(items, list) else []:

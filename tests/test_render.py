@@ -291,3 +291,11 @@ def test_usage_from_an_untrusted_report_prints_only_numbers() -> None:
     assert "e.vil" not in text and "</details>" not in text and "## h" not in text
     odd = Report(usage={"total": "lots"})
     assert "Judge" not in render_comment(compare(current=odd, baseline=None, policy=GatePolicy()), marker=MARKER)
+
+
+def test_judge_text_ignores_malformed_steps() -> None:
+    """Judge details of the wrong shape (a crafted artifact) add nothing instead of crashing the renderer."""
+    from evalbot.views import judge_text
+
+    assert judge_text({"steps": 5, "rationale": "why"}, None, 100) == "why"
+    assert judge_text({"steps": [{"text": "t", "sentences": 3}]}, None, 100) == "Checked: t"
