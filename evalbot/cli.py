@@ -67,10 +67,11 @@ def judge_context(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[Bui
 
 
 def drop_unused_judge_notice(report: Report, ctx: BuildContext) -> Report:
-    """Remove the "no judge" notice from a report in which no eval set configures a judged criterion."""
-    notice = ctx.judge_unavailable_reason
-    if notice and not any(c.judged for es in report.eval_sets for c in es.criteria):
-        report.notices = [n for n in report.notices if n != notice]
+    """Remove the judge's notices (no credentials; its setup notes) from a report in which no eval set configures a
+    judged criterion: they concern nothing that ran."""
+    about_judge = {ctx.judge_unavailable_reason, *getattr(ctx.judge, "notes", [])} - {None}
+    if about_judge and not any(c.judged for es in report.eval_sets for c in es.criteria):
+        report.notices = [n for n in report.notices if n not in about_judge]
     return report
 
 

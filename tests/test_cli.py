@@ -6,11 +6,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from evalbot.cli import main
+from evalbot.cli import drop_unused_judge_notice, main
+from evalbot.criteria.base import BuildContext
 from evalbot.results import Report
 from tests.conftest import Writer, case, eval_set, inv
 
@@ -190,3 +192,10 @@ def test_no_judge_notice_only_when_a_judged_criterion_is_configured(
     run(capsys, es, "--actuals", actual, "--config", str(judged), "--report", str(out_path))
     notices = Report.model_validate_json(out_path.read_text(encoding="utf-8")).notices
     assert len(notices) == 1 and notices[0].startswith("no judge credentials")
+
+
+def test_judge_setup_notes_are_dropped_with_no_judged_criterion() -> None:
+    """The judge's own setup notes (e.g. Vertex safety unavailable) go too when nothing judged is configured."""
+    ctx = BuildContext(judge=SimpleNamespace(notes=["vertex note"]))
+    report = drop_unused_judge_notice(Report(notices=["vertex note", "other"]), ctx)
+    assert report.notices == ["other"]
