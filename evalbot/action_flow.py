@@ -176,7 +176,9 @@ def first_stage(
         baseline = read_baseline_at(forge, ws, inputs.baseline_path, pr.base_sha)
         source = label_at(pr.base_sha, inputs.baseline_path)
     else:
-        text = ws.read(inputs.baseline_path)
+        from evalbot.cli_compare import read_optional
+
+        text = read_optional(str(ws.path(inputs.baseline_path)))  # unreadable is an error, not "no baseline"
         baseline = None if text is None else parse_baseline(text, inputs.baseline_path)
         source = inputs.baseline_path
     report = evaluate_inputs(env, inputs, ws)

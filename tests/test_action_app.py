@@ -129,3 +129,13 @@ def test_baseline_mode_refuses_a_run_with_invalid_inputs(tmp_path: Path) -> None
     assert run(env, out=io.StringIO(), forge=ScriptedForge()) == 2
     assert not (tmp_path / "ws" / ".evalbot" / "baseline.json").exists()
     assert "The baseline was not refreshed" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+
+
+def test_unreadable_workspace_baseline_is_an_input_error(tmp_path: Path) -> None:
+    """A baseline file that is not UTF-8 stops a push run (exit 2) instead of passing as if there were none."""
+    env = {**pr_env(tmp_path), "GITHUB_EVENT_NAME": "push", "INPUT_MODE": "push"}
+    (tmp_path / "ws" / ".evalbot").mkdir()
+    (tmp_path / "ws" / ".evalbot" / "baseline.json").write_bytes(b"\xff\xfe\x00{")
+    out = io.StringIO()
+    assert run(env, out=out, forge=ScriptedForge()) == 2
+    assert "baseline.json" in out.getvalue() and "cannot read the file" in out.getvalue()
