@@ -126,6 +126,8 @@ class CachingJudge:
             for index, text in zip(missing, fresh.texts, strict=False):
                 texts[index] = text
             # File writes happen in a worker thread so the event loop keeps other judge calls moving.
-            await asyncio.to_thread(self._store, [(keys[i], texts[i] or "") for i in missing], request.model)
+            # An empty answer (blocked or truncated) is not a verdict: it is not cached, so a later run asks again.
+            answered = [(keys[i], text) for i in missing if (text := texts[i])]
+            await asyncio.to_thread(self._store, answered, request.model)
         usage = fresh.usage + Usage(cached_samples=cached)
         return JudgeReply(tuple(t or "" for t in texts), usage, cached)

@@ -113,3 +113,14 @@ def test_identical_concurrent_requests_share_one_call(fake: FakeGemini, tmp_path
 
     asyncio.run(run())
     assert len(fake.requests) == 1
+
+
+def test_empty_answers_are_not_cached(fake: FakeGemini, tmp_path: Path) -> None:
+    """A blank answer (blocked or truncated) is returned but not stored: the next run asks the judge again."""
+    fake.responder = lambda p, i, r: "" if i == 1 else f"verdict {i}"
+    request = JudgeRequest("m", "prompt", num_samples=2)
+    first = asyncio.run(_caching(fake, tmp_path).generate(request))
+    assert first.texts == ("verdict 0", "")
+    second = asyncio.run(_caching(fake, tmp_path).generate(request))
+    assert [r.candidate_count for r in fake.requests] == [2, 1]
+    assert second.cached_samples == 1
