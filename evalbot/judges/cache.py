@@ -127,7 +127,7 @@ class CachingJudge:
                 texts[index] = text
             # File writes happen in a worker thread so the event loop keeps other judge calls moving.
             # An empty answer (blocked or truncated) is not a verdict: it is not cached, so a later run asks again.
-            answered = [(keys[i], text) for i in missing if (text := texts[i])]
+            answered = [(keys[i], answer) for i in missing if (answer := texts[i])]
             await asyncio.to_thread(self._store, answered, request.model)
         usage = fresh.usage + Usage(cached_samples=cached)
         return JudgeReply(tuple(t or "" for t in texts), usage, cached)
