@@ -25,6 +25,7 @@ from evalbot.render import (
     render_summary,
 )
 from evalbot.results import Problem, Report
+from evalbot.views import judge_text
 from tests import md_structure
 from tests.report_builders import JUDGE, RESP, TRAJ, case, eval_set, metric, report, turn
 
@@ -295,7 +296,5 @@ def test_usage_from_an_untrusted_report_prints_only_numbers() -> None:
 
 def test_judge_text_ignores_malformed_steps() -> None:
     """Judge details of the wrong shape (a crafted artifact) add nothing instead of crashing the renderer."""
-    from evalbot.views import judge_text
-
     assert judge_text({"steps": 5, "rationale": "why"}, None, 100) == "why"
     assert judge_text({"steps": [{"text": "t", "sentences": 3}]}, None, 100) == "Checked: t"
