@@ -233,5 +233,6 @@ def score_runs(
         errors=[problem(e) for e in errors],
         notices=[*notices, *([notice] if notice else [])],
         totals=totals(merged),
+        usage=per_run[-1].usage,  # the judge's ledger is run-wide: the last run's summary covers every run
     )
     return ScoredRuns(report, per_run)

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
+from evalbot.criteria.base import BuildContext
 from evalbot.formats.actuals import Actuals
+from evalbot.judges.factory import JudgeStack
 from evalbot.results import InvocationScore, MetricResult
 from evalbot.runner.aggregate import pool, score_runs
 from evalbot.runner.custom_agent import load_function_agent
@@ -130,3 +132,12 @@ def test_pool_without_scores_keeps_values_and_worst_status() -> None:
     assert pooled.status == "failed" and pooled.details is not None and pooled.details["value"] == 5.0
     c = _m("error", None, 1.0, [])
     assert pool([(1, a), (2, c)]).status == "error"
+
+
+def test_merged_report_keeps_the_judge_usage(tmp_path: Path, judge: JudgeStack) -> None:
+    """The merged report of produced runs carries the judge's usage summary over every run (as plain scoring does)."""
+    loaded = _set(tmp_path, {"criteria": {"final_response_match_v2": 0.5}})
+    runs = run_agent(load_function_agent("tests.runner.agents:echo"), [loaded], RunOptions(num_runs=2))
+    scored = score_runs([loaded], runs, BuildContext(judge=judge))
+    assert scored.report.usage is not None and scored.report.usage == judge.usage_summary()
+    assert scored.report.usage["per_criterion"]["final_response_match_v2"]["requests"] == 6  # 3 invocations x 2 runs
