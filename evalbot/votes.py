@@ -10,6 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalbot.results import InvocationScore
 from evalbot.stats import fisher_exact
 
+MAX_VOTES = 1_000
+"""More votes than any judge configuration gives on one invocation: such a count (e.g. from a forged report
+artifact in the fork-safe second stage) is not a vote split."""
+MAX_TABLE = 20_000
+"""Largest vote table the exact test is run on (its cost grows with the counts); beyond it no p-value is shown."""
+
 
 class Votes(BaseModel):
     """How the judge's samples voted on one invocation: ``yes`` pass votes and ``no`` fail votes.
@@ -77,7 +83,7 @@ def votes_of(details: Mapping[str, Any] | None) -> Votes | None:
     raw = details.get("votes", details.get("samples"))
     if isinstance(raw, Mapping):
         yes, no = raw.get("yes", raw.get("pass")), raw.get("no", raw.get("fail"))
-        if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (yes, no)):
+        if all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_VOTES for v in (yes, no)):
             return Votes(yes=yes, no=no) if yes + no else None
         return None
     if isinstance(raw, list):
@@ -119,7 +125,7 @@ def vote_noise(
     split = any(v is not None and v.split for pair in relevant for v in pair)
     bv = [v for v in (_single(x) for x, _ in relevant) if v is not None]
     cv = [v for v in (_single(y) for _, y in relevant) if v is not None]
-    if not bv or not cv:
+    if not bv or not cv or sum(v.yes + v.no for v in (*bv, *cv)) > MAX_TABLE:
         return split, None
     p = fisher_exact(sum(v.yes for v in bv), sum(v.no for v in bv), sum(v.yes for v in cv), sum(v.no for v in cv))
     return split, p

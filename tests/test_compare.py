@@ -222,3 +222,13 @@ def test_not_evaluated_case_is_not_a_regression() -> None:
     pr = report(eval_set("s", [case("a", {JUDGE: metric(None, status="not_evaluated", reason="no key")})]))
     c = run(main, pr)
     assert categories(c) == {"a": "not_evaluated"} and c.gate.verdict == "passed"
+
+
+def test_implausible_vote_counts_are_not_trusted() -> None:
+    """Forged counts (e.g. in a fork's report artifact) give no vote split, and huge tables no exact test."""
+    from evalbot.votes import votes_of
+
+    assert votes_of({"votes": {"yes": 10**9, "no": 3}}) is None
+    assert votes_of({"votes": {"yes": 3, "no": 2}}) == Votes(yes=3, no=2)
+    _, p = vote_noise([Votes(yes=1000, no=0)] * 15, [Votes(yes=0, no=1000)] * 15)
+    assert p is None
