@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from evalbot import actions
+from evalbot import actions, mdsafe
 from evalbot.action_publish import Outcome, Published, post_comment, print_annotations
 from evalbot.action_report import junit_suites
 from evalbot.action_settings import ActionInputs, GitHubContext, Mode, on_default_branch
@@ -155,7 +155,8 @@ def outcome_of(comparison: Comparison, inputs: ActionInputs, published: Publishe
 def summarize(ctx: GitHubContext, text: str, notices: list[str]) -> None:
     """Append the notices and the rendered summary to the job summary (1 MiB cap)."""
     if ctx.summary_path:
-        head = "".join(f"> [!WARNING]\n> {n}\n\n" for n in notices)
+        # notices can quote GitHub's error messages: inline() keeps them on one line, unlinked and without pings
+        head = "".join(f"> [!WARNING]\n> {mdsafe.inline(n, 1000)}\n\n" for n in notices)
         actions.append_summary(ctx.summary_path, head + text)
 
 
