@@ -112,7 +112,18 @@ def _best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 
 def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+    """This process's peak RSS. Linux: VmHWM, which starts afresh at exec.
+
+    ``ru_maxrss`` does not: a child started by fork + exec inherits the forking parent's peak, so a worker spawned by
+    a bench holding the synthetic data in memory would report the parent's size.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB, macOS bytes (not scaled)
 
 
 # ----------------------------------------------------------------------------------------------------------------
