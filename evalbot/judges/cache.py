@@ -2,7 +2,8 @@
 
 The key is a SHA-256 of the model, the generation config (without transport settings), the full prompt and the
 sample index, so a cache directory can be restored between CI runs (``actions/cache``) and shared by concurrent
-writers: every entry is written to a temporary file and moved into place with ``os.replace``.
+writers: every entry is written to a temporary file and moved into place with ``os.replace``.  During a run, new
+answers are written by one background thread, off the event loop that sends judge requests.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +48,22 @@ class DiskCache:
         self.misses = 0
         self.writes = 0
         self._made: set[Path] = set()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._queue: deque[tuple[str, str, str]] = deque()
+        self._unwritten: dict[str, str] = {}
+        self._writing = False
+        self._failures: list[OSError] = []
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> str | None:
         """The cached answer text, or None (a missing or unreadable entry is a miss)."""
+        queued = self._unwritten.get(key)
+        if queued is not None:
+            self.hits += 1
+            return queued
         try:
             data = json.loads(self._path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -80,6 +93,50 @@ class DiskCache:
             raise
         self.writes += 1
 
+    def put_later(self, entries: Iterable[tuple[str, str]], *, model: str) -> None:
+        """Queue entries for the background writer; ``get`` serves them at once, ``flush`` waits until written.
+
+        The writer is a non-daemon thread that exits when the queue is empty, so the interpreter finishes the
+        queue before it exits even if nobody flushes."""
+        with self._lock:
+            for key, text in entries:
+                self._unwritten[key] = text
+                self._queue.append((key, text, model))
+            if self._queue and not self._writing:
+                self._writing = True
+                threading.Thread(target=self._drain, name="evalbot-judge-cache", daemon=False).start()
+
+    @property
+    def writing(self) -> bool:
+        """True while queued entries are not all on disk yet."""
+        return self._writing
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._writing = False
+                    self._idle.notify_all()
+                    return
+                key, text, model = self._queue.popleft()
+            try:
+                self.put(key, text, model=model)
+            except OSError as exc:
+                with self._lock:
+                    self._failures.append(exc)
+            with self._lock:
+                if self._unwritten.get(key) is text:
+                    del self._unwritten[key]
+
+    def flush(self) -> None:
+        """Block until every queued entry is written; re-raise the first write error since the last flush."""
+        with self._idle:
+            while self._writing:
+                self._idle.wait()
+            failures, self._failures = self._failures, []
+        if failures:
+            raise failures[0]
+
 
 class CachingJudge:
     """Serves samples from ``cache``; asks ``inner`` only for the missing ones (never, in replay mode).
@@ -95,6 +152,7 @@ class CachingJudge:
         self.replay = replay
         self._locks: dict[str, asyncio.Lock] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._active = 0
 
     def _lock(self, key: str) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
@@ -102,12 +160,21 @@ class CachingJudge:
             self._locks, self._loop = {}, loop
         return self._locks.setdefault(key, asyncio.Lock())
 
-    def _store(self, entries: list[tuple[str, str]], model: str) -> None:
-        for key, text in entries:
-            self.cache.put(key, text, model=model)
-
     async def generate(self, request: JudgeRequest) -> JudgeReply:
-        """Answer from the cache, filling the gaps from ``inner``."""
+        """Answer from the cache, filling the gaps from ``inner``.
+
+        New answers are queued for the cache's writer thread; when the last call in progress finishes it waits for
+        the queue to be written (so a run's answers are on disk when its judging is done) and raises a write error
+        if there was one."""
+        self._active += 1
+        try:
+            return await self._generate(request)
+        finally:
+            self._active -= 1
+            if self._active == 0 and self.cache.writing:
+                await asyncio.to_thread(self.cache.flush)
+
+    async def _generate(self, request: JudgeRequest) -> JudgeReply:
         keys = [cache_key(request.model, request.config, request.prompt, i) for i in range(request.num_samples)]
         async with self._lock(keys[0] if keys else ""):
             texts: list[str | None] = [self.cache.get(k) for k in keys]
@@ -125,9 +192,7 @@ class CachingJudge:
                 raise JudgeError(f"the judge returned {len(fresh.texts)} answers, {len(missing)} were needed")
             for index, text in zip(missing, fresh.texts, strict=False):
                 texts[index] = text
-            # File writes happen in a worker thread so the event loop keeps other judge calls moving.
             # An empty answer (blocked or truncated) is not a verdict: it is not cached, so a later run asks again.
-            answered = [(keys[i], answer) for i in missing if (answer := texts[i])]
-            await asyncio.to_thread(self._store, answered, request.model)
+            self.cache.put_later(((keys[i], answer) for i in missing if (answer := texts[i])), model=request.model)
         usage = fresh.usage + Usage(cached_samples=cached)
         return JudgeReply(tuple(t or "" for t in texts), usage, cached)

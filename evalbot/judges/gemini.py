@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import email.utils
+import json
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from google import genai
 from google.genai import errors, types
 from pydantic import ValidationError
 
+from evalbot.errors import ConfigError
 from evalbot.judges.base import (
     TRANSIENT_STATUSES,
     CandidateCountUnsupported,
@@ -22,6 +26,28 @@ from evalbot.judges.base import (
 )
 
 DEFAULT_TIMEOUT = 120.0
+
+
+class JudgeSetupError(ConfigError):
+    """The google-genai client could not be built (e.g. an unreadable ``SSL_CERT_FILE``).
+
+    Deliberately not a JudgeError: it is a configuration problem of the whole run, so every judged criterion ends
+    as an error (exit code 2) rather than a quiet not_evaluated.
+    """
+
+
+def _in_thread(build: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+    """Run ``build`` in a daemon thread; its result (or exception) in a future."""
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            future.set_result(build())
+        except BaseException as exc:  # handed to whoever awaits the client
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="evalbot-genai-client", daemon=True).start()
+    return future
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -103,22 +129,53 @@ class GeminiJudge:
             return genai.Client(api_key=api_key, http_options=http_options)
 
         self._new_client = new_client
-        self._client = new_client()
+        self._client: genai.Client | None = None
+        self._pending: concurrent.futures.Future[genai.Client] | None = None
+        if vertexai:
+            # Vertex AI: the client looks up application default credentials; a failure must stop the run at once.
+            self._client = new_client()
+        else:
+            # Gemini API: nothing to validate, but building the client costs ~40 ms (google-genai loads CA
+            # certificates twice, outside the GIL); it is built in a thread while the run loads its inputs.
+            self._pending = _in_thread(new_client)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._retired: list[genai.Client] = []
+        self._configs: dict[tuple[str, int], types.GenerateContentConfig] = {}
 
-    def _client_for_loop(self) -> genai.Client:
+    async def _client_for_loop(self) -> genai.Client:
         """google-genai 2.x binds its async HTTP session to the first event loop, and a run may use several loops in
         turn (agent runs, then scoring): each loop gets its own client.  Replaced clients are kept until exit, since
         collecting one inside a later loop would try to close its session there."""
+        if self._pending is not None:
+            pending = self._pending
+            try:
+                client = await asyncio.wrap_future(pending) if not pending.done() else pending.result()
+            except Exception as exc:
+                raise JudgeSetupError(f"cannot set up the judge client: {type(exc).__name__}: {exc}") from exc
+            if self._pending is pending:  # the first caller to get here installs it
+                self._client, self._pending = client, None
         loop = asyncio.get_running_loop()
-        if self._loop is not None and self._loop is not loop:
-            self._retired.append(self._client)
+        if self._client is None or (self._loop is not None and self._loop is not loop):
+            if self._client is not None:
+                self._retired.append(self._client)
             self._client = self._new_client()
         self._loop = loop
         return self._client
 
     def _config(self, config: Mapping[str, Any], num_samples: int) -> types.GenerateContentConfig:
+        """The validated config, built once per distinct (config, num_samples): google-genai deep-copies it per
+        call, so sharing one instance is safe."""
+        try:
+            key = (json.dumps(config, sort_keys=True, default=repr), num_samples)
+        except (TypeError, ValueError):  # not JSON-shaped (e.g. non-string keys): validate every time
+            return self._validate(config, num_samples)
+        built = self._configs.get(key)
+        if built is None:
+            built = self._configs[key] = self._validate(config, num_samples)
+        return built
+
+    @staticmethod
+    def _validate(config: Mapping[str, Any], num_samples: int) -> types.GenerateContentConfig:
         fields = dict(config)
         if num_samples > 1:
             fields["candidate_count"] = num_samples
@@ -132,11 +189,10 @@ class GeminiJudge:
     async def generate(self, request: JudgeRequest) -> JudgeReply:
         """One HTTP request; the texts of every candidate and the tokens billed."""
         config = self._config(request.config, request.num_samples)
+        client = await self._client_for_loop()
         try:
             response = await asyncio.wait_for(
-                self._client_for_loop().aio.models.generate_content(
-                    model=request.model, contents=request.prompt, config=config
-                ),
+                client.aio.models.generate_content(model=request.model, contents=request.prompt, config=config),
                 timeout=self.timeout,
             )
         except TimeoutError:

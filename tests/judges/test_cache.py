@@ -124,3 +124,47 @@ def test_empty_answers_are_not_cached(fake: FakeGemini, tmp_path: Path) -> None:
     second = asyncio.run(_caching(fake, tmp_path).generate(request))
     assert [r.candidate_count for r in fake.requests] == [2, 1]
     assert second.cached_samples == 1
+
+
+def test_run_ends_with_every_answer_on_disk(fake: FakeGemini, tmp_path: Path) -> None:
+    """Answers written by the background writer are all on disk when the run's last judge call returns."""
+    fake.latency = 0.01
+    judge = _caching(fake, tmp_path)
+
+    async def run() -> None:
+        await asyncio.gather(*(judge.generate(JudgeRequest("m", f"p{i}", num_samples=3)) for i in range(12)))
+
+    asyncio.run(run())
+    assert not judge.cache.writing and judge.cache.writes == 36
+    assert len(list(tmp_path.glob("*/*.json"))) == 36 and not list(tmp_path.glob("*/.tmp-*"))
+    fresh = DiskCache(tmp_path)
+    assert all(fresh.get(cache_key("m", {}, f"p{i}", s)) == f"fake answer {s}" for i in range(12) for s in range(3))
+
+
+def test_queued_answers_are_served_before_they_are_written(tmp_path: Path) -> None:
+    """An answer waiting for the writer is already a hit, and flush puts it on disk."""
+    cache = DiskCache(tmp_path)
+    key = cache_key("m", {}, "p", 0)
+    release = threading.Event()
+    original = cache.put
+
+    def slow_put(k: str, text: str, *, model: str) -> None:
+        release.wait(5)
+        original(k, text, model=model)
+
+    cache.put = slow_put  # type: ignore[method-assign]
+    cache.put_later([(key, "queued")], model="m")
+    assert cache.get(key) == "queued" and cache.writing and DiskCache(tmp_path).get(key) is None
+    release.set()
+    cache.flush()
+    assert DiskCache(tmp_path).get(key) == "queued" and not cache.writing
+
+
+def test_write_failure_surfaces_when_the_run_ends(fake: FakeGemini, tmp_path: Path) -> None:
+    """A cache that cannot be written (a file where the directory should be) fails the call that drains the
+    writer instead of being ignored."""
+    blocker = tmp_path / "cache"
+    blocker.write_text("not a directory", encoding="utf-8")
+    judge = _caching(fake, blocker)
+    with pytest.raises(OSError):
+        asyncio.run(judge.generate(JudgeRequest("m", "p", num_samples=2)))

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
+from evalbot.errors import ConfigError
 from evalbot.judges.base import CandidateCountUnsupported, JudgeCallError, JudgeRequest
-from evalbot.judges.gemini import GeminiJudge, parse_retry_after
+from evalbot.judges.gemini import GeminiJudge, JudgeSetupError, parse_retry_after
 from tests.fakes.fake_gemini import FakeGemini, Scripted
 
 MODEL = "gemini-2.5-flash"
@@ -91,6 +92,49 @@ def test_base_url_from_google_gemini_base_url(fake: FakeGemini, monkeypatch: pyt
     fake.script(Scripted(texts=["via env"]))
     reply = asyncio.run(GeminiJudge(api_key="k", timeout=5).generate(JudgeRequest(MODEL, "x")))
     assert reply.texts == ("via env",)
+
+
+def test_one_judge_sends_each_requests_own_config(fake: FakeGemini) -> None:
+    """Configs are built once per (config, samples) and reused, yet every request carries its own."""
+    judge = _judge(fake)
+
+    async def run() -> None:
+        await judge.generate(JudgeRequest(MODEL, "a", {"temperature": 0.0}, 3))
+        await judge.generate(JudgeRequest(MODEL, "b", {"temperature": 0.5}, 3))
+        await judge.generate(JudgeRequest(MODEL, "c", {"temperature": 0.0}, 2))
+        await judge.generate(JudgeRequest(MODEL, "d", {"temperature": 0.0}, 3))
+
+    asyncio.run(run())
+    assert [r.body["generationConfig"] for r in fake.requests] == [
+        {"temperature": 0.0, "candidateCount": 3},
+        {"temperature": 0.5, "candidateCount": 3},
+        {"temperature": 0.0, "candidateCount": 2},
+        {"temperature": 0.0, "candidateCount": 3},
+    ]
+
+
+def test_client_built_in_background_serves_several_loops(fake: FakeGemini) -> None:
+    """The client built off the critical path answers concurrent first calls, and later event loops too."""
+    judge = _judge(fake)
+
+    async def burst() -> None:
+        await asyncio.gather(*(judge.generate(JudgeRequest(MODEL, f"p{i}")) for i in range(5)))
+
+    asyncio.run(burst())
+    asyncio.run(burst())
+    assert len(fake.requests) == 10
+
+
+def test_client_setup_failure_is_a_config_error(fake: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client google-genai cannot build (unreadable SSL_CERT_FILE) fails every call as a ConfigError, never a
+    retryable judge error, and sends nothing."""
+    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/ca.pem")
+    judge = _judge(fake)
+    for _ in range(2):
+        with pytest.raises(JudgeSetupError, match="cannot set up the judge client") as info:
+            asyncio.run(judge.generate(JudgeRequest(MODEL, "x")))
+        assert isinstance(info.value, ConfigError) and not isinstance(info.value, JudgeCallError)
+    assert fake.requests == []
 
 
 def test_parse_retry_after_forms() -> None:
