@@ -8,9 +8,18 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TextIO, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    computed_field,
+    model_validator,
+)
 
 from evalbot import __version__
+from evalbot.turnpack import CallRow, TurnRow, pack, unpack
 
 SCHEMA_VERSION = 1
 
@@ -71,15 +80,74 @@ class TurnView(_Model):
 
 
 class CaseResult(_Model):
-    """Every criterion's verdict on one eval case, and the case verdict."""
+    """Every criterion's verdict on one eval case, and the case verdict.
+
+    ``turns`` is stored packed (see :mod:`evalbot.turnpack`): reading it builds the TurnView objects afresh, and
+    assigning it (or passing ``turns=`` when the model is built or read from JSON) packs them.
+    """
 
     eval_id: str
     status: Status
     reason: str | None = None
     metrics: dict[str, MetricResult] = Field(default_factory=dict)
-    turns: list[TurnView] = Field(default_factory=list)
     fingerprint: str | None = None
     """Hash of the case's definition (expected conversation or scenario), for baseline comparison."""
+    _turns: bytes | list[TurnRow] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _with_turns(cls, data: Any, handler: ModelWrapValidatorHandler[CaseResult]) -> CaseResult:
+        if not isinstance(data, dict) or "turns" not in data:
+            return handler(data)
+        fields = {k: v for k, v in data.items() if k != "turns"}
+        turns = data["turns"]
+        if not isinstance(turns, list):
+            raise ValueError("turns must be a list of turns")
+        result = handler(fields)
+        result.turns = [TurnView.model_validate(t) for t in turns]
+        return result
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def turns(self) -> list[TurnView]:
+        """Expected vs actual per turn, kept for cases a reviewer may need to read (empty for others)."""
+        if self._turns is None:
+            return []
+        return [_turn_of(row) for row in unpack(self._turns)]
+
+    @turns.setter
+    def turns(self, views: Sequence[TurnView]) -> None:
+        self.set_turn_rows([_row_of(v) for v in views])
+
+    def set_turn_rows(self, rows: list[TurnRow]) -> None:
+        """Keep these turns (packed); no rows keeps none."""
+        self._turns = pack(rows) if rows else None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CaseResult):
+            return NotImplemented
+        if self.__dict__ != other.__dict__:
+            return False
+        return self._turns == other._turns or self.turns == other.turns  # equal turns may pack to other bytes
+
+
+def _calls_of(views: Sequence[ToolCallView]) -> list[CallRow]:
+    return [(v.name, v.args) for v in views]
+
+
+def _row_of(view: TurnView) -> TurnRow:
+    expected = None if view.expected_tool_calls is None else _calls_of(view.expected_tool_calls)
+    return (view.invocation_id, view.user, view.expected_response, view.actual_response, expected,
+            _calls_of(view.actual_tool_calls))
+
+
+def _turn_of(row: TurnRow) -> TurnView:
+    invocation_id, user, expected_response, actual_response, expected, actual = row
+    return turn_view(
+        invocation_id, user, expected_response, actual_response,
+        None if expected is None else [tool_call_view(n, a) for n, a in expected],
+        [tool_call_view(n, a) for n, a in actual],
+    )
 
 
 class MetricSummary(_Model):

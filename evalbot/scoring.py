@@ -25,14 +25,12 @@ from evalbot.results import (
     MetricResult,
     Problem,
     Report,
-    ToolCallView,
     TurnView,
     case_status,
     summarize_cases,
-    tool_call_view,
     totals,
-    turn_view,
 )
+from evalbot.turnpack import CallRow, TurnRow
 
 log = logging.getLogger(__name__)
 
@@ -55,51 +53,51 @@ def case_fingerprint(case: EvalCase) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _calls(calls: Sequence[FunctionCall]) -> list[ToolCallView]:
-    return [tool_call_view(c.name, c.args) for c in calls]
+def _calls(calls: Sequence[FunctionCall]) -> list[CallRow]:
+    return [(c.name, c.args) for c in calls]
 
 
-def _views(
+def _rows(
     actual: Sequence[Invocation],
     expected: Sequence[Invocation] | None,
     actual_calls: Sequence[Sequence[FunctionCall]],
     expected_calls: Sequence[Sequence[FunctionCall]] | None,
     actual_texts: Sequence[str],
     expected_texts: Sequence[str] | None,
-) -> list[TurnView]:
-    views = []
+) -> list[TurnRow]:
+    rows: list[TurnRow] = []
     n_expected = len(expected) if expected is not None else 0
     for i, act in enumerate(actual):
         has_exp = i < n_expected
         user = user_text(act) or (user_text(expected[i]) if has_exp and expected is not None else "")
-        views.append(
-            turn_view(
-                act.invocation_id or None,
-                user,
-                expected_texts[i] if has_exp and expected_texts is not None else None,
-                actual_texts[i],
-                _calls(expected_calls[i]) if has_exp and expected_calls is not None else None,
-                _calls(actual_calls[i]),
-            )
-        )
-    return views
+        rows.append((
+            act.invocation_id or None,
+            user,
+            expected_texts[i] if has_exp and expected_texts is not None else None,
+            actual_texts[i],
+            _calls(expected_calls[i]) if has_exp and expected_calls is not None else None,
+            _calls(actual_calls[i]),
+        ))
+    return rows
 
 
 def turn_views(actual: Sequence[Invocation], expected: Sequence[Invocation] | None) -> list[TurnView]:
     """Expected vs actual per turn, for reports and PR comments."""
-    return _views(
+    holder = CaseResult(eval_id="", status="not_evaluated")
+    holder.set_turn_rows(_rows(
         actual,
         expected,
         [tool_calls(a) for a in actual],
         None if expected is None else [tool_calls(e) for e in expected],
         [final_text(a) for a in actual],
         None if expected is None else [final_text(e) for e in expected],
-    )
+    ))
+    return holder.turns
 
 
-def _case_turns(case: CaseInput) -> list[TurnView]:
-    """turn_views reusing the tool calls and texts the criteria read from the case."""
-    return _views(
+def _case_turns(case: CaseInput) -> list[TurnRow]:
+    """The turns' rows, reusing the tool calls and texts the criteria read from the case."""
+    return _rows(
         case.actual, case.expected, case.actual_calls, case.expected_calls, case.actual_texts, case.expected_texts
     )
 
@@ -144,8 +142,9 @@ def _score_case(
             f"the case expects {len(expected)} invocation(s) but the actual run has {len(found)}; "
             "re-record the run or fix the eval case"
         )
-        turns = _case_turns(case_input)
-        return CaseResult(eval_id=case.eval_id, status="error", reason=reason, turns=turns, fingerprint=fp)
+        mismatch = CaseResult(eval_id=case.eval_id, status="error", reason=reason, fingerprint=fp)
+        mismatch.set_turn_rows(_case_turns(case_input))
+        return mismatch
     result = CaseResult(eval_id=case.eval_id, status="not_evaluated", fingerprint=fp)
     judged = False
     for criterion in criteria:
@@ -158,7 +157,7 @@ def _score_case(
     # Turns are what reviewers read for cases that did not pass; a passing case without judged criteria is never
     # shown in detail (a judged one can be, as an inconclusive flip), so large runs do not carry its transcript.
     if judged or case_status([m.status for m in result.metrics.values()]) != "passed":
-        result.turns = _case_turns(case_input)
+        result.set_turn_rows(_case_turns(case_input))
     return result
 
 

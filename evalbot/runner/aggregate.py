@@ -182,9 +182,11 @@ def _merge_case(scored: list[CaseResult], case_runs: list[CaseRun], num_runs: in
     merged = {n: by_metric[n][0][1] if num_runs == 1 else pool(by_metric[n]) for n in names}
     statuses.extend(m.status for m in merged.values())
     reasons.extend(f"{n}: {m.reason}" for n, m in merged.items() if m.status == "error")
-    return CaseResult(eval_id=first.eval_id, status=case_status(statuses) if statuses else "not_evaluated",
-                      reason="; ".join(dict.fromkeys(reasons)) or None, metrics=merged, turns=turns,
-                      fingerprint=first.fingerprint)
+    pooled = CaseResult(eval_id=first.eval_id, status=case_status(statuses) if statuses else "not_evaluated",
+                        reason="; ".join(dict.fromkeys(reasons)) or None, metrics=merged,
+                        fingerprint=first.fingerprint)
+    pooled.turns = turns
+    return pooled
 
 
 def _merge_set(reports: list[EvalSetReport], loaded: LoadedEvalSet, runs: RunSet,

@@ -1,0 +1,77 @@
+"""Packed turns: CaseResult keeps its turns as one compact bytes object and gives them back unchanged."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from evalbot.results import CaseResult, ToolCallView, TurnView
+from evalbot.turnpack import TurnRow, pack, unpack
+
+ARGS: dict[str, Any] = {"id": "8858", "count": 3, "ratio": 0.5, "ok": None,
+                        "filters": {"active": False, "tags": ["room", "日本語", ""]}}
+
+
+def _turn(args: Any = ARGS, expected: bool = True) -> TurnView:
+    calls = [ToolCallView(name="lookup", args=args), ToolCallView(name="noargs", args=None)]
+    return TurnView(invocation_id="t1", user="hi", expected_response="yes" if expected else None,
+                    actual_response="no", expected_tool_calls=calls if expected else None,
+                    actual_tool_calls=calls[::-1])
+
+
+def test_pack_round_trip_is_equal_and_compact() -> None:
+    """Rows come back equal (None, floats, unicode, nested args) and take less room than the objects."""
+    rows: list[TurnRow] = [("t1", "hi", None, "no", None, [("f", ARGS)]), (None, "", "a", None, [], [])]
+    packed = pack(rows)
+    assert isinstance(packed, bytes) and unpack(packed) == rows
+    assert len(packed) < sys.getsizeof(ARGS) + sys.getsizeof(ARGS["filters"])
+
+
+def test_unmarshallable_rows_are_kept_as_they_are() -> None:
+    """Values marshal cannot hold are not lost: the rows themselves are kept."""
+    odd = object()
+    rows: list[TurnRow] = [("t1", "hi", None, "no", None, [("f", {"x": odd})])]
+    packed = pack(rows)
+    assert packed is rows and unpack(packed)[0][5][0][1]["x"] is odd
+
+
+def test_case_turns_assign_read_and_json_round_trip() -> None:
+    """Assigned turns read back equal, serialise under "turns", and a report read from JSON has them again."""
+    case = CaseResult(eval_id="c", status="failed")
+    assert case.turns == [] and "turns" in case.model_dump()
+    case.turns = [_turn(), _turn(expected=False)]
+    assert case.turns == [_turn(), _turn(expected=False)]
+    dumped = json.loads(case.model_dump_json())
+    assert dumped["turns"][0]["actual_tool_calls"][1] == {"name": "lookup", "args": ARGS}
+    assert dumped["turns"][1]["expected_tool_calls"] is None
+    again = CaseResult.model_validate_json(case.model_dump_json())
+    assert again == case and again.turns == case.turns
+
+
+def test_case_turns_given_at_construction() -> None:
+    """turns= given to the constructor (as models or as dicts) is kept like an assignment."""
+    a = CaseResult(eval_id="c", status="failed", turns=[_turn()])  # type: ignore[call-arg]
+    b = CaseResult.model_validate({"eval_id": "c", "status": "failed", "turns": [_turn().model_dump()]})
+    assert a.turns == b.turns == [_turn()]
+
+
+def test_equality_looks_at_turn_content() -> None:
+    """Cases differ when their turns differ, and are equal when only the args' key order differs."""
+    a, b = CaseResult(eval_id="c", status="failed"), CaseResult(eval_id="c", status="failed")
+    a.turns = [_turn({"x": 1, "y": 2})]
+    b.turns = [_turn({"y": 2, "x": 1})]
+    assert a == b
+    b.turns = [_turn({"x": 1, "y": 3})]
+    assert a != b
+
+
+def test_bad_turns_are_a_validation_error() -> None:
+    """A report whose turns are not a list of turns is rejected, not silently emptied."""
+    with pytest.raises(ValidationError):
+        CaseResult.model_validate({"eval_id": "c", "status": "failed", "turns": [{"user": 3}]})
+    with pytest.raises(ValidationError, match="turns must be a list"):
+        CaseResult.model_validate({"eval_id": "c", "status": "failed", "turns": {"user": "x"}})
