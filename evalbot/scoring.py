@@ -149,11 +149,16 @@ def _score_case(
     judged = False
     for criterion in criteria:
         outcome = _run_criterion(criterion, case_input)
-        if inspect.isawaitable(outcome):
+        if isinstance(outcome, MetricResult):  # the common case first: isawaitable costs more than scoring a call
+            result.metrics[criterion.name] = outcome
+        elif inspect.isawaitable(outcome):
             pending.append(_Pending(result, criterion.name, outcome, criterion.threshold))
             judged = True
         else:
-            result.metrics[criterion.name] = outcome
+            result.metrics[criterion.name] = MetricResult(
+                status="error", threshold=criterion.threshold,
+                reason=f"criterion returned {type(outcome).__name__}, not a result (an evalbot bug: please report it)",
+            )
     # Turns are what reviewers read for cases that did not pass; a passing case without judged criteria is never
     # shown in detail (a judged one can be, as an inconclusive flip), so large runs do not carry its transcript.
     if judged or case_status([m.status for m in result.metrics.values()]) != "passed":

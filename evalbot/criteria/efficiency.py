@@ -103,13 +103,13 @@ def _both(a: int | None, b: int | None) -> int | None:
 
 def token_breakdown(invocation: Invocation) -> dict[str, float | None]:
     """Token counts summed over the invocation's events; a count no event reported stays None (not 0)."""
-    totals: dict[str, float | None] = dict.fromkeys(TOKEN_FIELDS)
     data = invocation.intermediate_data
     events = data.invocation_events if isinstance(data, InvocationEvents) else []
-    for event in events:
-        if event.usage_metadata is None:
-            continue
-        usage = event.usage_metadata
+    usages = [event.usage_metadata for event in events if event.usage_metadata is not None]
+    totals: dict[str, float | None] = dict.fromkeys(TOKEN_FIELDS)
+    if not usages:
+        return totals
+    for usage in usages:
         prompt, tool = _count(usage, "prompt_token_count"), _count(usage, "tool_use_prompt_token_count")
         cand, thoughts = _count(usage, "candidates_token_count"), _count(usage, "thoughts_token_count")
         for name, count in (
@@ -138,6 +138,8 @@ def token_usage(invocation: Invocation) -> Measured:
 
 
 def _average_tokens(measured: list[Measured]) -> Measured:
+    if not any(extra["token_usage_details"] for _, extra in measured):
+        return None, {"token_usage_details": {}}  # nothing reported (the common case without ADK's events)
     averaged: dict[str, float | None] = {}
     for name in TOKEN_FIELDS:
         present = [extra["token_usage_details"][name] for _, extra in measured if name in extra["token_usage_details"]]
