@@ -174,6 +174,24 @@ def test_criterion_exception_is_contained(monkeypatch: pytest.MonkeyPatch) -> No
     assert _case(report, "b").status == "passed"
 
 
+def test_criterion_returning_no_result_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A criterion returning neither a result nor an awaitable makes that metric an error, never a silent pass."""
+
+    @dataclass(frozen=True)
+    class Wrong:
+        name: str = "wrong"
+        threshold: float | None = 0.5
+
+        def evaluate(self, case: CaseInput) -> Any:
+            return 1.0
+
+    _only_criterion(monkeypatch, Wrong())
+    report = score_run([_loaded(("a", 1))], _actuals(("a", 1)))
+    metric = _case(report, "a").metrics["wrong"]
+    assert (metric.status, _case(report, "a").status) == ("error", "error")
+    assert metric.reason is not None and "returned float" in metric.reason
+
+
 def _only_criterion(monkeypatch: pytest.MonkeyPatch, criterion: Any) -> None:
     """Make every eval set use just ``criterion`` (a test double of a criterion, not of evalbot's scoring)."""
     from evalbot import scoring
