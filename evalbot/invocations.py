@@ -29,7 +29,13 @@ def tool_calls(invocation: Invocation) -> list[FunctionCall]:
     if isinstance(data, IntermediateData):
         return list(data.tool_uses)
     if isinstance(data, InvocationEvents):
-        return [part.function_call for part in _event_parts(data) if part.function_call is not None]
+        return [
+            call
+            for event in data.invocation_events
+            if event.content is not None and event.content.parts
+            for part in event.content.parts
+            if (call := part.function_call) is not None
+        ]
     return []
 
 
