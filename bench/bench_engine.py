@@ -205,7 +205,8 @@ def bench_scale(invocations: int, events: bool) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------------------------
 # ADK (google-adk's own LocalEvalService; run under an interpreter that has google-adk)
 # ----------------------------------------------------------------------------------------------------------------
-async def _adk_evaluate(eval_set: Any, actuals: dict[str, Any], metrics: list[Any]) -> list[Any]:
+def _adk_request(eval_set: Any, actuals: dict[str, Any], metrics: list[Any]) -> tuple[Any, Any]:
+    """ADK's LocalEvalService and an EvaluateRequest over fresh copies of the actuals (not timed)."""
     from google.adk.agents.llm_agent import LlmAgent
     from google.adk.evaluation.base_eval_service import (
         EvaluateConfig,
@@ -228,13 +229,27 @@ async def _adk_evaluate(eval_set: Any, actuals: dict[str, Any], metrics: list[An
         )
         for case in eval_set.eval_cases
     ]
-    request = EvaluateRequest(inference_results=inferences, evaluate_config=EvaluateConfig(eval_metrics=metrics))
-    return [result async for result in service.evaluate(evaluate_request=request)]
+    return service, EvaluateRequest(inference_results=inferences, evaluate_config=EvaluateConfig(eval_metrics=metrics))
+
+
+def _adk_timed(eval_set: Any, actuals: dict[str, Any], metrics: list[Any], repeat: int) -> tuple[float, list[Any]]:
+    """Best time of ``LocalEvalService.evaluate`` alone (its setup and the copies of the actuals are not timed)."""
+    import asyncio
+
+    async def evaluate(service: Any, request: Any) -> list[Any]:
+        return [result async for result in service.evaluate(evaluate_request=request)]
+
+    best, results = float("inf"), []
+    for _ in range(repeat):
+        service, request = _adk_request(eval_set, actuals, metrics)
+        t0 = time.perf_counter()
+        results = asyncio.run(evaluate(service, request))
+        best = min(best, time.perf_counter() - t0)
+    return best, results
 
 
 def adk_worker(n_cases: int, repeat: int) -> None:
     """Time ADK's evaluate phase on the synthetic cases; print JSON."""
-    import asyncio
     import logging
     import warnings
 
@@ -257,9 +272,9 @@ def adk_worker(n_cases: int, repeat: int) -> None:
     parse_s, (eval_set, actuals) = _best_of(parse, repeat)
     every = get_eval_metrics_from_config(EvalConfig.model_validate({"criteria": CRITERIA}))
     configured = [m for m in every if m.metric_name in CRITERIA]
-    asyncio.run(_adk_evaluate(eval_set, actuals, configured))  # warm-up
-    score_s, results = _best_of(lambda: asyncio.run(_adk_evaluate(eval_set, actuals, configured)), repeat)
-    score_all_s, _ = _best_of(lambda: asyncio.run(_adk_evaluate(eval_set, actuals, every)), repeat)
+    _adk_timed(eval_set, actuals, configured, 1)  # warm-up
+    score_s, results = _adk_timed(eval_set, actuals, configured, repeat)
+    score_all_s, _ = _adk_timed(eval_set, actuals, every, repeat)
     means = {}
     for name in CRITERIA:
         scores = [m.score for r in results for m in r.overall_eval_metric_results if m.metric_name == name]
@@ -327,15 +342,20 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(adk, str):
             print(f"  ADK      skipped: {adk}")
         else:
-            ratio = adk["score_per_case_ms"] / ev["score_per_case_ms"]
-            ratio_total = (adk["score_per_case_ms"] + adk["parse_per_case_ms"]) / ev["load_and_score_per_case_ms"]
-            results["ratio"] = {"score": ratio, "parse_and_score": ratio_total}
+            # Like for like: evalbot always computes the four efficiency metrics, so ADK is timed with them too.
+            adk_score = adk["score_with_efficiency_per_case_ms"]
+            ratio = adk_score / ev["score_per_case_ms"]
+            ratio_total = (adk_score + adk["parse_per_case_ms"]) / ev["load_and_score_per_case_ms"]
+            ratio_configured = adk["score_per_case_ms"] / ev["score_per_case_ms"]
+            results["ratio"] = {"score": ratio, "parse_and_score": ratio_total,
+                                "score_vs_adk_without_efficiency": ratio_configured}
             print(f"  ADK {adk['adk_version']} score {adk['score_per_case_ms']:8.3f} ms/case   parse+score "
                   f"{adk['score_per_case_ms'] + adk['parse_per_case_ms']:8.3f} ms/case   means {_means(adk['means'])}")
             print(f"           (with ADK's efficiency metrics: {adk['score_with_efficiency_per_case_ms']:.3f} ms/case;"
                   f" cold import {adk['import_s']:.1f} s)")
             print(f"  ratio    evalbot is {ratio:.0f}x faster scoring, {ratio_total:.0f}x faster parsing + scoring"
-                  f" (target >= 50x)")
+                  f" (target >= 50x; both tools with the efficiency metrics; {ratio_configured:.0f}x against ADK"
+                  " without them)")
             agree = all(abs(adk["means"][k] - ev["means"][k]) < 1e-9 for k in CRITERIA)
             print(f"  means    {'identical' if agree else 'DIFFERENT'} to 1e-9; cases passed evalbot {ev['passed']},"
                   f" ADK {adk['passed']}")
