@@ -21,25 +21,31 @@ _thread: threading.Thread | None = None
 
 
 def _work() -> None:
-    global _running
     while True:
         with _cond:
             while not _jobs:
                 _cond.wait()
             owner, job = _jobs.popleft()
-            _running += 1
-        error: Exception | None = None
-        try:
-            job()
-        except Exception as exc:  # kept for the owner's next wait()
-            error = exc
-        finally:
-            with _cond:
-                _running -= 1
-                owner._pending -= 1
-                if error is not None:
-                    owner._errors.append(error)
-                _cond.notify_all()
+        _run(owner, job)
+
+
+def _run(owner: WriteQueue, job: Callable[[], None]) -> None:
+    """Run one job taken off ``_jobs`` (``_running`` already counts it) and book its outcome."""
+    global _running
+    with _cond:
+        _running += 1
+    error: Exception | None = None
+    try:
+        job()
+    except Exception as exc:  # kept for the owner's next wait()
+        error = exc
+    finally:
+        with _cond:
+            _running -= 1
+            owner._pending -= 1
+            if error is not None:
+                owner._errors.append(error)
+            _cond.notify_all()
 
 
 def _ensure_thread() -> None:
@@ -90,12 +96,18 @@ class WriteQueue:
                 _cond.notify_all()
 
     def wait(self) -> None:
-        """Block until every submitted job has run; re-raise the first error raised since the last wait."""
-        with _cond:
-            if self._pending:
-                _ensure_thread()
-            while self._pending:
-                _cond.wait()
-            errors, self._errors = self._errors, []
+        """Block until every submitted job has run, helping the writer thread with this queue's jobs meanwhile;
+        re-raise the first error raised since the last wait."""
+        while True:
+            with _cond:
+                if not self._pending:
+                    errors, self._errors = self._errors, []
+                    break
+                job = next((j for o, j in _jobs if o is self), None)
+                if job is None:
+                    _cond.wait()
+                    continue
+                _jobs.remove((self, job))
+            _run(self, job)
         if errors:
             raise errors[0]

@@ -1,0 +1,55 @@
+"""The background writer thread shared by judge caches."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from evalbot.judges.writer import WriteQueue
+
+
+def test_jobs_run_in_order_and_wait_returns_when_done() -> None:
+    """Submitted jobs all run, in submission order, before wait() returns."""
+    queue = WriteQueue()
+    done: list[int] = []
+    queue.submit([lambda i=i: done.append(i) for i in range(50)])  # type: ignore[misc]
+    queue.wait()
+    assert done == list(range(50)) and not queue.busy
+
+
+def test_a_queue_does_not_wait_for_another_queues_slow_job() -> None:
+    """While the writer thread is stuck in one queue's job, another queue's wait() runs its own jobs itself."""
+    slow, fast = WriteQueue(), WriteQueue()
+    release = threading.Event()
+    started = threading.Event()
+    ran: list[str] = []
+
+    def stuck() -> None:
+        started.set()
+        release.wait(5)
+        ran.append("slow")
+
+    slow.submit([stuck])
+    assert started.wait(5)
+    fast.submit([lambda: ran.append("fast")])
+    fast.wait()
+    assert ran == ["fast"] and slow.busy
+    release.set()
+    slow.wait()
+    assert ran == ["fast", "slow"] and not slow.busy
+
+
+def test_a_failed_job_is_raised_by_the_next_wait_only() -> None:
+    """An error in a job does not stop the others; the next wait() raises it, the one after does not."""
+    queue = WriteQueue()
+    done: list[str] = []
+
+    def fail() -> None:
+        raise OSError("disk full")
+
+    queue.submit([fail, lambda: done.append("after")])
+    with pytest.raises(OSError, match="disk full"):
+        queue.wait()
+    assert done == ["after"]
+    queue.wait()
