@@ -191,10 +191,10 @@ class GeminiJudge:
         config = self._config(request.config, request.num_samples)
         client = await self._client_for_loop()
         try:
-            response = await asyncio.wait_for(
-                client.aio.models.generate_content(model=request.model, contents=request.prompt, config=config),
-                timeout=self.timeout,
-            )
+            async with asyncio.timeout(self.timeout):  # no extra task per call, unlike asyncio.wait_for
+                response = await client.aio.models.generate_content(
+                    model=request.model, contents=request.prompt, config=config
+                )
         except TimeoutError:
             raise JudgeCallError(f"judge call timed out after {self.timeout:g} s", transient=True) from None
         except errors.APIError as exc:
