@@ -39,6 +39,7 @@ class JudgeSetupError(ConfigError):
 def _in_thread(build: Callable[[], Any]) -> concurrent.futures.Future[Any]:
     """Run ``build`` in a daemon thread; its result (or exception) in a future."""
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    future.set_running_or_notify_cancel()  # a running future cannot be cancelled by one impatient awaiter
 
     def run() -> None:
         try:
@@ -163,8 +164,8 @@ class GeminiJudge:
         return self._client
 
     def _config(self, config: Mapping[str, Any], num_samples: int) -> types.GenerateContentConfig:
-        """The validated config, built once per distinct (config, num_samples): google-genai deep-copies it per
-        call, so sharing one instance is safe."""
+        """The validated config, built once per distinct (config, num_samples); each call gets a shallow copy (a
+        library assigning a field changes no other call; google-genai 3.x deep-copies it anyway)."""
         try:
             key = (json.dumps(config, sort_keys=True, default=repr), num_samples)
         except (TypeError, ValueError):  # not JSON-shaped (e.g. non-string keys): validate every time
@@ -172,7 +173,7 @@ class GeminiJudge:
         built = self._configs.get(key)
         if built is None:
             built = self._configs[key] = self._validate(config, num_samples)
-        return built
+        return built.model_copy()
 
     @staticmethod
     def _validate(config: Mapping[str, Any], num_samples: int) -> types.GenerateContentConfig:

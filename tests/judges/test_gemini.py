@@ -125,6 +125,21 @@ def test_client_built_in_background_serves_several_loops(fake: FakeGemini) -> No
     assert len(fake.requests) == 10
 
 
+def test_a_cancelled_first_call_does_not_spoil_the_client(fake: FakeGemini) -> None:
+    """Cancelling a call still waiting for the client being built leaves the client to the other calls."""
+    judge = _judge(fake)
+
+    async def run() -> tuple[str, ...]:
+        first = asyncio.create_task(judge.generate(JudgeRequest(MODEL, "cancelled")))
+        await asyncio.sleep(0)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        return (await judge.generate(JudgeRequest(MODEL, "second"))).texts
+
+    assert asyncio.run(run()) == ("fake answer 0",)
+
+
 def test_client_setup_failure_is_a_config_error(fake: FakeGemini, monkeypatch: pytest.MonkeyPatch) -> None:
     """A client google-genai cannot build (unreadable SSL_CERT_FILE) fails every call as a ConfigError, never a
     retryable judge error, and sends nothing."""
