@@ -52,6 +52,7 @@ class DiskCache:
         self._root = os.fspath(self.directory)
         self._made: set[str] = set()
         self._serial = itertools.count()
+        self._count_lock = threading.Lock()  # the writer thread and a flushing thread may both write
         self._unwritten: dict[str, str] = {}
         self._writer = WriteQueue()
 
@@ -105,7 +106,8 @@ class DiskCache:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-        self.writes += 1
+        with self._count_lock:
+            self.writes += 1
 
     def put_later(self, entries: Iterable[tuple[str, str]], *, model: str) -> None:
         """Queue entries for the background writer (see evalbot.judges.writer); ``get`` serves them at once,
