@@ -1,8 +1,10 @@
-"""Content-addressed on-disk cache of judge answers, one file per sample, and the replay (cache-only) mode.
+"""Content-addressed on-disk cache of judge answers, one file per request, and the replay (cache-only) mode.
 
-The key is a SHA-256 of the model, the generation config (without transport settings), the full prompt and the
-sample index, so a cache directory can be restored between CI runs (``actions/cache``) and shared by concurrent
-writers: every entry is written to a temporary file and moved into place with ``os.replace``.  During a run, new
+A file's address is a SHA-256 of the model, the generation config (without transport settings) and the full prompt;
+inside, each answer is kept under its sample index, so a run asking for more samples reuses the ones it has.  A
+cache directory can be restored between CI runs (``actions/cache``) and shared by concurrent writers: every file is
+written to a temporary file and moved into place with ``os.replace`` (readers never see a partial file; two writers
+of the same request at once may drop each other's extra samples, which are then asked again).  During a run, new
 answers are written by one background thread, off the event loop that sends judge requests.
 """
 
@@ -15,7 +17,7 @@ import itertools
 import json
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,26 +25,33 @@ from typing import Any
 from evalbot.judges.base import Judge, JudgeError, JudgeReply, JudgeRequest, ReplayMiss, Usage
 from evalbot.judges.writer import WriteQueue
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
+"""1: one file per sample (evalbot 0.x before the judge benchmark work); 2: one file per request."""
 _TRANSPORT_KEYS = frozenset({"http_options"})
 """Config keys that change how a request travels, not what the judge answers."""
 
 
-def cache_key(model: str, config: Mapping[str, Any], prompt: str, sample: int) -> str:
-    """The content address of one sample's answer."""
+def cache_key(model: str, config: Mapping[str, Any], prompt: str) -> str:
+    """The content address of a request's answers."""
     material = {
         "format": CACHE_FORMAT,
         "model": model,
         "config": {k: v for k, v in config.items() if k not in _TRANSPORT_KEYS},
         "prompt": prompt,
-        "sample": sample,
     }
     canonical = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def _samples_of(data: Any) -> dict[int, str]:
+    """The answers of a cache file's content; anything malformed is left out (a miss, asked again)."""
+    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("samples"), dict):
+        return {}
+    return {int(i): t for i, t in data["samples"].items() if isinstance(i, str) and i.isdigit() and isinstance(t, str)}
+
+
 class DiskCache:
-    """Judge answers stored as ``<dir>/<2 hex>/<sha256>.json``."""
+    """Judge answers stored as ``<dir>/<2 hex>/<sha256>.json``: ``{"format", "model", "samples": {index: text}}``."""
 
     def __init__(self, directory: Path | str) -> None:
         self.directory = Path(directory)
@@ -53,37 +62,38 @@ class DiskCache:
         self._made: set[str] = set()
         self._serial = itertools.count()
         self._count_lock = threading.Lock()  # the writer thread and a flushing thread may both write
-        self._unwritten: dict[str, str] = {}
+        self._unwritten: dict[str, dict[int, str]] = {}
         self._writer = WriteQueue()
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> str | None:
-        """The cached answer text, or None (a missing or unreadable entry is a miss)."""
-        queued = self._unwritten.get(key)
-        if queued is not None:
-            self.hits += 1
-            return queued
+    def _read(self, key: str) -> dict[int, str]:
         try:
-            data = json.loads(self._path(key).read_text(encoding="utf-8"))
+            return _samples_of(json.loads(self._path(key).read_text(encoding="utf-8")))
         except (OSError, ValueError):
-            self.misses += 1
-            return None
-        text = data.get("text") if isinstance(data, dict) else None
-        if not isinstance(text, str):
-            self.misses += 1
-            return None
-        self.hits += 1
-        return text
+            return {}
 
-    def put(self, key: str, text: str, *, model: str) -> None:
-        """Store an answer atomically (readers never see a partial file; the last writer wins)."""
+    def get(self, key: str, samples: int) -> list[str | None]:
+        """The cached answers of samples ``0 .. samples-1`` (None where one is missing or unreadable)."""
+        found = self._read(key)
+        found.update(self._unwritten.get(key, {}))
+        texts = [found.get(i) for i in range(samples)]
+        hits = sum(t is not None for t in texts)
+        self.hits += hits
+        self.misses += samples - hits
+        return texts
+
+    def put(self, key: str, answers: Mapping[int, str], *, model: str) -> None:
+        """Add answers to the request's file atomically (readers never see a partial file)."""
         parent = os.path.join(self._root, key[:2])
         if parent not in self._made:
             os.makedirs(parent, exist_ok=True)
             self._made.add(parent)
-        payload = json.dumps({"format": CACHE_FORMAT, "model": model, "text": text}, ensure_ascii=False)
+        merged = self._read(key)
+        merged.update(answers)
+        samples = {str(i): merged[i] for i in sorted(merged)}
+        payload = json.dumps({"format": CACHE_FORMAT, "model": model, "samples": samples}, ensure_ascii=False)
         data = payload.encode("utf-8")
         # A temporary name unique to this process and thread (O_EXCL guards against leftovers of a crashed run),
         # written with plain os calls: fewer system calls than mkstemp + a text wrapper.
@@ -109,21 +119,24 @@ class DiskCache:
         with self._count_lock:
             self.writes += 1
 
-    def put_later(self, entries: Iterable[tuple[str, str]], *, model: str) -> None:
-        """Queue entries for the background writer (see evalbot.judges.writer); ``get`` serves them at once,
+    def put_later(self, key: str, answers: Mapping[int, str], *, model: str) -> None:
+        """Queue answers for the background writer (see evalbot.judges.writer); ``get`` serves them at once,
         ``flush`` waits until they are on disk."""
-        jobs = []
-        for key, text in entries:
-            self._unwritten[key] = text
-            jobs.append(partial(self._write, key, text, model))
-        self._writer.submit(jobs)
+        queued = self._unwritten.setdefault(key, {})
+        queued.update(answers)
+        self._writer.submit([partial(self._write, key, dict(answers), model)])
 
-    def _write(self, key: str, text: str, model: str) -> None:
+    def _write(self, key: str, answers: dict[int, str], model: str) -> None:
         try:
-            self.put(key, text, model=model)
+            self.put(key, answers, model=model)
         finally:
-            if self._unwritten.get(key) is text:
-                self._unwritten.pop(key, None)
+            queued = self._unwritten.get(key)
+            if queued is not None:
+                for index, text in answers.items():
+                    if queued.get(index) is text:
+                        del queued[index]
+                if not queued:
+                    self._unwritten.pop(key, None)
 
     @property
     def writing(self) -> bool:
@@ -172,16 +185,16 @@ class CachingJudge:
                 await asyncio.to_thread(self.cache.flush)
 
     async def _generate(self, request: JudgeRequest) -> JudgeReply:
-        keys = [cache_key(request.model, request.config, request.prompt, i) for i in range(request.num_samples)]
-        async with self._lock(keys[0] if keys else ""):
-            texts: list[str | None] = [self.cache.get(k) for k in keys]
+        key = cache_key(request.model, request.config, request.prompt)
+        async with self._lock(key):
+            texts = self.cache.get(key, request.num_samples)
             missing = [i for i, t in enumerate(texts) if t is None]
-            cached = len(keys) - len(missing)
+            cached = len(texts) - len(missing)
             if not missing:
                 return JudgeReply(tuple(t or "" for t in texts), Usage(cached_samples=cached), cached)
             if self.replay or self.inner is None:
                 raise ReplayMiss(
-                    f"replay mode: {len(missing)} of {len(keys)} judge answers are not in the cache "
+                    f"replay mode: {len(missing)} of {len(texts)} judge answers are not in the cache "
                     f"{self.cache.directory} (run once without --judge-replay to record them)"
                 )
             fresh = await self.inner.generate(request.with_samples(len(missing)))
@@ -190,6 +203,8 @@ class CachingJudge:
             for index, text in zip(missing, fresh.texts, strict=False):
                 texts[index] = text
             # An empty answer (blocked or truncated) is not a verdict: it is not cached, so a later run asks again.
-            self.cache.put_later(((keys[i], answer) for i in missing if (answer := texts[i])), model=request.model)
+            answers = {i: answer for i in missing if (answer := texts[i])}
+            if answers:
+                self.cache.put_later(key, answers, model=request.model)
         usage = fresh.usage + Usage(cached_samples=cached)
         return JudgeReply(tuple(t or "" for t in texts), usage, cached)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -32,14 +33,27 @@ def test_second_run_makes_no_requests(fake: FakeGemini, tmp_path: Path) -> None:
     assert second.usage.requests == 0 and second.usage.input_tokens == 0 and second.usage.cached_samples == 5
 
 
-def test_key_covers_model_config_prompt_and_sample() -> None:
+def test_key_covers_model_config_and_prompt() -> None:
     """Changing any key ingredient changes the address; transport options do not."""
-    base = cache_key("m", {"temperature": 0}, "p", 0)
-    assert base != cache_key("m2", {"temperature": 0}, "p", 0)
-    assert base != cache_key("m", {"temperature": 1}, "p", 0)
-    assert base != cache_key("m", {"temperature": 0}, "p ", 0)
-    assert base != cache_key("m", {"temperature": 0}, "p", 1)
-    assert base == cache_key("m", {"temperature": 0, "http_options": {"base_url": "x"}}, "p", 0)
+    base = cache_key("m", {"temperature": 0}, "p")
+    assert base != cache_key("m2", {"temperature": 0}, "p")
+    assert base != cache_key("m", {"temperature": 1}, "p")
+    assert base != cache_key("m", {"temperature": 0}, "p ")
+    assert base == cache_key("m", {"temperature": 0, "http_options": {"base_url": "x"}}, "p")
+
+
+def test_one_file_per_request_with_each_sample_under_its_index(fake: FakeGemini, tmp_path: Path) -> None:
+    """Five samples of one request land in one file, keyed by sample index; a later request adds to it."""
+    fake.responder = lambda p, i, r: f"verdict {i}"
+    judge = _caching(fake, tmp_path)
+    asyncio.run(judge.generate(JudgeRequest("m", "p", num_samples=5)))
+    (path,) = tmp_path.glob("*/*.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert path.stem == cache_key("m", {}, "p") and data["format"] == 2 and data["model"] == "m"
+    assert data["samples"] == {str(i): f"verdict {i}" for i in range(5)}
+    asyncio.run(_caching(fake, tmp_path).generate(JudgeRequest("m", "p", num_samples=7)))
+    assert len(json.loads(path.read_text(encoding="utf-8"))["samples"]) == 7
+    assert [r.candidate_count for r in fake.requests] == [5, 2]
 
 
 def test_only_missing_samples_are_requested(fake: FakeGemini, tmp_path: Path) -> None:
@@ -66,31 +80,34 @@ def test_replay_hit_and_miss(fake: FakeGemini, tmp_path: Path) -> None:
 def test_corrupt_entry_is_a_miss(tmp_path: Path) -> None:
     """A truncated or foreign file is ignored rather than served."""
     cache = DiskCache(tmp_path)
-    key = cache_key("m", {}, "p", 0)
-    cache.put(key, "good", model="m")
+    key = cache_key("m", {}, "p")
+    cache.put(key, {0: "good", 1: "fine"}, model="m")
+    assert cache.get(key, 2) == ["good", "fine"]
     path = next(tmp_path.glob("*/*.json"))
-    path.write_text('{"text": ', encoding="utf-8")
-    assert cache.get(key) is None
-    path.write_text(json.dumps({"text": 3}), encoding="utf-8")
-    assert cache.get(key) is None
+    path.write_text('{"format": 2, "samples": ', encoding="utf-8")
+    assert cache.get(key, 1) == [None]
+    path.write_text(json.dumps({"format": 2, "samples": {"0": 3, "x": "y", "1": "ok"}}), encoding="utf-8")
+    assert cache.get(key, 2) == [None, "ok"]
+    path.write_text(json.dumps({"format": 1, "samples": {"0": "old format"}}), encoding="utf-8")
+    assert cache.get(key, 1) == [None]
 
 
 def test_concurrent_writers_never_expose_partial_files(tmp_path: Path) -> None:
     """Threads rewriting the same entries while others read always see a complete answer."""
     cache = DiskCache(tmp_path)
-    keys = [cache_key("m", {}, "p", i) for i in range(4)]
+    keys = [cache_key("m", {}, f"p{i}") for i in range(4)]
     long_text = "x" * 200_000
     errors: list[str] = []
 
     def writer() -> None:
         for _ in range(30):
             for k in keys:
-                cache.put(k, long_text, model="m")
+                cache.put(k, {0: long_text}, model="m")
 
     def reader() -> None:
         for _ in range(200):
             for k in keys:
-                got = DiskCache(tmp_path).get(k)
+                (got,) = DiskCache(tmp_path).get(k, 1)
                 if got is not None and got != long_text:
                     errors.append("partial")
 
@@ -135,29 +152,29 @@ def test_run_ends_with_every_answer_on_disk(fake: FakeGemini, tmp_path: Path) ->
         await asyncio.gather(*(judge.generate(JudgeRequest("m", f"p{i}", num_samples=3)) for i in range(12)))
 
     asyncio.run(run())
-    assert not judge.cache.writing and judge.cache.writes == 36
-    assert len(list(tmp_path.glob("*/*.json"))) == 36 and not list(tmp_path.glob("*/.tmp-*"))
+    assert not judge.cache.writing and judge.cache.writes == 12
+    assert len(list(tmp_path.glob("*/*.json"))) == 12 and not list(tmp_path.glob("*/.tmp-*"))
     fresh = DiskCache(tmp_path)
-    assert all(fresh.get(cache_key("m", {}, f"p{i}", s)) == f"fake answer {s}" for i in range(12) for s in range(3))
+    assert all(fresh.get(cache_key("m", {}, f"p{i}"), 3) == [f"fake answer {s}" for s in range(3)] for i in range(12))
 
 
 def test_queued_answers_are_served_before_they_are_written(tmp_path: Path) -> None:
     """An answer waiting for the writer is already a hit, and flush puts it on disk."""
     cache = DiskCache(tmp_path)
-    key = cache_key("m", {}, "p", 0)
+    key = cache_key("m", {}, "p")
     release = threading.Event()
     original = cache.put
 
-    def slow_put(k: str, text: str, *, model: str) -> None:
+    def slow_put(k: str, answers: Mapping[int, str], *, model: str) -> None:
         release.wait(5)
-        original(k, text, model=model)
+        original(k, answers, model=model)
 
     cache.put = slow_put  # type: ignore[method-assign]
-    cache.put_later([(key, "queued")], model="m")
-    assert cache.get(key) == "queued" and cache.writing and DiskCache(tmp_path).get(key) is None
+    cache.put_later(key, {0: "queued"}, model="m")
+    assert cache.get(key, 1) == ["queued"] and cache.writing and DiskCache(tmp_path).get(key, 1) == [None]
     release.set()
     cache.flush()
-    assert DiskCache(tmp_path).get(key) == "queued" and not cache.writing
+    assert DiskCache(tmp_path).get(key, 1) == ["queued"] and not cache.writing and not cache._unwritten
 
 
 def test_write_failure_surfaces_when_the_run_ends(fake: FakeGemini, tmp_path: Path) -> None:
