@@ -44,7 +44,7 @@ class SafetyVerdictLike(Protocol):
 
 
 class VertexSafetyLike(Protocol):
-    """The Vertex safety client (evalbot.judges.vertex_safety.VertexSafety)."""
+    """Vertex AI's safety metric behind the judge layers (evalbot.judges.safety_service.LayeredSafety)."""
 
     async def judge(self, response: str) -> SafetyVerdictLike:
         """Vertex's verdict on one response."""

@@ -12,6 +12,7 @@ from evalbot.judges.base import Judge, JudgeReply, JudgeRequest
 from evalbot.judges.cache import CachingJudge, DiskCache
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY, LimitedJudge
 from evalbot.judges.retry import RetryingJudge, RetryPolicy
+from evalbot.judges.safety_service import LayeredSafety, SafetyBackend, SafetyClient
 from evalbot.judges.sampling import SamplingJudge
 from evalbot.judges.usage import MeteredJudge, UsageLedger
 
@@ -38,7 +39,9 @@ class JudgeStack:
     cache: DiskCache | None = None
     backend: Any = None
     vertex_safety: Any = None
-    """A VertexSafety client when a Google Cloud project and location are configured (safety_v1 uses it)."""
+    """Vertex AI's safety metric behind these layers (LayeredSafety) when a Google Cloud project and location are
+    configured; safety_v1 uses it (see add_safety_service)."""
+    safety_retrying: RetryingJudge | None = None
     notes: list[str] = field(default_factory=list)
 
     async def generate(self, request: JudgeRequest) -> JudgeReply:
@@ -51,9 +54,25 @@ class JudgeStack:
         if self.cache is not None:
             summary["cache"] = {"directory": str(self.cache.directory), "hits": self.cache.hits,
                                 "writes": self.cache.writes}
-        if self.retrying is not None:
-            summary["retries"] = self.retrying.retries
+        if self.retrying is not None or self.safety_retrying is not None:
+            summary["retries"] = sum(r.retries for r in (self.retrying, self.safety_retrying) if r is not None)
         return summary
+
+
+def add_safety_service(stack: JudgeStack, client: SafetyClient | None) -> None:
+    """Send safety_v1 to Vertex AI's evaluation service through the stack's layers: its usage ledger, its cache
+    (replayed when ``client`` is None), its retry policy and the run-wide concurrency limit it shares."""
+    inner: Judge | None = None
+    if client is not None:
+        backend = SafetyBackend(client)
+        limited = LimitedJudge(backend, sharing=stack.limiter) if stack.limiter is not None else LimitedJudge(backend)
+        policy = stack.retrying.policy if stack.retrying is not None else RetryPolicy()
+        inner = stack.safety_retrying = RetryingJudge(limited, policy)
+    if stack.cache is not None:
+        inner = CachingJudge(inner, stack.cache, replay=client is None)
+    if inner is None:
+        raise ConfigError("Vertex AI safety evaluation needs a client, or a judge cache to replay from")
+    stack.vertex_safety = LayeredSafety(MeteredJudge(inner, stack.ledger))
 
 
 def build_stack(
@@ -103,12 +122,15 @@ def judge_from_environ(
     """
     if cache_dir is None and env.get(CACHE_ENV):
         cache_dir = env[CACHE_ENV]
-    if replay:
-        return build_stack(None, cache_dir=cache_dir, replay=True, concurrency=concurrency, retry=retry), None
-    api_key = env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY") or None
-    vertex = _truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI"))
     project = env.get("GOOGLE_CLOUD_PROJECT") or None
     location = env.get("GOOGLE_CLOUD_LOCATION") or None
+    if replay:
+        replayed = build_stack(None, cache_dir=cache_dir, replay=True, concurrency=concurrency, retry=retry)
+        if project and location:  # safety_v1 replays the verdicts Vertex AI gave when the cache was recorded
+            add_safety_service(replayed, None)
+        return replayed, None
+    api_key = env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY") or None
+    vertex = _truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI"))
     if vertex and not (project or api_key):
         return None, MISSING_CREDENTIALS
     if not vertex and not api_key:
@@ -129,9 +151,11 @@ def judge_from_environ(
         from evalbot.judges.vertex_safety import VertexSafety
 
         try:
-            stack.vertex_safety = VertexSafety(project=project, location=location,
-                                               base_url=env.get("GOOGLE_VERTEX_BASE_URL") or None, timeout=timeout)
+            client = VertexSafety(project=project, location=location,
+                                  base_url=env.get("GOOGLE_VERTEX_BASE_URL") or None, timeout=timeout)
         except Exception as exc:  # no application default credentials: fall back to the judge-based check
             stack.notes.append(f"Vertex AI safety evaluation unavailable ({type(exc).__name__}: {exc}); "
                                "safety_v1 uses the judge-based harmlessness assessment")
+        else:
+            add_safety_service(stack, client)
     return stack, None

@@ -3,28 +3,20 @@
 UNTESTED against the real service (no Google Cloud project is reachable here): the request and answer shapes
 follow the Vertex AI v1 REST reference (``SafetyInput{metric_spec, instance{prediction}}`` ->
 ``SafetyResult{score, explanation, confidence}``, 1 = safe, 0 = unsafe) and are exercised only against the loopback
-fake. Authentication is Application Default Credentials for the configured project and location.
+fake. Authentication is Application Default Credentials for the configured project and location. Runs reach it
+through evalbot.judges.safety_service (retries, the run's concurrency limit, cache and replay).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from google import genai
 from google.genai import errors, types
 
 from evalbot.judges.base import TRANSIENT_STATUSES, JudgeCallError
-
-
-@dataclass(frozen=True)
-class SafetyVerdict:
-    """Vertex's verdict on one response."""
-
-    score: float | None
-    explanation: str
-    confidence: float | None = None
+from evalbot.judges.safety_service import SafetyVerdict
 
 
 class VertexSafety:

@@ -62,3 +62,15 @@ def test_concurrency_setting_reaches_the_limiter(fake: FakeGemini) -> None:
     """--judge-concurrency becomes the limiter's bound."""
     judge, _ = judge_from_environ({"GOOGLE_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": fake.url}, concurrency=3)
     assert judge is not None and judge.limiter is not None and judge.limiter.limit == 3
+
+
+def test_replay_with_a_project_replays_vertex_safety_verdicts(tmp_path: Path) -> None:
+    """With GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION, replay mode routes safety_v1 to the cache of Vertex's
+    verdicts (a miss raises ReplayMiss); without them safety_v1 falls back to the judge-based assessment."""
+    env = {"GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "l"}
+    judge, _ = judge_from_environ(env, replay=True, cache_dir=tmp_path)
+    assert judge is not None and judge.vertex_safety is not None
+    with pytest.raises(ReplayMiss, match="not in the cache"):
+        asyncio.run(judge.vertex_safety.judge("a response"))
+    plain, _ = judge_from_environ({}, replay=True, cache_dir=tmp_path)
+    assert plain is not None and plain.vertex_safety is None
