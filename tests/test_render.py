@@ -194,10 +194,14 @@ def test_custom_template_can_replace_the_default() -> None:
            "{% for es in c.eval_sets %}{% for x in es.cases %}{{ x.current.turns[0].actual_response }}"
            "{% endfor %}{% endfor %}\n{{ '<!-- evalbot id=default -->' }}")
     c = small()
-    c.eval_sets[0].cases[0].current.turns[0].actual_response = "@org/team <!-- evalbot id=default -->"  # type: ignore[union-attr]
+    current = c.eval_sets[0].cases[0].current
+    assert current is not None
+    turns = current.turns  # a case's turns are rebuilt on every read: change a copy, then assign it back
+    turns[0].actual_response = "@org/team <!-- evalbot id=default -->"
+    current.turns = turns
     text = render_comment(c, marker=MARKER, template=tpl)
     assert text.startswith(MARKER + "\nVerdict blocked:")
-    assert text.count("<!--") == 1 and "@org/team" not in text
+    assert text.count("<!--") == 1 and "@org/team" not in text and "org/team" in text
 
 
 def test_custom_template_errors_are_reported() -> None:
