@@ -76,8 +76,11 @@ class DiskCache:
 
     def get(self, key: str, samples: int) -> list[str | None]:
         """The cached answers of samples ``0 .. samples-1`` (None where one is missing or unreadable)."""
+        # Queued answers first: the writer thread drops them from the queue only after their file is in place, so
+        # an answer is either in this snapshot or already on disk (reading the file first could miss it in between).
+        queued = dict(self._unwritten.get(key, {}))
         found = self._read(key)
-        found.update(self._unwritten.get(key, {}))
+        found.update(queued)
         texts = [found.get(i) for i in range(samples)]
         hits = sum(t is not None for t in texts)
         self.hits += hits

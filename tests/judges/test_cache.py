@@ -185,3 +185,28 @@ def test_write_failure_surfaces_when_the_run_ends(fake: FakeGemini, tmp_path: Pa
     judge = _caching(fake, blocker)
     with pytest.raises(OSError):
         asyncio.run(judge.generate(JudgeRequest("m", "p", num_samples=2)))
+
+
+def test_answer_written_during_a_lookup_is_still_a_hit(tmp_path: Path) -> None:
+    """An answer the writer puts on disk (and unqueues) while a lookup reads the file is still found: a lookup sees
+    it queued or on disk, never neither (that gap once cost a duplicate judge request)."""
+    cache = DiskCache(tmp_path)
+    key = cache_key("m", {}, "p")
+    release = threading.Event()
+    original_put, original_read = cache.put, cache._read
+
+    def slow_put(k: str, answers: Mapping[int, str], *, model: str) -> None:
+        release.wait(5)
+        original_put(k, answers, model=model)
+
+    def read_while_the_write_finishes(k: str) -> dict[int, str]:
+        found = original_read(k)
+        if threading.current_thread() is threading.main_thread():  # the lookup (the writer reads to merge, too)
+            release.set()
+            cache.flush()  # meanwhile the writer puts the answer in place and drops it from the queue
+        return found
+
+    cache.put = slow_put  # type: ignore[method-assign]
+    cache.put_later(key, {0: "queued"}, model="m")
+    cache._read = read_while_the_write_finishes  # type: ignore[method-assign]
+    assert cache.get(key, 1) == ["queued"]
