@@ -64,6 +64,7 @@ class DiskCache:
         self._count_lock = threading.Lock()  # the writer thread and a flushing thread may both write
         self._unwritten: dict[str, dict[int, str]] = {}
         self._writer = WriteQueue()
+        self._stripes = [threading.Lock() for _ in range(16)]
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
@@ -88,7 +89,14 @@ class DiskCache:
         return texts
 
     def put(self, key: str, answers: Mapping[int, str], *, model: str) -> None:
-        """Add answers to the request's file atomically (readers never see a partial file)."""
+        """Add answers to the request's file atomically (readers never see a partial file).
+
+        Within this process, writes of one request are serialised (the writer thread and a flushing caller may
+        both be writing), so adding samples never drops the ones another write is adding."""
+        with self._stripes[int(key[:2], 16) % len(self._stripes)]:
+            self._merge_and_write(key, answers, model)
+
+    def _merge_and_write(self, key: str, answers: Mapping[int, str], model: str) -> None:
         parent = os.path.join(self._root, key[:2])
         if parent not in self._made:
             os.makedirs(parent, exist_ok=True)

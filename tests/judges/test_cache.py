@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -210,3 +211,25 @@ def test_answer_written_during_a_lookup_is_still_a_hit(tmp_path: Path) -> None:
     cache.put_later(key, {0: "queued"}, model="m")
     cache._read = read_while_the_write_finishes  # type: ignore[method-assign]
     assert cache.get(key, 1) == ["queued"]
+
+
+def test_concurrent_writes_of_one_request_keep_every_sample(tmp_path: Path) -> None:
+    """Two threads adding different samples of the same request at once (the writer and a flushing caller) both
+    land: the read-merge-write of one request is never interleaved."""
+    cache = DiskCache(tmp_path)
+    key = cache_key("m", {}, "p")
+    original_read = cache._read
+
+    def slow_read(k: str) -> dict[int, str]:
+        found = original_read(k)
+        time.sleep(0.05)  # widen the window between reading the file and replacing it
+        return found
+
+    cache._read = slow_read  # type: ignore[method-assign]
+    threads = [threading.Thread(target=cache.put, args=(key, {i: f"answer {i}"}), kwargs={"model": "m"})
+               for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert DiskCache(tmp_path).get(key, 3) == ["answer 0", "answer 1", "answer 2"]
