@@ -200,11 +200,14 @@ def test_answer_written_during_a_lookup_is_still_a_hit(tmp_path: Path) -> None:
         release.wait(5)
         original_put(k, answers, model=model)
 
+    lookups: list[str] = []
+
     def read_while_the_write_finishes(k: str) -> dict[int, str]:
         found = original_read(k)
-        if threading.current_thread() is threading.main_thread():  # the lookup (the writer reads to merge, too)
+        if not lookups:  # only the lookup under test: the write itself reads the file to merge, too
+            lookups.append(k)
             release.set()
-            cache.flush()  # meanwhile the writer puts the answer in place and drops it from the queue
+            cache.flush()  # meanwhile the answer is put in place and dropped from the queue
         return found
 
     cache.put = slow_put  # type: ignore[method-assign]
