@@ -14,9 +14,12 @@ from pydantic import (
     Field,
     ModelWrapValidatorHandler,
     PrivateAttr,
+    TypeAdapter,
+    ValidationError,
     computed_field,
     model_validator,
 )
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from evalbot import __version__
 from evalbot.turnpack import CallRow, TurnRow, pack, unpack
@@ -102,9 +105,13 @@ class CaseResult(_Model):
         fields = {k: v for k, v in data.items() if k != "turns"}
         turns = data["turns"]
         if not isinstance(turns, list):
-            raise ValueError("turns must be a list of turns")
+            raise ValidationError.from_exception_data(cls.__name__, [InitErrorDetails(
+                type=PydanticCustomError("list_type", "turns must be a list of turns"), loc=("turns",), input=turns)])
         result = handler(fields)
-        result.turns = [TurnView.model_validate(t) for t in turns]
+        try:
+            result.turns = _TURN_LIST.validate_python(turns)
+        except ValidationError as exc:  # errors located under "turns", as when it was a plain field
+            raise ValidationError.from_exception_data(cls.__name__, [_under_turns(e) for e in exc.errors()]) from None
         return result
 
     @computed_field  # type: ignore[prop-decorator]
@@ -129,6 +136,16 @@ class CaseResult(_Model):
         if self.__dict__ != other.__dict__:
             return False
         return self._turns == other._turns or self.turns == other.turns  # equal turns may pack to other bytes
+
+
+_TURN_LIST = TypeAdapter(list[TurnView])
+
+
+def _under_turns(error: ErrorDetails) -> InitErrorDetails:
+    details = InitErrorDetails(type=error["type"], loc=("turns", *error["loc"]), input=error["input"])
+    if "ctx" in error:
+        details["ctx"] = error["ctx"]
+    return details
 
 
 def _calls_of(views: Sequence[ToolCallView]) -> list[CallRow]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from evalbot.results import CaseResult, ToolCallView, TurnView
+from evalbot.results import CaseResult, Report, ToolCallView, TurnView
 from evalbot.turnpack import TurnRow, pack, unpack
 
 ARGS: dict[str, Any] = {"id": "8858", "count": 3, "ratio": 0.5, "ok": None,
@@ -75,3 +75,15 @@ def test_bad_turns_are_a_validation_error() -> None:
         CaseResult.model_validate({"eval_id": "c", "status": "failed", "turns": [{"user": 3}]})
     with pytest.raises(ValidationError, match="turns must be a list"):
         CaseResult.model_validate({"eval_id": "c", "status": "failed", "turns": {"user": "x"}})
+
+
+def test_bad_turns_error_points_into_the_turns() -> None:
+    """A bad turn is reported at its place under "turns" (the JSON pointer the second stage shows), nested too."""
+    bad = {"eval_id": "c", "status": "failed", "turns": [_turn().model_dump(), {"user": 3}]}
+    with pytest.raises(ValidationError) as err:
+        Report.model_validate_json(json.dumps({"eval_sets": [{"eval_set_id": "s", "path": "p", "status": "failed",
+                                                              "cases": [bad]}]}))
+    assert err.value.errors()[0]["loc"] == ("eval_sets", 0, "cases", 0, "turns", 1, "user")
+    with pytest.raises(ValidationError) as err:
+        CaseResult.model_validate({"eval_id": "c", "status": "failed", "turns": {"user": "x"}})
+    assert err.value.errors()[0]["loc"] == ("turns",)
