@@ -21,19 +21,19 @@ _thread: threading.Thread | None = None
 
 
 def _work() -> None:
+    global _running
     while True:
         with _cond:
             while not _jobs:
                 _cond.wait()
             owner, job = _jobs.popleft()
+            _running += 1  # with the same lock held: the exit drain sees every job queued or running
         _run(owner, job)
 
 
 def _run(owner: WriteQueue, job: Callable[[], None]) -> None:
     """Run one job taken off ``_jobs`` (``_running`` already counts it) and book its outcome."""
     global _running
-    with _cond:
-        _running += 1
     error: Exception | None = None
     try:
         job()
@@ -98,6 +98,7 @@ class WriteQueue:
     def wait(self) -> None:
         """Block until every submitted job has run, helping the writer thread with this queue's jobs meanwhile;
         re-raise the first error raised since the last wait."""
+        global _running
         while True:
             with _cond:
                 if not self._pending:
@@ -108,6 +109,7 @@ class WriteQueue:
                     _cond.wait()
                     continue
                 _jobs.remove((self, job))
+                _running += 1
             _run(self, job)
         if errors:
             raise errors[0]

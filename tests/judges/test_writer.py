@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -53,3 +54,30 @@ def test_a_failed_job_is_raised_by_the_next_wait_only() -> None:
         queue.wait()
     assert done == ["after"]
     queue.wait()
+
+
+def test_exit_drain_waits_for_a_job_taken_off_the_queue_but_not_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The atexit drain does not return while the writer thread holds a job it has not begun running yet."""
+    from evalbot.judges import writer
+
+    taken, go = threading.Event(), threading.Event()
+    original = writer._run
+
+    def held(owner: WriteQueue, job: Callable[[], None]) -> None:
+        taken.set()
+        go.wait(5)
+        original(owner, job)
+
+    monkeypatch.setattr(writer, "_run", held)
+    done: list[int] = []
+    queue = WriteQueue()
+    queue.submit([lambda: done.append(1)])
+    assert taken.wait(5)
+    drain = threading.Thread(target=writer._drain_at_exit)
+    drain.start()
+    drain.join(0.3)
+    still_waiting = drain.is_alive()
+    go.set()
+    drain.join(5)
+    queue.wait()
+    assert still_waiting and done == [1]
