@@ -63,6 +63,8 @@ class DiskCache:
         self._serial = itertools.count()
         self._count_lock = threading.Lock()  # the writer thread and a flushing thread may both write
         self._unwritten: dict[str, dict[int, str]] = {}
+        """Answers queued for the writer and not on disk yet, per request; guarded by ``_queue_lock``."""
+        self._queue_lock = threading.Lock()
         self._writer = WriteQueue()
         self._stripes = [threading.Lock() for _ in range(16)]
 
@@ -79,7 +81,8 @@ class DiskCache:
         """The cached answers of samples ``0 .. samples-1`` (None where one is missing or unreadable)."""
         # Queued answers first: the writer thread drops them from the queue only after their file is in place, so
         # an answer is either in this snapshot or already on disk (reading the file first could miss it in between).
-        queued = dict(self._unwritten.get(key, {}))
+        with self._queue_lock:
+            queued = dict(self._unwritten.get(key, {}))
         found = self._read(key)
         found.update(queued)
         texts = [found.get(i) for i in range(samples)]
@@ -133,21 +136,22 @@ class DiskCache:
     def put_later(self, key: str, answers: Mapping[int, str], *, model: str) -> None:
         """Queue answers for the background writer (see evalbot.judges.writer); ``get`` serves them at once,
         ``flush`` waits until they are on disk."""
-        queued = self._unwritten.setdefault(key, {})
-        queued.update(answers)
+        with self._queue_lock:  # the writer thread may be emptying this request's entry right now
+            self._unwritten.setdefault(key, {}).update(answers)
         self._writer.submit([partial(self._write, key, dict(answers), model)])
 
     def _write(self, key: str, answers: dict[int, str], model: str) -> None:
         try:
             self.put(key, answers, model=model)
         finally:
-            queued = self._unwritten.get(key)
-            if queued is not None:
-                for index, text in answers.items():
-                    if queued.get(index) is text:
-                        del queued[index]
-                if not queued:
-                    self._unwritten.pop(key, None)
+            with self._queue_lock:
+                queued = self._unwritten.get(key)
+                if queued is not None:
+                    for index, text in answers.items():
+                        if queued.get(index) is text:
+                            del queued[index]
+                    if not queued:
+                        self._unwritten.pop(key, None)
 
     @property
     def writing(self) -> bool:

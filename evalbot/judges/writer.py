@@ -86,7 +86,9 @@ class WriteQueue:
         return self._pending > 0
 
     def submit(self, jobs: Iterable[Callable[[], None]]) -> None:
-        """Queue ``jobs`` (run in order, after everything queued before)."""
+        """Queue ``jobs``: they are started in submission order, after everything queued before. A caller waiting in
+        ``wait()`` helps with this queue's jobs, so two of them may run at the same time (cache writes of one
+        request merge under a lock, so their order does not matter)."""
         with _cond:
             for job in jobs:
                 _jobs.append((self, job))

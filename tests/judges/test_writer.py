@@ -10,13 +10,14 @@ import pytest
 from evalbot.judges.writer import WriteQueue
 
 
-def test_jobs_run_in_order_and_wait_returns_when_done() -> None:
-    """Submitted jobs all run, in submission order, before wait() returns."""
+def test_jobs_all_run_once_and_wait_returns_when_done() -> None:
+    """Submitted jobs all run, each exactly once, before wait() returns (wait() may run some of them itself, next
+    to the writer thread, so they can finish out of order)."""
     queue = WriteQueue()
     done: list[int] = []
     queue.submit([lambda i=i: done.append(i) for i in range(50)])  # type: ignore[misc]
     queue.wait()
-    assert done == list(range(50)) and not queue.busy
+    assert sorted(done) == list(range(50)) and not queue.busy
 
 
 def test_a_queue_does_not_wait_for_another_queues_slow_job() -> None:
