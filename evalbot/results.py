@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterable, Sequence
-from typing import Any, Literal, TextIO, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, Self, TextIO, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -129,6 +129,17 @@ class CaseResult(_Model):
     def set_turn_rows(self, rows: list[TurnRow]) -> None:
         """Keep these turns (packed); no rows keeps none."""
         self._turns = pack(rows) if rows else None
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """As BaseModel.model_copy; ``update`` may also give ``turns`` (packed like an assignment)."""
+        new_turns = None
+        if update is not None and "turns" in update:
+            new_turns = [TurnView.model_validate(t) for t in update["turns"]]
+            update = {k: v for k, v in update.items() if k != "turns"}
+        copied = super().model_copy(update=update, deep=deep)
+        if new_turns is not None:
+            copied.turns = new_turns
+        return copied
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CaseResult):

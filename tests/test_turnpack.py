@@ -87,3 +87,13 @@ def test_bad_turns_error_points_into_the_turns() -> None:
     with pytest.raises(ValidationError) as err:
         CaseResult.model_validate({"eval_id": "c", "status": "failed", "turns": {"user": "x"}})
     assert err.value.errors()[0]["loc"] == ("turns",)
+
+
+def test_model_copy_can_replace_turns() -> None:
+    """model_copy(update={"turns": ...}) packs the new turns; without it the copy keeps the original's."""
+    case = CaseResult(eval_id="c", status="failed")
+    case.turns = [_turn()]
+    assert case.model_copy().turns == [_turn()]
+    replaced = case.model_copy(update={"turns": [_turn(expected=False)], "status": "passed"})
+    assert replaced.turns == [_turn(expected=False)] and replaced.status == "passed"
+    assert case.turns == [_turn()]
