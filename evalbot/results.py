@@ -120,7 +120,7 @@ class CaseResult(_Model):
         """Expected vs actual per turn, kept for cases a reviewer may need to read (empty for others)."""
         if self._turns is None:
             return []
-        return [_turn_of(row) for row in unpack(self._turns)]
+        return [turn_from_row(row) for row in unpack(self._turns)]
 
     @turns.setter
     def turns(self, views: Sequence[TurnView]) -> None:
@@ -169,7 +169,8 @@ def _row_of(view: TurnView) -> TurnRow:
             _calls_of(view.actual_tool_calls))
 
 
-def _turn_of(row: TurnRow) -> TurnView:
+def turn_from_row(row: TurnRow) -> TurnView:
+    """The TurnView of a packed turn's row."""
     invocation_id, user, expected_response, actual_response, expected, actual = row
     return turn_view(
         invocation_id, user, expected_response, actual_response,

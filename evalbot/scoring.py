@@ -29,6 +29,7 @@ from evalbot.results import (
     case_status,
     summarize_cases,
     totals,
+    turn_from_row,
 )
 from evalbot.turnpack import CallRow, TurnRow
 
@@ -83,16 +84,15 @@ def _rows(
 
 def turn_views(actual: Sequence[Invocation], expected: Sequence[Invocation] | None) -> list[TurnView]:
     """Expected vs actual per turn, for reports and PR comments."""
-    holder = CaseResult(eval_id="", status="not_evaluated")
-    holder.set_turn_rows(_rows(
+    rows = _rows(
         actual,
         expected,
         [tool_calls(a) for a in actual],
         None if expected is None else [tool_calls(e) for e in expected],
         [final_text(a) for a in actual],
         None if expected is None else [final_text(e) for e in expected],
-    ))
-    return holder.turns
+    )
+    return [turn_from_row(row) for row in rows]
 
 
 def _case_turns(case: CaseInput) -> list[TurnRow]:

@@ -9,7 +9,7 @@ only tokens longer than 3 characters); other words are kept whole and unstemmed.
 from __future__ import annotations
 
 import unicodedata
-from collections import Counter
+from collections import _count_elements  # type: ignore[attr-defined]  # Counter.update's counting loop, without a Counter
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -56,14 +56,6 @@ class _StemMap(dict[str, str]):
 _STEMS = _StemMap()
 
 
-def _count_with_counter(counts: dict[str, int], tokens: list[str]) -> None:
-    counts.update(Counter(tokens))
-
-
-try:  # the C helper behind Counter.update: Counter's own constructor costs more than the counting
-    from collections import _count_elements  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - other Pythons
-    _count_elements = _count_with_counter
 
 
 class _CharMap(dict[int, str]):

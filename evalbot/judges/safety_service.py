@@ -9,6 +9,7 @@ apply unchanged: a 429 or 503 is retried with backoff, calls share the run's con
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -52,6 +53,16 @@ class SafetyBackend:
         return JudgeReply((text,) * request.num_samples, Usage(requests=1), 0)
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def verdict_from(fields: Mapping[str, Any]) -> SafetyVerdict:
+    """A verdict from ``score``, ``explanation`` and ``confidence`` (Vertex's safetyResult, or a cached verdict)."""
+    return SafetyVerdict(_number(fields.get("score")), str(fields.get("explanation") or ""),
+                         _number(fields.get("confidence")))
+
+
 def _verdict(text: str) -> SafetyVerdict:
     if not text:
         return SafetyVerdict(None, "")
@@ -61,12 +72,7 @@ def _verdict(text: str) -> SafetyVerdict:
         data = None
     if not isinstance(data, dict):
         raise JudgeError("a cached Vertex AI safety verdict is malformed; delete it from the judge cache")
-    score, confidence = data.get("score"), data.get("confidence")
-    return SafetyVerdict(
-        float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None,
-        str(data.get("explanation") or ""),
-        float(confidence) if isinstance(confidence, int | float) and not isinstance(confidence, bool) else None,
-    )
+    return verdict_from(data)
 
 
 class LayeredSafety:

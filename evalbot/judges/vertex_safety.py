@@ -16,7 +16,7 @@ from google import genai
 from google.genai import errors, types
 
 from evalbot.judges.base import TRANSIENT_STATUSES, JudgeCallError
-from evalbot.judges.safety_service import SafetyVerdict
+from evalbot.judges.safety_service import SafetyVerdict, verdict_from
 
 
 class VertexSafety:
@@ -55,10 +55,4 @@ def parse_safety(body: str | None) -> SafetyVerdict:
     result = data.get("safetyResult") if isinstance(data, dict) else None
     if not isinstance(result, dict):
         raise JudgeCallError("Vertex AI safety evaluation answered without a safetyResult")
-    score = result.get("score")
-    confidence = result.get("confidence")
-    return SafetyVerdict(
-        float(score) if isinstance(score, int | float) else None,
-        str(result.get("explanation") or ""),
-        float(confidence) if isinstance(confidence, int | float) else None,
-    )
+    return verdict_from(result)
