@@ -134,7 +134,7 @@ class CaseResult(_Model):
         """As BaseModel.model_copy; ``update`` may also give ``turns`` (packed like an assignment)."""
         new_turns = None
         if update is not None and "turns" in update:
-            new_turns = [TurnView.model_validate(t) for t in update["turns"]]
+            new_turns = _TURN_LIST.validate_python(update["turns"])
             update = {k: v for k, v in update.items() if k != "turns"}
         copied = super().model_copy(update=update, deep=deep)
         if new_turns is not None:
