@@ -23,6 +23,16 @@ def json_pointer(loc: Sequence[str | int]) -> str:
     return "/" + "/".join(parts) if parts else ""
 
 
+def printable(text: str) -> str:
+    """``text`` with lone surrogates (a JSON ``"\\ud800"`` escape, a file name's non-UTF-8 byte) written as
+    backslash escapes, so that it can be printed, hashed and posted."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 class EvalbotError(Exception):
     """Base class of every error evalbot reports to the user."""
 
@@ -31,9 +41,9 @@ class InputError(EvalbotError):
     """A file could not be used: names the file, the JSON pointer and what was expected."""
 
     def __init__(self, path: Path | str, pointer: str, message: str) -> None:
-        self.path = str(path)
-        self.pointer = pointer
-        self.message = message
+        self.path = printable(str(path))
+        self.pointer = printable(pointer)
+        self.message = printable(message)
         super().__init__(self.__str__())
 
     def __str__(self) -> str:

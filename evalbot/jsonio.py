@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import re
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,8 +36,35 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, for messages ("a directory", "a FIFO"...)."""
+    for test, name in (
+        (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def refuse_special(path: Path, what: str = "a JSON file") -> None:
+    """Raise InputError unless ``path`` is a regular file (symlinks followed); never opens it, so a FIFO cannot hang.
+
+    A missing file is left to the caller's own message.
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InputError(path, "", f"cannot read file: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise InputError(path, "", f"is {file_kind(mode)}, not a file; expected {what}")
+
+
 def read_text(path: Path) -> str:
     """A file's UTF-8 text (a BOM is tolerated); unreadable, non-UTF-8 or empty files raise InputError."""
+    refuse_special(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -55,10 +83,158 @@ def read_text(path: Path) -> str:
     return text
 
 
-def parse_json(text: str, path: Path) -> Any:
-    """Decode JSON text; syntax errors name the line and column."""
+MAX_DEPTH = 200
+"""Deepest nesting of arrays and objects accepted in an input file (ADK's data needs a dozen levels; deeper input
+would exhaust the interpreter's recursion limit in the decoder or in whatever walks the value later)."""
+MAX_INT_DIGITS = 4300
+"""Longest integer literal accepted (CPython's default limit for converting digits to an int)."""
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
+
+
+def _locate(text: str, stop: Callable[[str, int], bool]) -> str:
+    """The JSON pointer of the first token of ``text`` for which ``stop(token, depth)`` holds ("" if none).
+
+    A slow walk over the tokens, used only to say where a document that failed to decode went wrong.
+    """
+    steps: list[str | int] = []
+    kinds: list[str] = []
+    expect_key = False
+    pending_key: str | None = None
+    for match in _TOKEN.finditer(text):
+        tok = match.group()
+        if stop(tok, len(kinds)):
+            return json_pointer(steps)
+        if tok in "[{":
+            kinds.append(tok)
+            steps.append(0 if tok == "[" else "")
+            expect_key = tok == "{"
+        elif tok in "]}":
+            if kinds:
+                kinds.pop()
+                steps.pop()
+            expect_key = False
+        elif tok == ",":
+            if kinds and kinds[-1] == "[" and isinstance(steps[-1], int):
+                steps[-1] += 1
+            expect_key = bool(kinds) and kinds[-1] == "{"
+        elif tok == ":":
+            if pending_key is not None and steps:
+                steps[-1] = pending_key
+            pending_key = None
+        elif expect_key and tok.startswith('"'):
+            try:
+                pending_key = json.loads(tok)
+            except ValueError:
+                pending_key = tok[1:-1]
+            expect_key = False
+    return json_pointer(steps)
+
+
+def _joined(base: tuple[int | str, ...], pointer: str) -> str:
+    full = json_pointer(base) + pointer if base else pointer
+    steps = full.split("/")
+    return "/".join([*steps[:12], "…", *steps[-2:]]) if len(steps) > 16 else full
+
+
+def _find(value: Any, bad: Callable[[Any, int], bool]) -> str:
+    """The JSON pointer of the first node of a decoded value for which ``bad(node, depth)`` holds (keys included)."""
+    stack: list[tuple[Any, int, tuple[int | str, ...]]] = [(value, 0, ())]
+    while stack:
+        node, depth, where = stack.pop()
+        if bad(node, depth):
+            return json_pointer(where)
+        if isinstance(node, dict):
+            for key, item in node.items():
+                if bad(key, depth + 1):
+                    return json_pointer((*where, key))
+                stack.append((item, depth + 1, (*where, key)))
+        elif isinstance(node, list):
+            stack.extend((item, depth + 1, (*where, i)) for i, item in enumerate(node))
+    return ""
+
+
+def _too_deep(node: Any, depth: int) -> bool:
+    return depth >= MAX_DEPTH and isinstance(node, dict | list)
+
+
+def has_surrogate(node: Any) -> bool:
+    """A string holding a lone UTF-16 surrogate (possible in decoded JSON, unprintable and unhashable as UTF-8)."""
+    return _has_surrogate(node)
+
+
+def _has_surrogate(node: Any) -> bool:
+    return isinstance(node, str) and not node.isascii() and _SURROGATE.search(node) is not None
+
+
+def _max_depth_exceeded(value: Any) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            if depth >= MAX_DEPTH:
+                return True
+            stack.extend((item, depth + 1) for item in node.values())
+        elif isinstance(node, list):
+            if depth >= MAX_DEPTH:
+                return True
+            stack.extend((item, depth + 1) for item in node)
+    return False
+
+
+def _escape(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def loads(
+    text: str, path: Path | str, base: tuple[int | str, ...] = (), parse_constant: Callable[[str], Any] | None = None
+) -> Any:
+    """Decode JSON text that a user or a PR controls.
+
+    Nesting deeper than MAX_DEPTH, integer literals longer than MAX_INT_DIGITS and lone UTF-16 surrogates
+    (``"\\ud800"``: valid JSON, but not encodable as UTF-8, so nothing could print or hash it) raise InputError naming
+    the JSON pointer (``base`` is prepended: where ``text`` sits in its file).  Syntax errors raise json's
+    JSONDecodeError for the caller to phrase.
+    """
     try:
-        return json.loads(text)
+        value = json.loads(text, parse_constant=parse_constant)
+    except RecursionError:
+        where = _locate(text, lambda tok, depth: depth >= MAX_DEPTH and tok in "[{")
+        raise InputError(path, _joined(base, where), _deep_message()) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        if "integer string conversion" not in str(exc):  # e.g. parse_constant's own refusal
+            raise
+        where = _locate(text, lambda tok, _: tok.lstrip("-")[:1].isdigit() and len(tok) > MAX_INT_DIGITS)
+        raise InputError(
+            path, _joined(base, where),
+            f"number too long ({_escape(str(exc)).split(':')[0].lower()}); "
+            f"write numbers of at most {MAX_INT_DIGITS:,} digits (or as strings)",
+        ) from None
+    if text.count("[") + text.count("{") > MAX_DEPTH and _max_depth_exceeded(value):
+        raise InputError(path, _joined(base, _find(value, _too_deep)), _deep_message())
+    if _SURROGATE_ESCAPE.search(text) is not None:
+        where = _find(value, lambda node, _: _has_surrogate(node))
+        if where or _has_surrogate(value):
+            raise InputError(
+                path, json_pointer(base) + where,
+                "text holds a lone UTF-16 surrogate escape (\\ud800-\\udfff without its pair), which is not valid "
+                "Unicode; remove it or write the character itself",
+            )
+    return value
+
+
+def _deep_message() -> str:
+    return f"nested more than {MAX_DEPTH} levels deep; evalbot reads at most {MAX_DEPTH} levels of arrays and objects"
+
+
+def parse_json(text: str, path: Path | str) -> Any:
+    """Decode JSON text (see loads); syntax errors name the line and column."""
+    try:
+        return loads(text, path)
     except json.JSONDecodeError as exc:
         raise InputError(path, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
 
@@ -147,13 +323,17 @@ class Slices:
                 self._shift = 3 if f.read(3) == b"\xef\xbb\xbf" else 0
             self._text = None
 
-    def decode(self, start: int, end: int) -> Any:
-        """The JSON value at ``start:end`` of the scanned text."""
+    def decode(self, start: int, end: int, base: tuple[int | str, ...] = ()) -> Any:
+        """The JSON value at ``start:end`` of the scanned text (``base``: its place in the file, for errors).
+
+        Hostile values raise InputError (see loads); a slice that no longer decodes raises ValueError.
+        """
         if self._text is not None:
-            return json.loads(self._text[start:end])
+            return loads(self._text[start:end], self.path, base)
+        refuse_special(self._file)
         with self._file.open("rb") as f:
             f.seek(start + self._shift)
-            return json.loads(f.read(end - start))
+            return loads(f.read(end - start).decode("utf-8"), self.path, base)
 
 
 def read_json(path: Path) -> Any:

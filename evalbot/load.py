@@ -7,7 +7,7 @@ error on that case only.  Nothing here raises for bad input except where a whole
 from __future__ import annotations
 
 import glob
-import json
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -22,9 +22,11 @@ from evalbot.jsonio import (
     Slices,
     decode_value,
     gc_paused,
+    has_surrogate,
     parse_json,
     read_json,
     read_text,
+    refuse_special,
     scan_array,
     scan_document,
     skip_value,
@@ -96,26 +98,63 @@ class LoadedEvalSet:
     errors: tuple[InputError, ...] = ()
 
 
+def is_eval_set_name(name: str) -> bool:
+    """A file name that directory and glob expansion picks as an eval set (never test_config.json or results)."""
+    return name.endswith(EVAL_SET_SUFFIXES)
+
+
+def _printable(path: str) -> str:
+    """A path as text that can be printed: bytes that are not UTF-8 (surrogate-escaped by Python) shown as \\xNN."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if has_surrogate(path) else path
+
+
+def _usable(p: Path, errors: list[InputError]) -> bool:
+    if has_surrogate(str(p)):
+        errors.append(InputError(_printable(str(p)), "", "file name is not valid UTF-8; rename the file"))
+        return False
+    return True
+
+
 def discover(paths: Sequence[str]) -> tuple[list[Path], list[InputError]]:
-    """Expand files, directories (recursively: ``*.evalset.json``, ``*.test.json``) and glob patterns."""
+    """Expand files, directories (recursively) and glob patterns into eval set files.
+
+    Directories and globs pick only eval set files (``*.evalset.json``, ``*.test.json``; a glob ending in
+    ``.jsonl``/``.csv`` also picks Vertex datasets), so a quoted ``evals/**`` never loads ``test_config.json`` or a
+    results file.  A path naming something other than a regular file (FIFO, device, socket) is refused without
+    opening it.
+    """
     found: list[Path] = []
     errors: list[InputError] = []
     for raw in paths:
         p = Path(raw)
+        if not _usable(p, errors):
+            continue
         if p.is_dir():
-            matches = sorted(
-                q for q in p.rglob("*") if q.is_file() and q.name.endswith(EVAL_SET_SUFFIXES)
-            )
+            matches = sorted(q for q in p.rglob("*") if is_eval_set_name(q.name) and q.is_file())
             if not matches:
                 errors.append(InputError(p, "", "directory holds no *.evalset.json or *.test.json file"))
-            found.extend(matches)
+            found.extend(q for q in matches if _usable(q, errors))
         elif p.is_file():
             found.append(p)
+        elif os.path.lexists(p) and not glob.has_magic(raw):
+            try:
+                refuse_special(p, "an eval set file")
+            except InputError as exc:
+                errors.append(exc)
+            else:
+                errors.append(InputError(p, "", "a broken symbolic link; point it at an eval set file"))
         elif glob.has_magic(raw):
-            matches = sorted(Path(m) for m in glob.glob(raw, recursive=True) if Path(m).is_file())
+            wanted = EVAL_SET_SUFFIXES + (DATASET_SUFFIXES if raw.endswith(DATASET_SUFFIXES) else ())
+            hits = [Path(m) for m in glob.glob(raw, recursive=True)]
+            matches = sorted(q for q in hits if q.name.endswith(wanted) and q.is_file())
             if not matches:
-                errors.append(InputError(raw, "", "glob pattern matched no file"))
-            found.extend(matches)
+                others = sum(1 for q in hits if q.is_file())
+                why = (
+                    f"glob pattern matched {others} file(s) but no eval set (*.evalset.json, *.test.json); "
+                    "name eval set files explicitly" if others else "glob pattern matched no file"
+                )
+                errors.append(InputError(raw, "", why))
+            found.extend(q for q in matches if _usable(q, errors))
         else:
             errors.append(InputError(p, "", "no such file or directory"))
     unique = list(dict.fromkeys(found))
@@ -123,7 +162,10 @@ def discover(paths: Sequence[str]) -> tuple[list[Path], list[InputError]]:
 
 
 def load_config(path: Path) -> EvalConfig:
-    """Parse a ``test_config.json``; raises InputError when the file is unusable."""
+    """Parse a ``test_config.json``; raises InputError when the file is unusable (missing, not a regular file...)."""
+    if os.path.lexists(path) and not path.exists():
+        raise InputError(path, "", "a broken symbolic link; point it at the config file or remove it")
+    refuse_special(path, "a test_config.json file")
     return parse_config(read_json(path), str(path))
 
 
@@ -132,7 +174,8 @@ def config_for(eval_set_path: Path, override: EvalConfig | None) -> EvalConfig:
     if override is not None:
         return override
     beside = eval_set_path.parent / "test_config.json"
-    return load_config(beside) if beside.is_file() else default_config()
+    # lexists, not is_file: a directory, FIFO or broken link by that name is an error, never ADK's defaults
+    return load_config(beside) if os.path.lexists(beside) else default_config()
 
 
 def load_eval_set(path: Path, config: EvalConfig | None = None) -> LoadedEvalSet:
@@ -177,12 +220,12 @@ def _loaded(
 
 def _case_id(raw: Any, i: int) -> str:
     eval_id = raw.get("eval_id", raw.get("evalId")) if isinstance(raw, dict) else None
-    return eval_id if isinstance(eval_id, str) and eval_id else f"#{i}"
+    return eval_id if isinstance(eval_id, str) and eval_id and not has_surrogate(eval_id) else f"#{i}"
 
 
 def _parse_case(slices: Slices, start: int, end: int, i: int) -> EvalCase:
     try:
-        raw = slices.decode(start, end)
+        raw = slices.decode(start, end, ("eval_cases", i))
     except (OSError, ValueError):
         raise InputError(
             slices.path, json_pointer(["eval_cases", i]), "the file changed or vanished while evaluating; run again"
@@ -218,11 +261,13 @@ def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase]] | No
 
     try:
         scan_document(text, visit)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # malformed or hostile JSON: parse_json names the problem
         return None
     eval_set_id = top.get("eval_set_id")
     if not isinstance(top.get("eval_cases"), list) or not isinstance(eval_set_id, str) or not eval_set_id:
         return None
+    if has_surrogate(eval_set_id):
+        return None  # parse_json names it
     return eval_set_id, cases
 
 

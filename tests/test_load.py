@@ -186,13 +186,16 @@ def test_explicit_config_overrides_beside(write: Writer) -> None:
 
 
 def test_discover_files_dirs_and_globs(write: Writer, tmp_path: Path) -> None:
-    """Directories are searched recursively for eval sets; globs and plain files are taken as given, deduplicated."""
+    """Directories and globs pick eval set files only (recursively); plain files are taken as given; deduplicated."""
     a = write("d/a.evalset.json", GOOD)
     b = write("d/sub/b.test.json", GOOD)
     write("d/notes.json", {})
-    c = write("c.json", GOOD)
-    found, errors = discover([str(tmp_path / "d"), str(tmp_path / "*.json"), str(a)])
-    assert found == [a, b, c] and errors == []
+    write("test_config.json", {"criteria": {}})
+    write("runs.evalset_result.json", {})
+    c = write("c.evalset.json", GOOD)
+    plain = write("plain.json", GOOD)
+    found, errors = discover([str(tmp_path / "d"), str(tmp_path / "*.json"), str(a), str(plain)])
+    assert found == [a, b, c, plain] and errors == []
 
 
 def test_discover_reports_what_matched_nothing(tmp_path: Path) -> None:

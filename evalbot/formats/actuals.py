@@ -7,7 +7,6 @@ JSON), which is accepted too.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -18,7 +17,16 @@ from pydantic.alias_generators import to_camel
 
 from evalbot.errors import InputError, json_pointer
 from evalbot.formats.adk import Invocation
-from evalbot.jsonio import Slices, decode_value, gc_paused, parse_json, read_text, scan_document, validate
+from evalbot.jsonio import (
+    Slices,
+    decode_value,
+    gc_paused,
+    has_surrogate,
+    parse_json,
+    read_text,
+    scan_document,
+    validate,
+)
 
 Key = tuple[str | None, str]
 Entry = list[Invocation] | InputError
@@ -178,7 +186,9 @@ class _OtherShape(Exception):
 
 def _parse_later(slices: Slices, start: int, end: int, eval_id: str) -> Entry:
     try:
-        raw = slices.decode(start, end)
+        raw = slices.decode(start, end, (eval_id,))
+    except InputError as exc:
+        return exc
     except (OSError, ValueError):
         return InputError(slices.path, json_pointer([eval_id]), "the file changed or vanished while evaluating; run again")
     return _invocations(raw, slices.path, [eval_id])
@@ -196,7 +206,7 @@ def _lazy_mapping(text: str, path: Path) -> Actuals | None:
     slices = Slices(text, path)
 
     def visit(eval_id: str, start: int) -> int:
-        if eval_id in _NOT_A_MAPPING:
+        if eval_id in _NOT_A_MAPPING or has_surrogate(eval_id):  # has_surrogate: parse_json names it
             raise _OtherShape
         value, end = decode_value(text, start)
         if isinstance(value, list):
@@ -207,6 +217,6 @@ def _lazy_mapping(text: str, path: Path) -> Actuals | None:
 
     try:
         scan_document(text, visit)
-    except (_OtherShape, json.JSONDecodeError):
+    except (_OtherShape, ValueError, RecursionError):  # malformed or hostile JSON: parse_json names the problem
         return None
     return actuals

@@ -46,11 +46,18 @@ def _turn_to_invocation(turn: Any, index: int, path: Path, base: list[str | int]
     if reference is not None and not isinstance(reference, str):
         raise InputError(path, json_pointer([*where, "reference"]), "expected the reference response as a string")
     intermediate = []
-    for j, resp in enumerate(turn.get("expected_intermediate_agent_responses") or []):
+    responses = turn.get("expected_intermediate_agent_responses") or []
+    if not isinstance(responses, list):
+        pointer = json_pointer([*where, "expected_intermediate_agent_responses"])
+        raise InputError(path, pointer, "expected a list of {author, text} objects")
+    for j, resp in enumerate(responses):
+        at = [*where, "expected_intermediate_agent_responses", j]
         if not isinstance(resp, dict):
-            pointer = json_pointer([*where, "expected_intermediate_agent_responses", j])
-            raise InputError(path, pointer, "expected {author, text}")
-        intermediate.append([str(resp.get("author", "")), [{"text": str(resp.get("text", ""))}]])
+            raise InputError(path, json_pointer(at), "expected {author, text}")
+        for key in ("author", "text"):
+            if not isinstance(resp.get(key, ""), str):
+                raise InputError(path, json_pointer([*at, key]), "expected a string")
+        intermediate.append([resp.get("author", ""), [{"text": resp.get("text", "")}]])
     return {
         "invocation_id": f"turn-{index + 1}",
         "user_content": {"role": "user", "parts": [{"text": query}]},

@@ -26,7 +26,7 @@ from typing import Any
 from evalbot.errors import InputError, json_pointer
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import Content, EvalCase, FunctionCall, IntermediateData, Invocation, Part
-from evalbot.jsonio import read_json, read_text
+from evalbot.jsonio import loads, read_json, read_text
 from evalbot.load import LoadedCase
 
 KNOWN = ("prompt", "response", "reference", "predicted_trajectory", "reference_trajectory")
@@ -104,9 +104,12 @@ def _jsonl_rows(text: str) -> list[_Row]:
             return f"line {lineno}" + ("" if col is None else f", {json_pointer([col])}{inner}")
 
         try:
-            value = json.loads(line)
+            value = loads(line, f"line {lineno}")
         except json.JSONDecodeError as exc:
             rows.append(_Row(len(rows), None, where, f"invalid JSON at column {exc.colno}: {exc.msg}"))
+            continue
+        except InputError as exc:
+            rows.append(_Row(len(rows), None, where, f"{exc.pointer or 'the row'}: {exc.message}"))
             continue
         problem = None if isinstance(value, dict) else f"expected a JSON object per line, got {type(value).__name__}"
         rows.append(_Row(len(rows), value if isinstance(value, dict) else None, where, problem))
@@ -181,7 +184,9 @@ def _reject_constant(name: str) -> Any:
 
 def _decode(column: str, inner: str, text: str, what: str) -> Any:
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return loads(text, column, parse_constant=_reject_constant)
+    except InputError as exc:
+        raise _Bad(column, inner, f"{what} is a string holding JSON that cannot be used: {exc.message}") from None
     except ValueError as exc:
         hint = ""
         if "'" in text and '"' not in text:
