@@ -7,13 +7,14 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from typing import TextIO
+from typing import TextIO, cast
 
 from evalbot import actions
 from evalbot.action_publish import Outcome
 from evalbot.action_settings import ActionInputs, GitHubContext, Mode, choose_mode, context_from_env, inputs_from_env
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_UNAVAILABLE, EvalbotError, InputError
 from evalbot.forge.base import Forge, ForgeUnavailable
+from evalbot.redact import ScrubbingWriter, register_secret
 
 log = logging.getLogger("evalbot")
 
@@ -44,7 +45,11 @@ def run(
     env: Mapping[str, str], *, started: float | None = None, out: TextIO | None = None, forge: Forge | None = None
 ) -> int:
     """Run the action; returns the exit code (0 ok, 1 blocked, 2 invalid input, 3 GitHub unavailable, 70 a bug)."""
-    stream = out or sys.stdout
+    for name in ("INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN", "INPUT_JUDGE-API-KEY", "INPUT_JUDGE_API_KEY",
+                 "GITHUB_TOKEN", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
+        register_secret(env.get(name))
+    raw = out or sys.stdout
+    stream = cast(TextIO, ScrubbingWriter(raw))  # logs and annotations never carry a secret
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=stream)
     log.setLevel(logging.INFO)  # HTTP client libraries stay at WARNING: their INFO lines are per request
     try:
@@ -55,7 +60,7 @@ def run(
         print(actions.annotation("error", str(exc), title="evalbot input"), file=stream)
         return EXIT_INVALID_INPUT
     if inputs.judge_api_key:
-        print(actions.add_mask(inputs.judge_api_key), file=stream)
+        print(actions.add_mask(inputs.judge_api_key), file=raw)  # the runner must see the value to mask it
     print(f"evalbot: mode {mode}, repository {ctx.repository or '?'}", file=stream, flush=True)
     if ctx.workspace.is_dir():
         os.chdir(ctx.workspace)  # as the runner does: input paths are relative to the workspace

@@ -13,11 +13,19 @@ from evalbot import actions, mdsafe
 from evalbot.action_publish import Outcome, Published, post_comment, print_annotations
 from evalbot.action_report import junit_suites
 from evalbot.action_settings import ActionInputs, GitHubContext, Mode, on_default_branch
-from evalbot.baseline import Baseline, GitResult, build_baseline, dump_baseline, git_show, parse_baseline
+from evalbot.baseline import (
+    Baseline,
+    GitResult,
+    build_baseline,
+    create_command,
+    dump_baseline,
+    git_show,
+    parse_baseline,
+)
 from evalbot.compare import compare
 from evalbot.comparison import Comparison
 from evalbot.errors import EXIT_INVALID_INPUT, InputError
-from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
+from evalbot.forge.base import Forge, ForgeError
 from evalbot.gate import GatePolicy, policy_from_settings
 from evalbot.render import Links, comment_marker, render_comment, render_summary
 from evalbot.results import Report, write_report_json
@@ -67,7 +75,7 @@ def policy_and_template(inputs: ActionInputs, ws: Workspace) -> tuple[GatePolicy
     from evalbot.cli_compare import comment_template_text, evalbot_settings
 
     settings, config_path = evalbot_settings(eval_paths(inputs), inputs.config)
-    overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance}
+    overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures}
     policy = policy_from_settings(settings, source=str(config_path or "action inputs"), overrides=overrides)
     template_input = str(ws.path(inputs.comment_template)) if inputs.comment_template else None
     return policy, comment_template_text(template_input, settings, config_path)
@@ -105,20 +113,32 @@ def label_at(ref: str, path: str) -> str:
     return f"{ref[:12]}:{path}"
 
 
-def read_baseline_at(forge: Forge | None, ws: Workspace, path: str, ref: str) -> Baseline | None:
-    """The baseline at commit ``ref``: the contents API first, ``git show`` when GitHub cannot answer."""
+def read_baseline_at(forge: Forge | None, ws: Workspace, path: str, ref: str) -> tuple[Baseline | None, str | None]:
+    """The baseline at commit ``ref`` and None, or None and why a baseline that may exist could not be read.
+
+    The contents API first, ``git show`` when GitHub cannot answer. "No baseline" (None, None) only when one of
+    them saw the path absent at a commit it has; anything else fails closed (the gate's verdict is then ``error``).
+    """
     label = label_at(ref, path)
+    api_error = None
     if forge is not None:
         try:
             text = forge.read_file(path, ref=ref)
-            return None if text is None else parse_baseline(text, label)
+            return (None if text is None else parse_baseline(text, label)), None
         except ForgeError as exc:
+            api_error = str(exc)
             log.warning("evalbot: reading the baseline through the API failed (%s); trying git show", exc)
     try:
         text = git_show(ref, path, git=ws.git)
     except InputError as exc:
-        raise ForgeUnavailable("read the baseline", f"neither the API nor git could read {label}: {exc}") from exc
-    return None if text is None else parse_baseline(text, label)
+        api = f"the contents API failed ({api_error}); " if api_error else "no github-token for the contents API; "
+        return None, f"{api}git could not read it either: {exc.message}"
+    return (None if text is None else parse_baseline(text, label)), None
+
+
+def baseline_command(inputs: ActionInputs) -> str:
+    """The exact command that makes this run's baseline (run it on main and commit the file)."""
+    return create_command(inputs.baseline_path, eval_sets=eval_paths(inputs), actuals=list(inputs.actuals))
 
 
 def write_report_files(report: Report, inputs: ActionInputs, ws: Workspace) -> None:
@@ -173,8 +193,9 @@ def first_stage(
     ws = Workspace(ctx.workspace)
     policy, template = policy_and_template(inputs, ws)
     pr = ctx.pull_request
+    baseline_error = None
     if mode == "pull_request" and pr is not None:
-        baseline = read_baseline_at(forge, ws, inputs.baseline_path, pr.base_sha)
+        baseline, baseline_error = read_baseline_at(forge, ws, inputs.baseline_path, pr.base_sha)
         source = label_at(pr.base_sha, inputs.baseline_path)
     else:
         from evalbot.cli_compare import read_optional
@@ -184,7 +205,8 @@ def first_stage(
         source = inputs.baseline_path
     report = evaluate_inputs(env, inputs, ws)
     write_report_files(report, inputs, ws)
-    comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source)
+    comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
+                         baseline_error=baseline_error, create=baseline_command(inputs))
     link = links(ctx, inputs)
     print_annotations(comparison, read_text=ws.read, display=ws.relative, stream=stream)
     notices: list[str] = []

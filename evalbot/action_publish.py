@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Literal, TextIO
 
 from evalbot import actions
 from evalbot.action_report import annotation_lines
 from evalbot.comparison import Comparison
 from evalbot.forge.base import Forge, ForgeError, ForgeForbidden
+from evalbot.redact import scrub
 
 log = logging.getLogger("evalbot")
 
@@ -62,6 +63,7 @@ def post_comment(forge: Forge | None, *, number: int, marker: str, body: str, st
         notice = "No github-token: the comment was not posted; the results are in this job summary."
         print(actions.annotation("warning", notice, title="evalbot comment"), file=stream)
         return Published(notice=notice)
+    body = scrub(body)
     try:
         ref = forge.upsert_comment(number=number, marker=marker, body=body)
     except ForgeForbidden as exc:
@@ -97,7 +99,14 @@ def print_annotations(
     display: Callable[[str], str],
     stream: TextIO,
 ) -> None:
-    """Regressions first, then failing cases, as ``::error`` lines on the eval set files."""
+    """What could not be measured (an error when it decides the verdict, else a warning), then regressions, then
+    failing cases, as ``::error`` lines on the eval set files."""
+    for alert in comparison.alerts:
+        # the gate's error reasons are alerts too: the one that made the verdict ``error`` is an error annotation
+        decided = comparison.gate.verdict == "error" and any(r in alert for r in comparison.gate.reasons)
+        level: Literal["error", "warning"] = "error" if decided else "warning"
+        print(f"evalbot: {level}: {alert}", file=stream)
+        print(actions.annotation(level, alert, title="evalbot could not measure"), file=stream)
     lines = annotation_lines(
         comparison.report,
         read_text=read_text,

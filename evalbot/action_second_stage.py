@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from evalbot import actions
 from evalbot.action_flow import (
     Workspace,
+    baseline_command,
     label_at,
     links,
     outcome_of,
@@ -74,9 +75,10 @@ def second_stage(
     report = report_from_artifact(files, inputs)
     ws = Workspace(ctx.workspace)
     policy, template = policy_and_template(inputs, ws)
-    baseline = read_baseline_at(forge, ws, inputs.baseline_path, pull.base_sha)
+    baseline, baseline_error = read_baseline_at(forge, ws, inputs.baseline_path, pull.base_sha)
     source = label_at(pull.base_sha, inputs.baseline_path)
-    comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source)
+    comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
+                         baseline_error=baseline_error, create=baseline_command(inputs))
     first_run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{run.id}"
     link = links(ctx, inputs)
     marker = comment_marker(inputs.comment_id)

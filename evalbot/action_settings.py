@@ -11,11 +11,14 @@ from typing import Any, Literal, cast, get_args
 
 from evalbot.baseline import DEFAULT_BASELINE_PATH
 from evalbot.errors import InputError
-from evalbot.gate import FailOn
+from evalbot.gate import FailOn, JudgeFailures
 
 Mode = Literal["pull_request", "push", "workflow_run", "baseline"]
 MODES: tuple[str, ...] = ("auto", *get_args(Mode))
 FAIL_ON: tuple[str, ...] = get_args(FailOn)
+JUDGE_FAILURES: tuple[str, ...] = get_args(JudgeFailures)
+DEFAULT_JUDGE_DEADLINE = 240.0
+"""Seconds of judge calls a run may spend at most (see judges.deadline)."""
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
 _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off", ""}
 
@@ -39,6 +42,9 @@ class ActionInputs:
     mode: str = "auto"
     judge_concurrency: int = 16
     judge_cache: str | None = None
+    judge_failures: JudgeFailures | None = None
+    """None: the config's ``evalbot.judge_failures``, else block."""
+    judge_deadline: float = DEFAULT_JUDGE_DEADLINE
     update_baseline: bool = False
     artifact_name: str = "evalbot-report"
     report_path: str = ".evalbot-out/report.json"
@@ -131,6 +137,13 @@ def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
     if fail_on is not None and fail_on not in FAIL_ON:
         raise _bad("fail-on", f"{raw['fail-on']!r} is not one of {', '.join(FAIL_ON)}")
     values["fail_on"] = fail_on
+    judge_failures = (raw["judge-failures"] or "").lower() or None
+    if judge_failures is not None and judge_failures not in JUDGE_FAILURES:
+        raise _bad("judge-failures", f"{raw['judge-failures']!r} is not one of {', '.join(JUDGE_FAILURES)}")
+    values["judge_failures"] = judge_failures
+    values["judge_deadline"] = _number(
+        "judge-deadline", raw["judge-deadline"], DEFAULT_JUDGE_DEADLINE, float, 1.0, 6 * 3600.0
+    )
     values["comment_id"] = text("comment-id") or d.comment_id
     mode = (raw["mode"] or d.mode).lower().replace("-", "_")
     if mode not in MODES:
@@ -148,7 +161,7 @@ def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
 _INPUT_NAMES = (
     "eval-sets", "actuals", "config", "baseline-path", "fail-on", "tolerance", "github-token", "judge-api-key",
     "comment-template", "comment-id", "mode", "judge-concurrency", "judge-cache", "update-baseline", "artifact-name",
-    "report-path", "junit-path",
+    "report-path", "junit-path", "judge-failures", "judge-deadline",
 )  # fmt: skip
 
 

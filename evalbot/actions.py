@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from evalbot.redact import scrub
+
 SUMMARY_LIMIT_BYTES = 1024 * 1024
 """GitHub refuses a step summary above 1 MiB ("upload aborted, supports content up to a size of 1024k")."""
 TRUNCATION_NOTICE = "\n\n> **Summary truncated** at GitHub's 1 MiB limit; the full report is in the report file.\n"
@@ -59,7 +61,7 @@ def fit_summary(markdown: str, *, already: int = 0, limit: int = SUMMARY_LIMIT_B
 def append_summary(path: Path, markdown: str, *, limit: int = SUMMARY_LIMIT_BYTES) -> bool:
     """Append to GITHUB_STEP_SUMMARY within the 1 MiB cap; False when it had to be truncated."""
     already = path.stat().st_size if path.exists() else 0
-    text = fit_summary(markdown, already=already, limit=limit)
+    text = fit_summary(scrub(markdown), already=already, limit=limit)
     with path.open("a", encoding="utf-8", newline="\n") as handle:
         handle.write(text)
     return text == markdown
@@ -95,7 +97,7 @@ def annotation(
     title: str | None = None,
 ) -> str:
     """An ``::error``/``::warning``/``::notice`` annotation line (file path relative to the workspace)."""
-    return command(level, message, file=file, line=line, endLine=end_line, col=col, title=title)
+    return command(level, scrub(message), file=file, line=line, endLine=end_line, col=col, title=title)
 
 
 def add_mask(value: str) -> str:
@@ -180,4 +182,4 @@ def junit_xml(suites: Sequence[JUnitSuite], *, name: str = "evalbot") -> str:
 def write_junit(path: Path, suites: Sequence[JUnitSuite]) -> None:
     """Write the JUnit XML file, creating parent directories."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(suites), encoding="utf-8")
+    path.write_text(scrub(junit_xml(suites)), encoding="utf-8")

@@ -25,9 +25,16 @@ BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE_PATH = ".evalbot/baseline.json"
 
 
-def create_command(path: str = DEFAULT_BASELINE_PATH) -> str:
-    """The command that makes a baseline file at ``path`` (run on main, then commit the file)."""
-    return f"evalbot baseline PATH... --actuals RUN.json --output {path}"
+def create_command(
+    path: str = DEFAULT_BASELINE_PATH, *, eval_sets: Sequence[str] = (), actuals: Sequence[str] = ()
+) -> str:
+    """The command that makes a baseline file at ``path`` (run on main, then commit the file); with the run's
+    ``eval_sets`` and ``actuals`` it is the exact command, else it has placeholders."""
+    import shlex
+
+    sets = " ".join(shlex.quote(p) for p in eval_sets) or "PATH..."
+    runs = " ".join(f"--actuals {shlex.quote(a)}" for a in actuals) or "--actuals RUN.json"
+    return f"evalbot baseline {sets} {runs} --output {shlex.quote(path)}"
 
 
 class _Model(BaseModel):
@@ -236,13 +243,24 @@ _MISSING_MARKERS = ("does not exist in", "exists on disk, but not in")
 
 
 def git_show(ref: str, path: str, *, git: GitRunner) -> str | None:
-    """The text of ``path`` at ``ref``, None when the path does not exist there; other git failures raise."""
+    """The text of ``path`` at ``ref``, None when the path does not exist there; other git failures raise.
+
+    "Absent" is trusted only when the commit itself is in the repository: for a full sha git says "does not exist
+    in" even when it does not have the commit at all (a depth-1 checkout lacks the PR's base commit), and reading
+    that as "no baseline" would let every regression through.
+    """
     result = git(["show", f"{ref}:{path}"])
     if result.returncode == 0:
         return result.stdout
     message = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else f"exit code {result.returncode}"
     if any(marker in result.stderr for marker in _MISSING_MARKERS):
-        return None
+        if git(["cat-file", "-e", f"{ref}^{{commit}}"]).returncode == 0:
+            return None
+        raise InputError(
+            f"{ref}:{path}", "",
+            f"commit {ref} is not in this checkout (a shallow clone?), so whether it has the file is unknown; "
+            f"fetch it (git fetch origin {ref}, or actions/checkout with fetch-depth: 0)",
+        )
     raise InputError(
         f"{ref}:{path}", "", f"git show failed: {message}; fetch the ref (e.g. `git fetch origin {ref}`) or pass a file"
     )

@@ -119,6 +119,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     environ = os.environ if env is None else env
+    from evalbot.redact import register_secret
+
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GITHUB_TOKEN"):
+        register_secret(environ.get(name))  # masked in the report, the comment and the judge cache
     commands = {"run": cmd_run, **cli_compare.COMMANDS}
     try:
         return commands[args.command](args, environ)

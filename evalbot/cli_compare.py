@@ -17,6 +17,7 @@ from evalbot.baseline import (
     DEFAULT_BASELINE_PATH,
     GitResult,
     build_baseline,
+    create_command,
     dump_baseline,
     parse_spec,
     read_baseline,
@@ -108,14 +109,18 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from evalbot.cli import write_report
 
     settings, config = evalbot_settings(args.paths, args.config)
-    overrides = {"fail_on": args.fail_on, "tolerance": args.tolerance, "alpha": args.alpha}
+    overrides = {"fail_on": args.fail_on, "tolerance": args.tolerance, "alpha": args.alpha,
+                 "judge_failures": args.judge_failures}
     policy: GatePolicy = policy_from_settings(settings, source=str(config or "command line"), overrides=overrides)
     raw_spec = args.baseline or settings.get("baseline_path") or DEFAULT_BASELINE_PATH
     spec = parse_spec(str(raw_spec), file_exists=lambda p: Path(p).is_file())
     baseline = read_baseline(spec, git=run_git, read_file=read_optional)
     template = comment_template_text(args.comment_template, settings, config)
     report = _evaluate(args, env)
-    comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=spec.label)
+    comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=spec.label,
+                         create=create_command(spec.path, eval_sets=args.paths, actuals=args.actuals or ()))
+    for alert in comparison.alerts:
+        print(f"evalbot: warning: {alert}", file=sys.stderr)
     links = Links(summary=args.summary, report=args.report)
     comment = render_comment(comparison, marker=comment_marker(args.comment_id), links=links, template=template)
     if args.report:
@@ -176,6 +181,8 @@ def add_parsers(sub: Any) -> None:
     comp.add_argument("--summary", metavar="OUT.md", help="write the full job summary here")
     comp.add_argument("--report", metavar="OUT.json", help="write the JSON report here")
     comp.add_argument("--fail-on", choices=["regression", "threshold", "never"], help="gate policy (default: regression)")
+    comp.add_argument("--judge-failures", choices=["block", "warn"],
+                      help="a judged verdict the judge could not give: block (exit 3, default) or warn")
     comp.add_argument("--tolerance", type=float, metavar="X", help="allowed fall of a criterion mean (default: 0)")
     comp.add_argument("--alpha", type=float, metavar="P", help="significance level of the noise tests (default: 0.05)")
     comp.add_argument("--comment-template", metavar="FILE", help="Jinja template replacing or extending the comment")

@@ -32,6 +32,7 @@ from evalbot.comparison import (
     MetricDelta,
 )
 from evalbot.gate import GatePolicy, decide
+from evalbot.judge_gaps import judge_gaps
 from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, MetricResult, Report, mean
 from evalbot.stats import sign_test
 from evalbot.votes import invocation_votes, vote_noise
@@ -275,18 +276,52 @@ def _gate_inputs(sets: Sequence[EvalSetComparison]) -> tuple[list[str], list[str
     return regressions, inconclusive
 
 
+def _alerts(current: Report, policy: GatePolicy, baseline_error: str | None,
+            missing_note: str | None) -> tuple[list[str], list[str]]:
+    """Headline alerts, and the judge failures that make the gate an ``error`` (``judge_failures: block``)."""
+    alerts: list[str] = []
+    blocking: list[str] = []
+    if baseline_error:
+        alerts.append(f"baseline unreadable: {baseline_error}")
+    elif missing_note:
+        alerts.append(missing_note)
+    gaps = judge_gaps(current)
+    failed = gaps.failure_message()
+    if failed:
+        if policy.judge_failures == "block":
+            blocking.append(failed)
+            alerts.append(f"{failed} (judge-failures: block)")
+        else:
+            alerts.append(f"{failed} (judge-failures: warn; not blocking, so regressions on these may be missed)")
+    no_judge = gaps.no_judge_message()
+    if no_judge:
+        alerts.append(f"{no_judge} (not blocking; regressions on these criteria cannot be detected)")
+    return alerts, blocking
+
+
 def compare(
-    *, current: Report, baseline: Baseline | None, policy: GatePolicy, baseline_source: str = DEFAULT_BASELINE_PATH
+    *, current: Report, baseline: Baseline | None, policy: GatePolicy, baseline_source: str = DEFAULT_BASELINE_PATH,
+    baseline_error: str | None = None, create: str | None = None,
 ) -> Comparison:
-    """Compare ``current`` with ``baseline`` (None: absolute scores only) and decide the gate."""
+    """Compare ``current`` with ``baseline`` (None: absolute scores only) and decide the gate.
+
+    ``baseline_error`` says why a baseline that exists could not be read (the gate is then ``error`` under
+    ``fail_on: regression``); ``create`` is the exact command that makes the baseline for this run's inputs.
+    """
     note = command = None
     info = None
     compatible = True
     path = baseline_source.rpartition(":")[2] or DEFAULT_BASELINE_PATH
-    if baseline is None:
-        command = create_command(path)
+    missing_note = None
+    if baseline is None and baseline_error:
+        note = (f"The baseline at {baseline_source} could not be read (see above); showing absolute scores, and "
+                "regressions cannot be detected. Re-run the job once the cause is fixed.")
+    elif baseline is None:
+        command = create or create_command(path)
         note = (f"No baseline at {baseline_source}; showing absolute scores. To compare pull requests with main, "
                 f"create one on main and commit it: {command}")
+        missing_note = (f"no baseline at {baseline_source}: regressions cannot be detected until one is committed "
+                        f"on main; create it there with: {command}")
     else:
         info = BaselineInfo(
             source=baseline_source, commit=baseline.commit, created_at=baseline.created_at,
@@ -317,6 +352,7 @@ def compare(
             counts[case.category] += 1
     counts["failing"] = current.totals.failed
     regressions, inconclusive = _gate_inputs(sets)
+    alerts, unmeasured = _alerts(current, policy, baseline_error, missing_note)
     gate = decide(
         policy,
         invalid=_invalid(current),
@@ -324,8 +360,10 @@ def compare(
         regressions=regressions,
         inconclusive=inconclusive,
         have_baseline=baseline is not None,
+        unmeasured=unmeasured,
+        baseline_unreadable=f"baseline unreadable: {baseline_error}" if baseline_error else None,
     )
     return Comparison(
         policy=policy, baseline=info, baseline_source=baseline_source, create_command=command, baseline_note=note,
-        eval_sets=sets, counts=counts, gate=gate, report=current,
+        baseline_error=baseline_error, alerts=alerts, eval_sets=sets, counts=counts, gate=gate, report=current,
     )

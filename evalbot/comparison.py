@@ -119,6 +119,11 @@ class Comparison(_Model):
     """The command that (re)creates the baseline, when it is missing or unusable."""
     baseline_note: str | None = None
     """Why there is nothing (or not everything) to compare with, and what to do."""
+    baseline_error: str | None = None
+    """Why a baseline that exists could not be read (the gate then cannot find regressions: verdict ``error``)."""
+    alerts: list[str] = Field(default_factory=list)
+    """What could not be measured, in plain sentences, shown right under the comment's headline, in the job summary,
+    the log and as annotations: an unreadable or missing baseline, judged verdicts the judge did not give."""
     eval_sets: list[EvalSetComparison] = Field(default_factory=list)
     counts: dict[str, int] = Field(default_factory=dict)
     gate: Gate

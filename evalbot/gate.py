@@ -7,10 +7,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, InputError, json_pointer
+from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
 
 FailOn = Literal["regression", "threshold", "never"]
-Verdict = Literal["passed", "blocked", "invalid"]
+JudgeFailures = Literal["block", "warn"]
+Verdict = Literal["passed", "blocked", "invalid", "error"]
 
 class GatePolicy(BaseModel):
     """When the gate blocks a merge.
@@ -19,7 +20,9 @@ class GatePolicy(BaseModel):
     than ``tolerance`` on an eval set; ``threshold`` blocks on any failing case (ADK's absolute rule); ``never`` only
     reports. With ``noise_aware``, a judged flip decided by a split vote and a mean change the exact sign test does not
     find significant at ``alpha`` are *inconclusive*: shown with their p-value, blocking only with
-    ``block_inconclusive``.
+    ``block_inconclusive``. ``judge_failures`` says what a judged verdict the judge could not give (outage, timeout,
+    unparseable answer) does: ``block`` (default) makes the run an ``error`` (exit 3), ``warn`` only says so in the
+    headline. Missing judge credentials are always a warning (the first stage of a fork PR has no secrets).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -29,6 +32,7 @@ class GatePolicy(BaseModel):
     alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
     noise_aware: bool = True
     block_inconclusive: bool = False
+    judge_failures: JudgeFailures = "block"
 
 
 POLICY_KEYS = frozenset(GatePolicy.model_fields)
@@ -84,12 +88,25 @@ def decide(
     regressions: list[str],
     inconclusive: list[str],
     have_baseline: bool,
+    unmeasured: list[str] | None = None,
+    baseline_unreadable: str | None = None,
 ) -> Gate:
-    """Apply the policy: invalid input first (exit 2), then the ``fail_on`` rule (exit 1 when blocked)."""
+    """Apply the policy: invalid input first (exit 2), then what could not be measured (exit 3), then the
+    ``fail_on`` rule (exit 1 when blocked).
+
+    ``unmeasured`` are judge failures that block (the caller applies ``judge_failures``); ``baseline_unreadable`` is
+    why a baseline that exists could not be read (it matters to ``fail_on: regression`` only).
+    """
     if invalid:
         return Gate(verdict="invalid", exit_code=EXIT_INVALID_INPUT, reasons=invalid)
     if policy.fail_on == "never":
         return Gate(verdict="passed", exit_code=EXIT_OK, reasons=["fail-on is `never`: reporting only"])
+    missing = list(unmeasured or [])
+    if baseline_unreadable and policy.fail_on == "regression":
+        missing.insert(0, baseline_unreadable)
+    if missing:
+        found = [f"also found: {r}" for r in regressions] if policy.fail_on == "regression" else []
+        return Gate(verdict="error", exit_code=EXIT_UNAVAILABLE, reasons=missing + found)
     if policy.fail_on == "threshold":
         if failing_cases:
             return Gate(

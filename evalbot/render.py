@@ -46,7 +46,7 @@ SUMMARY_LADDER = (
     Limits(detailed=100, listed=500, text=600, turns=3, calls=20, sets=200),
     *COMMENT_LADDER,
 )
-ICONS = {"passed": "✅", "blocked": "❌", "invalid": "⚠️"}
+ICONS = {"passed": "✅", "blocked": "❌", "invalid": "⚠️", "error": "⛔"}
 ROW_BADGES = {
     "regressed": "fell significantly", "inconclusive": "change not significant", "improved": "rose significantly",
     "unchanged": "",
@@ -153,12 +153,17 @@ def verdict(comparison: Comparison) -> tuple[str, str]:
     ) if n.get(k)]
     if gate.verdict == "invalid":
         title = f"invalid input ({len(gate.reasons)} problem(s))"
+    elif gate.verdict == "error":
+        labels = [r.split(":", 1)[0] for r in gate.reasons if not r.startswith("also found")]
+        return ICONS["error"], f"could not measure, not passing: {', '.join(labels) or 'see below'}"
     elif gate.verdict == "blocked":
         lead = f"{n['regressed']} regressed" if n.get("regressed") else "; ".join(gate.reasons[:1])
         title = f"blocked: {lead}" + "".join(f" · {e}" for e in extras)
     elif comparison.baseline is None:
         t = comparison.report.totals
-        return "ℹ️", f"no baseline; {t.passed} of {t.cases} case(s) passed"
+        return "⚠️", f"no baseline; {t.passed} of {t.cases} case(s) passed"
+    elif comparison.alerts:  # never a plain "no regressions" when something that could regress was not measured
+        return "⚠️", "no regressions in what was measured; see the warnings" + "".join(f" · {e}" for e in extras)
     else:
         title = "no regressions" + "".join(f" · {e}" for e in extras)
     return ICONS[gate.verdict], title
@@ -245,6 +250,8 @@ def fallback(comparison: Comparison, marker: str, links: Links) -> str:
     counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in comparison.counts.items() if v)
     where = " · ".join(x for x in (_link("job summary", links.summary), _link("report", links.report)) if x)
     lines = [f"### {icon} evalbot: {mdsafe.inline(title, 300)}", ""]
+    lines += [f"> ⚠️ **{mdsafe.inline(alert, 500)}**" for alert in comparison.alerts]
+    lines += [""] if comparison.alerts else []
     if counts:
         lines += [f"Cases: {mdsafe.inline(counts, 600)}.", ""]
     lines.append(f"The full results did not fit in a comment; see {where or 'the job summary'}.")

@@ -6,7 +6,7 @@ import json
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, Self, TextIO, TypeVar
+from typing import Any, Literal, Self, TextIO, TypeVar, cast
 
 from pydantic import (
     BaseModel,
@@ -410,6 +410,9 @@ def write_report_json(report: Report, out: TextIO) -> None:
     The document equals ``report.model_dump_json()`` as data (same keys); only the layout differs: one case per
     line, and each eval set's ``cases`` written after its other keys.
     """
+    from evalbot.redact import ScrubbingWriter  # a judge or proxy may have echoed a key into a reason
+
+    out = cast(TextIO, ScrubbingWriter(out))
     rest = report.model_dump(mode="json", exclude={"eval_sets"})
     out.write("{\n")
     for name in Report.model_fields:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +21,7 @@ from evalbot.baseline import (
     parse_spec,
     read_baseline,
 )
+from evalbot.cli_compare import run_git
 from evalbot.errors import InputError
 from evalbot.votes import Votes, votes_of
 from tests.report_builders import JUDGE, RESP, TRAJ, case, criterion, eval_set, metric, report
@@ -158,6 +161,41 @@ class FakeGit:
         return self.result
 
 
+class ScriptedGit(FakeGit):
+    """Answers by git subcommand."""
+
+    def __init__(self, results: dict[str, GitResult]) -> None:
+        super().__init__(GitResult(1, "", "unexpected"))
+        self.results = results
+
+    def __call__(self, args: Sequence[str]) -> GitResult:
+        self.calls.append(list(args))
+        return self.results.get(args[0], self.result)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = ["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"]
+    return subprocess.run(["git", *env, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_git_show_absent_at_a_commit_the_checkout_lacks_is_not_no_baseline(tmp_path: Path) -> None:
+    """A depth-1 checkout lacks the PR's base commit, and git then says the path "does not exist in" it: that must
+    be an error saying to fetch, never "no baseline" (which would let every regression through). A commit that is
+    there and really lacks the file is "no baseline"."""
+    (tmp_path / "a.txt").write_text("x")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "one")
+    head = _git(tmp_path, "rev-parse", "HEAD")
+    git = lambda args: run_git(args, cwd=tmp_path)  # noqa: E731
+    assert git_show(head, ".evalbot/baseline.json", git=git) is None
+    absent = "b" * 40
+    raw = run_git(["show", f"{absent}:.evalbot/baseline.json"], cwd=tmp_path)
+    assert "does not exist in" in raw.stderr  # what git says, hence the commit check
+    with pytest.raises(InputError, match=f"commit {absent} is not in this checkout.*git fetch origin {absent}"):
+        git_show(absent, ".evalbot/baseline.json", git=git)
+
+
 def test_git_show_reads_the_file_at_the_ref() -> None:
     """``git show REF:PATH`` is what runs; its output is the text."""
     git = FakeGit(GitResult(0, '{"schema_version": 1}', ""))
@@ -167,8 +205,10 @@ def test_git_show_reads_the_file_at_the_ref() -> None:
 
 def test_git_show_missing_path_is_none_and_bad_ref_is_an_error() -> None:
     """A path absent at the ref means no baseline; an unknown ref is an input error saying to fetch."""
-    missing = FakeGit(GitResult(128, "", "fatal: path '.evalbot/b.json' does not exist in 'main'\n"))
+    missing = ScriptedGit({"show": GitResult(128, "", "fatal: path '.evalbot/b.json' does not exist in 'main'\n"),
+                           "cat-file": GitResult(0, "", "")})
     assert git_show("main", ".evalbot/b.json", git=missing) is None
+    assert missing.calls[-1] == ["cat-file", "-e", "main^{commit}"]
     bad = FakeGit(GitResult(128, "", "fatal: invalid object name 'origin/main'.\n"))
     with pytest.raises(InputError, match="git fetch origin origin/main"):
         git_show("origin/main", "b.json", git=bad)

@@ -216,12 +216,31 @@ def test_removed_eval_set_and_criterion() -> None:
     assert c.gate.verdict == "passed"
 
 
-def test_not_evaluated_case_is_not_a_regression() -> None:
-    """A judge outage (not evaluated) on a case that passed before does not block."""
+def test_judge_outage_is_never_a_silent_pass() -> None:
+    """A judge outage (not evaluated) on a case that passed before is not a regression, but the run could not be
+    measured: judge_failures block (default) makes it an error (exit 3), warn passes with the reason in the alerts."""
     main = report(eval_set("s", [case("a", {JUDGE: metric(1.0, votes=[(5, 0)])})]))
-    pr = report(eval_set("s", [case("a", {JUDGE: metric(None, status="not_evaluated", reason="no key")})]))
+    why = "judge call failed: HTTP 503 UNAVAILABLE (gave up after 6 attempts)"
+    pr = report(eval_set("s", [case("a", {JUDGE: metric(None, status="not_evaluated", reason=why)})]))
     c = run(main, pr)
-    assert categories(c) == {"a": "not_evaluated"} and c.gate.verdict == "passed"
+    assert categories(c) == {"a": "not_evaluated"}
+    assert (c.gate.verdict, c.gate.exit_code) == ("error", 3)
+    assert c.gate.reasons[0] == f"judge unavailable: 1 of 1 judged verdict(s) not evaluated — {why}"
+    warned = run(main, pr, judge_failures="warn")
+    assert (warned.gate.verdict, warned.gate.exit_code) == ("passed", 0)
+    assert any(why in a and "judge-failures: warn" in a for a in warned.alerts)
+
+
+def test_missing_judge_credentials_warn_but_do_not_block() -> None:
+    """No judge at all (a fork PR's first stage has no secrets) is a headline warning, not an error."""
+    main = report(eval_set("s", [case("a", {JUDGE: metric(1.0, votes=[(5, 0)])})]))
+    no_key = f"{JUDGE} needs an LLM judge: no judge credentials: set GOOGLE_API_KEY"
+    pr = report(eval_set("s", [case("a", {JUDGE: metric(None, status="not_evaluated", reason=no_key)})]))
+    c = run(main, pr)
+    assert (c.gate.verdict, c.gate.exit_code) == ("passed", 0)
+    assert c.alerts == ["judged criteria not measured: 1 of 1 judged verdict(s) not evaluated — no judge "
+                        "credentials: set GOOGLE_API_KEY (not blocking; regressions on these criteria cannot be "
+                        "detected)"]
 
 
 def test_implausible_vote_counts_are_not_trusted() -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from evalbot.errors import EvalbotError
+from evalbot.redact import scrub
 
 COMMENT_MAX_CHARS = 65_536
 """GitHub rejects issue comments longer than this with 422 (the OpenAPI description does not say so)."""
@@ -15,6 +16,7 @@ class ForgeError(EvalbotError):
     """A call to the code host failed; ``operation`` names what was attempted."""
 
     def __init__(self, operation: str, message: str, *, status: int | None = None) -> None:
+        message = scrub(message)  # an error body may echo the token; a URL may carry a signature
         self.operation = operation
         self.status = status
         self.message = message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Literal, TypeVar
@@ -30,6 +31,7 @@ from evalbot.forge.base import (
     RetryPolicy,
     with_marker,
 )
+from evalbot.redact import scrub
 
 log = logging.getLogger(__name__)
 # Importing PyGithub sets its logger to INFO with its own stderr handler; its INFO lines (every expected 403 on
@@ -77,8 +79,14 @@ def _translate(operation: str, exc: Exception) -> ForgeError:
             return ForgeConflict(operation, str(message), status=409)
         return ForgeError(operation, str(message), status=exc.status)
     if isinstance(exc, requests.HTTPError) and exc.response is not None:
-        return ForgeUnavailable(operation, str(exc), status=exc.response.status_code)
-    return ForgeUnavailable(operation, f"{type(exc).__name__}: {exc}")
+        return ForgeUnavailable(operation, scrub(str(exc)), status=exc.response.status_code)
+    if isinstance(exc, requests.exceptions.RetryError):
+        # urllib3 gave up: "Max retries exceeded with url: ... (Caused by ResponseError('too many 503 error
+        # responses'))"; say that plainly (the status is in the cause) and keep the URL out of it
+        cause = re.search(r"too many (\d{3}) error responses", str(exc))
+        status = int(cause.group(1)) if cause else None
+        return ForgeUnavailable(operation, "GitHub kept failing after every retry", status=status)
+    return ForgeUnavailable(operation, scrub(f"{type(exc).__name__}: {exc}"))
 
 
 class PyGithubForge:

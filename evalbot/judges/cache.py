@@ -24,6 +24,7 @@ from typing import Any
 
 from evalbot.judges.base import Judge, JudgeError, JudgeReply, JudgeRequest, ReplayMiss, Usage
 from evalbot.judges.writer import WriteQueue
+from evalbot.redact import scrub
 
 CACHE_FORMAT = 2
 """1: one file per sample (evalbot 0.x before the judge benchmark work); 2: one file per request."""
@@ -106,7 +107,7 @@ class DiskCache:
             self._made.add(parent)
         merged = self._read(key)
         merged.update(answers)
-        samples = {str(i): merged[i] for i in sorted(merged)}
+        samples = {str(i): scrub(merged[i]) for i in sorted(merged)}  # an answer may echo a key
         payload = json.dumps({"format": CACHE_FORMAT, "model": model, "samples": samples}, ensure_ascii=False)
         data = payload.encode("utf-8")
         # A temporary name unique to this process and thread (O_EXCL guards against leftovers of a crashed run),

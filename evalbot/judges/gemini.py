@@ -24,6 +24,7 @@ from evalbot.judges.base import (
     JudgeRequest,
     Usage,
 )
+from evalbot.redact import scrub
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -116,6 +117,7 @@ class GeminiJudge:
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.timeout = timeout
+        self._secret = (api_key,) if api_key else ()
         http_options = types.HttpOptions(
             base_url=base_url,
             api_version=None if vertexai else "v1beta",
@@ -188,7 +190,17 @@ class GeminiJudge:
             raise JudgeCallError(f"invalid judge_model_config: {problems}") from None
 
     async def generate(self, request: JudgeRequest) -> JudgeReply:
-        """One HTTP request; the texts of every candidate and the tokens billed."""
+        """One HTTP request; the texts of every candidate and the tokens billed (the key never in either)."""
+        try:
+            return await self._generate(request)
+        except JudgeCallError as exc:
+            message = scrub(str(exc), self._secret)  # a judge or proxy may echo the key in its error body
+            if message == str(exc):
+                raise
+            clean = type(exc)(message, status=exc.status, transient=exc.transient, retry_after=exc.retry_after)
+            raise clean from None
+
+    async def _generate(self, request: JudgeRequest) -> JudgeReply:
         config = self._config(request.config, request.num_samples)
         client = await self._client_for_loop()
         try:
@@ -210,7 +222,7 @@ class GeminiJudge:
             name = type(exc).__name__
             transient = any(word in name for word in ("Connect", "Timeout", "Network", "Protocol", "Read"))
             raise JudgeCallError(f"judge call failed: {name}: {exc}", transient=transient) from None
-        texts = tuple(_candidate_text(c) for c in response.candidates or [])
+        texts = tuple(scrub(_candidate_text(c), self._secret) for c in response.candidates or [])
         meta = response.usage_metadata
         usage = Usage(
             input_tokens=(meta.prompt_token_count or 0) if meta else 0,

@@ -115,3 +115,26 @@ def test_workspace_is_left_with_report_and_junit(action: Action) -> None:
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
     out = Path(run.workspace) / ".evalbot-out"
     assert (out / "report.json").is_file() and (out / "junit.xml").is_file()
+
+
+def test_api_outage_with_a_depth_1_checkout_fails_closed(action: Action, baseline_text: str) -> None:
+    """The contents API keeps answering 503 and the checkout is depth 1 (it lacks base.sha, so git says the path
+    "does not exist in" it): the baseline is unreadable, not absent. Verdict error, exit 3, the cause in the
+    comment's headline, the job summary and an error annotation; never "no baseline" with exit 0."""
+    make_baseline(action, baseline_text)
+    ws = action.workspace
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q"], cwd=ws, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=ws, check=True)
+    subprocess.run([*git, "commit", "-qm", "merge commit (depth 1: no parents here)"], cwd=ws, check=True)
+    action.github.fail("GET", r"/contents/", 503, headers={"Retry-After": "1"}, times=100)
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 3, run.stdout + run.stderr
+    assert run.outputs["verdict"] == "error"
+    (comment,) = action.github.comments_on(7)
+    headline = comment.body.splitlines()[1]
+    assert headline.startswith("### ⛔ evalbot: could not measure, not passing: baseline unreadable"), headline
+    print(comment.body)
+    assert "is not in this checkout" in comment.body and "No baseline at" not in comment.body
+    assert "baseline unreadable" in run.summary and "is not in this checkout" in run.summary
+    assert any("baseline unreadable" in a and "HTTP 503" in a for a in run.annotations("error"))

@@ -1,0 +1,81 @@
+"""Judged verdicts a run could not obtain: how many, why, and whether the judge failed or was never configured.
+
+Pure: reads a Report. A judged verdict is one invocation's verdict on a judged criterion (a case-level result
+without per-invocation verdicts counts as one). It is *missing* when its status is ``not_evaluated``: the judge
+call failed (HTTP error, timeout, deadline, garbled or empty answer), the answer carried no usable or a
+conflicting verdict, or no judge was configured. The last kind (``no_judge``) is the expected state of a fork PR's
+first stage, which has no secrets, and is a warning; every other kind is a judge failure.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from evalbot.results import Report
+
+NO_JUDGE_MARK = "needs an LLM judge: "
+"""What ``criteria.judged.unavailable`` puts in the reason of a criterion that had no judge to call."""
+_REASON_CHARS = 300
+
+
+@dataclass(frozen=True)
+class JudgeGaps:
+    """Counts of judged verdicts: all of them, those the judge failed to give, those without a judge at all."""
+
+    total: int = 0
+    failed: int = 0
+    no_judge: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    """Why the ``failed`` ones failed, by reason text (most common first with ``most_common``)."""
+    no_judge_reason: str | None = None
+
+    def failure_message(self) -> str | None:
+        """The headline sentence for judge failures, or None when there were none."""
+        if not self.failed:
+            return None
+        top = self.reasons.most_common(2)
+        why = top[0][0] if top else "no reason given"
+        others = len(self.reasons) - 1
+        more = f" (and {others} other reason{'s' if others > 1 else ''}; see the job summary)" if others > 0 else ""
+        return (f"judge unavailable: {self.failed} of {self.total} judged verdict(s) not evaluated — "
+                f"{why}{more}")
+
+    def no_judge_message(self) -> str | None:
+        """The headline sentence for judged criteria that had no judge (missing credentials), or None."""
+        if not self.no_judge:
+            return None
+        why = self.no_judge_reason or "no judge is configured"
+        return (f"judged criteria not measured: {self.no_judge} of {self.total} judged verdict(s) not evaluated — "
+                f"{why}")
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
+
+
+def judge_gaps(report: Report) -> JudgeGaps:
+    """Count the run's judged verdicts and the missing ones, by cause."""
+    total = failed = no_judge = 0
+    reasons: Counter[str] = Counter()
+    no_judge_reason: str | None = None
+    for es in report.eval_sets:
+        judged = {c.name for c in es.criteria if c.judged and c.error is None}
+        for case in es.cases:
+            for name, metric in case.metrics.items():
+                if name not in judged or metric.status in ("error", "informational"):
+                    continue
+                verdicts = [(v.status, v.reason) for v in metric.per_invocation] or [(metric.status, metric.reason)]
+                for status, why in verdicts:
+                    total += 1
+                    if status != "not_evaluated":
+                        continue
+                    reason = why or metric.reason or "the judge gave no verdict"
+                    if NO_JUDGE_MARK in reason:
+                        no_judge += 1
+                        no_judge_reason = no_judge_reason or _clip(reason.split(NO_JUDGE_MARK, 1)[1])
+                    else:
+                        failed += 1
+                        reasons[_clip(reason)] += 1
+    return JudgeGaps(total=total, failed=failed, no_judge=no_judge, reasons=reasons, no_judge_reason=no_judge_reason)

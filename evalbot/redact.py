@@ -1,0 +1,66 @@
+"""Keep secrets and signed URLs out of everything evalbot writes (comment, summary, annotations, report, cache, logs).
+
+Pure text functions plus one process-wide set of secret values that the edges register (the Action's
+github-token and judge-api-key, the judge key from the environment). ``scrub`` replaces every registered value
+with ``***`` and drops the query string of every URL (a signed storage URL's signature lives there).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any, TextIO
+
+MASK = "***"
+MIN_SECRET_CHARS = 6
+"""Shorter values are not treated as secrets (masking "true" or "1" everywhere would garble the text)."""
+_URL_QUERY = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s?#\"'<>`]+)\?[^\s#\"'<>`)\]]*")
+_secrets: set[str] = set()
+_lock = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Treat ``value`` (and its surrounding-whitespace-stripped form) as a secret from now on."""
+    for candidate in {value or "", (value or "").strip()}:
+        if len(candidate) >= MIN_SECRET_CHARS:
+            with _lock:
+                _secrets.add(candidate)
+
+
+def forget_secrets() -> None:
+    """Drop every registered secret (tests)."""
+    with _lock:
+        _secrets.clear()
+
+
+def strip_url_queries(text: str) -> str:
+    """Every URL in ``text`` without its query string (``?…`` kept as a hint that one was there)."""
+    return _URL_QUERY.sub(r"\1?…", text)
+
+
+def scrub(text: str, extra: tuple[str, ...] = ()) -> str:
+    """``text`` with every registered secret (and the ``extra`` ones) masked and URL query strings dropped."""
+    with _lock:
+        secrets = sorted(_secrets | {s for s in extra if len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return strip_url_queries(text)
+
+
+class ScrubbingWriter:
+    """A text stream that scrubs everything written through it (``write`` calls are whole lines or JSON pieces, so
+    a secret is never split across two of them by evalbot's own writers)."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        self.inner.write(scrub(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -1,0 +1,88 @@
+"""Secrets and signed URLs never reach what evalbot writes."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evalbot import actions
+from evalbot.app import evaluate
+from evalbot.compare import compare
+from evalbot.criteria.base import BuildContext
+from evalbot.forge.base import ForgeError
+from evalbot.gate import GatePolicy
+from evalbot.judges.factory import build_stack
+from evalbot.judges.gemini import GeminiJudge
+from evalbot.judges.retry import RetryPolicy
+from evalbot.redact import forget_secrets, register_secret, scrub, strip_url_queries
+from evalbot.render import comment_marker, render_comment
+from evalbot.results import write_report_json
+from tests.fakes.fake_gemini import FakeError, FakeGemini, Recorded
+
+DATA = Path(__file__).parent / "e2e" / "data"
+KEY = "AIzaSy-not-a-real-key-0123456789"
+SIGNED = "https://pipelines.actions.githubusercontent.com/abc/artifact.zip?sig=SECRETSIG&se=2026-01-01"
+
+
+@pytest.fixture(autouse=True)
+def clean_registry() -> Iterator[None]:
+    forget_secrets()
+    yield
+    forget_secrets()
+
+
+def test_a_judge_echoing_the_key_leaks_it_nowhere(tmp_path: Path) -> None:
+    """A proxy echoes the key in its 401 error body and in an answer: the report, the comment and the judge cache
+    (which stores answers) never contain it, though the key was never registered globally (the backend masks its
+    own key at the source)."""
+    calls = iter(range(1000))
+
+    def echo(prompt: str, index: int, request: Recorded) -> str:
+        if next(calls) == 0:
+            raise FakeError(401, f"API key not valid: {request.api_key}")
+        return f'{{"reasoning": "key {request.api_key} seen", "is_the_agent_response_valid": "valid"}}'
+
+    cache = tmp_path / "cache"
+    with FakeGemini(responder=echo) as fake:
+        stack = build_stack(GeminiJudge(api_key=KEY, base_url=fake.url, timeout=5), cache_dir=cache,
+                            retry=RetryPolicy(attempts=1))
+        report = evaluate([str(DATA / "evals")], actuals=[str(DATA / "actuals" / "good.json")],
+                          ctx=BuildContext(judge=stack))
+        assert any(r.api_key == KEY for r in fake.requests)  # the key was really sent, and really echoed
+    if stack.cache is not None:
+        stack.cache.flush()
+    out = io.StringIO()
+    write_report_json(report, out)
+    comment = render_comment(compare(current=report, baseline=None, policy=GatePolicy()), marker=comment_marker())
+    cached = "".join(p.read_text() for p in cache.rglob("*.json"))
+    assert "API key not valid: ***" in out.getvalue() and "key *** seen" in cached
+    for text in (out.getvalue(), comment, cached):
+        assert KEY not in text
+
+
+def test_registered_secrets_are_masked_in_reports_summaries_and_annotations(tmp_path: Path) -> None:
+    """Any value registered at the edge (github-token, judge key) is masked by every writer."""
+    register_secret("ghs_0123456789abcdef")
+    report = evaluate([str(DATA / "evals")], actuals=[str(DATA / "actuals" / "good.json")])
+    report.notices.append("a proxy said: token ghs_0123456789abcdef rejected")
+    out = io.StringIO()
+    write_report_json(report, out)
+    assert "token *** rejected" in out.getvalue() and "ghs_0123456789abcdef" not in out.getvalue()
+    summary = tmp_path / "summary.md"
+    actions.append_summary(summary, "token ghs_0123456789abcdef")
+    assert summary.read_text() == "token ***"
+    assert json.loads(out.getvalue())["notices"][-1] == "a proxy said: token *** rejected"
+
+
+def test_urls_in_error_messages_lose_their_query_strings() -> None:
+    """A failing artifact download must not put a signed storage URL into an annotation."""
+    error = ForgeError("download artifact", f"404 Client Error: Not Found for url: {SIGNED}")
+    assert "SECRETSIG" not in str(error) and "artifact.zip?…" in str(error)
+    line = actions.annotation("error", str(error), title="evalbot")
+    assert "SECRETSIG" not in line and "se=2026" not in line
+    assert strip_url_queries("see http://h/x?a=1#frag, ok") == "see http://h/x?…#frag, ok"
+    assert scrub("no url here") == "no url here"
