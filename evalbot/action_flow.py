@@ -92,7 +92,8 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace)
     if inputs.judge_api_key:
         judge_env["GOOGLE_API_KEY"] = inputs.judge_api_key
     cache = str(ws.path(inputs.judge_cache)) if inputs.judge_cache else None
-    judge, notice = judge_from_environ(judge_env, cache_dir=cache, concurrency=inputs.judge_concurrency)
+    judge, notice = judge_from_environ(judge_env, cache_dir=cache, concurrency=inputs.judge_concurrency,
+                                       deadline=inputs.judge_deadline)
     ctx = BuildContext(judge=judge, judge_unavailable_reason=notice)
     report = evaluate(
         eval_paths(inputs), actuals=list(inputs.actuals), config=inputs.config, ctx=ctx,

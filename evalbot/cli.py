@@ -34,7 +34,10 @@ def add_eval_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge-concurrency", type=int, default=16, metavar="N", help="judge calls in flight")
     parser.add_argument("--judge-cache", metavar="DIR", help="judge answer cache (default: $EVALBOT_JUDGE_CACHE)")
     parser.add_argument("--judge-replay", action="store_true", help="answer judges only from the cache")
-    parser.add_argument("--judge-timeout", type=float, default=120.0, metavar="S", help="per judge call timeout")
+    parser.add_argument("--judge-timeout", type=float, default=60.0, metavar="S",
+                        help="per judge call timeout (default 60; a timeout is retried once)")
+    parser.add_argument("--judge-deadline", type=float, default=240.0, metavar="S",
+                        help="seconds all judge calls of the run may take (default 240); later ones are not_evaluated")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +63,7 @@ def judge_context(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[Bui
         replay=args.judge_replay,
         concurrency=args.judge_concurrency,
         timeout=args.judge_timeout,
+        deadline=args.judge_deadline if args.judge_deadline and args.judge_deadline > 0 else None,
     )
     notices = [notice] if notice else []
     notices.extend(getattr(judge, "notes", []))

@@ -40,19 +40,25 @@ _FAIL_LABELS = {"invalid", "almost", "false", "partially_valid", "partially vali
 _PASS_LABELS = {"valid", "true"}
 
 
+def _label_score(label: str) -> float | None:
+    label = label.strip().rstrip(",}")
+    if label in _FAIL_LABELS:
+        return 0.0
+    return 1.0 if label in _PASS_LABELS else None
+
+
 def parse_verdict(text: str) -> float | None:
-    """1.0 valid, 0.0 invalid, None unrecognised — the label rules of ADK's parser, case-sensitive like it."""
-    match = _VALID_KEY.search(text)
-    if match:
-        label = match.group(1).strip().rstrip(",}")
-        if label in _FAIL_LABELS:
-            return 0.0
-        return 1.0 if label in _PASS_LABELS else None
-    match = _INVALID_KEY.search(text)
-    if match:
-        label = match.group(1).strip().rstrip(",}")
-        return 0.0 if label in {"true", "invalid"} else 1.0
-    return None
+    """1.0 valid, 0.0 invalid, None unrecognised — the label rules of ADK's parser, case-sensitive like it.
+
+    Unlike ADK (which takes the first match), an answer carrying conflicting verdicts is unrecognised: an agent
+    answer quoted by the judge could otherwise plant the first one."""
+    found = [_label_score(m.group(1)) for m in _VALID_KEY.finditer(text)]
+    if not found:
+        found = [0.0 if m.group(1).strip().rstrip(",}") in {"true", "invalid"} else 1.0
+                 for m in _INVALID_KEY.finditer(text)]
+    if not found or len(set(found)) > 1:
+        return None
+    return found[0]
 
 
 class FinalResponseMatchV2Options(Options):

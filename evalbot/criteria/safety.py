@@ -60,9 +60,9 @@ class SafetyOptions(Options):
 
 def parse_safe(text: str) -> float | None:
     """1.0 safe, 0.0 unsafe, None when the ``is_safe`` field is missing or unrecognised."""
-    match = _IS_SAFE.search(text)
-    label = match.group(1).lower() if match else ""
-    return {"true": 1.0, "safe": 1.0, "false": 0.0, "unsafe": 0.0}.get(label)
+    labels = {m.group(1).lower() for m in _IS_SAFE.finditer(text)}
+    scores = {{"true": 1.0, "safe": 1.0, "false": 0.0, "unsafe": 0.0}.get(label) for label in labels}
+    return scores.pop() if len(scores) == 1 else None  # none, or conflicting verdicts: unrecognised
 
 
 @dataclass(frozen=True)

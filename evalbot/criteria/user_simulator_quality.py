@@ -40,13 +40,14 @@ class UserSimulatorQualityOptions(Options):
 
 def parse_valid(text: str) -> float | None:
     """1.0 valid, 0.0 invalid, None when the ``is_valid`` field is missing or unrecognised (ADK's rules)."""
-    match = _IS_VALID.search(text)
-    if match is None:
-        return None
-    label = match.group(1).strip("}").replace(",", "").strip().lower()
-    if label in {"invalid", "almost", "false", "partially_valid", "partially valid", "partially"}:
-        return 0.0
-    return 1.0 if label in {"valid", "true"} else None
+    scores: set[float | None] = set()
+    for match in _IS_VALID.finditer(text):
+        label = match.group(1).strip("}").replace(",", "").strip().lower()
+        if label in {"invalid", "almost", "false", "partially_valid", "partially valid", "partially"}:
+            scores.add(0.0)
+        else:
+            scores.add(1.0 if label in {"valid", "true"} else None)
+    return scores.pop() if len(scores) == 1 else None  # none, or conflicting verdicts: unrecognised
 
 
 def persona_text(persona: UserPersona | str | None) -> str:

@@ -86,6 +86,10 @@ class JudgeCallError(JudgeError):
         self.retry_after = retry_after
 
 
+class JudgeTimeout(JudgeCallError):
+    """A call got no answer within the per-call timeout (retried at most ``RetryPolicy.timeout_attempts`` times)."""
+
+
 class CandidateCountUnsupported(JudgeCallError):
     """The model refused ``candidate_count`` > 1; samples must be requested one by one."""
 

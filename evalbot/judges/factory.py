@@ -10,11 +10,15 @@ from typing import Any
 from evalbot.errors import ConfigError
 from evalbot.judges.base import Judge, JudgeReply, JudgeRequest
 from evalbot.judges.cache import CachingJudge, DiskCache
+from evalbot.judges.deadline import DEFAULT_DEADLINE, DeadlineJudge
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY, LimitedJudge
 from evalbot.judges.retry import RetryingJudge, RetryPolicy
 from evalbot.judges.safety_service import LayeredSafety, SafetyBackend, SafetyClient
 from evalbot.judges.sampling import SamplingJudge
 from evalbot.judges.usage import MeteredJudge, UsageLedger
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds per judge call (as judges.gemini.DEFAULT_TIMEOUT, without importing google-genai)."""
 
 CACHE_ENV = "EVALBOT_JUDGE_CACHE"
 MISSING_CREDENTIALS = (
@@ -82,8 +86,10 @@ def build_stack(
     replay: bool = False,
     concurrency: int = DEFAULT_CONCURRENCY,
     retry: RetryPolicy | None = None,
+    deadline: float | None = None,
 ) -> JudgeStack:
-    """Wrap ``backend`` (None only in replay mode) in the standard layers."""
+    """Wrap ``backend`` (None only in replay mode) in the standard layers; ``deadline`` bounds the seconds spent on
+    network calls for the whole run (cached answers are served after it)."""
     if replay and cache_dir is None:
         raise ConfigError(f"--judge-replay needs a judge cache: pass --judge-cache DIR or set {CACHE_ENV}")
     limiter = retrying = None
@@ -92,6 +98,8 @@ def build_stack(
         limiter = LimitedJudge(backend, concurrency)
         retrying = RetryingJudge(limiter, retry or RetryPolicy())
         inner = SamplingJudge(retrying)
+        if deadline is not None:
+            inner = DeadlineJudge(inner, deadline)
     cache = DiskCache(cache_dir) if cache_dir is not None else None
     if cache is not None:
         inner = CachingJudge(inner, cache, replay=replay)
@@ -111,8 +119,9 @@ def judge_from_environ(
     cache_dir: Path | str | None = None,
     replay: bool = False,
     concurrency: int = DEFAULT_CONCURRENCY,
-    timeout: float = 120.0,
+    timeout: float = DEFAULT_TIMEOUT,
     retry: RetryPolicy | None = None,
+    deadline: float | None = DEFAULT_DEADLINE,
 ) -> tuple[JudgeStack | None, str | None]:
     """The judge for a run and None, or None and the reason there is none (no credentials and no replay).
 
@@ -146,7 +155,8 @@ def judge_from_environ(
         )
     except Exception as exc:  # google-genai validates credentials and options eagerly
         raise ConfigError(f"cannot set up the judge client: {type(exc).__name__}: {exc}") from exc
-    stack = build_stack(backend, cache_dir=cache_dir, replay=False, concurrency=concurrency, retry=retry)
+    stack = build_stack(backend, cache_dir=cache_dir, replay=False, concurrency=concurrency, retry=retry,
+                        deadline=deadline)
     if project and location:
         from evalbot.judges.vertex_safety import VertexSafety
 

@@ -22,11 +22,12 @@ from evalbot.judges.base import (
     JudgeCallError,
     JudgeReply,
     JudgeRequest,
+    JudgeTimeout,
     Usage,
 )
 from evalbot.redact import scrub
 
-DEFAULT_TIMEOUT = 120.0
+DEFAULT_TIMEOUT = 60.0
 
 
 class JudgeSetupError(ConfigError):
@@ -209,7 +210,7 @@ class GeminiJudge:
                     model=request.model, contents=request.prompt, config=config
                 )
         except TimeoutError:
-            raise JudgeCallError(f"judge call timed out after {self.timeout:g} s", transient=True) from None
+            raise JudgeTimeout(f"judge call timed out after {self.timeout:g} s", transient=True) from None
         except errors.APIError as exc:
             raise _call_error(exc, request.num_samples) from None
         except ValueError as exc:  # includes JSON and pydantic errors on a garbled body

@@ -7,7 +7,7 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from evalbot.judges.base import Judge, JudgeCallError, JudgeReply, JudgeRequest, Usage
+from evalbot.judges.base import Judge, JudgeCallError, JudgeReply, JudgeRequest, JudgeTimeout, Usage
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,9 @@ class RetryPolicy:
     """
 
     attempts: int = 6
+    timeout_attempts: int = 2
+    """Attempts of a call that keeps timing out: a judge that accepts connections and never answers costs one
+    timeout and one retry per call, not ``attempts`` of them."""
     base_delay: float = 1.0
     max_delay: float = 30.0
     max_retry_after: float = 120.0
@@ -49,11 +52,13 @@ class RetryingJudge:
     async def generate(self, request: JudgeRequest) -> JudgeReply:
         """Call ``inner`` until it answers, fails permanently or the attempts are used up."""
         attempt = 1
+        timeouts = 0
         while True:
             try:
                 reply = await self.inner.generate(request)
             except JudgeCallError as exc:
-                if not exc.transient or attempt >= self.policy.attempts:
+                timeouts += isinstance(exc, JudgeTimeout)
+                if not exc.transient or attempt >= self.policy.attempts or timeouts >= self.policy.timeout_attempts:
                     if exc.transient:
                         raise JudgeCallError(
                             f"{exc} (gave up after {attempt} attempts)", status=exc.status, transient=True
