@@ -8,12 +8,18 @@ only tokens longer than 3 characters); other words are kept whole and unstemmed.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import sys
+import threading
+import types
 import unicodedata
 from collections import _count_elements  # type: ignore[attr-defined]  # Counter.update's counting loop, without a Counter
 from dataclasses import dataclass
 from itertools import repeat
+from typing import Any
 
-from rouge_score import scoring, tokenizers
+from rouge_score import tokenize as rouge_tokenize
 
 from evalbot.criteria.base import (
     BuildContext,
@@ -36,7 +42,47 @@ def _in(code: int, ranges: tuple[tuple[int, int], ...]) -> bool:
     return any(lo <= code <= hi for lo, hi in ranges)
 
 
-_ASCII_TOKENIZER = tokenizers.DefaultTokenizer(use_stemmer=True)
+_PORTER: Any = None
+_PORTER_LOCK = threading.Lock()
+
+
+def _load_porter() -> Any:
+    """NLTK's Porter stemmer (the one rouge-score uses), loaded without running ``nltk/__init__``.
+
+    ``import nltk`` imports most of NLTK (about 0.5-0.9 s, the largest part of a run's start) while the stemmer
+    needs only ``nltk.stem.api`` and ``nltk.stem.porter``. The two parent packages are stood in by empty package
+    modules for the duration of that import and removed again, so a later ``import nltk`` elsewhere runs NLTK's own
+    ``__init__`` as usual (and finds these two submodules already loaded).
+    """
+    if "nltk.stem.porter" in sys.modules:
+        return sys.modules["nltk.stem.porter"].PorterStemmer()
+    spec = importlib.util.find_spec("nltk")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("nltk is not installed (rouge-score needs it)")
+    root = list(spec.submodule_search_locations)
+    stand_ins = {"nltk": root, "nltk.stem": [f"{path}/stem" for path in root]}
+    added = []
+    try:
+        for name, path in stand_ins.items():
+            if name not in sys.modules:
+                package = types.ModuleType(name)
+                package.__path__ = path
+                sys.modules[name] = package
+                added.append(name)
+        porter = importlib.import_module("nltk.stem.porter")
+    finally:
+        for name in added:
+            del sys.modules[name]
+    return porter.PorterStemmer()
+
+
+def _stemmer() -> Any:
+    global _PORTER
+    if _PORTER is None:
+        with _PORTER_LOCK:
+            if _PORTER is None:
+                _PORTER = _load_porter()
+    return _PORTER
 
 
 class _StemMap(dict[str, str]):
@@ -48,7 +94,7 @@ class _StemMap(dict[str, str]):
     def __missing__(self, word: str) -> str:
         if len(self) >= 200_000:  # bound the memory of very large runs (numbers, ids)
             self.clear()
-        (token,) = _ASCII_TOKENIZER.tokenize(word)
+        (token,) = rouge_tokenize.tokenize(word, _stemmer())
         self[word] = str(token)
         return self[word]
 
@@ -86,8 +132,8 @@ def _spaced(text: str) -> str:
     return text.translate(_CHARS)
 
 
-class UnicodeTokenizer(tokenizers.Tokenizer):  # type: ignore[misc]
-    """rouge-score tokenizer with ADK's Unicode rules (see the module docstring)."""
+class UnicodeTokenizer:
+    """rouge-score tokenizer with ADK's Unicode rules (see the module docstring); ``RougeScorer`` accepts it."""
 
     def tokenize(self, text: str) -> list[str]:
         """Split ``text`` into ROUGE tokens."""
@@ -116,7 +162,8 @@ def rouge1_f(candidate: str, reference: str) -> float:
     overlap = sum(map(min, ref.values(), map(cand.get, ref, repeat(0))))
     precision = overlap / max(len(cand_tokens), 1)
     recall = overlap / max(len(ref_tokens), 1)
-    return float(scoring.fmeasure(precision, recall))
+    # rouge-score's fmeasure, without importing rouge_score.scoring (numpy, for its bootstrap aggregation)
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 
 
 class ResponseMatchOptions(Options):

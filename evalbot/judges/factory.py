@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,43 @@ MISSING_CREDENTIALS = (
     "with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION (Vertex AI); judged criteria are not evaluated"
 )
 """The one message shown (once per judged criterion) when no judge can be built."""
+
+
+class DeferredBackend:
+    """A backend built on the first request that really reaches it: a replayed or fully cached run never imports
+    google-genai (about 0.7 s of a run's start) nor builds its client.
+
+    ``build`` runs once, in a worker thread (the import holds the GIL but not the event loop's other cache hits);
+    concurrent first requests wait for the same backend. A failure to build is a configuration error of the run.
+    """
+
+    def __init__(self, build: Callable[[], Judge]) -> None:
+        self._build = build
+        self._backend: Judge | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def built(self) -> bool:
+        """Whether the backend exists (some request reached it)."""
+        return self._backend is not None
+
+    def _get(self) -> Judge:
+        with self._lock:
+            if self._backend is None:
+                try:
+                    self._backend = self._build()
+                except ConfigError:
+                    raise
+                except Exception as exc:  # google-genai validates options eagerly; an import can fail too
+                    raise ConfigError(f"cannot set up the judge client: {type(exc).__name__}: {exc}") from exc
+            return self._backend
+
+    async def generate(self, request: JudgeRequest) -> JudgeReply:
+        """Build the backend if needed, then answer through it."""
+        backend = self._backend
+        if backend is None:
+            backend = await asyncio.to_thread(self._get)
+        return await backend.generate(request)
 
 
 @dataclass
@@ -144,17 +183,26 @@ def judge_from_environ(
         return None, MISSING_CREDENTIALS
     if not vertex and not api_key:
         return None, MISSING_CREDENTIALS
-    from evalbot.judges.gemini import GeminiJudge  # imported lazily: google-genai is slow to import
-
     if vertex and project:
         api_key = None  # Vertex AI: a project (with application default credentials) and an API key exclude each other
     base_url = env.get("GOOGLE_VERTEX_BASE_URL" if vertex else "GOOGLE_GEMINI_BASE_URL") or None
-    try:
-        backend = GeminiJudge(
+
+    def gemini() -> Judge:
+        from evalbot.judges.gemini import GeminiJudge  # imported lazily: google-genai is slow to import
+
+        return GeminiJudge(
             api_key=api_key, vertexai=vertex, project=project, location=location, base_url=base_url, timeout=timeout
         )
-    except Exception as exc:  # google-genai validates credentials and options eagerly
-        raise ConfigError(f"cannot set up the judge client: {type(exc).__name__}: {exc}") from exc
+
+    backend: Judge
+    if vertex:
+        # Vertex AI looks up application default credentials: a failure must stop the run at once.
+        try:
+            backend = gemini()
+        except Exception as exc:  # google-genai validates credentials and options eagerly
+            raise ConfigError(f"cannot set up the judge client: {type(exc).__name__}: {exc}") from exc
+    else:
+        backend = DeferredBackend(gemini)
     stack = build_stack(backend, cache_dir=cache_dir, replay=False, concurrency=concurrency, retry=retry,
                         deadline=deadline)
     if project and location:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -115,3 +119,23 @@ def test_rouge1_f_equals_rouge_scores_own_scorer(cand: list[str], ref: list[str]
     candidate, reference = " ".join(cand) + noise, " ".join(ref)
     expected = rouge_scorer.RougeScorer(["rouge1"], tokenizer=UnicodeTokenizer()).score(reference, candidate)
     assert rouge1_f(candidate, reference) == expected["rouge1"].fmeasure
+
+
+def test_rouge_loads_neither_numpy_nor_all_of_nltk() -> None:
+    """ROUGE needs NLTK's Porter stemmer only: scoring imports neither numpy (left out of the image) nor NLTK's
+    package __init__ (half a second of start-up), and a later full `import nltk` still works."""
+    script = (
+        "import json, sys\n"
+        "from evalbot.criteria.response_match import rouge1_f\n"
+        "score = rouge1_f('the cats were running home', 'a cat runs home')\n"
+        "state = ['numpy' in sys.modules, 'nltk.corpus' in sys.modules, 'nltk' in sys.modules]\n"
+        "import nltk\n"
+        "from nltk.stem.porter import PorterStemmer\n"
+        "print(json.dumps([score, *state, PorterStemmer().stem('running'), hasattr(nltk, 'corpus')]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    score, numpy, corpus, nltk_root, stem, full = json.loads(done.stdout)
+    expected = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True).score("a cat runs home", "the cats were running home")
+    assert score == pytest.approx(expected["rouge1"].fmeasure, abs=1e-12)
+    assert (numpy, corpus, nltk_root) == (False, False, False)
+    assert stem == "run" and full

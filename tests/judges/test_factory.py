@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from evalbot.errors import ConfigError
 from evalbot.judges.base import JudgeRequest, ReplayMiss
-from evalbot.judges.factory import MISSING_CREDENTIALS, judge_from_environ
+from evalbot.judges.factory import MISSING_CREDENTIALS, DeferredBackend, judge_from_environ
 from evalbot.judges.retry import RetryPolicy
 from tests.fakes.fake_gemini import FakeGemini
 
@@ -74,3 +77,38 @@ def test_replay_with_a_project_replays_vertex_safety_verdicts(tmp_path: Path) ->
         asyncio.run(judge.vertex_safety.judge("a response"))
     plain, _ = judge_from_environ({}, replay=True, cache_dir=tmp_path)
     assert plain is not None and plain.vertex_safety is None
+
+
+def test_cached_answers_never_load_google_genai(fake: FakeGemini, tmp_path: Path) -> None:
+    """With an API key, a run answered from the cache builds no client and never imports google-genai; the first
+    miss builds it (the backend is deferred to the first request that reaches it)."""
+    env = {"GOOGLE_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": fake.url, "EVALBOT_JUDGE_CACHE": str(tmp_path)}
+    seeded, _ = judge_from_environ(env, retry=FAST)
+    assert seeded is not None
+    asyncio.run(seeded.generate(JudgeRequest("gemini-2.5-flash", "p", num_samples=2)))
+    assert seeded.backend.built and len(fake.requests) == 1
+    script = (
+        "import asyncio, json, sys\n"
+        "from evalbot.judges.base import JudgeRequest\n"
+        "from evalbot.judges.factory import judge_from_environ\n"
+        "judge, _ = judge_from_environ(json.loads(sys.argv[1]))\n"
+        "hit = asyncio.run(judge.generate(JudgeRequest('gemini-2.5-flash', 'p', num_samples=2)))\n"
+        "before = 'google.genai' in sys.modules\n"
+        "miss = asyncio.run(judge.generate(JudgeRequest('gemini-2.5-flash', 'other', num_samples=2)))\n"
+        "print(json.dumps([hit.from_cache, before, judge.backend.built, miss.from_cache,"
+        " 'google.genai' in sys.modules]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(env)], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == [True, False, True, False, True]
+    assert len(fake.requests) == 2  # only the miss went to the service
+
+
+def test_a_backend_that_cannot_be_built_is_a_config_error(tmp_path: Path) -> None:
+    """A deferred backend failing to build raises ConfigError on the request that needed it (exit code 2)."""
+    def broken() -> DeferredBackend:
+        raise ValueError("bad option")
+
+    backend = DeferredBackend(broken)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="cannot set up the judge client: ValueError: bad option"):
+        asyncio.run(backend.generate(JudgeRequest("gemini-2.5-flash", "p")))
+    assert not backend.built
