@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import TextIO, cast
 
 from evalbot import actions
+from evalbot.action_files import hand_over
 from evalbot.action_publish import Outcome
 from evalbot.action_settings import ActionInputs, GitHubContext, Mode, choose_mode, context_from_env, inputs_from_env
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_UNAVAILABLE, EvalbotError, InputError
@@ -64,8 +65,10 @@ def run(
     print(f"evalbot: mode {mode}, repository {ctx.repository or '?'}", file=stream, flush=True)
     if ctx.workspace.is_dir():
         os.chdir(ctx.workspace)  # as the runner does: input paths are relative to the workspace
+    used: Forge | None = forge
     try:
-        outcome = run_mode(env, inputs, ctx, mode, forge or make_forge(inputs, ctx), stream)
+        used = used or make_forge(inputs, ctx)
+        outcome = run_mode(env, inputs, ctx, mode, used, stream)
     except ForgeUnavailable as exc:
         print(actions.annotation("error", f"GitHub unavailable: {exc}", title="evalbot"), file=stream)
         outcome = Outcome(verdict="error", exit_code=EXIT_UNAVAILABLE)
@@ -77,6 +80,12 @@ def run(
         message = f"internal error: {type(exc).__name__}: {exc}"
         print(actions.annotation("error", message, title="evalbot bug"), file=stream)
         outcome = Outcome(verdict="error", exit_code=EXIT_INTERNAL)
+    finally:
+        written = [inputs.report_path, inputs.junit_path, inputs.baseline_path, inputs.judge_cache]
+        hand_over(ctx.workspace, written)  # on every path out: the runner's user must be able to delete them
+        requests: int | None = getattr(used, "api_requests", None)
+        if requests is not None:  # shown in the job log with step debug logging on (ACTIONS_STEP_DEBUG)
+            print(actions.command("debug", f"evalbot: {requests} GitHub API requests"), file=stream)
     if ctx.output_path:
         actions.write_outputs(ctx.output_path, outcome.outputs())
     if started is not None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
-from typing import Literal, TypeVar
+from typing import Any, Literal, Self, TypeVar
 from urllib.parse import quote
 
 import requests
@@ -40,6 +41,8 @@ logging.getLogger("github").setLevel(logging.WARNING)
 
 ACTIONS_BOT = "github-actions[bot]"
 """Author of comments made with the workflow's GITHUB_TOKEN (which may not call GET /user)."""
+INSTALLATION_TOKEN_PREFIX = "ghs_"
+"""GitHub's prefix of installation access tokens, such as a workflow's GITHUB_TOKEN: GET /user answers them 403."""
 RAW = "application/vnd.github.raw+json"
 """Media type that makes the contents API return a file's bytes; needed for files over 1 MB."""
 MAX_PR_SCAN = 300
@@ -89,6 +92,48 @@ def _translate(operation: str, exc: Exception) -> ForgeError:
     return ForgeUnavailable(operation, scrub(f"{type(exc).__name__}: {exc}"))
 
 
+class RequestCounter:
+    """HTTP requests sent to the API: one per PyGithub request (counted when the token is added to its headers)
+    plus one per retry urllib3 makes of it."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self._lock = threading.Lock()
+
+    def add(self) -> None:
+        with self._lock:
+            self.requests += 1
+
+
+class _CountingToken(Auth.Token):
+    """The token, counting each request it authenticates."""
+
+    def __init__(self, token: str, counter: RequestCounter) -> None:
+        super().__init__(token)
+        self.counter = counter
+
+    def authentication(self, headers: dict[str, Any]) -> None:
+        self.counter.add()
+        super().authentication(headers)
+
+
+class _CountingRetry(GithubRetry):
+    """PyGithub's retry policy, counting each retry it grants (each is one more request)."""
+
+    def __init__(self, *, counter: RequestCounter | None = None, **kwargs: Any) -> None:
+        self.counter = counter if counter is not None else RequestCounter()
+        super().__init__(**kwargs)
+
+    def new(self, **kw: Any) -> Self:
+        kw["counter"] = self.counter
+        return super().new(**kw)
+
+    def increment(self, *args: Any, **kwargs: Any) -> Retry:  # type: ignore[override]  # as GithubRetry does
+        retry = super().increment(*args, **kwargs)
+        self.counter.add()
+        return retry
+
+
 class PyGithubForge:
     """Talks to github.com or a GitHub Enterprise ``api_url`` for one repository ("owner/name")."""
 
@@ -109,9 +154,12 @@ class PyGithubForge:
         self._timeout_s = timeout_s
         self._sleep = sleep
         self._bot_login = bot_login
+        self._installation_token = token.startswith(INSTALLATION_TOKEN_PREFIX)
+        self.counter = RequestCounter()
         # POST is left out on purpose: a lost POST response would duplicate the comment, so
         # upsert_comment retries it itself after re-listing. PATCH/PUT/DELETE are safe to repeat.
-        urllib3_retry = GithubRetry(
+        urllib3_retry = _CountingRetry(
+            counter=self.counter,
             total=retry.attempts,
             backoff_factor=retry.backoff_s,
             secondary_rate_wait=retry.secondary_rate_wait_s,
@@ -119,7 +167,7 @@ class PyGithubForge:
             allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"GET", "PATCH"},
         )
         self._gh = Github(
-            auth=Auth.Token(token),
+            auth=_CountingToken(token, self.counter),
             base_url=api_url.rstrip("/"),
             per_page=per_page,
             timeout=int(timeout_s),
@@ -141,8 +189,16 @@ class PyGithubForge:
         except (GithubException, requests.RequestException) as exc:
             raise _translate(operation, exc) from exc
 
+    @property
+    def api_requests(self) -> int:
+        """HTTP requests sent to the API so far, retries included (not the artifact storage download)."""
+        return self.counter.requests
+
     def bot_login(self) -> str:
-        """Login whose comments we own: GET /user, else the Actions bot (GITHUB_TOKEN may not ask)."""
+        """Login whose comments we own. An installation token (GITHUB_TOKEN, a GitHub App's) comments as the
+        Actions bot and may not call GET /user, so it is not asked; other tokens (a PAT) ask GET /user once."""
+        if self._bot_login is None and self._installation_token:
+            self._bot_login = ACTIONS_BOT
         if self._bot_login is None:
             try:
                 self._bot_login = self._gh.get_user().login
@@ -178,10 +234,12 @@ class PyGithubForge:
 
     def _marked(self, number: int, marker: str) -> list[IssueComment]:
         """Comments on ``number`` carrying ``marker`` and written by us, oldest first, all pages."""
-        me = self.bot_login()
         comments = self._call(f"list comments on #{number}", lambda: list(self._issue(number).get_comments()))
-        mine = [c for c in comments if marker in (c.body or "") and c.user is not None and c.user.login == me]
-        return sorted(mine, key=lambda c: c.id)
+        carrying = [c for c in comments if marker in (c.body or "") and c.user is not None]
+        if not carrying:  # nothing to attribute: who we are does not matter yet
+            return []
+        me = self.bot_login()
+        return sorted((c for c in carrying if c.user.login == me), key=lambda c: c.id)
 
     def _issue(self, number: int) -> Issue:
         """The PR as an issue (PR comments live there), without fetching it."""
@@ -224,7 +282,10 @@ class PyGithubForge:
         operation = f"comment on #{number}"
         for attempt in range(self._policy.attempts + 1):
             try:
-                return self._issue(number).create_comment(body)
+                created = self._issue(number).create_comment(body)
+                if self._bot_login is None and created.user is not None:
+                    self._bot_login = created.user.login  # the author GitHub gave our comment: no GET /user
+                return created
             except (GithubException, requests.RequestException) as exc:
                 error = _translate(operation, exc)
                 if not isinstance(error, ForgeUnavailable) or attempt == self._policy.attempts:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests.e2e.conftest import BASE_SHA, Action, pull_request_event
 from tests.fakes.fake_github import READ_ONLY_TOKEN, FakeGitHub
@@ -138,3 +141,48 @@ def test_api_outage_with_a_depth_1_checkout_fails_closed(action: Action, baselin
     assert "is not in this checkout" in comment.body and "No baseline at" not in comment.body
     assert "baseline unreadable" in run.summary and "is not in this checkout" in run.summary
     assert any("baseline unreadable" in a and "HTTP 503" in a for a in run.annotations("error"))
+
+
+def requests_logged(run_stdout: str) -> int:
+    """The request count the run printed as a ::debug:: line."""
+    (line,) = [x for x in run_stdout.splitlines() if x.startswith("::debug::evalbot: ") and "GitHub API" in x]
+    return int(line.split()[1])
+
+
+def test_api_requests_are_counted_and_minimal(action: Action, baseline_text: str) -> None:
+    """A PR run reads the baseline at base.sha, lists the comments and creates one (then lists again: another run
+    may have raced it), or edits it on a re-run; never GET /user. The count is logged at debug level and matches
+    what GitHub (the fake) received."""
+    make_baseline(action, baseline_text)
+    first = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
+    assert first.code == 0, first.stdout + first.stderr
+    assert requests_logged(first.stdout) == len(action.github.exchanges) == 4
+    second = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert second.code == 1
+    assert requests_logged(second.stdout) == len(action.github.exchanges) - 4 == 3
+    ops = [e.operation for e in action.github.exchanges]
+    first_ops = ["repos/get-content", "issues/list-comments", "issues/create-comment", "issues/list-comments"]
+    assert ops == [*first_ops, "repos/get-content", "issues/list-comments", "issues/update-comment"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the container runs as root; handing files over needs root")
+def test_files_written_into_the_workspace_belong_to_its_owner(action: Action, baseline_text: str) -> None:
+    """As in the container (root) with a workspace owned by the runner's user (uid 1001): every file and directory
+    evalbot created there is owned by 1001 -- after a blocking run and after an invalid-input run alike."""
+    make_baseline(action, baseline_text)
+    ws = action.workspace
+    for path in [ws, *ws.rglob("*")]:
+        os.lchown(path, 1001, 1001)
+    before = set(ws.rglob("*"))
+    bad = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json",
+                                                                   "judge-cache": "cache/judge"})
+    assert bad.code == 1
+    invalid = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/missing.json",
+                                                                       "report-path": "out2/deep/report.json"})
+    assert invalid.code == 2, invalid.stdout
+    made = set(ws.rglob("*")) - before
+    assert {p.relative_to(ws).as_posix() for p in made} >= {
+        ".evalbot-out", ".evalbot-out/report.json", ".evalbot-out/junit.xml", "cache", "cache/judge",
+        "out2", "out2/deep", "out2/deep/report.json"}
+    assert {(p.relative_to(ws).as_posix(), p.lstat().st_uid, p.lstat().st_gid) for p in made} == {
+        (p.relative_to(ws).as_posix(), 1001, 1001) for p in made}

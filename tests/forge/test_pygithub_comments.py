@@ -202,3 +202,35 @@ def test_marker_must_be_an_html_comment(make_forge: Make) -> None:
     """A visible marker would show up in the PR, so it is rejected."""
     with pytest.raises(ValueError, match="HTML comment"):
         make_forge().upsert_comment(number=7, marker="evalbot", body="x")
+
+
+def test_installation_token_never_calls_get_user(fake: FakeGitHub, make_forge: Make) -> None:
+    """GITHUB_TOKEN (ghs_) comments as github-actions[bot]: our marked comment is found without GET /user (which
+    GitHub answers 403 for such tokens), and a forged copy by a human is not ours."""
+    forged = fake.add_comment(7, f"{MARK}\nforged", login="mallory")
+    ours = fake.add_comment(7, f"{MARK}\nold", login=BOT)
+    forge = make_forge()
+    result = forge.upsert_comment(number=7, marker=MARK, body="new")
+    assert result.id == ours and result.action == "edited" and result.removed_duplicates == 0
+    assert fake.comments[forged].body == f"{MARK}\nforged"
+    assert fake.calls("users/get-authenticated") == 0
+    assert forge.api_requests == len(fake.exchanges) == 2  # list comments, edit
+
+
+def test_personal_token_asks_get_user_only_when_a_marked_comment_exists(fake: FakeGitHub, make_forge: Make) -> None:
+    """A PAT's first comment needs no identity (GitHub names its author in the answer); later runs ask once."""
+    fake.tokens["ghp_personal"] = Token("octo-maintainer", is_app=False)
+    first = make_forge(token="ghp_personal").upsert_comment(number=7, marker=MARK, body="one")
+    assert first.action == "created" and fake.calls("users/get-authenticated") == 0
+    second = make_forge(token="ghp_personal").upsert_comment(number=7, marker=MARK, body="two")
+    assert second.id == first.id and second.action == "edited"
+    assert fake.calls("users/get-authenticated") == 1
+
+
+def test_request_count_includes_retries(fake: FakeGitHub, make_forge: Make) -> None:
+    """Every HTTP request is counted, including the ones urllib3 retries after a 5xx."""
+    fake.fail("GET", r"/issues/7/comments$", 502, times=2)
+    forge = make_forge()
+    forge.upsert_comment(number=7, marker=MARK, body="x")
+    assert fake.calls("issues/list-comments") == 4  # 1 + 2 retries, and the re-list after creating
+    assert forge.api_requests == len(fake.exchanges) == 5
