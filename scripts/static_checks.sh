@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Static checks of the Action packaging, offline: action.yml against the vendored SchemaStore schema,
 # workflows (the repository's and those embedded in README.md) with check-jsonschema, actionlint and
-# zizmor, and the Dockerfile with hadolint. Tools come from the `dev` extra (PyPI wheels).
+# zizmor (the release workflow included), the Dockerfile with hadolint, and the shell scripts (the image smoke test,
+# this one, .ci/run) with shellcheck. Tools come from the `dev` extra (PyPI wheels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,4 +52,10 @@ fi
 
 echo "-- hadolint"
 hadolint Dockerfile
+# The release workflow pins action.yml to the pushed image's digest; main must keep building from source.
+grep -Eq '^  image: Dockerfile$' action.yml || { echo "action.yml on main must keep runs.image: Dockerfile" >&2; exit 1; }
+test -f .github/workflows/release.yml || { echo "the release workflow is missing" >&2; exit 1; }
+
+echo "-- shellcheck"
+shellcheck scripts/*.sh .ci/run
 echo "static checks passed"

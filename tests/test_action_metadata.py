@@ -78,8 +78,26 @@ def test_dockerfile_follows_the_runner_rules() -> None:
     assert "USER" not in keywords and "WORKDIR" not in keywords
     entry = json.loads(next(line for line in lines if line.upper().startswith("ENTRYPOINT")).split(None, 1)[1])
     assert entry == ["python", "/app/entrypoint.py"]
-    base = next(line for line in lines if line.upper().startswith("FROM")).split()[1]
+    base = next(line for line in lines if line.startswith("ARG PYTHON_IMAGE=")).split("=", 1)[1]
     assert re.fullmatch(r"python:\d+\.\d+\.\d+-slim-\w+@sha256:[0-9a-f]{64}", base), base
+    assert [line.split()[1] for line in lines if line.upper().startswith("FROM")] == ["${PYTHON_IMAGE}"] * 2
+
+
+def test_final_stage_holds_only_the_runtime() -> None:
+    """Wheels are built in the builder stage with hash-pinned build requirements; the final stage copies the
+    installed tree and the source, runs no pip and installs no system packages (no compiler, no git)."""
+    lines = dockerfile()
+    stages = [i for i, line in enumerate(lines) if line.upper().startswith("FROM")]
+    builder, final = lines[stages[0] : stages[1]], lines[stages[1] :]
+    assert lines[stages[0]].endswith(" AS builder")
+    build = " ".join(builder)
+    assert "--require-hashes --only-binary=:all: -r /build/requirements-build.lock" in build
+    assert "--require-hashes --no-deps --no-build-isolation -r /build/requirements.lock" in build
+    assert not any(word in " ".join(final) for word in ("pip ", "apt-get", "git", "gcc"))
+    assert any(line.startswith("COPY --from=builder ") for line in final)
+    build_lock = (ROOT / "requirements-build.lock").read_text(encoding="utf-8")
+    pins = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", build_lock, re.M)
+    assert pins and build_lock.count("--hash=sha256:") >= len(pins)
 
 
 def test_dependencies_are_installed_before_the_source_is_copied() -> None:
@@ -106,4 +124,6 @@ def test_lock_pins_every_runtime_dependency_with_hashes() -> None:
 def test_dockerignore_keeps_the_build_context_small() -> None:
     """Only the lock, the package and the entrypoint are sent to the docker build."""
     lines = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()]
-    assert "*" in lines and {"!requirements.lock", "!entrypoint.py", "!evalbot/"} <= set(lines)
+    assert "*" in lines and {"!requirements.lock", "!requirements-build.lock", "!entrypoint.py", "!evalbot/"} <= set(
+        lines
+    )
