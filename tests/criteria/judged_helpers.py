@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -55,6 +56,14 @@ def run(criterion: Criterion, case: CaseInput) -> MetricResult:
         return await result
 
     return asyncio.run(wait())
+
+
+_FENCE = re.compile(r"^<<<DATA-[0-9a-f]{16}\n|\nDATA-[0-9a-f]{16}>>>$", re.MULTILINE)
+
+
+def unfence(prompt: str) -> str:
+    """A judge prompt without the data fences around the untrusted texts (see judges.templates.render)."""
+    return _FENCE.sub("", prompt)
 
 
 def text(role: str, value: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evalbot.criteria import hallucinations as hal
 from evalbot.formats.adk import Invocation
-from tests.criteria.judged_helpers import build, case_input, inv, judged, run, text
+from tests.criteria.judged_helpers import build, case_input, inv, judged, run, text, unfence
 from tests.fakes.fake_gemini import FakeError, Recorded
 
 NAME = "hallucinations_v1"
@@ -13,7 +13,7 @@ CASE = {"eval_id": "c", "conversation": [inv("t", "q", "r")]}
 
 def _judge(prompt: str, index: int, rec: Recorded) -> str:
     if "Text to split" in prompt:
-        body = prompt.split("<<<", 1)[1].split(">>>", 1)[0].strip()
+        body = unfence(prompt.split("Text to split:", 1)[1]).strip()
         return "\n".join(f"<sentence>{s.strip()}.</sentence>" for s in body.split(".") if s.strip())
     sentences = prompt.rsplit("Sentences to check:", 1)[1]
     blocks = []

@@ -8,7 +8,7 @@ from evalbot.criteria import BrokenCriterion, build_criteria
 from evalbot.criteria import pointwise_template as pw
 from evalbot.criteria.base import BuildContext
 from evalbot.formats.config import parse_config
-from tests.criteria.judged_helpers import case_input, inv, judged, run
+from tests.criteria.judged_helpers import case_input, inv, judged, run, unfence
 
 TEMPLATE = {
     "criteria": {"Follows trajectory": "The response matches the tools that were called."},
@@ -35,7 +35,7 @@ def test_declared_under_any_name_and_scored() -> None:
     prompt = fake.requests[0].prompt
     assert '"tool_name": "get_weather"' in prompt and "Weather in Paris?" in prompt
     assert prompt.index("0: Does not follow") < prompt.index("1: Follows")
-    assert prompt.rstrip().endswith("Sunny.")
+    assert unfence(prompt).rstrip().endswith("Sunny.")
     assert result.score == 1.0 and result.status == "passed"
     assert (result.per_invocation[0].details or {})["rationale"] == "calls match"
 

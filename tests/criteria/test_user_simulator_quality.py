@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalbot.criteria import user_simulator_quality as usq
-from tests.criteria.judged_helpers import build, case_input, inv, judged, run
+from tests.criteria.judged_helpers import build, case_input, inv, judged, run, unfence
 from tests.fakes.fake_gemini import FakeError, Recorded
 
 NAME = "per_turn_user_simulator_quality_v1"
@@ -13,7 +13,7 @@ ACTUAL = [inv("u0", "Book a flight.", "From where?"), inv("u1", "From SFO to LAX
 
 
 def _message(prompt: str) -> str:
-    return prompt.rsplit("(to check) ===", 1)[1].strip()
+    return unfence(prompt.rsplit("(to check) ===", 1)[1]).strip()
 
 
 def test_parse_valid() -> None:
