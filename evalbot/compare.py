@@ -245,7 +245,7 @@ def compare_eval_set(
                               baseline_mean=c.mean) for n, c in usable.criteria.items() if n not in current_names]
     return EvalSetComparison(
         key=key, eval_set_id=es.eval_set_id, path=es.path, status=es.status, in_baseline=base_set is not None,
-        errors=es.errors, rows=rows, cases=cases,
+        config=es.config, notices=es.notices, errors=es.errors, rows=rows, cases=cases,
     )
 
 

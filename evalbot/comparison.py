@@ -93,6 +93,9 @@ class EvalSetComparison(_Model):
     status: Status | None = None
     in_baseline: bool = True
     in_current: bool = True
+    config: str | None = None
+    """The config file whose criteria applied, or "ADK defaults" (None for a removed eval set)."""
+    notices: list[str] = Field(default_factory=list)
     errors: list[Problem] = Field(default_factory=list)
     rows: list[CriterionRow] = Field(default_factory=list)
     cases: list[CaseComparison] = Field(default_factory=list)

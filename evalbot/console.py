@@ -44,8 +44,13 @@ def render_text(report: Report, *, max_failures: int = 50) -> str:
     for es in report.eval_sets:
         lines.append("")
         lines.append(f"{_MARK[es.status]:5} {es.eval_set_id}  ({es.path}, {len(es.cases)} case(s))")
+        if es.config is not None:
+            configured = [c.name for c in es.criteria if c.threshold is not None or c.error]
+            lines.append(f"      config: {es.config} · criteria: {', '.join(configured) or 'none'}")
         for err in es.errors:
             lines.append(f"      ERROR {err.path}:{err.pointer or ''} {err.message}")
+        for notice in es.notices:
+            lines.append(f"      NOTE {notice}")
         if es.metrics:
             lines.append(f"      {'criterion':38} {'threshold':>9} {'mean':>7} {'std':>7}  pass fail  n/e  err")
         for name, m in es.metrics.items():

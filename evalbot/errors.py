@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 EXIT_OK = 0
@@ -31,6 +32,17 @@ def printable(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
+
+
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` when a known key is close to ``key``, else ""."""
+    close = difflib.get_close_matches(key.lower(), sorted(known), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown_key_notice(where: str, key: str, known: Iterable[str], effect: str) -> str:
+    """A notice about an unknown key: where it is, a suggestion when a known key is close, and what happens."""
+    return f"{where}: unknown key {printable(key)!r}{did_you_mean(key, known)}; {effect}"
 
 
 class EvalbotError(Exception):

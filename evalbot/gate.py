@@ -7,7 +7,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
+from evalbot.errors import (
+    EXIT_FAILED,
+    EXIT_INVALID_INPUT,
+    EXIT_OK,
+    EXIT_UNAVAILABLE,
+    InputError,
+    did_you_mean,
+    json_pointer,
+    printable,
+)
 
 FailOn = Literal["regression", "threshold", "never"]
 JudgeFailures = Literal["block", "warn"]
@@ -37,6 +46,8 @@ class GatePolicy(BaseModel):
 
 POLICY_KEYS = frozenset(GatePolicy.model_fields)
 """Keys of the config's ``evalbot`` object that set the policy (camelCase and kebab-case spellings accepted)."""
+SETTINGS_KEYS = POLICY_KEYS | {"comment_template", "baseline_path"}
+"""Every key of the config's ``evalbot`` object (the one place listing them): any other key is an input error."""
 
 
 def _normal_key(key: str) -> str:
@@ -55,18 +66,28 @@ def policy_from_settings(
     pointers: dict[str, str] = {}
     for key, value in settings.items():
         name = _normal_key(str(key))
+        if name not in SETTINGS_KEYS:
+            raise InputError(
+                source, json_pointer(["evalbot", str(key)]),
+                f"unknown evalbot setting {printable(str(key))!r}{did_you_mean(name, SETTINGS_KEYS)}; "
+                f"known: {', '.join(sorted(SETTINGS_KEYS))}",
+            )
         if name in POLICY_KEYS:
             raw[name] = value
             pointers[name] = json_pointer(["evalbot", str(key)])
+    flags: set[str] = set()
     for key, value in (overrides or {}).items():
         if value is not None:
             raw[key] = value
-            pointers[key] = f"(--{key.replace('_', '-')})"
+            flags.add(key)
     try:
         return GatePolicy.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else ""
+        if field in flags:  # a command-line flag (or the action input of the same name), not the config file
+            flag = f"--{field.replace('_', '-')}"
+            raise InputError(flag, "", f"{err['msg']} (got {raw[field]!r}); fix the value of {flag}") from None
         raise InputError(source, pointers.get(field, ""), f"{field}: {err['msg']}") from None
 
 

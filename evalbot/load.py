@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from evalbot.errors import InputError, json_pointer
+from evalbot.errors import InputError, json_pointer, unknown_key_notice
 from evalbot.formats import legacy
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import EvalConfig, default_config, parse_config
@@ -96,6 +96,8 @@ class LoadedEvalSet:
     cases: tuple[LoadedCase, ...] = ()
     config: EvalConfig = field(default_factory=default_config)
     errors: tuple[InputError, ...] = ()
+    notices: tuple[str, ...] = ()
+    """Unknown keys at the eval set's top level (ignored, as ADK ignores them)."""
 
 
 def is_eval_set_name(name: str) -> bool:
@@ -189,6 +191,7 @@ def load_eval_set(path: Path, config: EvalConfig | None = None) -> LoadedEvalSet
         return LoadedEvalSet(shown, shown, errors=(exc,))
     # Where a case's id sits in the file, for duplicate-id errors ("#" stands for the case's index).
     id_at: list[str | int] = ["#"]
+    notices: tuple[str, ...] = ()
     try:
         if path.name.endswith(DATASET_SUFFIXES):
             eval_set_id, cases = vertex.load_dataset(path)
@@ -197,25 +200,32 @@ def load_eval_set(path: Path, config: EvalConfig | None = None) -> LoadedEvalSet
                 text = read_text(path)
                 streamed = _stream_eval_set(text, path)
                 if streamed is not None:
-                    eval_set_id, cases = streamed
+                    eval_set_id, cases, notices = streamed
                     id_at = ["eval_cases", "#", "eval_id"]
-                    return _loaded(shown, eval_set_id, cases, cfg, path, id_at)
+                    return _loaded(shown, eval_set_id, cases, cfg, path, id_at, notices)
                 data = parse_json(text, path)
                 if is_vertex_rows(data):
                     eval_set_id, cases = vertex.load_dataset(path)
                 else:
                     eval_set_id, cases = _cases_from_json(data, path)
                     id_at = ["eval_cases", "#", "eval_id"] if isinstance(data, dict) else ["#", "name"]
+                    notices = _top_notices(data, path) if isinstance(data, dict) else ()
     except InputError as exc:
         return LoadedEvalSet(shown, shown, config=cfg, errors=(exc,))
-    return _loaded(shown, eval_set_id, cases, cfg, path, id_at)
+    return _loaded(shown, eval_set_id, cases, cfg, path, id_at, notices)
 
 
 def _loaded(
-    shown: str, eval_set_id: str, cases: list[LoadedCase], cfg: EvalConfig, path: Path, id_at: Sequence[str | int]
+    shown: str,
+    eval_set_id: str,
+    cases: list[LoadedCase],
+    cfg: EvalConfig,
+    path: Path,
+    id_at: Sequence[str | int],
+    notices: tuple[str, ...] = (),
 ) -> LoadedEvalSet:
     kept, dup_errors = _drop_duplicates(cases, path, id_at)
-    return LoadedEvalSet(shown, eval_set_id, tuple(kept), cfg, tuple(dup_errors))
+    return LoadedEvalSet(shown, eval_set_id, tuple(kept), cfg, tuple(dup_errors), notices)
 
 
 def _case_id(raw: Any, i: int) -> str:
@@ -233,13 +243,26 @@ def _parse_case(slices: Slices, start: int, end: int, i: int) -> EvalCase:
     return validate(EvalCase, raw, slices.path, ("eval_cases", i))
 
 
-def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase]] | None:
+EVAL_SET_KEYS = ("eval_set_id", "name", "description", "eval_cases", "creation_timestamp")
+"""The fields of ADK's EvalSet (it ignores any other key)."""
+
+
+def _top_notices(keys: Iterable[str], path: Path) -> tuple[str, ...]:
+    return tuple(
+        unknown_key_notice(f"{path}:{json_pointer([key])}", key, EVAL_SET_KEYS, "ignored, as ADK ignores it")
+        for key in dict.fromkeys(keys)
+        if key not in EVAL_SET_KEYS
+    )
+
+
+def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase], tuple[str, ...]] | None:
     """An ADK eval set object read case by case: each case is parsed when it is used (see LoadedCase).
 
     None for any other shape, and for malformed JSON (the whole-document parse reports it with json's message).
     """
     top: dict[str, Any] = {}
     cases: list[LoadedCase] = []
+    keys: list[str] = []
     slices = Slices(text, path)
 
     def visit_case(i: int, start: int) -> int:
@@ -248,6 +271,7 @@ def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase]] | No
         return end
 
     def visit(key: str, start: int) -> int:
+        keys.append(key)
         if key == "eval_cases" and text[start : start + 1] == "[":
             cases.clear()  # a repeated key: the last one counts, as in json.loads
             top[key] = cases
@@ -268,7 +292,7 @@ def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase]] | No
         return None
     if has_surrogate(eval_set_id):
         return None  # parse_json names it
-    return eval_set_id, cases
+    return eval_set_id, cases, _top_notices(keys, path)
 
 
 def is_vertex_rows(data: Any) -> bool:

@@ -201,6 +201,8 @@ class CriterionInfo(_Model):
     judged: bool = False
     fingerprint: str = ""
     error: str | None = None
+    notice: str | None = None
+    """Keys of the criterion object that it does not read (ADK ignores them too); shown once for the eval set."""
 
 
 class EvalSetReport(_Model):
@@ -209,6 +211,10 @@ class EvalSetReport(_Model):
     eval_set_id: str
     path: str
     status: Status
+    config: str | None = None
+    """The config file whose criteria applied, or "ADK defaults"."""
+    notices: list[str] = Field(default_factory=list)
+    """Things the user should know about this eval set's inputs (ignored keys, likely typos), each once."""
     errors: list[Problem] = Field(default_factory=list)
     criteria: list[CriterionInfo] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from evalbot.criteria import build_criteria
 from evalbot.criteria.base import BuildContext, CaseInput, Criterion
-from evalbot.errors import InputError
+from evalbot.errors import InputError, unknown_key_notice
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import EvalCase, FunctionCall, Invocation
 from evalbot.invocations import final_text, tool_calls, user_text
@@ -130,8 +130,14 @@ def _score_case(
     found = loaded.actual if loaded.actual is not None else actuals.find(eval_set_id, case.eval_id)
     fp = case_fingerprint(case)
     if found is None:
-        where = f" in {actuals.path}" if actuals.path else ""
-        reason = f"no actual invocations for eval_id {case.eval_id!r}{where}; record a run of the agent for it"
+        where = f" in {actuals.path}" if actuals.path else " (no --actuals file was given)"
+        others = sorted(actuals.eval_set_ids() - {eval_set_id})
+        held = f"; those actuals hold runs of eval set(s) {', '.join(map(repr, others[:5]))}" if others else ""
+        reason = (
+            f"no actual invocations for eval_id {case.eval_id!r} of eval set {eval_set_id!r}{where}{held}; "
+            "pass the file holding its run with --actuals FILE, or let evalbot run the agent with --agent "
+            "(or --adk-agent)"
+        )
         return CaseResult(eval_id=case.eval_id, status="error", reason=reason, fingerprint=fp)
     if isinstance(found, InputError):
         return CaseResult(eval_id=case.eval_id, status="error", reason=str(found), fingerprint=fp)
@@ -219,18 +225,32 @@ def score_eval_set(
     ``scored(waiting)`` is called after each case; ``waiting`` tells whether judged criteria are still pending on it.
     """
     criteria, infos = build_criteria(loaded.config, ctx)
+    notices = [*loaded.notices, *loaded.config.notices, *(i.notice for i in infos if i.notice)]
+    errors = [problem(e) for e in loaded.errors]
+    errors += [Problem(path=loaded.config.label, message=f"{i.name}: {i.error}") for i in infos if i.error]
+    extra_keys: dict[str, str] = {}
     cases = []
     for loaded_case in loaded.cases:
         before = len(pending)
         cases.append(_score_case(loaded_case, loaded.eval_set_id, criteria, actuals, pending))
+        if loaded_case.case is not None and loaded_case.case.model_extra:
+            for key in loaded_case.case.model_extra:
+                extra_keys.setdefault(key, loaded_case.eval_id)
         loaded_case.release()  # a case parsed on demand from a large file is not kept once scored
         if scored is not None:
             scored(len(pending) > before)
+    known = [*EvalCase.model_fields, *(f.alias for f in EvalCase.model_fields.values() if f.alias)]
+    notices += [
+        unknown_key_notice(f"{loaded.path}: case {eval_id!r}", key, known, "ignored, as ADK ignores it")
+        for key, eval_id in extra_keys.items()
+    ]
     return EvalSetReport(
         eval_set_id=loaded.eval_set_id,
         path=loaded.path,
         status="error" if loaded.errors and not loaded.cases else "not_evaluated",
-        errors=[problem(e) for e in loaded.errors],
+        config=loaded.config.label,
+        notices=notices,
+        errors=errors,
         criteria=infos,
         cases=cases,
     )

@@ -71,8 +71,9 @@ def test_failed_case_exits_1_and_names_it(write: Writer, capsys: pytest.CaptureF
         ({"paris": GOOD["paris"]}, CONFIG, "ERROR weather / greet: no actual invocations for eval_id 'greet'"),
         ({**GOOD, "greet": GOOD["greet"] * 2}, CONFIG, "ERROR weather / greet: the case expects 1 invocation(s)"),
         (GOOD, {"criteria": {"tool_trajectory_avg_score": {"threshold": 1, "match_type": "sometimes"}}},
-         "ERROR weather / paris: tool_trajectory_avg_score: invalid options for tool_trajectory_avg_score"),
-        (GOOD, {"criteria": {"typo_score": 1}}, "ERROR weather / paris: typo_score: unknown criterion 'typo_score'"),
+         "ERROR weather / paris: tool_trajectory_avg_score: not configured correctly (the eval set's error says why)"),
+        (GOOD, {"criteria": {"typo_score": 1}},
+         "ERROR weather / paris: typo_score: not configured correctly (the eval set's error says why)"),
     ],
 )
 def test_unusable_input_exits_2_but_reports_the_rest(
@@ -84,6 +85,10 @@ def test_unusable_input_exits_2_but_reports_the_rest(
     assert code == 2
     assert any(x.startswith("  " + shown) for x in out.splitlines()), out
     assert "0 error(s)" not in out.splitlines()[-1]
+    if "not configured correctly" in shown:  # the reason itself is shown once, as the eval set's error
+        (name,) = config["criteria"]
+        said = [x for x in out.splitlines() if x.startswith(f"      ERROR {Path(es).parent / 'test_config.json'}: {name}: ")]
+        assert len(said) == 1, out
 
 
 def test_broken_file_exits_2_and_names_file_and_pointer(write: Writer, capsys: pytest.CaptureFixture[str]) -> None:
@@ -122,7 +127,8 @@ def test_explicit_config_replaces_the_one_beside(write: Writer, capsys: pytest.C
     cfg = write("cfg.json", {"criteria": {"response_match_score": 0.1}})
     code, out, _ = run(capsys, es, "--actuals", actual, "--config", str(cfg))
     rows = [x.split()[0] for x in out.splitlines() if x.startswith("      ") and "informational" not in x]
-    assert code == 0 and rows == ["criterion", "response_match_score"]
+    assert code == 0 and rows == ["config:", "criterion", "response_match_score"]
+    assert f"      config: {cfg} · criteria: response_match_score" in out.splitlines()
 
 
 def test_report_file_round_trips(write: Writer, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

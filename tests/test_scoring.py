@@ -40,8 +40,10 @@ def test_missing_actual_is_an_error_on_that_case(write: Writer) -> None:
     a, b = _case(report, "a"), _case(report, "b")
     assert a.status == "passed" and a.metrics["tool_trajectory_avg_score"].score == 1.0
     assert b.status == "error" and b.metrics == {}
-    assert b.reason is not None and b.reason.startswith("no actual invocations for eval_id 'b' in ")
-    assert b.reason.endswith("act.json; record a run of the agent for it")
+    assert b.reason is not None and b.reason.startswith("no actual invocations for eval_id 'b' of eval set 's' in ")
+    assert b.reason.endswith("pass the file holding its run with --actuals FILE, or let evalbot run the agent with "
+                             "--agent (or --adk-agent)")
+    assert "act.json; pass" in b.reason
 
 
 def test_count_mismatch_is_an_error_on_that_case_not_a_crash(write: Writer) -> None:
@@ -83,8 +85,8 @@ def test_unparsable_case_is_reported_with_its_pointer(write: Writer) -> None:
          "/set/test_config.json:/criteria/no_such_metric); known: "),
         ({"tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "sideways"}},
          "invalid options for tool_trajectory_avg_score: match_type: "),
-        ({"response_match_score": {"threshold": 0.5, "ignore_args": True}},
-         "invalid options for response_match_score: ignore_args: Extra inputs are not permitted"),
+        ({"response_match_score": {"threshold": 0.5, "include_intermediate_responses_in_final": "perhaps"}},
+         "invalid options for response_match_score: include_intermediate_responses_in_final: "),
         ({"response_match_score": {"match_type": "EXACT"}}, "criterion object needs a 'threshold' key"),
     ],
 )
@@ -101,7 +103,10 @@ def test_broken_criterion_is_an_error_on_every_case(write: Writer, criteria: dic
         assert got.metrics[name].status == "error" and got.metrics[name].score is None
         valid = [got.metrics[n].status for n in config["criteria"] if n != name]
         assert valid == ["passed"] * len(valid)  # the valid criteria still score
-        assert got.reason is not None and reason in got.reason
+        assert got.reason == f"{name}: not configured correctly (the eval set's error says why)"
+    # the reason itself is reported once, as an error of the eval set
+    (said,) = [e for e in report.eval_sets[0].errors if e.message.startswith(f"{name}: ")]
+    assert reason in said.message and said.path.endswith("test_config.json")
     assert report.eval_sets[0].metrics[name].error == 2
 
 
@@ -111,7 +116,7 @@ def test_informational_metric_named_in_criteria_is_an_error(write: Writer) -> No
     got = _case(report, "a")
     assert got.status == "error" and got.metrics["tool_call_count_v1"].status == "error"
     assert got.metrics["tool_call_count_v1"].reason is not None
-    assert "tool_call_count_v1 is informational" in got.metrics["tool_call_count_v1"].reason
+    assert any("tool_call_count_v1 is informational" in e.message for e in report.eval_sets[0].errors)
     report = _run(write, [case("a")], {"a": [inv(calls=[("f", {}), ("g", {})])]},
                   {"criteria": {"response_match_score": 0.5}})
     got = _case(report, "a")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evalbot.criteria import (
@@ -26,8 +27,8 @@ from evalbot.criteria import (
     trajectory_single_tool_use,
     user_simulator_quality,
 )
-from evalbot.criteria.base import BuildContext, CaseInput, Criterion, CriterionFactory
-from evalbot.errors import ConfigError
+from evalbot.criteria.base import IGNORED_OPTIONS, BuildContext, CaseInput, Criterion, CriterionFactory
+from evalbot.errors import ConfigError, printable
 from evalbot.formats.config import CriterionSpec, EvalConfig
 from evalbot.results import CriterionInfo, MetricResult
 
@@ -79,13 +80,18 @@ class BrokenCriterion:
     reason: str
 
     def evaluate(self, case: CaseInput) -> MetricResult:
-        """Report the configuration problem on this case."""
-        return MetricResult(score=None, status="error", threshold=self.threshold, reason=self.reason)
+        """Mark the case: the problem itself is reported once, as an error of the eval set."""
+        return MetricResult(score=None, status="error", threshold=self.threshold, reason=CONFIG_ERROR_ON_CASE)
 
 
-def fingerprint(spec: CriterionSpec) -> str:
-    """Stable hash of a criterion's name, threshold and options (for baseline comparison)."""
-    blob = json.dumps([spec.name, spec.threshold, spec.options], sort_keys=True, default=str)
+CONFIG_ERROR_ON_CASE = "not configured correctly (the eval set's error says why)"
+"""A misconfigured criterion's reason on each case; the full reason is reported once for the eval set."""
+
+
+def fingerprint(spec: CriterionSpec, ignored: Sequence[str] = ()) -> str:
+    """Stable hash of a criterion's name, threshold and options it reads (for baseline comparison)."""
+    options = {k: v for k, v in spec.options.items() if k not in ignored}
+    blob = json.dumps([spec.name, spec.threshold, options], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -109,12 +115,27 @@ def _build_one(spec: CriterionSpec, ctx: BuildContext) -> Criterion:
         return BrokenCriterion(spec.name, spec.threshold, f"{exc}{where}")
 
 
+def _ignored_notice(spec: CriterionSpec, ignored: Sequence[tuple[str, str]]) -> str | None:
+    if not ignored:
+        return None
+    keys = ", ".join(f"{printable(key)!r}{hint}" for key, hint in ignored)
+    return (
+        f"{spec.source}: {spec.name} does not read {keys}; ignored, as ADK ignores "
+        f"{'it' if len(ignored) == 1 else 'them'} (the scores are ADK's)"
+    )
+
+
 def build_criteria(config: EvalConfig, ctx: BuildContext) -> tuple[list[Criterion], list[CriterionInfo]]:
     """The configured criteria followed by the informational ones, and a description of each for the report."""
     built: list[Criterion] = []
     infos: list[CriterionInfo] = []
     for spec in config.criteria:
-        criterion = _build_one(spec, ctx)
+        ignored: list[tuple[str, str]] = []
+        token = IGNORED_OPTIONS.set(ignored)
+        try:
+            criterion = _build_one(spec, ctx)
+        finally:
+            IGNORED_OPTIONS.reset(token)
         built.append(criterion)
         error = criterion.reason if isinstance(criterion, BrokenCriterion) else None
         infos.append(
@@ -123,8 +144,9 @@ def build_criteria(config: EvalConfig, ctx: BuildContext) -> tuple[list[Criterio
                 threshold=spec.threshold,
                 options=spec.options,
                 judged=spec.name in JUDGED or "metric_prompt_template" in spec.options,
-                fingerprint=fingerprint(spec),
+                fingerprint=fingerprint(spec, [key for key, _ in ignored]),
                 error=error,
+                notice=_ignored_notice(spec, ignored),
             )
         )
     configured = {spec.name for spec in config.criteria}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, TypeVar
@@ -10,7 +11,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
-from evalbot.errors import ConfigError
+from evalbot.errors import ConfigError, did_you_mean
 from evalbot.formats.adk import ConversationScenario, EvalCase, FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec
 from evalbot.invocations import final_text, tool_calls
@@ -108,13 +109,51 @@ class Options(BaseModel):
 OptionsT = TypeVar("OptionsT", bound=Options)
 
 
+ADK_CRITERIA = frozenset({
+    "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2",
+    "rubric_based_final_response_quality_v1", "rubric_based_tool_use_quality_v1", "hallucinations_v1",
+    "per_turn_user_simulator_quality_v1", "safety_v1",
+})
+"""ADK's own criteria: unknown keys in their objects are ignored, as ADK ignores them."""
+
+IGNORED_OPTIONS: ContextVar[list[tuple[str, str]] | None] = ContextVar("IGNORED_OPTIONS", default=None)
+"""Set by the criteria builder: where parse_options reports the criterion-level keys it ignored (key, suggestion)."""
+
+
+def _ignored_keys(model: type[Options], options: dict[str, Any]) -> list[str]:
+    known = set(model.model_fields) | {f.alias for f in model.model_fields.values() if f.alias}
+    return [key for key in options if key not in known]
+
+
 def parse_options(model: type[OptionsT], spec: CriterionSpec) -> OptionsT:
-    """Validate a spec's options into ``model``; an invalid option raises ConfigError naming the option."""
+    """Validate a spec's options into ``model``; an invalid option raises ConfigError naming the option.
+
+    Keys directly in the criterion object that the criterion does not know (``description``, ``method``) are
+    ignored, as ADK ignores them (its criteria keep extra keys and read only their own fields): each is reported to
+    IGNORED_OPTIONS for a notice.  A key close to a known option (``matchtype``) and unknown keys deeper (inside
+    ``judge_model_options``...) stay errors, as a likely typo and as ADK refuses them.
+    """
+    known = list(model.model_fields)
+    if spec.name not in ADK_CRITERIA:  # evalbot's Vertex metrics are strict: ADK's leniency is not theirs
+        return _validate_options(model, spec, spec.options)
+    # A near miss of a real option (``matchtype``) stays an error: ignoring it would silently change the scores.
+    ignored = [k for k in _ignored_keys(model, spec.options) if not did_you_mean(k, known)]
+    options = {k: v for k, v in spec.options.items() if k not in ignored} if ignored else spec.options
+    sink = IGNORED_OPTIONS.get()
+    if sink is not None:
+        sink.extend((k, "") for k in ignored if k not in {key for key, _ in sink})
+    return _validate_options(model, spec, options)
+
+
+def _validate_options(model: type[OptionsT], spec: CriterionSpec, options: dict[str, Any]) -> OptionsT:
     try:
-        return model.model_validate(spec.options)
+        return model.model_validate(options)
     except ValidationError as exc:
+        known = list(model.model_fields)
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(options)'}: {err['msg']}" for err in exc.errors()
+            f"{'.'.join(str(p) for p in err['loc']) or '(options)'}: {err['msg']}"
+            + (did_you_mean(str(err["loc"][-1]), known) if err["type"] == "extra_forbidden" and err["loc"] else "")
+            for err in exc.errors()
         )
         raise ConfigError(f"invalid options for {spec.name}: {problems}") from None
 

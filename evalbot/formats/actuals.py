@@ -74,6 +74,10 @@ class Actuals:
     path: str | None = None
     entries: MutableMapping[Key, Entry] = field(default_factory=Entries)
 
+    def eval_set_ids(self) -> frozenset[str]:
+        """The eval sets whose runs these actuals name (EvalSetResult files name theirs; plain maps do not)."""
+        return frozenset(set_id for set_id, _ in self.entries if set_id)
+
     def find(self, eval_set_id: str, eval_id: str) -> list[Invocation] | InputError | None:
         """The invocations recorded for a case: set-qualified first, then by eval_id alone."""
         hit = self.entries.get((eval_set_id, eval_id))

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic.alias_generators import to_snake
 
-from evalbot.errors import InputError, json_pointer
+from evalbot.errors import InputError, json_pointer, unknown_key_notice
 
 DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 """ADK's criteria when an eval set has no ``test_config.json``."""
@@ -40,6 +40,17 @@ class EvalConfig:
     custom_metrics: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
     """evalbot's own settings under the ``evalbot`` key (comment template, tolerances...)."""
+    notices: tuple[str, ...] = ()
+    """Unknown top-level keys (ignored, as ADK ignores them), with a suggestion when a known key is close."""
+
+    @property
+    def label(self) -> str:
+        """The config file that applies, or "ADK defaults"."""
+        return self.path or "ADK defaults"
+
+
+TOP_LEVEL_KEYS = ("criteria", "custom_metrics", "user_simulator_config", "live_model_config", "evalbot")
+"""The keys of ADK's EvalConfig, plus evalbot's own section."""
 
 
 _USER_KEYED = frozenset({"criteria", "rating_rubric", "state", "input_variables", "metadata"})
@@ -113,9 +124,18 @@ def parse_config(data: Any, path: str | None) -> EvalConfig:
     extras = data.get("evalbot") or {}
     if not isinstance(extras, dict):
         raise InputError(where, "/evalbot", "expected an object of evalbot settings")
+    notices = tuple(
+        unknown_key_notice(
+            f"{where}:{json_pointer([key])}", key, TOP_LEVEL_KEYS,
+            "ignored, as ADK ignores it" + ("" if "criteria" in data else "; the criteria are ADK's defaults"),
+        )
+        for key in data
+        if to_snake(str(key)) not in TOP_LEVEL_KEYS
+    )
     return EvalConfig(
         criteria=specs,
         path=path,
+        notices=notices,
         user_simulator=snake_keys(sim) if sim is not None else None,
         custom_metrics=snake_keys(custom),
         extras=extras,

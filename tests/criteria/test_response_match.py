@@ -105,8 +105,11 @@ def test_options() -> None:
     """The documented option is accepted in either casing; anything else is a ConfigError naming it."""
     for options in ({"include_intermediate_responses_in_final": False}, {"includeIntermediateResponsesInFinal": True}):
         assert build(CriterionSpec("response_match_score", 0.8, options), BuildContext()).threshold == 0.8
-    with pytest.raises(ConfigError, match="invalid options for response_match_score: match_type"):
-        build(CriterionSpec("response_match_score", 0.8, {"match_type": "EXACT"}), BuildContext())
+    with pytest.raises(ConfigError, match="invalid options for response_match_score: include_intermediate"):
+        build(CriterionSpec("response_match_score", 0.8, {"include_intermediate_responses_in_final": "x"}),
+              BuildContext())
+    # keys ADK ignores (its criteria keep them and read their own fields) are ignored, not refused
+    assert build(CriterionSpec("response_match_score", 0.8, {"method": "ROUGE_1"}), BuildContext()).threshold == 0.8
 
 
 _WORDS = ["running", "runs", "The", "the", "cancelled", "Café", "東京", "ที่นี่", "a", "It's", "10,000", "x²", "ﬁne", ""]

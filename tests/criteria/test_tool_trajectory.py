@@ -137,8 +137,28 @@ def test_misspelt_option_is_rejected_not_ignored() -> None:
     built, infos = build_criteria(config, BuildContext())
     criterion, info = built[0], infos[0]
     assert info.error == (
-        "invalid options for tool_trajectory_avg_score: matchtype: Extra inputs are not permitted "
+        "invalid options for tool_trajectory_avg_score: matchtype: Extra inputs are not permitted (did you mean 'match_type'?) "
         "(c.json:/criteria/tool_trajectory_avg_score)"
     )
     result = criterion.evaluate(CaseInput("s", EvalCase.model_validate(case("c")), [Invocation.model_validate(inv())]))
-    assert isinstance(result, MetricResult) and result.status == "error" and result.reason == info.error
+    assert isinstance(result, MetricResult) and result.status == "error"
+    assert result.reason == "not configured correctly (the eval set's error says why)"  # info.error is said once
+
+
+def test_keys_adk_ignores_are_ignored_with_a_notice() -> None:
+    """Keys ADK keeps and ignores in a criterion object (``description``, ``method``) score as ADK scores (the
+    same fingerprint as without them) with one notice naming them; a near miss of an option is still an error."""
+    plain = parse_config({"criteria": {"tool_trajectory_avg_score": {"threshold": 1, "match_type": "ANY_ORDER"}}},
+                         "c.json")
+    extra = parse_config({"criteria": {"tool_trajectory_avg_score": {
+        "threshold": 1, "match_type": "ANY_ORDER", "description": "calls in any order", "method": "ROUGE_1"}}}, "c.json")
+    (plain_c, *_), (plain_i, *_) = build_criteria(plain, BuildContext())
+    (extra_c, *_), (extra_i, *_) = build_criteria(extra, BuildContext())
+    assert extra_i.error is None and extra_i.fingerprint == plain_i.fingerprint
+    assert extra_i.notice == ("c.json:/criteria/tool_trajectory_avg_score: tool_trajectory_avg_score does not read "
+                              "'description', 'method'; ignored, as ADK ignores them (the scores are ADK's)")
+    reordered = CaseInput("s", EvalCase.model_validate(case("c", inv(calls=[("a", {}), ("b", {})]))),
+                          [Invocation.model_validate(inv(calls=[("b", {}), ("a", {})]))])
+    got, want = extra_c.evaluate(reordered), plain_c.evaluate(reordered)
+    assert isinstance(got, MetricResult) and isinstance(want, MetricResult)
+    assert (got.score, got.status) == (want.score, want.status) == (1.0, "passed")
