@@ -100,6 +100,25 @@ class LoadedEvalSet:
     """Unknown keys at the eval set's top level (ignored, as ADK ignores them)."""
 
 
+def repo_root(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` holding ``.git`` (a repository or a worktree), or None."""
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def stable_id(path: Path) -> str:
+    """The id of an eval set or case named after its file (ADK's legacy formats): the path relative to the
+    repository root, so that it is the same whatever the working directory; outside a repository, relative to the
+    working directory (else absolute).  ADK uses the path as passed: the same string when run from the root."""
+    absolute = Path(os.path.abspath(path))
+    for base in (repo_root(absolute.parent), Path.cwd()):
+        if base is not None and absolute.is_relative_to(base):
+            return absolute.relative_to(base).as_posix()
+    return absolute.as_posix()
+
+
 def is_eval_set_name(name: str) -> bool:
     """A file name that directory and glob expansion picks as an eval set (never test_config.json or results)."""
     return name.endswith(EVAL_SET_SUFFIXES)
@@ -312,8 +331,8 @@ def _cases_from_json(data: Any, path: Path) -> tuple[str, list[LoadedCase]]:
             raise InputError(path, "", "empty list: expected an eval set object with 'eval_set_id' and 'eval_cases'")
         if all(isinstance(row, dict) and "query" in row for row in data):
             case = legacy.case_from_turns(data, path)
-            return str(path), [case]
-        return str(path), legacy.cases_from_named(data, path)
+            return stable_id(path), [case]
+        return stable_id(path), legacy.cases_from_named(data, path)
     raise InputError(
         path, "", f"expected an eval set object with 'eval_set_id' and 'eval_cases', got {type(data).__name__}"
     )

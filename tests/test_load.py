@@ -237,3 +237,31 @@ def test_repeated_eval_cases_key_is_read_as_json_does(write: Writer) -> None:
     assert [c.eval_id for c in last_list.cases] == ["b"]
     last_scalar = load_eval_set(write("b.evalset.json", text % (one, "5")))
     assert not last_scalar.cases and last_scalar.errors[0].pointer == "/eval_cases"
+
+
+def test_legacy_ids_do_not_depend_on_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A legacy file's eval set id (and a list-of-turns file's case id) is its path relative to the repository
+    root, so comparing from another directory never reads as "removed" + "new"; outside a repository, relative to
+    the working directory."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    turns = repo / "evals" / "t.test.json"
+    turns.parent.mkdir()
+    turns.write_text(json.dumps([{"query": "hi", "expected_tool_use": [], "reference": "ok"}]), encoding="utf-8")
+    named = repo / "evals" / "n.test.json"
+    named.write_text(json.dumps([{"name": "c", "data": [{"query": "hi", "expected_tool_use": []}]}]), "utf-8")
+    seen = set()
+    for cwd, given in ((repo, "evals/t.test.json"), (repo / "evals", "t.test.json"), (tmp_path, str(turns))):
+        monkeypatch.chdir(cwd)
+        loaded = load_eval_set(Path(given))
+        other = load_eval_set(Path(given).with_name("n.test.json"))
+        seen.add((loaded.eval_set_id, loaded.cases[0].eval_id, other.eval_set_id))
+    assert seen == {("evals/t.test.json", "evals/t.test.json", "evals/n.test.json")}
+    outside = tmp_path / "loose"
+    outside.mkdir()
+    (outside / "t.test.json").write_text(turns.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    if not any((p / ".git").exists() for p in (tmp_path, *tmp_path.parents)):
+        assert load_eval_set(Path("loose/t.test.json")).eval_set_id == "loose/t.test.json"

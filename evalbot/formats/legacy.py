@@ -1,7 +1,8 @@
 """ADK's two legacy ``*.test.json`` shapes, converted to EvalCases.
 
 1. A list of turns (``query``, ``expected_tool_use``, ``reference``...): one file is one case whose eval_id is
-   the file path, as ADK's AgentEvaluator names it.
+   the file path relative to the repository root (ADK's AgentEvaluator uses the path as passed: the same string when
+   run from the root), so the id does not depend on the working directory.
 2. A list of ``{name, data: [turns], initial_session}``: one case per item, named by ``name``.
 """
 
@@ -89,12 +90,13 @@ def _case(eval_id: str, turns: Any, session: Any, path: Path, base: list[str | i
 
 def case_from_turns(data: list[Any], path: Path) -> LoadedCase:
     """The list-of-turns shape: one case named after the file path."""
-    from evalbot.load import LoadedCase
+    from evalbot.load import LoadedCase, stable_id
 
+    eval_id = stable_id(path)
     try:
-        return LoadedCase(str(path), _case(str(path), data, None, path, []))
+        return LoadedCase(eval_id, _case(eval_id, data, None, path, []))
     except InputError as exc:
-        return LoadedCase(str(path), error=exc)
+        return LoadedCase(eval_id, error=exc)
 
 
 def cases_from_named(data: list[Any], path: Path) -> list[LoadedCase]:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from evalbot.invocations import final_text, intermediate_texts, tool_calls, user_text
-from evalbot.load import load_eval_set
+from evalbot.load import load_eval_set, stable_id
 from tests.conftest import Writer
 
 SAMPLES = Path(__file__).parents[1] / "data" / "adk_parity" / "samples" / "legacy_v0.5.0" / "tests" / "integration"
@@ -20,11 +20,13 @@ def turn(query: str = "q", tools: list[dict[str, Any]] | None = None, reference:
 
 
 def test_list_of_turns_is_one_case_named_by_path() -> None:
-    """The original shape (ADK's home_automation sample) becomes one case whose eval_id is the file path."""
+    """The original shape (ADK's home_automation sample) becomes one case whose eval_id is the file path
+    (relative to the repository root)."""
     path = SAMPLES / "fixture" / "home_automation_agent" / "test_files" / "dependent_tool_calls.test.json"
     loaded = load_eval_set(path)
     (only,) = loaded.cases
-    assert loaded.eval_set_id == str(path) and only.eval_id == str(path) and only.case is not None
+    assert loaded.eval_set_id == stable_id(path) == only.eval_id and only.case is not None
+    assert not Path(only.eval_id).is_absolute() and only.eval_id.endswith("/dependent_tool_calls.test.json")
     first, second = only.case.conversation or []
     assert user_text(first) == "Turn off device_2 in the Bedroom."
     assert [(c.name, c.args) for c in tool_calls(first)] == [
