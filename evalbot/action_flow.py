@@ -81,6 +81,10 @@ def policy_and_template(inputs: ActionInputs, ws: Workspace) -> tuple[GatePolicy
     return policy, comment_template_text(template_input, settings, config_path)
 
 
+TRUSTED_EVENTS = frozenset({"pull_request_target", "workflow_run"})
+"""Events whose runs hold secrets or a write token: custom metrics (repository code) are never imported there."""
+
+
 def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace) -> Report:
     """Score the eval sets with a judge when credentials are there (the judge-api-key input wins)."""
     from evalbot.app import evaluate
@@ -94,7 +98,13 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace)
     cache = str(ws.path(inputs.judge_cache)) if inputs.judge_cache else None
     judge, notice = judge_from_environ(judge_env, cache_dir=cache, concurrency=inputs.judge_concurrency,
                                        deadline=inputs.judge_deadline)
-    ctx = BuildContext(judge=judge, judge_unavailable_reason=notice)
+    refused = None
+    if env.get("GITHUB_EVENT_NAME") in TRUSTED_EVENTS:
+        refused = (
+            f"a {env['GITHUB_EVENT_NAME']} run has the base repository's secrets and write token, so evalbot does not "
+            "import repository code there; score custom metrics in a pull_request job"
+        )
+    ctx = BuildContext(judge=judge, judge_unavailable_reason=notice, custom_code_refused=refused)
     report = evaluate(
         eval_paths(inputs), actuals=list(inputs.actuals), config=inputs.config, ctx=ctx,
         notices=[notice] if notice else [],

@@ -224,7 +224,7 @@ def score_eval_set(
 
     ``scored(waiting)`` is called after each case; ``waiting`` tells whether judged criteria are still pending on it.
     """
-    criteria, infos = build_criteria(loaded.config, ctx)
+    criteria, infos = build_criteria(loaded.config, ctx, loaded.path)
     notices = [*loaded.notices, *loaded.config.notices, *(i.notice for i in infos if i.notice)]
     errors = [problem(e) for e in loaded.errors]
     errors += [Problem(path=loaded.config.label, message=f"{i.name}: {i.error}") for i in infos if i.error]

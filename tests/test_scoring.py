@@ -202,7 +202,7 @@ def _only_criterion(monkeypatch: pytest.MonkeyPatch, criterion: Any) -> None:
     from evalbot import scoring
 
     info = CriterionInfo(name=criterion.name, threshold=criterion.threshold)
-    monkeypatch.setattr(scoring, "build_criteria", lambda config, ctx: ([criterion], [info]))
+    monkeypatch.setattr(scoring, "build_criteria", lambda config, ctx, origin=None: ([criterion], [info]))
 
 
 def _loaded(*cases: tuple[str, int], config: dict[str, Any] | None = None) -> LoadedEvalSet:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evalbot.criteria import (
+    custom,
     efficiency,
     failure,
     final_response_match_v2,
@@ -28,7 +29,7 @@ from evalbot.criteria import (
     user_simulator_quality,
 )
 from evalbot.criteria.base import IGNORED_OPTIONS, BuildContext, CaseInput, Criterion, CriterionFactory
-from evalbot.errors import ConfigError, printable
+from evalbot.errors import ConfigError, json_pointer, printable
 from evalbot.formats.config import CriterionSpec, EvalConfig
 from evalbot.results import CriterionInfo, MetricResult
 
@@ -88,17 +89,33 @@ CONFIG_ERROR_ON_CASE = "not configured correctly (the eval set's error says why)
 """A misconfigured criterion's reason on each case; the full reason is reported once for the eval set."""
 
 
-def fingerprint(spec: CriterionSpec, ignored: Sequence[str] = ()) -> str:
-    """Stable hash of a criterion's name, threshold and options it reads (for baseline comparison)."""
+def fingerprint(spec: CriterionSpec, ignored: Sequence[str] = (), definition: dict[str, str] | None = None) -> str:
+    """Stable hash of a criterion's name, threshold and options it reads (for baseline comparison).
+
+    ``definition`` adds what else defines the criterion: a custom metric's function path and source hash.
+    """
     options = {k: v for k, v in spec.options.items() if k not in ignored}
-    blob = json.dumps([spec.name, spec.threshold, options], sort_keys=True, default=str)
+    parts: list[object] = [spec.name, spec.threshold, options]
+    if definition:
+        parts.append(definition)
+    blob = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _build_one(spec: CriterionSpec, ctx: BuildContext) -> Criterion:
+def _build_custom(spec: CriterionSpec, config: EvalConfig, ctx: BuildContext, origin: str | None) -> Criterion:
+    where = f"{config.path or '<config>'}:{json_pointer(['custom_metrics', spec.name])}"
+    try:
+        return custom.build(spec, config.custom_metrics[spec.name], origin, ctx.custom_code_refused)
+    except ConfigError as exc:
+        return BrokenCriterion(spec.name, spec.threshold, f"{exc} ({where}; criterion at {spec.source})")
+
+
+def _build_one(spec: CriterionSpec, ctx: BuildContext, config: EvalConfig, origin: str | None) -> Criterion:
     where = f" ({spec.source})"
     if spec.error:
         return BrokenCriterion(spec.name, spec.threshold, spec.error + where)
+    if spec.name in config.custom_metrics:
+        return _build_custom(spec, config, ctx, origin)
     if spec.name in INFORMATIONAL:
         return BrokenCriterion(
             spec.name, spec.threshold, f"{spec.name} is informational and always reported; remove it from criteria"
@@ -125,26 +142,34 @@ def _ignored_notice(spec: CriterionSpec, ignored: Sequence[tuple[str, str]]) -> 
     )
 
 
-def build_criteria(config: EvalConfig, ctx: BuildContext) -> tuple[list[Criterion], list[CriterionInfo]]:
-    """The configured criteria followed by the informational ones, and a description of each for the report."""
+def build_criteria(
+    config: EvalConfig, ctx: BuildContext, origin: str | None = None
+) -> tuple[list[Criterion], list[CriterionInfo]]:
+    """The configured criteria followed by the informational ones, and a description of each for the report.
+
+    ``origin`` is the eval set's path: custom metrics are imported from its repository (see criteria.custom).
+    """
     built: list[Criterion] = []
     infos: list[CriterionInfo] = []
     for spec in config.criteria:
         ignored: list[tuple[str, str]] = []
         token = IGNORED_OPTIONS.set(ignored)
         try:
-            criterion = _build_one(spec, ctx)
+            criterion = _build_one(spec, ctx, config, origin)
         finally:
             IGNORED_OPTIONS.reset(token)
         built.append(criterion)
         error = criterion.reason if isinstance(criterion, BrokenCriterion) else None
+        definition = criterion.identity if isinstance(criterion, custom.CustomMetric) else None
+        if definition is None and spec.name in config.custom_metrics:
+            definition = {"custom_metric": "unresolved"}
         infos.append(
             CriterionInfo(
                 name=spec.name,
-                threshold=spec.threshold,
+                threshold=criterion.threshold if definition else spec.threshold,
                 options=spec.options,
                 judged=spec.name in JUDGED or "metric_prompt_template" in spec.options,
-                fingerprint=fingerprint(spec, [key for key, _ in ignored]),
+                fingerprint=fingerprint(spec, [key for key, _ in ignored], definition),
                 error=error,
                 notice=_ignored_notice(spec, ignored),
             )

@@ -95,6 +95,8 @@ class BuildContext:
     judge_unavailable_reason: str | None = None
     user_simulator: dict[str, Any] | None = None
     settings: dict[str, Any] = field(default_factory=dict)
+    custom_code_refused: str | None = None
+    """Why custom metrics (repository code) must not be imported in this run, or None where that is allowed."""
 
 
 CriterionFactory = Callable[[CriterionSpec, BuildContext], Criterion]

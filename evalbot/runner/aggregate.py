@@ -80,7 +80,7 @@ def failed_run_metrics(case_run: CaseRun, case: EvalCase, loaded: LoadedEvalSet,
 
     if case_run.failed_invocation is None and not case_run.invocations:
         return {}
-    criteria, _ = build_criteria(loaded.config, ctx or BuildContext())
+    criteria, _ = build_criteria(loaded.config, ctx or BuildContext(), loaded.path)
     wanted = [c for c in criteria if c.name in RUN_LEVEL or c.name in INFORMATIONAL]
     case_input = CaseInput(loaded.eval_set_id, case, flagged(case_run.invocations, case_run.failed_invocation))
     out: dict[str, MetricResult] = {}

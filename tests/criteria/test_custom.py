@@ -1,0 +1,436 @@
+"""Custom metrics (criteria.custom): the user's functions, Vertex's one-argument contract and ADK's four-argument one.
+
+Each test writes a small repository (a ``.git`` folder, a metrics module, an eval set, its test_config.json and the
+agent's actual runs) into a temporary directory and evaluates it through evalbot's public entry point.  The ADK
+contract tests need google-adk (the extra ``evalbot[adk]``; .ci/run runs tests/criteria in such a venv) and skip
+with the reason otherwise; the missing-google-adk test runs only where it is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalbot.app import evaluate
+from evalbot.baseline import build_baseline
+from evalbot.compare import compare
+from evalbot.criteria.base import BuildContext
+from evalbot.gate import GatePolicy
+from evalbot.results import CaseResult, Report
+
+HAVE_ADK = importlib.util.find_spec("google.adk") is not None
+needs_adk = pytest.mark.skipif(not HAVE_ADK, reason="google-adk (evalbot[adk]) is not installed")
+_ids = count()
+
+
+def _invocation(inv_id: str, user: str, text: str, tools: list[str]) -> dict[str, Any]:
+    return {
+        "invocation_id": inv_id,
+        "user_content": {"role": "user", "parts": [{"text": user}]},
+        "final_response": {"role": "model", "parts": [{"text": text}]},
+        "intermediate_data": {"tool_uses": [{"name": t, "args": {"q": user}} for t in tools]},
+    }
+
+
+EXPECTED = {
+    "two_turns": [_invocation("a1", "find order 7", "order 7 shipped", ["get_order"]),
+                  _invocation("a2", "refund it", "refund started", ["get_order", "create_refund"])],
+    "one_turn": [_invocation("b1", "hello", "hi there", [])],
+}
+ACTUAL = {
+    "two_turns": [_invocation("a1", "find order 7", "order 7 shipped", ["get_order"]),
+                  _invocation("a2", "refund it", "refund started", ["create_refund"])],
+    "one_turn": [_invocation("b1", "hello", "hi there", [])],
+}
+
+
+@pytest.fixture
+def clean_imports() -> Iterator[None]:
+    """Forget the modules and import paths a test's repository added (a new process would not have them)."""
+    modules, path = set(sys.modules), list(sys.path)
+    yield
+    for name in set(sys.modules) - modules:
+        del sys.modules[name]
+    sys.path[:] = path
+
+
+class Repo:
+    """A throwaway repository with a metrics package; ``run`` evaluates its eval set from ``cwd``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.package = f"evalbot_user_metrics_{next(_ids)}"
+        (root / ".git").mkdir(parents=True)
+        (root / self.package).mkdir()
+        (root / self.package / "__init__.py").write_text("", encoding="utf-8")
+        (root / "evals").mkdir()
+        cases = [{"eval_id": k, "conversation": v} for k, v in EXPECTED.items()]
+        (root / "evals" / "shop.evalset.json").write_text(
+            json.dumps({"eval_set_id": "shop", "eval_cases": cases}), encoding="utf-8"
+        )
+        (root / "actuals.json").write_text(json.dumps(ACTUAL), encoding="utf-8")
+
+    def module(self, source: str, name: str = "metrics") -> None:
+        (self.root / self.package / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+
+    def config(self, criteria: dict[str, Any], custom: dict[str, Any]) -> None:
+        (self.root / "evals" / "test_config.json").write_text(
+            json.dumps({"criteria": criteria, "custom_metrics": custom}), encoding="utf-8"
+        )
+
+    def metric(self, function: str, threshold: Any = 0.5, **entry: Any) -> None:
+        """Configure ``my_metric`` (plus a trajectory criterion that must keep working) backed by ``function``."""
+        self.config(
+            {"tool_trajectory_avg_score": 1.0, "my_metric": threshold},
+            {"my_metric": {"code_config": {"name": f"{self.package}.metrics.{function}"}, **entry}},
+        )
+
+    def run(self, ctx: BuildContext | None = None) -> Report:
+        return evaluate([str(self.root / "evals")], actuals=[str(self.root / "actuals.json")], ctx=ctx)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, clean_imports: None, monkeypatch: pytest.MonkeyPatch) -> Repo:
+    monkeypatch.chdir(tmp_path)  # not the repository: the module is found through the eval set's repository root
+    return Repo(tmp_path / "repo")
+
+
+def _cases(report: Report) -> dict[str, CaseResult]:
+    assert not report.errors, report.errors
+    (eval_set,) = report.eval_sets
+    return {c.eval_id: c for c in eval_set.cases}
+
+
+VERTEX_SEED = """
+    def essential_tools_present(instance, required_tools=["get_order", "create_refund"]):
+        trajectory = instance["predicted_trajectory"]
+        tools_present = [tool_used["tool_name"] for tool_used in trajectory]
+        if len(required_tools) == 0:
+            return {"essential_tools_present": 1}
+        score = 0
+        for tool in required_tools:
+            if tool in tools_present:
+                score += 1
+        return {"essential_tools_present": score / len(required_tools), "explanation": f"saw {tools_present}"}
+"""
+
+
+def test_vertex_contract_scores_each_invocation_and_the_case_mean(repo: Repo) -> None:
+    """The seed's essential_tools_present: per invocation the fraction of required tools, case = mean, >= rule."""
+    repo.module(VERTEX_SEED)
+    repo.config(
+        {"essential_tools_present": 0.5},
+        {"essential_tools_present": {"code_config": {"name": f"{repo.package}.metrics.essential_tools_present"}}},
+    )
+    cases = _cases(repo.run())
+    two = cases["two_turns"].metrics["essential_tools_present"]
+    assert [p.score for p in two.per_invocation] == [0.5, 0.5]
+    assert [p.status for p in two.per_invocation] == ["passed", "passed"]
+    assert two.score == 0.5 and two.status == "passed" and two.threshold == 0.5
+    assert two.per_invocation[0].details == {"explanation": "saw ['get_order']"}
+    one = cases["one_turn"].metrics["essential_tools_present"]
+    assert one.score == 0.0 and one.status == "failed" and cases["one_turn"].status == "failed"
+
+
+def test_vertex_instance_has_vertex_columns(repo: Repo) -> None:
+    """The instance carries prompt/response/reference and both trajectories in Vertex's shape."""
+    repo.module("""
+        import json
+        SEEN = []
+        def record(instance):
+            SEEN.append(json.loads(json.dumps(instance)))
+            return {"my_metric": 1.0}
+    """)
+    repo.metric("record")
+    cases = _cases(repo.run())
+    assert cases["two_turns"].metrics["my_metric"].status == "passed"
+    seen = sys.modules[f"{repo.package}.metrics"].SEEN
+    assert seen[1] == {
+        "prompt": "refund it", "response": "refund started", "reference": "refund started",
+        "predicted_trajectory": [{"tool_name": "create_refund", "tool_input": {"q": "refund it"}}],
+        "reference_trajectory": [{"tool_name": "get_order", "tool_input": {"q": "refund it"}},
+                                 {"tool_name": "create_refund", "tool_input": {"q": "refund it"}}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("raise RuntimeError('boom')", "raised RuntimeError: boom"),
+        ("return 'high'", "returned str"),
+        ("return {'other': 1}", "without the score"),
+        ("return {'my_metric': float('nan')}", "not a finite number"),
+        ("return {'my_metric': 1.5}", "outside the metric's range [0, 1]"),
+        ("return {'my_metric': True}", "not a number"),
+        ("return None", "returned NoneType"),
+    ],
+)
+def test_a_misbehaving_function_is_an_error_on_the_case_not_a_crash(repo: Repo, body: str, message: str) -> None:
+    """Raising, garbage, NaN, out-of-range: that metric is `error` with the message; the other criterion runs."""
+    repo.module(f"def bad(instance):\n    {body}\n")
+    repo.metric("bad")
+    cases = _cases(repo.run())
+    for case in cases.values():
+        metric = case.metrics["my_metric"]
+        assert metric.status == "error" and message in (metric.reason or ""), metric.reason
+        assert case.status == "error"
+        assert case.metrics["tool_trajectory_avg_score"].status in ("passed", "failed")
+
+
+def test_a_hanging_function_times_out_and_is_not_called_again(repo: Repo) -> None:
+    """A call past timeout_seconds is an error; later cases are skipped at once, naming the case that hung."""
+    repo.module("""
+        import time
+        CALLS = []
+        def slow(instance):
+            CALLS.append(1)
+            time.sleep(30)
+            return {"my_metric": 1.0}
+    """)
+    repo.metric("slow", timeout_seconds=0.2)
+    started = time.monotonic()
+    cases = _cases(repo.run())
+    assert time.monotonic() - started < 10
+    first, second = cases["two_turns"].metrics["my_metric"], cases["one_turn"].metrics["my_metric"]
+    assert first.status == "error" and "did not return within 0.2 s" in (first.reason or "")
+    assert second.status == "error" and "hung on case 'two_turns'" in (second.reason or "")
+    assert sys.modules[f"{repo.package}.metrics"].CALLS == [1]
+    assert cases["one_turn"].metrics["tool_trajectory_avg_score"].status == "passed"
+
+
+def test_declared_range_is_validated_and_reported_on_the_unit_scale(repo: Repo) -> None:
+    """metric_info's interval [1, 5]: a 4 passes a threshold of 3 and is reported as 0.75 with the raw value."""
+    repo.module("def stars(instance):\n    return {'my_metric': 4 if instance['response'] == 'hi there' else 2}\n")
+    interval = {"metric_value_info": {"interval": {"min_value": 1, "max_value": 5}}}
+    repo.metric("stars", threshold=3, metric_info={"metric_name": "my_metric", **interval})
+    report = repo.run()
+    cases = _cases(report)
+    one = cases["one_turn"].metrics["my_metric"]
+    assert one.status == "passed" and one.score == 0.75 and one.threshold == 0.5
+    assert one.details == {"value": 4.0, "range": "[1, 5]", "threshold_value": 3.0}
+    assert cases["two_turns"].metrics["my_metric"].status == "failed"
+    (info,) = [c for c in report.eval_sets[0].criteria if c.name == "my_metric"]
+    assert info.threshold == 0.5
+
+
+@pytest.mark.parametrize(
+    ("source", "function", "message"),
+    [
+        ("def two(a, b):\n    return 1\n", "two", "has the wrong signature"),
+        ("def kw(instance, *, must):\n    return 1\n", "kw", "has the wrong signature"),
+        ("VALUE = 3\n", "VALUE", "is a int, not a function"),
+        ("x = 1\n", "missing", "defines no 'missing'"),
+        ("raise ImportError('no numpy here')\n", "f", "raised ImportError: no numpy here"),
+        ("import time\ntime.sleep(30)\n", "f", "did not return within 0.3 s"),
+    ],
+)
+def test_resolution_problems_are_config_errors_naming_file_pointer_and_function(
+    repo: Repo, source: str, function: str, message: str
+) -> None:
+    """Wrong signature, non-callable, missing attribute, failing import: error naming where; other criteria run."""
+    repo.module(source)
+    repo.metric(function, timeout_seconds=0.3)
+    report = repo.run()
+    (info,) = [c for c in report.eval_sets[0].criteria if c.name == "my_metric"]
+    assert info.error is not None and message in info.error, info.error
+    assert f"{repo.package}.metrics" in info.error
+    assert "test_config.json:/custom_metrics/my_metric" in info.error
+    for case in _cases(report).values():
+        assert case.metrics["my_metric"].status == "error"
+        assert case.metrics["tool_trajectory_avg_score"].status in ("passed", "failed")
+
+
+def test_missing_module_is_a_config_error(repo: Repo) -> None:
+    """A module that is nowhere on the path: the error names the function path and where it looked."""
+    repo.config({"my_metric": 0.5}, {"my_metric": {"code_config": {"name": "no_such_pkg_xyz.metrics.fn"}}})
+    report = repo.run()
+    (info,) = report.eval_sets[0].criteria[:1]
+    assert info.error is not None
+    assert "cannot import no_such_pkg_xyz.metrics.fn" in info.error and str(repo.root.resolve()) in info.error
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [{"code_config": {}}, {"code_config": {"name": "justname"}}, {"code_config": {"name": "a.b c.fn"}}, "pkg.fn",
+     {"code_config": {"name": "a.fn"}, "timeout_seconds": 0}],
+)
+def test_malformed_definitions_are_config_errors(repo: Repo, entry: Any) -> None:
+    repo.config({"my_metric": 0.5}, {"my_metric": entry})
+    (info,) = repo.run().eval_sets[0].criteria[:1]
+    assert info.error is not None and "custom_metrics" in info.error
+
+
+def test_working_directory_is_searched_too(tmp_path: Path, clean_imports: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a .git above the eval set, the module is found from the working directory (the project root)."""
+    repo = Repo(tmp_path / "proj")
+    (repo.root / ".git").rmdir()
+    monkeypatch.chdir(repo.root)
+    repo.module("def ok(instance):\n    return {'my_metric': 1}\n")
+    repo.metric("ok")
+    assert _cases(repo.run())["one_turn"].metrics["my_metric"].status == "passed"
+
+
+def test_trusted_context_refuses_to_import(repo: Repo) -> None:
+    """When the run must not execute repository code, the module is never imported and the metric is an error."""
+    marker = repo.root / "imported"
+    repo.module(f"open({str(marker)!r}, 'w').close()\ndef ok(instance):\n    return 1\n")
+    repo.metric("ok")
+    report = repo.run(BuildContext(custom_code_refused="pull_request_target runs hold secrets"))
+    assert not marker.exists()
+    (info,) = [c for c in report.eval_sets[0].criteria if c.name == "my_metric"]
+    assert info.error is not None and "not run: pull_request_target" in info.error
+    for case in _cases(report).values():
+        assert case.metrics["my_metric"].status == "error"
+
+
+def test_a_changed_function_is_a_changed_definition_not_a_regression(repo: Repo) -> None:
+    """Same path, edited source: the fingerprint changes, so the comparison says changed_definition."""
+    repo.module("def m(instance):\n    return {'my_metric': 1.0}\n")
+    repo.metric("m")
+    before = repo.run()
+    baseline = build_baseline(before, commit=None, created_at=None)
+    for name in [n for n in sys.modules if n.startswith(repo.package)]:
+        del sys.modules[name]  # the PR's run is a new process
+    repo.module("def m(instance):\n    # stricter now\n    return {'my_metric': 0.0}\n")
+    after = repo.run()
+    fp = {c.name: c.fingerprint for c in before.eval_sets[0].criteria}
+    fp_after = {c.name: c.fingerprint for c in after.eval_sets[0].criteria}
+    assert fp["my_metric"] != fp_after["my_metric"]
+    assert fp["tool_trajectory_avg_score"] == fp_after["tool_trajectory_avg_score"]
+    comparison = compare(current=after, baseline=baseline, policy=GatePolicy())
+    (eval_set,) = comparison.eval_sets
+    one = next(c for c in eval_set.cases if c.eval_id == "one_turn")
+    assert one.category == "changed_definition", one  # passed -> failed only on the edited metric
+    assert [d.change for d in one.metrics if d.criterion == "my_metric"] == ["changed_definition"]
+    assert comparison.gate.exit_code == 0, comparison.gate
+
+
+def test_unchanged_function_compares_normally(repo: Repo) -> None:
+    """Same source in a new process: same fingerprint (a real score drop would be a regression)."""
+    repo.module("def m(instance):\n    return {'my_metric': 1.0}\n")
+    repo.metric("m")
+    first = repo.run()
+    for name in [n for n in sys.modules if n.startswith(repo.package)]:
+        del sys.modules[name]
+    second = repo.run()
+    assert [c.fingerprint for c in first.eval_sets[0].criteria] == [c.fingerprint for c in second.eval_sets[0].criteria]
+
+
+# -- ADK's contract ------------------------------------------------------------------------------------------------
+
+ADK_METRIC = """
+    from google.adk.evaluation.eval_metrics import EvalStatus
+    from google.adk.evaluation.evaluator import EvaluationResult, PerInvocationResult
+    SEEN = []
+
+    def {name}(eval_metric, actual_invocations, expected_invocations, conversation_scenario):
+        SEEN.append((eval_metric.threshold, eval_metric.criterion.threshold, type(actual_invocations[0]).__module__))
+        threshold = eval_metric.criterion.threshold
+        per = []
+        for actual, expected in zip(actual_invocations, expected_invocations):
+            got = [c.name for c in actual.intermediate_data.tool_uses]
+            want = [c.name for c in expected.intermediate_data.tool_uses]
+            score = 1.0 if set(want) <= set(got) else 0.0
+            status = EvalStatus.PASSED if score >= threshold else EvalStatus.FAILED
+            per.append(PerInvocationResult(actual_invocation=actual, score=score, eval_status=status))
+        overall = sum(p.score for p in per) / len(per)
+        return EvaluationResult(
+            overall_score=overall,
+            overall_eval_status=EvalStatus.PASSED if overall >= threshold else EvalStatus.FAILED,
+            per_invocation_results=per,
+        )
+"""
+
+
+@needs_adk
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_adk_contract_reads_the_evaluation_result(repo: Repo, asynchronous: bool) -> None:
+    """Called once per case with ADK's types and threshold=None; overall + per-invocation results read back."""
+    source = textwrap.dedent(ADK_METRIC.format(name="covers"))
+    if asynchronous:
+        source = source.replace("def covers(", "async def covers(")
+    repo.module(source)
+    repo.metric("covers", threshold={"threshold": 0.6, "note": "kept"})
+    cases = _cases(repo.run())
+    two = cases["two_turns"].metrics["my_metric"]
+    assert [p.score for p in two.per_invocation] == [1.0, 0.0]
+    assert [p.status for p in two.per_invocation] == ["passed", "failed"]
+    assert two.score == 0.5 and two.status == "failed" and two.threshold == 0.6
+    assert cases["one_turn"].metrics["my_metric"].status == "passed"
+    seen = sys.modules[f"{repo.package}.metrics"].SEEN
+    assert seen[0] == (None, 0.6, "google.adk.evaluation.eval_case")
+
+
+@needs_adk
+def test_adk_status_is_the_functions_and_a_contradiction_is_noted(repo: Repo) -> None:
+    """As in ADK the returned status counts; NOT_EVALUATED (ADK's default) with a score is said so."""
+    repo.module("""
+        from google.adk.evaluation.eval_metrics import EvalStatus
+        from google.adk.evaluation.evaluator import EvaluationResult, PerInvocationResult
+        def f(eval_metric, actual, expected, scenario):
+            if len(actual) == 1:
+                return EvaluationResult(overall_score=0.9)
+            per = [PerInvocationResult(actual_invocation=a, score=0.1, eval_status=EvalStatus.PASSED) for a in actual]
+            return EvaluationResult(overall_score=0.1, overall_eval_status=EvalStatus.PASSED, per_invocation_results=per)
+    """)
+    repo.metric("f")
+    cases = _cases(repo.run())
+    one = cases["one_turn"].metrics["my_metric"]
+    assert one.status == "not_evaluated" and one.score == 0.9 and "NOT_EVALUATED" in (one.reason or "")
+    two = cases["two_turns"].metrics["my_metric"]
+    assert two.status == "passed" and "score 0.1 vs threshold 0.5" in (two.reason or "")
+
+
+@needs_adk
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("raise ValueError('bad case')", "raised ValueError: bad case"),
+        ("return 0.7", "returned float, not an EvaluationResult"),
+        ("return EvaluationResult(overall_score=0.5, overall_eval_status=EvalStatus.PASSED)",
+         "returned 0 per-invocation result(s)"),
+        ("return EvaluationResult(overall_score=7.0, overall_eval_status=EvalStatus.PASSED)", "outside"),
+    ],
+)
+def test_adk_function_misbehaving_is_an_error(repo: Repo, body: str, message: str) -> None:
+    repo.module(
+        "from google.adk.evaluation.eval_metrics import EvalStatus\n"
+        "from google.adk.evaluation.evaluator import EvaluationResult\n"
+        f"async def f(eval_metric, actual, expected, scenario):\n    {body}\n"
+    )
+    repo.metric("f")
+    for case in _cases(repo.run()).values():
+        metric = case.metrics["my_metric"]
+        assert metric.status == "error" and message in (metric.reason or ""), metric.reason
+
+
+@needs_adk
+def test_adk_async_function_that_hangs_times_out(repo: Repo) -> None:
+    repo.module("""
+        import asyncio
+        async def f(eval_metric, actual, expected, scenario):
+            await asyncio.sleep(30)
+    """)
+    repo.metric("f", timeout_seconds=0.2)
+    cases = _cases(repo.run())
+    assert "did not return within 0.2 s" in (cases["two_turns"].metrics["my_metric"].reason or "")
+
+
+@pytest.mark.skipif(HAVE_ADK, reason="checks the message shown when google-adk is missing; it is installed here")
+def test_adk_contract_without_google_adk_says_how_to_install(repo: Repo) -> None:
+    repo.module("def f(eval_metric, actual, expected, scenario):\n    return None\n")
+    repo.metric("f")
+    report = repo.run()
+    (info,) = [c for c in report.eval_sets[0].criteria if c.name == "my_metric"]
+    assert info.error is not None
+    assert "google-adk is not installed" in info.error and "pip install 'evalbot[adk]'" in info.error
+    assert f"{repo.package}.metrics.f" in info.error
