@@ -137,7 +137,7 @@ def parse_config(data: Any, path: str | None) -> EvalConfig:
         path=path,
         notices=notices,
         user_simulator=snake_keys(sim) if sim is not None else None,
-        custom_metrics=snake_keys(custom),
+        custom_metrics={name: snake_keys(entry) for name, entry in custom.items()},  # names are verbatim, as in criteria
         extras=extras,
     )
 

@@ -434,3 +434,13 @@ def test_adk_contract_without_google_adk_says_how_to_install(repo: Repo) -> None
     assert info.error is not None
     assert "google-adk is not installed" in info.error and "pip install 'evalbot[adk]'" in info.error
     assert f"{repo.package}.metrics.f" in info.error
+
+
+def test_camel_case_metric_names_are_kept_verbatim(repo: Repo) -> None:
+    """A custom metric's name is the user's own (matched to ``criteria`` as written); its entry's keys may be camelCase."""
+    repo.module("def ok(instance):\n    return {'toolsUsed': 1}\n")
+    repo.config(
+        {"toolsUsed": 0.5},
+        {"toolsUsed": {"codeConfig": {"name": f"{repo.package}.metrics.ok"}, "timeoutSeconds": 5}},
+    )
+    assert _cases(repo.run())["one_turn"].metrics["toolsUsed"].status == "passed"
