@@ -489,7 +489,9 @@ def adk_types() -> _AdkTypes:
     except ImportError as exc:
         raise ConfigError(
             f"this custom metric has ADK's signature ({', '.join(_ADK_ARGS)}) and is called with google-adk's "
-            f"types, but google-adk is not installed ({exc}); install it with: pip install 'evalbot[adk]'"
+            f"types, but google-adk is not installed ({exc}); install it with: pip install 'evalbot[adk]' (the "
+            "evalbot Action's image does not include it: there, use Vertex's one-argument contract, or run the evalbot "
+            "CLI in a job that installs evalbot[adk])"
         ) from None
     return _AdkTypes(
         metrics.BaseCriterion, metrics.EvalMetric, case.Invocation, case.ConversationScenario,
