@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from evalbot import actions, mdsafe
+from evalbot.action_gate import GateSettings, config_candidates, policy_changes, settings_at, template_at
 from evalbot.action_publish import Outcome, Published, post_comment, print_annotations
 from evalbot.action_report import junit_suites
 from evalbot.action_settings import ActionInputs, GitHubContext, Mode, on_default_branch
@@ -77,8 +78,10 @@ def policy_and_template(inputs: ActionInputs, ws: Workspace) -> tuple[GatePolicy
     settings, config_path = evalbot_settings(eval_paths(inputs), inputs.config)
     overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures}
     policy = policy_from_settings(settings, source=str(config_path or "action inputs"), overrides=overrides)
-    template_input = str(ws.path(inputs.comment_template)) if inputs.comment_template else None
-    return policy, comment_template_text(template_input, settings, config_path)
+    template = comment_template_text(
+        inputs.comment_template, settings, config_path, root=ws.root, input_name="comment-template"
+    )
+    return policy, template
 
 
 TRUSTED_EVENTS = frozenset({"pull_request_target", "workflow_run"})
@@ -147,9 +150,57 @@ def read_baseline_at(forge: Forge | None, ws: Workspace, path: str, ref: str) ->
     return (None if text is None else parse_baseline(text, label)), None
 
 
+def read_text_at(forge: Forge | None, ws: Workspace, path: str, ref: str, what: str) -> str | None:
+    """The text of ``path`` at commit ``ref`` (None: absent there), read like the baseline: the contents API first,
+    ``git show`` when GitHub cannot answer; neither answering raises ForgeUnavailable (exit 3), never "absent"."""
+    label = label_at(ref, path)
+    if forge is not None:
+        try:
+            return forge.read_file(path, ref=ref)
+        except ForgeError as exc:
+            log.warning("evalbot: reading the %s through the API failed (%s); trying git show", what, exc)
+    try:
+        return git_show(ref, path, git=ws.git)
+    except InputError as exc:
+        raise ForgeUnavailable(f"read the {what}", f"neither the API nor git could read {label}: {exc}") from exc
+
+
 def baseline_command(inputs: ActionInputs) -> str:
     """The exact command that makes this run's baseline (run it on main and commit the file)."""
     return create_command(inputs.baseline_path, eval_sets=eval_paths(inputs), actuals=list(inputs.actuals))
+
+
+def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: str) -> GateSettings:
+    """A pull request's gate: policy and template from the base commit ``ref``; the PR's own section is checked
+    and every difference from the base's becomes a notice (see :mod:`evalbot.action_gate`)."""
+    from evalbot.cli_compare import comment_template_text, evalbot_settings
+    from evalbot.load import discover
+
+    pr_settings, pr_config = evalbot_settings(eval_paths(inputs), inputs.config)
+    overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures}
+    pr_policy = policy_from_settings(pr_settings, source=str(pr_config or "action inputs"), overrides=overrides)
+    pr_template = comment_template_text(
+        inputs.comment_template, pr_settings, pr_config, root=ws.root, input_name="comment-template"
+    )
+
+    def read(path: str, what: str) -> str | None:
+        return read_text_at(forge, ws, path, ref, what)
+
+    def label(path: str) -> str:
+        return label_at(ref, path)
+
+    files, _ = discover(eval_paths(inputs))
+    candidates = config_candidates(inputs.config, files, ws.root)
+    base_settings, base_config = settings_at(read, candidates, label)
+    source = label(base_config) if base_config else "action inputs"
+    policy = policy_from_settings(base_settings, source=source, overrides=overrides)
+    template, note = template_at(
+        read, template_input=inputs.comment_template, settings=base_settings, config=base_config, label=label
+    )
+    changes = policy_changes(base_settings, pr_settings, policy, pr_policy)
+    if template != pr_template and not any(c.startswith("comment_template ") for c in changes):
+        changes.append("the comment template's text")
+    return GateSettings(policy=policy, template=template, changes=changes, notes=[note] if note else [])
 
 
 def write_report_files(report: Report, inputs: ActionInputs, ws: Workspace) -> None:
@@ -202,9 +253,14 @@ def first_stage(
 ) -> Outcome:
     """pull_request, push and baseline modes."""
     ws = Workspace(ctx.workspace)
-    policy, template = policy_and_template(inputs, ws)
     pr = ctx.pull_request
     baseline_error = None
+    gate: GateSettings | None = None
+    if mode == "pull_request" and pr is not None:
+        gate = gate_at_base(inputs, ws, forge, pr.base_sha)  # the PR does not set its own gate
+        policy, template = gate.policy, gate.template
+    else:
+        policy, template = policy_and_template(inputs, ws)
     if mode == "pull_request" and pr is not None:
         baseline, baseline_error = read_baseline_at(forge, ws, inputs.baseline_path, pr.base_sha)
         source = label_at(pr.base_sha, inputs.baseline_path)
@@ -218,6 +274,9 @@ def first_stage(
     write_report_files(report, inputs, ws)
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
                          baseline_error=baseline_error, create=baseline_command(inputs))
+    if gate is not None:
+        comparison.policy_changes = gate.changes
+        comparison.notes = gate.notes
     link = links(ctx, inputs)
     print_annotations(comparison, read_text=ws.read, display=ws.relative, stream=stream)
     notices: list[str] = []

@@ -29,6 +29,7 @@ from evalbot.gate import GatePolicy, policy_from_settings
 from evalbot.load import discover, load_config
 from evalbot.render import Links, comment_marker, render_comment, render_summary
 from evalbot.results import Report
+from evalbot.template_files import read_template_file, template_relpath
 
 Command = Callable[[argparse.Namespace, Mapping[str, str]], int]
 
@@ -73,22 +74,46 @@ def evalbot_settings(paths: Sequence[str], config: str | None) -> tuple[dict[str
     return {}, None
 
 
-def comment_template_text(cli_path: str | None, settings: Mapping[str, Any], config: Path | None) -> str | None:
-    """The user's comment template: ``--comment-template``, else ``evalbot.comment_template`` (relative to the
-    config file), else None for the default template."""
-    raw = settings.get("comment_template", settings.get("commentTemplate"))
+TEMPLATE_KEYS = ("comment_template", "commentTemplate", "comment-template")
+
+
+def template_setting(settings: Mapping[str, Any], where: str) -> tuple[str, str] | None:
+    """The config's ``evalbot.comment_template`` (any spelling) and its JSON pointer, None when not set."""
+    for key in TEMPLATE_KEYS:
+        if key in settings:
+            raw, pointer = settings[key], f"/evalbot/{key}"
+            if not isinstance(raw, str) or not raw.strip():
+                raise InputError(where, pointer, "expected a path to a Jinja template file in the repository")
+            return raw, pointer
+    return None
+
+
+def comment_template_text(
+    cli_path: str | None, settings: Mapping[str, Any], config: Path | None, *, root: Path | None = None,
+    input_name: str | None = None,
+) -> str | None:
+    """The user's comment template: ``cli_path``, else ``evalbot.comment_template`` (relative to the config file),
+    else None for the default template.
+
+    The config's path must resolve inside ``root`` (default: the working directory): a config is repository
+    content, which a pull request can change. ``cli_path`` is confined too when it comes from the Action input
+    ``input_name``; a path typed on the command line is the user's own and may be anywhere.
+    """
+    root = root or Path.cwd()
     if cli_path:
-        path = Path(cli_path)
-    elif isinstance(raw, str) and raw:
-        path = (config.parent / raw) if config is not None else Path(raw)
-    elif raw is not None:
-        raise InputError(str(config), "/evalbot/comment_template", "expected a path to a Jinja template file")
-    else:
+        if input_name is None:
+            return read_template_file(Path(cli_path), root=None, where="--comment-template")
+        where = f"input {input_name}"
+        rel = template_relpath(cli_path, where=where)
+        return read_template_file(root / rel, root=root, where=where)
+    where = str(config or "config")
+    found = template_setting(settings, where)
+    if found is None:
         return None
-    text = read_optional(str(path))
-    if text is None:
-        raise InputError(path, "", "comment template not found; fix --comment-template or evalbot.comment_template")
-    return text
+    raw, pointer = found
+    rel = template_relpath(raw, where=where, pointer=pointer)
+    base = config.parent if config is not None else root
+    return read_template_file(base / rel, root=root, where=where, pointer=pointer)
 
 
 def _evaluate(args: argparse.Namespace, env: Mapping[str, str]) -> Report:

@@ -131,3 +131,8 @@ class Comparison(_Model):
     counts: dict[str, int] = Field(default_factory=dict)
     gate: Gate
     report: Report
+    policy_changes: list[str] = Field(default_factory=list)
+    """Gate settings the pull request changes (``fail_on regression → never``): read at the base commit, they take
+    effect only after the merge."""
+    notes: list[str] = Field(default_factory=list)
+    """Further notices about how this comparison was made (shown under the headline)."""

@@ -55,6 +55,10 @@ def _normal_key(key: str) -> str:
     return out.replace("-", "_")
 
 
+normal_key = _normal_key
+"""``failOn`` / ``fail-on`` / ``fail_on`` → ``fail_on``."""
+
+
 def policy_from_settings(
     settings: Mapping[str, Any], *, source: str, overrides: Mapping[str, Any] | None = None
 ) -> GatePolicy:

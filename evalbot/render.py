@@ -9,6 +9,7 @@ even the smallest rendering does not.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from pydantic import BaseModel
 
 from evalbot import __version__, mdsafe
 from evalbot.actions import SUMMARY_LIMIT_BYTES
@@ -78,13 +80,23 @@ def _score(value: float | None) -> mdsafe.Safe:
     return mdsafe.Safe("—" if value is None else f"{value:.3f}")
 
 
-def _delta(row: CriterionRow) -> mdsafe.Safe:
-    if row.delta is None:
+def _field(row: object, name: str) -> Any:
+    """``row[name]`` of the plain-data row a template passes to a filter (a model's attribute in Python code)."""
+    return row.get(name) if isinstance(row, Mapping) else getattr(row, name, None)
+
+
+def _real(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _delta(row: CriterionRow | Mapping[str, Any]) -> mdsafe.Safe:
+    delta = _real(_field(row, "delta"))
+    if delta is None:
         return mdsafe.Safe("—")
-    if abs(row.delta) < 5e-4:
+    if abs(delta) < 5e-4:
         return mdsafe.Safe("＝ 0.000")
-    arrow = "▲" if row.delta > 0 else "▼"
-    return mdsafe.Safe(f"{arrow} {row.delta:+.3f}".replace("-", "−"))
+    arrow = "▲" if delta > 0 else "▼"
+    return mdsafe.Safe(f"{arrow} {delta:+.3f}".replace("-", "−"))
 
 
 def _number(value: object, spec: str = "") -> mdsafe.Safe:
@@ -100,18 +112,20 @@ def _pvalue(value: float | None) -> mdsafe.Safe:
     return mdsafe.Safe("p < 0.001" if value < 0.001 else f"p = {value:.3f}")
 
 
-def _row_note(row: CriterionRow) -> mdsafe.Safe:
+def _row_note(row: CriterionRow | Mapping[str, Any]) -> mdsafe.Safe:
     """The last table column: cases that flipped on this criterion, the mean's verdict, partial pairing."""
-    notes = [f"{icon} {n} {label}" for icon, n, label in (
-        ("🔴", row.regressed_cases, "regressed"), ("🟡", row.inconclusive_cases, "inconclusive"),
-        ("🟢", row.fixed_cases, "fixed"),
+    notes = [f"{icon} {_number(n)} {label}" for icon, n, label in (
+        ("🔴", _field(row, "regressed_cases"), "regressed"), ("🟡", _field(row, "inconclusive_cases"), "inconclusive"),
+        ("🟢", _field(row, "fixed_cases"), "fixed"),
     ) if n]
-    if row.change in ("regressed", "inconclusive", "improved"):
-        notes.append(f"mean {ROW_BADGES[row.change]} ({_pvalue(row.p_value)}, n = {row.paired})")
-    elif ROW_BADGES[row.change]:
-        notes.append(ROW_BADGES[row.change])
-    if row.delta is not None and row.paired < row.scored:
-        notes.append(f"Δ over {row.paired} of {row.scored}")
+    change, paired, scored = _field(row, "change"), _field(row, "paired"), _field(row, "scored")
+    if change in ("regressed", "inconclusive", "improved"):
+        notes.append(f"mean {ROW_BADGES[change]} ({_pvalue(_real(_field(row, 'p_value')))}, n = {_number(paired)})")
+    elif isinstance(change, str) and ROW_BADGES.get(change):
+        notes.append(ROW_BADGES[change])
+    if _real(_field(row, "delta")) is not None and _real(paired) is not None and _real(scored) is not None \
+            and paired < scored:
+        notes.append(f"Δ over {paired} of {scored}")
     return mdsafe.Safe(" · ".join(notes))
 
 
@@ -123,23 +137,27 @@ def _link(label: str, target: str | None) -> mdsafe.Safe:
     return mdsafe.Safe(f"{mdsafe.inline(label)} ({mdsafe.inline(target, 200)})")
 
 
-def set_counts(es: EvalSetComparison) -> dict[str, int]:
-    """Current case statuses of an eval set."""
+def set_counts(es: EvalSetComparison | Mapping[str, Any]) -> dict[str, int]:
+    """Current case statuses of an eval set (a model, or its plain-data form in a template)."""
     counts = {"cases": 0, "passed": 0, "failed": 0, "not_evaluated": 0, "error": 0}
-    for case in es.cases:
-        if case.current is not None:
+    cases = _field(es, "cases")
+    for case in cases if isinstance(cases, list) else []:
+        current = _field(case, "current")
+        if current is not None:
             counts["cases"] += 1
-            if case.current.status in counts:
-                counts[case.current.status] += 1
+            status = _field(current, "status")
+            if isinstance(status, str) and status in counts:
+                counts[status] += 1
     return counts
 
 
-def visible_rows(es: EvalSetComparison) -> list[CriterionRow]:
+def visible_rows(es: EvalSetComparison | Mapping[str, Any]) -> list[Any]:
     """Table rows worth a line: anything with a value or a change (informational metrics with no data are not)."""
+    rows = _field(es, "rows")
     return [
-        row for row in es.rows
-        if row.current_mean is not None or row.baseline_mean is not None
-        or row.change in ("regressed", "inconclusive", "changed_definition", "removed")
+        row for row in (rows if isinstance(rows, list) else [])
+        if _field(row, "current_mean") is not None or _field(row, "baseline_mean") is not None
+        or _field(row, "change") in ("regressed", "inconclusive", "changed_definition", "removed")
     ]
 
 
@@ -218,20 +236,63 @@ def enforce_marker(text: str, marker: str) -> str:
     return f"{marker}\n{body}" if marker else body
 
 
-def _context(comparison: Comparison, limits: Limits, *, marker: str, links: Links, kind: str) -> dict[str, Any]:
+_SCALARS = (int, float, bool)
+
+
+def plain(value: object, depth: int = 0) -> Any:
+    """``value`` as plain data (dicts with string keys, lists, strings, numbers, booleans, None).
+
+    Templates see only this: no model, dataclass or other object whose methods a template could call (pydantic
+    models carry methods such as ``parse_raw`` that can unpickle). Anything else is a bug, not silently passed on.
+    """
+    if depth > 100:
+        raise TypeError("template context nested deeper than 100 levels")
+    if isinstance(value, BaseModel):
+        return plain(value.model_dump(mode="json"), depth + 1)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)}
+    if isinstance(value, mdsafe.Safe):
+        return mdsafe.Safe(str.__str__(value))
+    if isinstance(value, str):
+        return str.__str__(value)
+    if value is None or type(value) in _SCALARS:
+        return value
+    if isinstance(value, int):  # an IntEnum or other int subclass
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {str(k): plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v, depth + 1) for v in value]
+    raise TypeError(f"{type(value).__name__} cannot go into a template context")
+
+
+def comparison_data(comparison: Comparison) -> dict[str, Any]:
+    """The comparison as plain data for templates (the report without its eval sets: cases are under ``eval_sets``)."""
+    data: dict[str, Any] = plain(comparison.model_dump(mode="json", exclude={"report": {"eval_sets"}}))
+    return data
+
+
+def _context(
+    comparison: Comparison, data: Mapping[str, Any], limits: Limits, *, marker: str, links: Links, kind: str
+) -> dict[str, Any]:
     icon, title = verdict(comparison)
-    return {
-        "c": comparison,
-        "marker": mdsafe.Safe(marker),
-        "icon": icon,
-        "title": title,
-        "sets": comparison.eval_sets[: limits.sets],
-        "more_sets": max(0, len(comparison.eval_sets) - limits.sets),
-        "sections": sections(comparison, limits),
-        "limits": limits,
-        "usage": comparison.report.usage or {},
-        "links": links,
-        "kind": kind,
+    sets = data["eval_sets"]
+    return {  # ``data`` is plain already; everything else is made so here
+        "c": data,
+        "sets": sets[: limits.sets],
+        "usage": data["report"].get("usage") or {},
+        **plain({
+            "marker": mdsafe.Safe(marker),
+            "icon": icon,
+            "title": title,
+            "more_sets": max(0, len(sets) - limits.sets),
+            "sections": sections(comparison, limits),
+            "limits": limits,
+            "links": links,
+            "kind": kind,
+        }),
     }
 
 
@@ -266,8 +327,9 @@ def render_comment(
     links = links or Links()
     env = environment(template)
     name = CUSTOM_TEMPLATE if template is not None else "comment.md.j2"
+    data = comparison_data(comparison)
     for limits in COMMENT_LADDER:
-        rendered = _render(env, name, _context(comparison, limits, marker=marker, links=links, kind="comment"))
+        rendered = _render(env, name, _context(comparison, data, limits, marker=marker, links=links, kind="comment"))
         text = enforce_marker(tidy(rendered), marker)
         if mdsafe.width(text) <= min(target, COMMENT_LIMIT):
             return text
@@ -278,8 +340,10 @@ def render_summary(comparison: Comparison, *, links: Links | None = None, target
     """The job summary: everything that fits in ``target`` UTF-8 bytes (and never more than 1 MiB)."""
     links = links or Links()
     env = environment()
+    data = comparison_data(comparison)
     for limits in SUMMARY_LADDER:
-        text = _render(env, "summary.md.j2", _context(comparison, limits, marker="", links=links, kind="summary"))
+        context = _context(comparison, data, limits, marker="", links=links, kind="summary")
+        text = _render(env, "summary.md.j2", context)
         text = enforce_marker(tidy(text), "")
         if len(text.encode("utf-8")) <= min(target, SUMMARY_LIMIT):
             return text

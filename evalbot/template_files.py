@@ -1,0 +1,87 @@
+"""Where a comment template may come from: a regular file inside the workspace (or the repository at a commit).
+
+A template path written in a config or a workflow is untrusted text: it must be relative, without ``..``, and
+resolve (symlinks followed) to a regular file inside the workspace no larger than :data:`MAX_TEMPLATE_BYTES`.
+Anything else (``/proc/self/environ``, ``../../secrets``, a symlink leaving the checkout, a FIFO, a device) is an
+input error naming where the path was written, never read.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path, PurePosixPath
+
+from evalbot.errors import InputError
+
+MAX_TEMPLATE_BYTES = 256 * 1024
+"""Largest comment template read (a template is a page of Jinja, not data)."""
+_HINT = "give a path relative to the repository, inside it (no absolute path, no '..')"
+
+
+def template_relpath(raw: str, *, where: str, pointer: str = "") -> PurePosixPath:
+    """``raw`` checked as a relative path that cannot climb out of the directory it is relative to."""
+    text = raw.strip()
+    bad = (
+        not text or "\x00" in text or "\\" in text or text.startswith(("/", "~")) or Path(text).is_absolute()
+        or (len(text) > 1 and text[1] == ":")
+    )
+    parts = PurePosixPath(text).parts
+    if bad or ".." in parts:
+        raise InputError(where, pointer, f"comment template {raw!r} refused: {_HINT}")
+    return PurePosixPath(*[p for p in parts if p != "."]) if parts else PurePosixPath(text)
+
+
+def join_inside(base: PurePosixPath, raw: str, *, where: str, pointer: str = "") -> PurePosixPath:
+    """``raw`` (checked) relative to the repository directory ``base`` (itself relative, without ``..``)."""
+    rel = template_relpath(raw, where=where, pointer=pointer)
+    if ".." in base.parts or base.is_absolute():
+        raise InputError(where, pointer, f"comment template {raw!r} refused: its config lies outside the workspace")
+    return PurePosixPath(*[p for p in (base / rel).parts if p != "."])
+
+
+def read_template_file(path: Path, *, root: Path | None, where: str, pointer: str = "") -> str:
+    """The UTF-8 text of the template at ``path``, which must resolve inside ``root`` (None: anywhere; for a path
+    the local user typed) to a regular file of at most :data:`MAX_TEMPLATE_BYTES` bytes."""
+    shown = str(path)
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise InputError(where, pointer, f"comment template not found: {shown}; fix the path") from None
+    if root is not None and not resolved.is_relative_to(root.resolve()):
+        raise InputError(where, pointer, f"comment template {shown} refused: it resolves outside the workspace "
+                                         "(a symlink?); keep the template inside the repository")
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(resolved, flags)
+    except OSError as exc:
+        raise InputError(where, pointer, f"comment template {shown} unreadable: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(where, pointer, f"comment template {shown} refused: not a regular file")
+        if info.st_size > MAX_TEMPLATE_BYTES:
+            raise InputError(where, pointer, f"comment template {shown} refused: {info.st_size:,} bytes, "
+                                             f"limit {MAX_TEMPLATE_BYTES:,}")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_TEMPLATE_BYTES:
+            chunk = os.read(fd, MAX_TEMPLATE_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    return template_text(data, shown=shown, where=where, pointer=pointer)
+
+
+def template_text(data: bytes, *, shown: str, where: str, pointer: str = "") -> str:
+    """Template bytes (from a file or a commit) checked for size and decoded as UTF-8."""
+    if len(data) > MAX_TEMPLATE_BYTES:
+        raise InputError(where, pointer, f"comment template {shown} refused: larger than {MAX_TEMPLATE_BYTES:,} bytes")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(where, pointer, f"comment template {shown} is not valid UTF-8; save it as UTF-8") from None

@@ -1,0 +1,139 @@
+"""The gate cannot be set or escaped by the pull request: templates are data-only and confined, the policy and the
+template come from the base commit, and a PR that changes them is told so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.e2e.conftest import BASE_SHA, Action, pull_request_event
+from tests.e2e.test_pull_request import make_baseline
+from tests.fakes.fake_github import APP_TOKEN
+
+CONFIG = "evals/test_config.json"
+JUDGE_KEY = "fake-gemini-key"
+
+
+def pickle_template(marker: Path) -> str:
+    """The published escape: a pydantic method reached from the template context unpickles a shell command."""
+    payload = f"cos\\nsystem\\n(S'touch {marker}'\\ntR."
+    return (
+        '{{ c.gate.parse_raw("' + payload + '", content_type="application/pickle", allow_pickle=True) }}'
+        '{{ c.report.parse_raw("' + payload + '", content_type="application/pickle", allow_pickle=True) }}'
+    )
+
+
+def with_evalbot_section(action: Action, section: dict[str, object]) -> str:
+    """Give the workspace's config (the PR's tree) an ``evalbot`` section; returns the original text (main's)."""
+    path = action.workspace / CONFIG
+    original = path.read_text(encoding="utf-8")
+    data = json.loads(original)
+    data["evalbot"] = section
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return original
+
+
+def nothing_leaked(action: Action, *texts: str) -> None:
+    """Neither secret (outside the runner's own ``::add-mask::`` command) nor the environment was written."""
+    for text in texts + tuple(c.body for c in action.github.comments.values()):
+        text = "\n".join(line for line in text.splitlines() if not line.startswith("::add-mask::"))
+        assert APP_TOKEN not in text and JUDGE_KEY not in text and "GITHUB_API_URL" not in text
+
+
+def test_pickle_template_from_the_base_commit_runs_no_code(
+    action: Action, baseline_text: str, tmp_path: Path
+) -> None:
+    """Even a template on main cannot call methods: the context is plain data, so the payload is an undefined
+    name (exit 2) and the command never runs."""
+    make_baseline(action, baseline_text)
+    marker = tmp_path / "pwned"
+    template = pickle_template(marker)
+    (action.workspace / "evals" / "evil.md.j2").write_text(template, encoding="utf-8")
+    action.github.put_file("evals/evil.md.j2", template, ref=BASE_SHA)
+    original = with_evalbot_section(action, {"comment_template": "evil.md.j2"})
+    base = json.loads(original)
+    base["evalbot"] = {"comment_template": "evil.md.j2"}
+    action.github.put_file(CONFIG, json.dumps(base), ref=BASE_SHA)
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
+    assert run.code == 2, run.stdout + run.stderr
+    assert not marker.exists()
+    assert any("comment template" in a and "parse_raw" in a for a in run.annotations()), run.stdout
+    nothing_leaked(action, run.stdout, run.stderr, run.summary)
+
+
+def test_pickle_template_input_runs_no_code(action: Action, baseline_text: str, tmp_path: Path) -> None:
+    """The same payload through the comment-template input (present in the PR and at the base commit)."""
+    make_baseline(action, baseline_text)
+    marker = tmp_path / "pwned"
+    template = pickle_template(marker)
+    (action.workspace / "evil.md.j2").write_text(template, encoding="utf-8")
+    action.github.put_file("evil.md.j2", template, ref=BASE_SHA)
+    run = action.run(
+        "pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json", "comment-template": "evil.md.j2"}
+    )
+    assert run.code == 2, run.stdout + run.stderr
+    assert not marker.exists() and action.github.comments_on(7) == []
+    nothing_leaked(action, run.stdout, run.stderr, run.summary)
+
+
+def test_environ_template_path_in_the_pr_config_is_refused(action: Action, baseline_text: str) -> None:
+    """``comment_template: /proc/self/environ`` in the PR's config: input error naming the setting, nothing read."""
+    make_baseline(action, baseline_text)
+    with_evalbot_section(action, {"comment_template": "/proc/self/environ"})
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
+    assert run.code == 2, run.stdout + run.stderr
+    assert run.outputs["verdict"] == "invalid"
+    refused = [a for a in run.annotations() if "/evalbot/comment_template" in a]
+    assert refused and "refused" in refused[0], run.stdout
+    assert action.github.comments_on(7) == []
+    nothing_leaked(action, run.stdout, run.stderr, run.summary)
+
+
+def test_environ_template_input_is_refused(action: Action, baseline_text: str) -> None:
+    """The comment-template input pointing outside the workspace (absolute or ``..``) is an input error."""
+    make_baseline(action, baseline_text)
+    for path in ("/proc/self/environ", "../../../../proc/self/environ"):
+        run = action.run(
+            "pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json", "comment-template": path}
+        )
+        assert run.code == 2, run.stdout + run.stderr
+        assert any("input comment-template" in a and "refused" in a for a in run.annotations()), run.stdout
+        nothing_leaked(action, run.stdout, run.stderr, run.summary)
+    assert action.github.comments_on(7) == []
+
+
+def test_pr_cannot_set_fail_on_never(action: Action, baseline_text: str) -> None:
+    """A PR whose config says ``fail_on: never`` is still blocked by main's policy, and the comment says the PR
+    changes the gate policy (taking effect after merge)."""
+    make_baseline(action, baseline_text)
+    original = with_evalbot_section(action, {"fail_on": "never", "tolerance": 0.5})
+    action.github.put_file(CONFIG, original, ref=BASE_SHA)
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 1, run.stdout + run.stderr
+    assert run.outputs["verdict"] == "blocked"
+    body = action.github.comments_on(7)[0].body
+    assert "This PR changes the gate policy: fail\\_on regression → never; tolerance 0.0 → 0.5" in body
+    assert "takes effect after merge" in body
+    assert "fail-on: regression" in body  # the policy applied is the base commit's
+
+
+def test_base_policy_applies_even_when_the_pr_drops_it(action: Action, baseline_text: str) -> None:
+    """The base commit's ``fail_on: threshold`` still applies to a PR that removed it from its config."""
+    make_baseline(action, baseline_text)
+    path = action.workspace / CONFIG
+    base = json.loads(path.read_text(encoding="utf-8"))
+    base["evalbot"] = {"fail_on": "threshold"}
+    action.github.put_file(CONFIG, json.dumps(base), ref=BASE_SHA)
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 1 and "fail-on: threshold" in action.github.comments_on(7)[0].body
+    assert "fail\\_on threshold → regression" in action.github.comments_on(7)[0].body
+
+
+def test_base_config_unreadable_fails_closed(action: Action, baseline_text: str) -> None:
+    """If neither the API nor git can read the base commit's config, the run is exit 3, not the PR's policy."""
+    make_baseline(action, baseline_text)
+    with_evalbot_section(action, {"fail_on": "never"})
+    action.github.fail("GET", r"/contents/evals/test_config\.json", 503, times=50)
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 3, run.stdout + run.stderr
+    assert action.github.comments_on(7) == []
