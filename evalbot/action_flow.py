@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ from evalbot.action_settings import ActionInputs, GitHubContext, Mode, on_defaul
 from evalbot.baseline import (
     Baseline,
     GitResult,
+    baseline_differences,
     build_baseline,
     create_command,
     dump_baseline,
@@ -24,9 +26,9 @@ from evalbot.baseline import (
     parse_baseline,
 )
 from evalbot.compare import compare
-from evalbot.comparison import Comparison
+from evalbot.comparison import BaselineUpdate, Comparison
 from evalbot.errors import EXIT_INVALID_INPUT, InputError
-from evalbot.forge.base import Forge, ForgeError
+from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
 from evalbot.gate import GatePolicy, policy_from_settings
 from evalbot.render import Links, comment_marker, render_comment, render_summary
 from evalbot.results import Report, write_report_json
@@ -242,6 +244,60 @@ def summarize(ctx: GitHubContext, text: str, notices: list[str]) -> None:
         actions.append_summary(ctx.summary_path, head + text)
 
 
+MAX_DIFFERENCES = 20
+
+
+def baseline_update(report: Report, read: Callable[[], str | None], base: Baseline | None, path: str
+                    ) -> BaselineUpdate | None:
+    """The PR's own baseline file (``read()``; None when it has none) versus this run, when it differs from the base
+    commit's; an unreadable or unparseable file never matches."""
+    try:
+        text = read()
+        if text is None:
+            return None
+        mine = parse_baseline(text, path)
+    except InputError as exc:
+        return BaselineUpdate(path=path, matches=False, differences=[f"the file cannot be used: {exc}"])
+    if base is not None and same_scores(mine, base) and mine.commit == base.commit:
+        return None  # not changed by the PR (or changed only in layout)
+    differences = baseline_differences(mine, build_baseline(report, commit=None, created_at=None))
+    return BaselineUpdate(
+        path=path, matches=not differences, differences=differences[:MAX_DIFFERENCES],
+        more=max(0, len(differences) - MAX_DIFFERENCES),
+    )
+
+
+MAX_BASELINE_BYTES = 100 * 1024 * 1024
+
+
+def pr_baseline_text(ws: Workspace, path: str) -> str | None:
+    """The pull request's own baseline file (its tree is untrusted: a regular file inside the workspace, size-capped);
+    anything else raises InputError (such a file never matches a run)."""
+    from evalbot.template_files import read_regular_file
+
+    target = ws.path(path)
+    if not target.exists() and not target.is_symlink():
+        return None
+    data = read_regular_file(target, root=ws.root, where=path, what="baseline", limit=MAX_BASELINE_BYTES)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(path, "", "not valid UTF-8") from None
+
+
+def commands(inputs: ActionInputs, base_sha: str | None) -> tuple[str, str]:
+    """The command that reproduces this run's comparison locally, and the one that refreshes the baseline."""
+    args = [*eval_paths(inputs)]
+    for run in inputs.actuals:
+        args += ["--actuals", run]
+    if inputs.config:
+        args += ["--config", inputs.config]
+    spec = f"{base_sha}:{inputs.baseline_path}" if base_sha else inputs.baseline_path
+    reproduce = shlex.join(["evalbot", "compare", "--baseline", spec, *args])
+    refresh = shlex.join(["evalbot", "baseline", *args, "--output", inputs.baseline_path])
+    return reproduce, refresh
+
+
 def same_scores(old: Baseline, new: Baseline) -> bool:
     """Whether two baselines hold the same results (only when and where they were measured differ)."""
     volatile = {"commit", "created_at"}
@@ -272,11 +328,18 @@ def first_stage(
         source = inputs.baseline_path
     report = evaluate_inputs(env, inputs, ws)
     write_report_files(report, inputs, ws)
+    update = None
+    if mode == "pull_request" and pr is not None:
+        update = baseline_update(
+            report, lambda: pr_baseline_text(ws, inputs.baseline_path), baseline, inputs.baseline_path
+        )
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
-                         baseline_error=baseline_error, create=baseline_command(inputs))
-    if gate is not None:
+                         baseline_error=baseline_error, create=baseline_command(inputs), update=update)
+    if gate is not None and pr is not None:
         comparison.policy_changes = gate.changes
         comparison.notes = gate.notes
+        comparison.commit = pr.head_sha
+        comparison.reproduce_command, comparison.refresh_command = commands(inputs, pr.base_sha)
     link = links(ctx, inputs)
     print_annotations(comparison, read_text=ws.read, display=ws.relative, stream=stream)
     notices: list[str] = []

@@ -20,6 +20,7 @@ from evalbot import actions
 from evalbot.action_flow import (
     Workspace,
     baseline_command,
+    baseline_update,
     label_at,
     links,
     outcome_of,
@@ -31,7 +32,7 @@ from evalbot.action_publish import Outcome, post_comment
 from evalbot.action_settings import ActionInputs, GitHubContext
 from evalbot.compare import compare
 from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
-from evalbot.forge.base import Forge
+from evalbot.forge.base import Forge, ForgeError
 from evalbot.render import comment_marker, render_comment, render_summary
 from evalbot.results import Report
 
@@ -56,6 +57,16 @@ def report_from_artifact(files: Mapping[str, bytes], inputs: ActionInputs) -> Re
         ) from None
 
 
+def pr_baseline_at(forge: Forge, path: str, head_sha: str) -> str | None:
+    """The pull request's own baseline file at its head commit; None when absent or GitHub cannot say."""
+    try:
+        return forge.read_file(path, ref=head_sha)
+    except ForgeError as exc:
+        log.warning("evalbot: could not read the pull request's %s (%s); its baseline update is not considered",
+                    path, exc)
+        return None
+
+
 def second_stage(
     env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContext, forge: Forge | None, stream: TextIO
 ) -> Outcome:
@@ -66,9 +77,10 @@ def second_stage(
     if run.event not in ("pull_request", "pull_request_target"):
         print(f"evalbot: the triggering run was a {run.event or 'unknown'} event; nothing to comment on", file=stream)
         return Outcome(verdict="passed", exit_code=EXIT_OK, report_path=inputs.report_path)
-    pull = forge.find_pr_by_head_sha(run.head_sha, head_label=run.head_label)
+    pull = forge.find_pr_by_head_sha(run.head_sha, head_label=run.head_label, head_repo=run.head_repo)
     if pull is None:
-        note = f"No open pull request has head {run.head_sha[:12]} (closed, or pushed again since); no comment."
+        note = (f"No single open pull request has head {run.head_label or '(unknown branch)'} at "
+                f"{run.head_sha[:12]} (closed, pushed again since, or several share it); no comment.")
         print(actions.annotation("notice", note, title="evalbot"), file=stream)
         return Outcome(verdict="passed", exit_code=EXIT_OK, report_path=inputs.report_path)
     files = forge.download_artifact(run_id=run.id, name=inputs.artifact_name, max_bytes=MAX_ARTIFACT_BYTES)
@@ -77,8 +89,11 @@ def second_stage(
     policy, template = policy_and_template(inputs, ws)
     baseline, baseline_error = read_baseline_at(forge, ws, inputs.baseline_path, pull.base_sha)
     source = label_at(pull.base_sha, inputs.baseline_path)
+    update = baseline_update(report, lambda: pr_baseline_at(forge, inputs.baseline_path, pull.head_sha), baseline,
+                             inputs.baseline_path)
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
-                         baseline_error=baseline_error, create=baseline_command(inputs))
+                         baseline_error=baseline_error, create=baseline_command(inputs), update=update)
+    comparison.commit = run.head_sha
     first_run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{run.id}"
     link = links(ctx, inputs)
     marker = comment_marker(inputs.comment_id)

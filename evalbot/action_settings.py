@@ -72,6 +72,8 @@ class WorkflowRun:
     head_label: str | None
     event: str
     conclusion: str | None
+    head_repo: str | None = None
+    """``owner/name`` of the repository the run's head branch is in (a fork's, for a fork PR)."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,11 @@ def _label(repo: Any, ref: Any) -> str | None:
     return f"{owner}:{ref}" if owner and ref else None
 
 
+def _full_name(repo: Any) -> str | None:
+    name = repo.get("full_name") if isinstance(repo, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
 def context_from_env(env: Mapping[str, str]) -> GitHubContext:
     """Read the runner variables and the event payload file (``GITHUB_EVENT_PATH``)."""
     event_path = env.get("GITHUB_EVENT_PATH")
@@ -212,6 +219,7 @@ def context_from_env(env: Mapping[str, str]) -> GitHubContext:
             id=int(wr["id"]),
             head_sha=str(wr["head_sha"]),
             head_label=_label(wr.get("head_repository"), wr.get("head_branch")),
+            head_repo=_full_name(wr.get("head_repository")),
             event=str(wr.get("event", "")),
             conclusion=wr.get("conclusion"),
         )

@@ -274,3 +274,31 @@ def read_baseline(
     if text is None:
         return None
     return parse_baseline(text, spec.label)
+
+
+VOLATILE_FIELDS = frozenset({"commit", "created_at"})
+"""Fields of a baseline that say when and where it was measured, not what (ignored when matching a run)."""
+
+
+def _diff(path: str, ours: object, theirs: object, out: list[str]) -> None:
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        for key in sorted(set(ours) | set(theirs), key=str):
+            where = f"{path}/{key}"
+            if key not in theirs:
+                out.append(f"{where}: only in the file")
+            elif key not in ours:
+                out.append(f"{where}: missing from the file")
+            else:
+                _diff(where, ours[key], theirs[key], out)
+    elif ours != theirs:
+        out.append(f"{path or '/'}: {json.dumps(ours, sort_keys=True)[:80]} in the file, "
+                   f"{json.dumps(theirs, sort_keys=True)[:80]} in this run")
+
+
+def baseline_differences(file: Baseline, fresh: Baseline) -> list[str]:
+    """Where a baseline file disagrees with the one ``evalbot baseline`` writes for this run (``fresh``), as JSON
+    pointers with both values; commit and timestamp are ignored. Empty: the file matches the run."""
+    out: list[str] = []
+    _diff("", file.model_dump(mode="json", exclude=set(VOLATILE_FIELDS)),
+          fresh.model_dump(mode="json", exclude=set(VOLATILE_FIELDS)), out)
+    return out

@@ -6,6 +6,7 @@ Reads argv, the environment (GITHUB_SHA), the clock, files and ``git``; everythi
 from __future__ import annotations
 
 import argparse
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -129,6 +130,17 @@ def _write(path: str, text: str) -> None:
     out.write_text(text, encoding="utf-8")
 
 
+def cli_commands(args: argparse.Namespace, baseline: str, output: str) -> tuple[str, str]:
+    """This comparison's command line (without output options) and the ``evalbot baseline`` that refreshes it."""
+    common = [*args.paths]
+    for run in args.actuals or []:
+        common += ["--actuals", run]
+    if args.config:
+        common += ["--config", args.config]
+    reproduce = shlex.join(["evalbot", "compare", "--baseline", baseline, *common])
+    return reproduce, shlex.join(["evalbot", "baseline", *common, "--output", output])
+
+
 def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot compare``: evaluate, compare with the baseline, print or write the comment, exit with the gate."""
     from evalbot.cli import write_report
@@ -146,6 +158,7 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                          create=create_command(spec.path, eval_sets=args.paths, actuals=args.actuals or ()))
     for alert in comparison.alerts:
         print(f"evalbot: warning: {alert}", file=sys.stderr)
+    comparison.reproduce_command, comparison.refresh_command = cli_commands(args, spec.label, spec.path)
     links = Links(summary=args.summary, report=args.report)
     comment = render_comment(comparison, marker=comment_marker(args.comment_id), links=links, template=template)
     if args.report:

@@ -24,6 +24,7 @@ from evalbot.baseline import (
 from evalbot.comparison import (
     CATEGORIES,
     BaselineInfo,
+    BaselineUpdate,
     CaseCategory,
     CaseComparison,
     Comparison,
@@ -33,6 +34,7 @@ from evalbot.comparison import (
 )
 from evalbot.gate import GatePolicy, decide
 from evalbot.judge_gaps import judge_gaps
+from evalbot.mdsafe import escape_invisible, has_invisible
 from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, MetricResult, Report, mean
 from evalbot.stats import sign_test
 from evalbot.votes import invocation_votes, vote_noise
@@ -301,12 +303,14 @@ def _alerts(current: Report, policy: GatePolicy, baseline_error: str | None,
 
 def compare(
     *, current: Report, baseline: Baseline | None, policy: GatePolicy, baseline_source: str = DEFAULT_BASELINE_PATH,
-    baseline_error: str | None = None, create: str | None = None,
+    baseline_error: str | None = None, create: str | None = None, update: BaselineUpdate | None = None,
 ) -> Comparison:
     """Compare ``current`` with ``baseline`` (None: absolute scores only) and decide the gate.
 
     ``baseline_error`` says why a baseline that exists could not be read (the gate is then ``error`` under
     ``fail_on: regression``); ``create`` is the exact command that makes the baseline for this run's inputs.
+    ``update``: the pull request's own baseline file versus this run. When it matches, regressed (and inconclusive)
+    cases and criterion means are *accepted*: shown in their own section, not blocking.
     """
     note = command = None
     info = None
@@ -346,12 +350,21 @@ def compare(
         for key, es in zip(keys, current.eval_sets, strict=True)
     ]
     sets += [compare_eval_set(key, None, bs, policy, compatible=True) for key, bs in base_sets.items()]
+    accepting = update is not None and update.matches and baseline is not None
+    if accepting:
+        for es in sets:
+            for case in es.cases:
+                if case.category in ("regressed", "inconclusive"):
+                    case.category = "accepted"
+                    case.reason = "accepted by this PR's baseline update"
     counts: dict[str, int] = {category: 0 for category in CATEGORIES}
     for es in sets:
         for case in es.cases:
             counts[case.category] += 1
     counts["failing"] = current.totals.failed
     regressions, inconclusive = _gate_inputs(sets)
+    if accepting:
+        regressions, inconclusive = [], []  # the rows still show the means that moved
     alerts, unmeasured = _alerts(current, policy, baseline_error, missing_note)
     gate = decide(
         policy,
@@ -366,4 +379,16 @@ def compare(
     return Comparison(
         policy=policy, baseline=info, baseline_source=baseline_source, create_command=command, baseline_note=note,
         baseline_error=baseline_error, alerts=alerts, eval_sets=sets, counts=counts, gate=gate, report=current,
+        baseline_update=update, invisible_ids=invisible_ids(sets),
     )
+
+
+def invisible_ids(sets: Sequence[EvalSetComparison]) -> list[str]:
+    """Eval set and case ids (escaped, ``set / case``) with invisible or bidi-control characters."""
+    out: list[str] = []
+    for es in sets:
+        shown = escape_invisible(es.eval_set_id)
+        if has_invisible(es.eval_set_id):
+            out.append(shown)
+        out += [f"{shown} / {escape_invisible(c.eval_id)}" for c in es.cases if has_invisible(c.eval_id)]
+    return out

@@ -11,7 +11,7 @@ from evalbot.results import CaseResult, Problem, Report, Status
 from evalbot.votes import Votes
 
 CaseCategory = Literal[
-    "regressed", "inconclusive", "error", "fixed", "changed_definition", "new", "removed", "still_failing",
+    "regressed", "accepted", "inconclusive", "error", "fixed", "changed_definition", "new", "removed", "still_failing",
     "not_evaluated", "unchanged",
 ]
 CATEGORIES: tuple[CaseCategory, ...] = get_args(CaseCategory)
@@ -111,6 +111,21 @@ class BaselineInfo(_Model):
     schema_version: int
 
 
+class BaselineUpdate(_Model):
+    """A pull request that changes the baseline file: does the file match this run?
+
+    ``matches``: the same cases, scores and statuses ``evalbot baseline`` would write for this run (commit and
+    timestamp aside); the regressions versus the base commit's baseline are then accepted (shown, not blocking).
+    Otherwise ``differences`` lists where the file and this run disagree and the normal gate applies.
+    """
+
+    path: str
+    matches: bool
+    differences: list[str] = Field(default_factory=list)
+    more: int = 0
+    """Differences not listed."""
+
+
 class Comparison(_Model):
     """Everything the renderers and the gate need."""
 
@@ -136,3 +151,13 @@ class Comparison(_Model):
     effect only after the merge."""
     notes: list[str] = Field(default_factory=list)
     """Further notices about how this comparison was made (shown under the headline)."""
+    invisible_ids: list[str] = Field(default_factory=list)
+    """``set / case`` ids (escaped) holding invisible or bidi-control characters: such an id can pass for another."""
+    baseline_update: BaselineUpdate | None = None
+    """The pull request's own change to the baseline file, when it makes one."""
+    commit: str | None = None
+    """The commit whose results these are (the PR's head)."""
+    reproduce_command: str | None = None
+    """The command that reproduces this comparison locally."""
+    refresh_command: str | None = None
+    """The command that rewrites the baseline file from this run (for a PR that intends the change)."""

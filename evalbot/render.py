@@ -166,9 +166,12 @@ def verdict(comparison: Comparison) -> tuple[str, str]:
     gate, n = comparison.gate, comparison.counts
     blocking = gate.verdict == "blocked" and comparison.policy.block_inconclusive
     extras = [f"{n[k]} {label}" for k, label in (
-        ("fixed", "fixed"), ("inconclusive", "inconclusive" if blocking else "inconclusive (not blocking)"),
+        ("accepted", "accepted by this PR's baseline update"), ("fixed", "fixed"),
+        ("inconclusive", "inconclusive" if blocking else "inconclusive (not blocking)"),
         ("still_failing", "still failing"), ("new", "new"), ("changed_definition", "changed definition"),
     ) if n.get(k)]
+    if comparison.invisible_ids:
+        extras.insert(0, f"⚠️ {len(comparison.invisible_ids)} id(s) with invisible characters")
     if gate.verdict == "invalid":
         title = f"invalid input ({len(gate.reasons)} problem(s))"
     elif gate.verdict == "error":
@@ -179,7 +182,8 @@ def verdict(comparison: Comparison) -> tuple[str, str]:
         title = f"blocked: {lead}" + "".join(f" · {e}" for e in extras)
     elif comparison.baseline is None:
         t = comparison.report.totals
-        return "⚠️", f"no baseline; {t.passed} of {t.cases} case(s) passed"
+        flag = "".join(f" · {e}" for e in extras[:1] if comparison.invisible_ids)
+        return "⚠️", f"no baseline; {t.passed} of {t.cases} case(s) passed{flag}"
     elif comparison.alerts:  # never a plain "no regressions" when something that could regress was not measured
         return "⚠️", "no regressions in what was measured; see the warnings" + "".join(f" · {e}" for e in extras)
     else:
@@ -271,6 +275,12 @@ def plain(value: object, depth: int = 0) -> Any:
 def comparison_data(comparison: Comparison) -> dict[str, Any]:
     """The comparison as plain data for templates (the report without its eval sets: cases are under ``eval_sets``)."""
     data: dict[str, Any] = plain(comparison.model_dump(mode="json", exclude={"report": {"eval_sets"}}))
+    for es in data["eval_sets"]:  # ids with invisible characters are shown escaped (and flagged in the headline)
+        es["eval_set_id"] = mdsafe.escape_invisible(es["eval_set_id"])
+        for case in es["cases"]:
+            case["eval_id"] = mdsafe.escape_invisible(case["eval_id"])
+            if isinstance(case.get("current"), dict) and isinstance(case["current"].get("eval_id"), str):
+                case["current"]["eval_id"] = mdsafe.escape_invisible(case["current"]["eval_id"])
     return data
 
 

@@ -43,38 +43,48 @@ def join_inside(base: PurePosixPath, raw: str, *, where: str, pointer: str = "")
 def read_template_file(path: Path, *, root: Path | None, where: str, pointer: str = "") -> str:
     """The UTF-8 text of the template at ``path``, which must resolve inside ``root`` (None: anywhere; for a path
     the local user typed) to a regular file of at most :data:`MAX_TEMPLATE_BYTES` bytes."""
+    data = read_regular_file(path, root=root, where=where, pointer=pointer)
+    return template_text(data, shown=str(path), where=where, pointer=pointer)
+
+
+def read_regular_file(
+    path: Path, *, root: Path | None, where: str, pointer: str = "", what: str = "comment template",
+    limit: int = MAX_TEMPLATE_BYTES,
+) -> bytes:
+    """The bytes of ``path``, which must resolve inside ``root`` (None: anywhere) to a regular file of at most
+    ``limit`` bytes (a FIFO is opened without blocking and refused; ``/dev/zero`` is refused, never read)."""
     shown = str(path)
     try:
         resolved = path.resolve(strict=True)
     except (OSError, RuntimeError):
-        raise InputError(where, pointer, f"comment template not found: {shown}; fix the path") from None
+        raise InputError(where, pointer, f"{what} not found: {shown}; fix the path") from None
     if root is not None and not resolved.is_relative_to(root.resolve()):
-        raise InputError(where, pointer, f"comment template {shown} refused: it resolves outside the workspace "
-                                         "(a symlink?); keep the template inside the repository")
+        raise InputError(where, pointer, f"{what} {shown} refused: it resolves outside the workspace "
+                                         "(a symlink?); keep it inside the repository")
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(resolved, flags)
     except OSError as exc:
-        raise InputError(where, pointer, f"comment template {shown} unreadable: {exc.strerror or exc}") from None
+        raise InputError(where, pointer, f"{what} {shown} unreadable: {exc.strerror or exc}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(where, pointer, f"comment template {shown} refused: not a regular file")
-        if info.st_size > MAX_TEMPLATE_BYTES:
-            raise InputError(where, pointer, f"comment template {shown} refused: {info.st_size:,} bytes, "
-                                             f"limit {MAX_TEMPLATE_BYTES:,}")
+            raise InputError(where, pointer, f"{what} {shown} refused: not a regular file")
+        if info.st_size > limit:
+            raise InputError(where, pointer, f"{what} {shown} refused: {info.st_size:,} bytes, limit {limit:,}")
         chunks: list[bytes] = []
         size = 0
-        while size <= MAX_TEMPLATE_BYTES:
-            chunk = os.read(fd, MAX_TEMPLATE_BYTES + 1 - size)
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
-        data = b"".join(chunks)
     finally:
         os.close(fd)
-    return template_text(data, shown=shown, where=where, pointer=pointer)
+    if size > limit:
+        raise InputError(where, pointer, f"{what} {shown} refused: larger than {limit:,} bytes")
+    return b"".join(chunks)
 
 
 def template_text(data: bytes, *, shown: str, where: str, pointer: str = "") -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalbot.comparison import CaseComparison, Comparison, EvalSetComparison, MetricDelta
+from evalbot.mdsafe import escape_invisible
 from evalbot.results import MetricResult, TurnView
 from evalbot.trajdiff import diff_calls, diff_text
 from evalbot.votes import Votes
@@ -86,6 +87,7 @@ class Section:
 
 TITLES = {
     "regressed": "Regressed",
+    "accepted": "Accepted by this PR's baseline update",
     "inconclusive": "Inconclusive, not blocking",
     "error": "Could not be evaluated",
     "new": "New cases",
@@ -95,9 +97,9 @@ TITLES = {
     "removed": "Removed",
     "not_evaluated": "Not evaluated",
 }
-ORDER = ("regressed", "inconclusive", "error", "new", "still_failing", "fixed", "changed_definition", "removed",
+ORDER = ("regressed", "accepted", "inconclusive", "error", "new", "still_failing", "fixed", "changed_definition", "removed",
          "not_evaluated")
-DETAIL = frozenset({"regressed", "inconclusive", "error", "new", "still_failing"})
+DETAIL = frozenset({"regressed", "accepted", "inconclusive", "error", "new", "still_failing"})
 """Sections whose cases get details (new and still-failing cases only when they fail)."""
 _TEXT_KEYS = ("rationale", "reasoning", "explanation", "reason")
 _LIST_KEYS = ("rubric_scores", "rubrics", "sentences", "labels", "samples")
@@ -223,8 +225,8 @@ def case_view(es: EvalSetComparison, case: CaseComparison, limits: Limits, detai
     """A case's summary line, and its details when ``detailed``."""
     focus = _interesting(case)
     view = CaseView(
-        set_id=es.eval_set_id,
-        eval_id=case.eval_id,
+        set_id=escape_invisible(es.eval_set_id),
+        eval_id=escape_invisible(case.eval_id),
         category=case.category,
         summary=[metric_summary(d) for d in focus],
         reason=case.reason,
@@ -243,7 +245,7 @@ def case_view(es: EvalSetComparison, case: CaseComparison, limits: Limits, detai
 
 
 def _wants_detail(case: CaseComparison) -> bool:
-    if case.category in ("regressed", "inconclusive", "error"):
+    if case.category in ("regressed", "accepted", "inconclusive", "error"):
         return True
     return case.category in DETAIL and case.current is not None and case.current.status in ("failed", "error")
 
@@ -272,6 +274,6 @@ def sections(comparison: Comparison, limits: Limits) -> list[Section]:
         out.append(Section(
             category=category, title=TITLES[category], total=len(members), cases=views,
             more=len(members) - len(views), blocking=category == "regressed",
-            open=category in ("regressed", "inconclusive", "error"),
+            open=category in ("regressed", "accepted", "inconclusive", "error"),
         ))
     return out

@@ -41,7 +41,9 @@ class ScriptedForge:
     def commit_file(self, *, path: str, content: str, branch: str, message: str) -> str | None:
         return self._do("commit_file", None)
 
-    def find_pr_by_head_sha(self, head_sha: str, *, head_label: str | None = None) -> PullRef | None:
+    def find_pr_by_head_sha(
+        self, head_sha: str, *, head_label: str | None = None, head_repo: str | None = None
+    ) -> PullRef | None:
         return self._do("find_pr_by_head_sha", None)
 
     def download_artifact(self, *, run_id: int, name: str, max_bytes: int) -> dict[str, bytes]:

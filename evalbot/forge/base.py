@@ -89,8 +89,11 @@ class Forge(Protocol):
         """Commit ``content`` to ``path`` on ``branch``; the new commit sha, or None if unchanged."""
         ...
 
-    def find_pr_by_head_sha(self, head_sha: str, *, head_label: str | None = None) -> PullRef | None:
-        """The open PR whose head is ``head_sha`` (``head_label`` = "owner:branch" narrows the search)."""
+    def find_pr_by_head_sha(
+        self, head_sha: str, *, head_label: str | None = None, head_repo: str | None = None
+    ) -> PullRef | None:
+        """The one open PR whose head is ``head_sha`` on ``head_label`` ("owner:branch") of ``head_repo``
+        ("owner/name"); None without a label (the sha alone is not enough) or when several match."""
         ...
 
     def download_artifact(self, *, run_id: int, name: str, max_bytes: int) -> dict[str, bytes]:

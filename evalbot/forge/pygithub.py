@@ -338,21 +338,32 @@ class PyGithubForge:
                 raise _translate(operation, exc) from exc
         raise ForgeConflict(operation, "another writer kept changing the file; rerun the job")
 
-    def find_pr_by_head_sha(self, head_sha: str, *, head_label: str | None = None) -> PullRef | None:
-        """Open PR whose head commit is ``head_sha`` (never trust a PR number from an artifact)."""
+    def find_pr_by_head_sha(
+        self, head_sha: str, *, head_label: str | None = None, head_repo: str | None = None
+    ) -> PullRef | None:
+        """The one open PR whose head is ``head_sha`` on branch ``head_label`` ("owner:branch") of ``head_repo``
+        ("owner/name"; never trust a PR number from an artifact). Without a label nothing is guessed from the sha
+        alone (two PRs can share a head commit); several matches (one branch, two base branches) are None too."""
+        if not head_label or ":" not in head_label:
+            return None
+        branch = head_label.partition(":")[2]
 
         def scan() -> PullRef | None:
-            pulls = (
-                self._repo.get_pulls(state="open", head=head_label)
-                if head_label
-                else self._repo.get_pulls(state="open")
-            )
-            for index, pr in enumerate(pulls):
-                if pr.head.sha == head_sha:
-                    return PullRef(number=pr.number, base_sha=pr.base.sha, base_ref=pr.base.ref, head_sha=head_sha)
+            found: list[PullRef] = []
+            for index, pr in enumerate(self._repo.get_pulls(state="open", head=head_label)):
+                repo = pr.head.repo
+                if (
+                    pr.head.sha == head_sha and pr.head.ref == branch
+                    and (head_repo is None or (repo is not None and repo.full_name == head_repo))
+                ):
+                    found.append(PullRef(number=pr.number, base_sha=pr.base.sha, base_ref=pr.base.ref,
+                                         head_sha=head_sha))
                 if index + 1 >= MAX_PR_SCAN:
                     break
-            return None
+            if len(found) > 1:
+                log.warning("evalbot: %d open PRs have head %s at %s; not guessing which", len(found), head_label,
+                            head_sha[:12])
+            return found[0] if len(found) == 1 else None
 
         return self._call(f"find the PR of {head_sha[:12]}", scan)
 

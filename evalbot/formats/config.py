@@ -6,6 +6,7 @@ criterion never hides the others (ADK silently skips such a criterion; evalbot r
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,17 +74,29 @@ def snake_keys(value: Any) -> Any:
     return value
 
 
-def _threshold(value: Any) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"threshold must be a number, got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
+SECONDS_THRESHOLDS = frozenset({"latency"})
+"""Criteria whose threshold is a maximum number of seconds (any finite value ≥ 0); the others are scores in 0..1."""
+
+
+def _threshold(value: Any, name: str = "", *, ranged: bool = True) -> float:
+    number: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
         try:
-            return float(value)
+            number = float(value)
         except ValueError:
             pass
-    raise ValueError(f"threshold must be a number, got {value!r}")
+    if number is None:
+        raise ValueError(f"threshold must be a number, got {value!r}")
+    if not math.isfinite(number):  # NaN never compares; -Infinity would pass every case
+        raise ValueError(f"threshold must be a finite number, got {value!r}")
+    if name in SECONDS_THRESHOLDS:
+        if number < 0:
+            raise ValueError(f"threshold of {name} is a maximum in seconds and cannot be negative, got {value!r}")
+    elif ranged and not 0.0 <= number <= 1.0:
+        raise ValueError(f"threshold must be between 0 and 1 (scores are in 0..1), got {value!r}")
+    return number
 
 
 def parse_criterion(name: str, value: Any, source: str) -> CriterionSpec:
@@ -98,7 +111,9 @@ def parse_criterion(name: str, value: Any, source: str) -> CriterionSpec:
     else:
         options, raw = {}, value
     try:
-        return CriterionSpec(name, _threshold(raw), options, None, source)
+        # a template metric checks its range itself, explaining the rating scale
+        ranged = "metric_prompt_template" not in options
+        return CriterionSpec(name, _threshold(raw, name, ranged=ranged), options, None, source)
     except ValueError as exc:
         return CriterionSpec(name, None, options, str(exc), source)
 

@@ -19,6 +19,7 @@ def workflow_run_event(*, event_name: str = "pull_request") -> dict[str, Any]:
         id=RUN_ID, head_sha=HEAD_SHA, head_branch="feature", event=event_name, conclusion="failure", pull_requests=[]
     )  # GitHub leaves this empty for forks
     run["head_repository"]["owner"]["login"] = "forker"
+    run["head_repository"]["full_name"] = "forker/shop-agent"
     return payload
 
 
@@ -68,6 +69,26 @@ def test_second_stage_posts_the_fork_comment_and_edits_it_later(action: Action, 
     assert [c.id for c in action.github.comments_on(7)] == [comment.id]
     assert "refund" in action.github.comments[comment.id].body
     assert action.github.calls("issues/create-comment", status=201) == 1
+
+
+def test_second_stage_matches_the_pr_by_head_repository_branch_and_sha(action: Action, baseline_text: str) -> None:
+    """Two open PRs share the fork's head commit (the same commit pushed to a branch of ours, opened later): the
+    comment goes to the fork's PR only, matched by head repository, branch and sha (the sha alone picked the newest
+    PR); without a head branch in the event nothing is guessed."""
+    first_stage(action, "actuals/good.json", baseline_text)
+    action.github.add_pull(Pull(8, head_sha=HEAD_SHA, base_sha=BASE_SHA, head_ref="copy", head_owner="octo-org"))
+    action.github.add_pull(Pull(9, head_sha=HEAD_SHA, base_sha=BASE_SHA, head_ref="feature", head_owner="octo-org"))
+    run = action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None)
+    assert run.code == 0, run.stdout + run.stderr
+    assert len(action.github.comments_on(7)) == 1
+    assert action.github.comments_on(8) == [] and action.github.comments_on(9) == []
+    assert f"Results for commit `{HEAD_SHA[:7]}`" in action.github.comments_on(7)[0].body
+
+    unlabelled = workflow_run_event()
+    unlabelled["workflow_run"]["head_branch"] = None
+    again = action.run("workflow_run", unlabelled, inputs={"mode": "workflow_run"}, judge_key=None)
+    assert again.code == 0 and action.github.comments_on(8) == [] and action.github.comments_on(9) == []
+    assert "No single open pull request" in again.stdout
 
 
 def test_tampered_artifact_is_refused(action: Action, baseline_text: str) -> None:

@@ -88,15 +88,21 @@ def test_pr_found_by_head_sha_and_label(fake: FakeGitHub, make_forge: Make) -> N
     assert forge.find_pr_by_head_sha("9" * 40, head_label="forker:topic") is None
 
 
-def test_pr_found_by_head_sha_without_label_across_pages(fake: FakeGitHub, make_forge: Make) -> None:
-    """Without a hint all open PRs are scanned, following pagination; closed ones are ignored."""
+def test_pr_found_by_head_across_pages_and_never_by_sha_alone(fake: FakeGitHub, make_forge: Make) -> None:
+    """Pagination is followed and closed PRs are ignored; without a head label (or with the wrong repository, or
+    with two PRs from one branch) nothing is guessed."""
     for n in range(1, 6):
-        fake.add_pull(Pull(n, head_sha=f"{n}" * 40, base_sha=BASE))
+        fake.add_pull(Pull(n, head_sha="1" * 40 if n == 1 else f"{n}" * 40, base_sha=BASE, head_ref="topic"))
     fake.add_pull(Pull(6, head_sha=HEAD, base_sha=BASE, state="closed"))
     forge = make_forge(per_page=2)
-    found = forge.find_pr_by_head_sha("1" * 40)
+    owner = fake.repo.split("/")[0]
+    found = forge.find_pr_by_head_sha("1" * 40, head_label=f"{owner}:topic", head_repo=fake.repo)
     assert found is not None and found.number == 1
-    assert forge.find_pr_by_head_sha(HEAD) is None
+    assert forge.find_pr_by_head_sha("1" * 40) is None
+    assert forge.find_pr_by_head_sha("1" * 40, head_label=f"{owner}:topic", head_repo="forker/other") is None
+    assert forge.find_pr_by_head_sha(HEAD, head_label=f"{owner}:topic") is None
+    fake.add_pull(Pull(7, head_sha="1" * 40, base_sha=BASE, head_ref="topic", base_ref="release"))
+    assert forge.find_pr_by_head_sha("1" * 40, head_label=f"{owner}:topic") is None  # two bases: ambiguous
 
 
 def test_artifact_download_is_unzipped_in_memory_without_leaking_the_token(fake: FakeGitHub, make_forge: Make) -> None:

@@ -54,6 +54,36 @@ def test_bad_threshold_is_an_error_on_that_criterion(value: Any, message: str) -
     assert (bad.threshold, bad.error) == (None, message)
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("tool_trajectory_avg_score", float("nan"), "threshold must be a finite number, got nan"),
+        ("tool_trajectory_avg_score", float("-inf"), "threshold must be a finite number, got -inf"),
+        ("response_match_score", float("inf"), "threshold must be a finite number, got inf"),
+        ("response_match_score", "-Infinity", "threshold must be a finite number, got '-Infinity'"),
+        ("response_match_score", 1.5, "threshold must be between 0 and 1 (scores are in 0..1), got 1.5"),
+        ("final_response_match_v2", -0.1, "threshold must be between 0 and 1 (scores are in 0..1), got -0.1"),
+        ("failure", 2, "threshold must be between 0 and 1 (scores are in 0..1), got 2"),
+        ("latency", -1, "threshold of latency is a maximum in seconds and cannot be negative, got -1"),
+        ("latency", float("inf"), "threshold must be a finite number, got inf"),
+    ],
+)
+def test_non_finite_or_out_of_range_threshold_is_an_error(name: str, value: Any, message: str) -> None:
+    """NaN, ±Infinity and thresholds outside the score range are errors on that criterion (−Infinity used to make
+    every case pass); latency takes any finite number of seconds ≥ 0."""
+    got = spec(value, name=name)
+    assert (got.threshold, got.error) == (None, message)
+    assert spec(30, name="latency").threshold == 30.0 and spec(0, name="latency").error is None
+
+
+def test_non_finite_threshold_from_json_text_errors_the_cases() -> None:
+    """End to end through the JSON parser (which accepts NaN and -Infinity literals): the cases are errors."""
+    import json
+
+    parsed = parse_config(json.loads('{"criteria": {"tool_trajectory_avg_score": -Infinity}}'), WHERE)
+    assert parsed.criteria[0].error is not None and parsed.criteria[0].threshold is None
+
+
 def test_null_threshold_in_object_is_no_threshold() -> None:
     """``{"threshold": null}`` means no threshold, which is not an error here."""
     assert (spec({"threshold": None}).threshold, spec({"threshold": None}).error) == (None, None)

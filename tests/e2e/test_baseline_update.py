@@ -1,0 +1,76 @@
+"""Accepting an intended change: a PR that refreshes the baseline honestly merges; a stale or hand-edited one does not."""
+
+from __future__ import annotations
+
+import json
+
+from tests.e2e.conftest import BASE_SHA, Action, event, pull_request_event
+from tests.e2e.test_pull_request import BASELINE, make_baseline
+
+
+def refresh_in_the_pr(action: Action) -> str:
+    """What ``evalbot baseline`` writes for the PR's (regressed) run, committed in the PR's tree."""
+    run = action.run("push", event("push"), inputs={"mode": "baseline", "actuals": "actuals/regressed.json"},
+                     ref="refs/heads/feature")
+    assert run.code == 0, run.stdout + run.stderr
+    return (action.workspace / BASELINE).read_text(encoding="utf-8")
+
+
+def test_honest_baseline_refresh_is_accepted(action: Action, baseline_text: str) -> None:
+    """The PR's baseline matches its run: the regression is shown as accepted and does not block (exit 0)."""
+    make_baseline(action, baseline_text)
+    refresh_in_the_pr(action)
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 0, run.stdout + run.stderr
+    assert run.outputs["verdict"] == "passed" and run.outputs["regressed"] == "0"
+    body = action.github.comments_on(7)[0].body
+    assert "Accepted by this PR's baseline update (1)" in body
+    assert "1 accepted by this PR's baseline update" in body.splitlines()[1]  # in the headline
+    assert "the file matches this run" in body and "refund" in body
+    assert not [a for a in run.annotations() if "title=Regression" in a]
+
+
+def test_hand_edited_baseline_is_refused_with_the_differences(action: Action, baseline_text: str) -> None:
+    """A PR baseline that does not match the run (hand-edited score) changes nothing: blocked, differences listed,
+    and the comment ends with the commands to reproduce and to refresh."""
+    make_baseline(action, baseline_text)
+    honest = json.loads(refresh_in_the_pr(action))
+    case = honest["eval_sets"]["shop"]["cases"]["refund"]
+    metric = case["metrics"]["tool_trajectory_avg_score"]
+    metric.update(score=1.0, status="passed")
+    case["status"] = "passed"
+    (action.workspace / BASELINE).write_text(json.dumps(honest, indent=2), encoding="utf-8")
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 1, run.stdout + run.stderr
+    body = action.github.comments_on(7)[0].body
+    assert "does not match this run (stale or hand-edited)" in body
+    assert "/eval\\_sets/shop/cases/refund/metrics/tool\\_trajectory\\_avg\\_score/score: 1.0 in the file, 0.0 in this " \
+           "run" in body
+    assert "Accepted by this PR's baseline update" not in body
+    assert f"`evalbot compare --baseline {BASE_SHA}:.evalbot/baseline.json evals --actuals actuals/regressed.json`" \
+           in body
+    assert "`evalbot baseline evals --actuals actuals/regressed.json --output .evalbot/baseline.json`" in body
+    assert body.rstrip().splitlines()[-1].startswith("<sub>evalbot")  # the commands come last, before the footer
+
+
+def test_stale_baseline_is_not_accepted(action: Action, baseline_text: str) -> None:
+    """A PR that edits the baseline but keeps main's numbers (stale) is gated normally."""
+    make_baseline(action, baseline_text)
+    stale = json.loads(baseline_text)
+    stale["commit"] = "d" * 40
+    stale["judge_models"] = [*stale["judge_models"], "gemini-x"]
+    (action.workspace / BASELINE).parent.mkdir(exist_ok=True)
+    (action.workspace / BASELINE).write_text(json.dumps(stale), encoding="utf-8")
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 1, run.stdout + run.stderr
+    assert "does not match this run" in action.github.comments_on(7)[0].body
+
+
+def test_pr_baseline_symlinked_to_dev_zero_is_refused(action: Action, baseline_text: str) -> None:
+    """A baseline the PR turned into a symlink to /dev/zero is never read (it would never end): not a match."""
+    make_baseline(action, baseline_text)
+    (action.workspace / BASELINE).parent.mkdir(exist_ok=True)
+    (action.workspace / BASELINE).symlink_to("/dev/zero")
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 1, run.stdout + run.stderr
+    assert "outside the workspace" in action.github.comments_on(7)[0].body
