@@ -193,12 +193,15 @@ def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: 
 
     files, _ = discover(eval_paths(inputs))
     candidates = config_candidates(inputs.config, files, ws.root)
-    base_settings, base_config = settings_at(read, candidates, label)
-    source = label(base_config) if base_config else "action inputs"
-    policy = policy_from_settings(base_settings, source=source, overrides=overrides)
-    template, note = template_at(
-        read, template_input=inputs.comment_template, settings=base_settings, config=base_config, label=label
-    )
+    try:
+        base_settings, base_config = settings_at(read, candidates, label)
+        source = label(base_config) if base_config else "action inputs"
+        policy = policy_from_settings(base_settings, source=source, overrides=overrides)
+        template, note = template_at(
+            read, template_input=inputs.comment_template, settings=base_settings, config=base_config, label=label
+        )
+    except ForgeUnavailable as exc:  # fail closed: the default policy, and the run's verdict is error (exit 3)
+        return GateSettings(policy=GatePolicy(), template=None, error=str(exc))
     changes = policy_changes(base_settings, pr_settings, policy, pr_policy)
     if template != pr_template and not any(c.startswith("comment_template ") for c in changes):
         changes.append("the comment template's text")
@@ -320,6 +323,10 @@ def first_stage(
     if mode == "pull_request" and pr is not None:
         baseline, baseline_error = read_baseline_at(forge, ws, inputs.baseline_path, pr.base_sha)
         source = label_at(pr.base_sha, inputs.baseline_path)
+        if gate is not None and gate.error:  # the gate's own settings count as part of the yardstick
+            baseline_error = "; ".join(
+                x for x in (baseline_error, f"the gate settings at the base commit are unreadable: {gate.error}") if x
+            )
     else:
         from evalbot.cli_compare import read_optional
 

@@ -32,6 +32,8 @@ class GateSettings:
     template: str | None
     changes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    error: str | None = None
+    """Why the base commit's settings could not be read (the run then fails closed, verdict ``error``)."""
 
 
 def repo_path(path: Path | str, root: Path) -> str | None:
