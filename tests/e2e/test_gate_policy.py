@@ -130,10 +130,14 @@ def test_base_policy_applies_even_when_the_pr_drops_it(action: Action, baseline_
 
 
 def test_base_config_unreadable_fails_closed(action: Action, baseline_text: str) -> None:
-    """If neither the API nor git can read the base commit's config, the run is exit 3, not the PR's policy."""
+    """If neither the API nor git can read the base commit's config, the run is exit 3 (verdict error, the cause
+    in the headline), never the PR's ``fail_on: never``."""
     make_baseline(action, baseline_text)
     with_evalbot_section(action, {"fail_on": "never"})
     action.github.fail("GET", r"/contents/evals/test_config\.json", 503, times=50)
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
     assert run.code == 3, run.stdout + run.stderr
-    assert action.github.comments_on(7) == []
+    assert run.outputs["verdict"] == "error"
+    body = action.github.comments_on(7)[0].body
+    assert "could not measure, not passing" in body.splitlines()[1]
+    assert "gate settings at the base commit are unreadable" in body
