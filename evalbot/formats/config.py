@@ -99,7 +99,7 @@ def _threshold(value: Any, name: str = "", *, ranged: bool = True) -> float:
     return number
 
 
-def parse_criterion(name: str, value: Any, source: str) -> CriterionSpec:
+def parse_criterion(name: str, value: Any, source: str, *, own_scale: bool = False) -> CriterionSpec:
     """One ``criteria`` entry: a bare threshold number or an object with ``threshold`` and options."""
     if isinstance(value, dict):
         options = snake_keys(value)
@@ -111,8 +111,8 @@ def parse_criterion(name: str, value: Any, source: str) -> CriterionSpec:
     else:
         options, raw = {}, value
     try:
-        # a template metric checks its range itself, explaining the rating scale
-        ranged = "metric_prompt_template" not in options
+        # template and custom metrics check their own range (a rating scale, metric_info's interval)
+        ranged = "metric_prompt_template" not in options and not own_scale
         return CriterionSpec(name, _threshold(raw, name, ranged=ranged), options, None, source)
     except ValueError as exc:
         return CriterionSpec(name, None, options, str(exc), source)
@@ -126,8 +126,10 @@ def parse_config(data: Any, path: str | None) -> EvalConfig:
     criteria_raw = data.get("criteria", DEFAULT_CRITERIA)
     if not isinstance(criteria_raw, dict):
         raise InputError(where, "/criteria", "expected an object mapping criterion names to thresholds")
+    raw_custom = data.get("custom_metrics", data.get("customMetrics"))
+    own_scale = set(raw_custom) if isinstance(raw_custom, dict) else set()  # custom metrics check their own range
     specs = tuple(
-        parse_criterion(name, value, f"{where}:{json_pointer(['criteria', name])}")
+        parse_criterion(name, value, f"{where}:{json_pointer(['criteria', name])}", own_scale=name in own_scale)
         for name, value in criteria_raw.items()
     )
     sim = data.get("user_simulator_config", data.get("userSimulatorConfig"))
