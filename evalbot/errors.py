@@ -42,7 +42,7 @@ def did_you_mean(key: str, known: Iterable[str]) -> str:
 
 def unknown_key_notice(where: str, key: str, known: Iterable[str], effect: str) -> str:
     """A notice about an unknown key: where it is, a suggestion when a known key is close, and what happens."""
-    return f"{where}: unknown key {printable(key)!r}{did_you_mean(key, known)}; {effect}"
+    return printable(f"{where}: unknown key {key!r}{did_you_mean(key, known)}; {effect}")
 
 
 class EvalbotError(Exception):

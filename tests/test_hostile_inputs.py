@@ -66,6 +66,10 @@ HOSTILE_SETS: dict[str, tuple[str, str, str, str]] = {
         "sur.evalset.json", _set_text("sur", CASE_WITH.replace('"extra"', '"\\udc80"').replace("{value}", "1")),
         "/eval_cases/0/\udc80".encode("utf-8", "backslashreplace").decode(), "lone UTF-16 surrogate",
     ),
+    "surrogate_in_an_unknown_top_level_key": (  # read by streaming, never decoded: its notice must be printable
+        "sur.evalset.json", '{"\\ud800x": 1, "eval_set_id": "sur", "eval_cases": [' + json.dumps(case("x")) + "]}",
+        "", "",
+    ),
     "legacy_intermediate_responses_number": (
         "legacy.test.json",
         json.dumps([{"query": "q", "expected_tool_use": [], "reference": "r",
@@ -123,9 +127,12 @@ def test_hostile_eval_set_is_refused_and_the_others_are_scored(
     bad.parent.mkdir()
     bad.write_text(text, encoding="utf-8")
     code, shown = _run(tmp_path, [str(good), str(bad)], [str(actuals)], capsys)
+    sets = {es["path"]: es for es in _report(tmp_path)["eval_sets"]}
+    if not fragment:  # accepted with a notice
+        assert code == 0 and sets[str(bad)]["notices"] == [f"{bad}:/\\ud800x: unknown key '\\ud800x'; ignored, as ADK ignores it"]
+        return
     assert code == 2
     assert f"{bad}:{pointer}" in shown and fragment in shown
-    sets = {es["path"]: es for es in _report(tmp_path)["eval_sets"]}
     assert sets[str(good)]["status"] == "passed"
     assert sets[str(bad)]["status"] == "error"
 
