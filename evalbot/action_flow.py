@@ -224,7 +224,9 @@ def links(ctx: GitHubContext, inputs: ActionInputs) -> Links:
     return Links(summary=run, report=inputs.report_path)
 
 
-def outcome_of(comparison: Comparison, inputs: ActionInputs, published: Published | None = None) -> Outcome:
+def outcome_of(
+    comparison: Comparison, inputs: ActionInputs, published: Published | None = None, html_path: str = ""
+) -> Outcome:
     """Outputs and exit code from the gate (a failed comment never flips the verdict)."""
     counts = comparison.counts
     return Outcome(
@@ -236,14 +238,18 @@ def outcome_of(comparison: Comparison, inputs: ActionInputs, published: Publishe
         inconclusive=counts.get("inconclusive", 0),
         report_path=inputs.report_path,
         comment_url=published.comment_url if published else "",
+        html_path=html_path,
     )
 
 
-def summarize(ctx: GitHubContext, text: str, notices: list[str]) -> None:
-    """Append the notices and the rendered summary to the job summary (1 MiB cap)."""
+def summarize(ctx: GitHubContext, text: str, notices: list[str], html_path: str | None = None) -> None:
+    """Append the notices, a pointer to the HTML report and the rendered summary to the job summary (1 MiB cap)."""
     if ctx.summary_path:
         # notices can quote GitHub's error messages: inline() keeps them on one line, unlinked and without pings
         head = "".join(f"> [!WARNING]\n> {mdsafe.inline(n, 1000)}\n\n" for n in notices)
+        if html_path:
+            head += (f"📄 Every case, with filters and search: the HTML report {mdsafe.inline(html_path, 300)} "
+                     "(in the report artifact when the workflow uploads it; open it in a browser).\n\n")
         actions.append_summary(ctx.summary_path, head + text)
 
 
@@ -301,6 +307,18 @@ def commands(inputs: ActionInputs, base_sha: str | None) -> tuple[str, str]:
     return reproduce, refresh
 
 
+def write_html(comparison: Comparison, inputs: ActionInputs, ws: Workspace) -> str:
+    """The self-contained HTML report beside the JSON report; its path as the inputs gave it ("" when skipped)."""
+    if not inputs.html_path:
+        return ""
+    from evalbot.html_report import render_html
+
+    target = ws.path(inputs.html_path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render_html(comparison), encoding="utf-8")
+    return inputs.html_path
+
+
 def same_scores(old: Baseline, new: Baseline) -> bool:
     """Whether two baselines hold the same results (only when and where they were measured differ)."""
     volatile = {"commit", "created_at"}
@@ -347,6 +365,7 @@ def first_stage(
         comparison.notes = gate.notes
         comparison.commit = pr.head_sha
         comparison.reproduce_command, comparison.refresh_command = commands(inputs, pr.base_sha)
+    html_path = write_html(comparison, inputs, ws)
     link = links(ctx, inputs)
     print_annotations(comparison, read_text=ws.read, display=ws.relative, stream=stream)
     notices: list[str] = []
@@ -358,9 +377,9 @@ def first_stage(
         notices += [published.notice] if published.notice else []
     if mode in ("push", "baseline"):
         notices += refresh_baseline(report, inputs, ctx, mode, forge, ws, stream, committed=baseline)
-    summarize(ctx, render_summary(comparison, links=link), notices)
+    summarize(ctx, render_summary(comparison, links=link), notices, html_path)
     print(f"evalbot: {comparison.gate.verdict} (exit {comparison.gate.exit_code})", file=stream)
-    return outcome_of(comparison, inputs, published)
+    return outcome_of(comparison, inputs, published, html_path)
 
 
 def refresh_baseline(

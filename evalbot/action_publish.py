@@ -34,6 +34,7 @@ class Outcome:
     inconclusive: int = 0
     report_path: str = ""
     comment_url: str = ""
+    html_path: str = ""
 
     def outputs(self) -> dict[str, str]:
         """The action's outputs, as action.yml declares them."""
@@ -45,6 +46,7 @@ class Outcome:
             "inconclusive": str(self.inconclusive),
             "report-path": self.report_path,
             "comment-url": self.comment_url,
+            "html-path": self.html_path,
         }
 
 

@@ -49,6 +49,7 @@ class ActionInputs:
     artifact_name: str = "evalbot-report"
     report_path: str = ".evalbot-out/report.json"
     junit_path: str | None = ".evalbot-out/junit.xml"
+    html_path: str | None = ".evalbot-out/report.html"
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,9 @@ def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
     for name in ("baseline-path", "artifact-name", "report-path"):
         if text(name):
             values[name.replace("-", "_")] = text(name)
-    if raw["junit-path"] is not None:
-        values["junit_path"] = text("junit-path")
+    for name in ("junit-path", "html-path"):
+        if raw[name] is not None:
+            values[name.replace("-", "_")] = text(name)
     values["github_token"] = raw["github-token"] or ""
     values["judge_api_key"] = raw["judge-api-key"] or ""
     fail_on = (raw["fail-on"] or "").lower() or None
@@ -163,7 +165,7 @@ def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
 _INPUT_NAMES = (
     "eval-sets", "actuals", "config", "baseline-path", "fail-on", "tolerance", "github-token", "judge-api-key",
     "comment-template", "comment-id", "mode", "judge-concurrency", "judge-cache", "update-baseline", "artifact-name",
-    "report-path", "junit-path", "judge-failures", "judge-deadline",
+    "report-path", "junit-path", "judge-failures", "judge-deadline", "html-path",
 )  # fmt: skip
 
 

@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_args(run)
     cli_agent.add_agent_args(run)
     run.add_argument("--report", metavar="OUT.json", help="write the JSON report here")
+    run.add_argument("--html", metavar="OUT.html", help="write the self-contained HTML report here")
     cli_compare.add_parsers(sub)
     return parser
 
@@ -109,11 +110,22 @@ def evaluate_args(args: argparse.Namespace, env: Mapping[str, str]) -> Report:
     return drop_unused_judge_notice(report, ctx)
 
 
+def write_text(path: str, text: str) -> None:
+    """Write a UTF-8 text file, creating its directory."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+
+
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot run``."""
     report = evaluate_args(args, env)
     if args.report:
         write_report(report, args.report)
+    if args.html:
+        from evalbot.html_report import render_html_report
+
+        write_text(args.html, render_html_report(report))
     print(render_text(report))
     return exit_code(report)
 

@@ -125,9 +125,9 @@ def _evaluate(args: argparse.Namespace, env: Mapping[str, str]) -> Report:
 
 
 def _write(path: str, text: str) -> None:
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    from evalbot.cli import write_text
+
+    write_text(path, text)
 
 
 def cli_commands(args: argparse.Namespace, baseline: str, output: str) -> tuple[str, str]:
@@ -165,6 +165,10 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         write_report(report, args.report)
     if args.summary:
         _write(args.summary, render_summary(comparison, links=links))
+    if args.html:
+        from evalbot.html_report import render_html
+
+        _write(args.html, render_html(comparison))
     if args.comment:
         _write(args.comment, comment)
         print(f"evalbot: {comparison.gate.verdict} (exit {comparison.gate.exit_code}); comment written to "
@@ -218,6 +222,7 @@ def add_parsers(sub: Any) -> None:
     comp.add_argument("--comment", metavar="OUT.md", help="write the comment here instead of printing it")
     comp.add_argument("--summary", metavar="OUT.md", help="write the full job summary here")
     comp.add_argument("--report", metavar="OUT.json", help="write the JSON report here")
+    comp.add_argument("--html", metavar="OUT.html", help="write the self-contained HTML report here")
     comp.add_argument("--fail-on", choices=["regression", "threshold", "never"], help="gate policy (default: regression)")
     comp.add_argument("--judge-failures", choices=["block", "warn"],
                       help="a judged verdict the judge could not give: block (exit 3, default) or warn")

@@ -1,0 +1,318 @@
+"""A self-contained HTML report of a comparison (or of a run without a baseline): one file, no network requests.
+
+Pure: a Comparison (or a Report) in, the HTML text out; the CLI and the Action write it. The page shows every eval
+set with its criterion table and deltas, and every case with its turns, the trajectory diff (argument-level
+changes from :mod:`evalbot.trajdiff`), the responses, the judges' rationales and vote splits and the noise verdicts.
+
+Safety: everything shown comes from a PR (agent answers, eval sets, judge text) and is untrusted. The template is
+rendered in a sandboxed Jinja environment with autoescaping on, from a context of plain data only (dicts, lists,
+strings, numbers, booleans, None), never model objects. The page carries a Content-Security-Policy that forbids
+every fetch and allows only the page's own stylesheet and script, by their SHA-256 hashes: even markup that got
+through could neither run a script nor load anything. Filters work with JavaScript off (radio buttons and CSS); the
+optional inline script adds the search box.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from evalbot import __version__
+from evalbot.compare import compare
+from evalbot.comparison import CaseComparison, Comparison, CriterionRow, EvalSetComparison, MetricDelta
+from evalbot.gate import GatePolicy
+from evalbot.render import verdict
+from evalbot.results import MetricResult, Report, TurnView
+from evalbot.trajdiff import call_text, diff_calls
+from evalbot.views import TITLES, judge_text, votes_text
+
+TEMPLATE = "report.html.j2"
+STYLE = "report.css.j2"
+SCRIPT = "report.js.j2"
+TEXT_LIMIT = 20_000
+"""Characters of one response, prompt or rationale shown; the JSON report holds the rest."""
+VALUE_LIMIT = 400
+"""Characters of one argument value in the trajectory diff."""
+OPEN_LIMIT = 50
+"""Cases shown expanded at load (regressed, inconclusive, errored first); the rest open on a click."""
+FILTERS = (
+    ("all", "All"), ("regressed", "Regressed"), ("fixed", "Fixed"), ("failing", "Failing"),
+    ("inconclusive", "Inconclusive"),
+)
+Data = dict[str, Any]
+
+
+@cache
+def environment() -> jinja2.Environment:
+    """The sandboxed, autoescaping environment of the HTML report (its templates are evalbot's own files)."""
+    return ImmutableSandboxedEnvironment(
+        loader=jinja2.PackageLoader("evalbot", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+@cache
+def asset(name: str) -> tuple[str, str]:
+    """The text of the inline stylesheet or script, and its CSP source expression (``'sha256-…'``)."""
+    text = environment().get_template(name).render()
+    digest = base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return text, f"'sha256-{digest}'"
+
+
+def clip(text: str | None, limit: int = TEXT_LIMIT) -> str | None:
+    """``text`` cut to ``limit`` characters, saying how many more the JSON report holds."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters in the JSON report)"
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def delta_text(delta: float | None) -> tuple[str, str]:
+    """The delta as shown (``▲ +0.100``) and its direction (``up``, ``down``, ``flat`` or ``none``)."""
+    if delta is None:
+        return "—", "none"
+    if abs(delta) < 5e-4:
+        return "＝ 0.000", "flat"
+    return f"{'▲' if delta > 0 else '▼'} {delta:+.3f}".replace("-", "−"), "up" if delta > 0 else "down"
+
+
+def pvalue(value: float | None) -> str | None:
+    if value is None:
+        return None
+    return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
+
+
+def row_data(row: CriterionRow) -> Data:
+    shown, direction = delta_text(row.delta)
+    return {
+        "criterion": row.criterion,
+        "judged": row.judged,
+        "threshold": fmt(row.threshold),
+        "baseline": fmt(row.baseline_mean),
+        "current": fmt(row.current_mean),
+        "delta": shown,
+        "direction": direction,
+        "change": row.change.replace("_", " "),
+        "change_key": row.change,
+        "p": pvalue(row.p_value),
+        "paired": row.paired,
+        "scored": row.scored,
+        "passed": row.passed,
+        "failed": row.failed,
+        "regressed": row.regressed_cases,
+        "fixed": row.fixed_cases,
+        "inconclusive": row.inconclusive_cases,
+    }
+
+
+def tags(case: CaseComparison) -> list[str]:
+    """The filters a case shows under (besides ``all``)."""
+    out: list[str] = [case.category] if case.category in ("regressed", "fixed", "inconclusive") else []
+    if case.current is not None and case.current.status in ("failed", "error"):
+        out.append("failing")
+    return out
+
+
+def metric_data(name: str, result: MetricResult | None, delta: MetricDelta | None) -> Data:
+    return {
+        "name": name,
+        "judged": bool(delta and delta.judged),
+        "baseline": fmt(delta.baseline_score) if delta else "—",
+        "current": fmt(result.score if result else (delta.current_score if delta else None)),
+        "threshold": fmt(result.threshold) if result else "—",
+        "status": (result.status if result else (delta.current_status if delta else None) or "—").replace("_", " "),
+        "change": (delta.change if delta else "").replace("_", " "),
+        "change_key": delta.change if delta else "",
+        "reason": clip(result.reason if result else None),
+        "votes": votes_text(delta.current_votes) if delta else None,
+        "baseline_votes": votes_text(delta.baseline_votes) if delta else None,
+        "p": pvalue(delta.p_value) if delta else None,
+    }
+
+
+def calls_data(turn: TurnView) -> list[Data]:
+    """Trajectory diff rows (or the actual calls alone when the case expects none recorded)."""
+    if turn.expected_tool_calls is None:
+        return [
+            {"kind": "actual", "expected": None, "actual": call_text(c, VALUE_LIMIT), "expected_pos": None,
+             "actual_pos": i, "changes": []}
+            for i, c in enumerate(turn.actual_tool_calls, 1)
+        ]
+    return [
+        {
+            "kind": row.kind,
+            "expected": call_text(row.expected, VALUE_LIMIT) if row.expected is not None else None,
+            "actual": call_text(row.actual, VALUE_LIMIT) if row.actual is not None else None,
+            "expected_pos": row.expected_pos,
+            "actual_pos": row.actual_pos,
+            "changes": [{"key": c.key, "expected": c.expected, "actual": c.actual} for c in row.changes],
+        }
+        for row in diff_calls(turn.expected_tool_calls, turn.actual_tool_calls)
+    ]
+
+
+def turn_data(index: int, turn: TurnView, metrics: Mapping[str, MetricResult],
+              deltas: Mapping[str, MetricDelta], judged: frozenset[str]) -> Data:
+    notes = []
+    for name, metric in metrics.items():
+        if name not in judged or len(metric.per_invocation) <= index:
+            continue
+        inv = metric.per_invocation[index]
+        delta = deltas.get(name)
+        votes = delta.current_votes if delta else None
+        notes.append({
+            "criterion": name,
+            "status": inv.status.replace("_", " "),
+            "score": fmt(inv.score),
+            "votes": votes_text([votes[index]]) if votes and index < len(votes) else None,
+            "text": clip(judge_text(inv.details, inv.reason, TEXT_LIMIT)),
+        })
+    calls = calls_data(turn)
+    return {
+        "index": index + 1,
+        "user": clip(turn.user),
+        "expected_response": clip(turn.expected_response),
+        "actual_response": clip(turn.actual_response),
+        "calls": calls,
+        "expects_calls": turn.expected_tool_calls is not None,
+        "differs": any(c["kind"] not in ("same", "actual") for c in calls),
+        "notes": notes,
+    }
+
+
+def case_data(case: CaseComparison, judged: frozenset[str]) -> Data:
+    current = case.current
+    deltas = {d.criterion: d for d in case.metrics}
+    metrics = current.metrics if current is not None else {}
+    names = list(dict.fromkeys([*metrics, *deltas]))
+    noise = [
+        {"criterion": d.criterion, "votes": votes_text(d.current_votes), "baseline_votes": votes_text(d.baseline_votes),
+         "p": pvalue(d.p_value), "change": d.change.replace("_", " ")}
+        for d in case.metrics if d.judged and (d.current_votes or d.baseline_votes)
+    ]
+    return {
+        "id": case.eval_id,
+        "category": case.category,
+        "category_label": TITLES.get(case.category, case.category.replace("_", " ").capitalize()),
+        "status": (current.status if current else "absent").replace("_", " "),
+        "baseline_status": (case.baseline_status or "—").replace("_", " "),
+        "tags": " ".join(f"t-{t}" for t in tags(case)),
+        "reason": clip(case.reason),
+        "metrics": [metric_data(n, metrics.get(n), deltas.get(n)) for n in names],
+        "noise": noise,
+        "turns": [
+            turn_data(i, t, metrics, deltas, judged) for i, t in enumerate(current.turns if current else [])
+        ],
+        "open": False,
+    }
+
+
+def set_data(es: EvalSetComparison, judged: frozenset[str]) -> Data:
+    cases = [case_data(c, judged) for c in es.cases]
+    counts = {t: sum(t in c["tags"].split(" ") for c in cases) for t in ("t-regressed", "t-failing")}
+    return {
+        "id": es.eval_set_id,
+        "path": es.path,
+        "status": (es.status or "absent").replace("_", " "),
+        "in_baseline": es.in_baseline,
+        "in_current": es.in_current,
+        "errors": [" ".join(x for x in (p.pointer, p.message) if x) for p in es.errors],
+        "rows": [row_data(r) for r in es.rows],
+        "cases": cases,
+        "regressed": counts["t-regressed"],
+        "failing": counts["t-failing"],
+    }
+
+
+def _open_first(sets: Sequence[Data]) -> None:
+    """Expand the first OPEN_LIMIT regressed, inconclusive or errored cases."""
+    budget = OPEN_LIMIT
+    for category in ("regressed", "inconclusive", "error"):
+        for s in sets:
+            for c in s["cases"]:
+                if budget and c["category"] == category:
+                    c["open"] = True
+                    budget -= 1
+
+
+def _usage(usage: Mapping[str, Any] | None) -> list[Data]:
+    """Judge usage rows (``total`` last); non-numbers in an untrusted report show as ``?``."""
+    rows = []
+    for name, entry in (usage or {}).items():
+        if not isinstance(entry, Mapping):
+            continue
+        row = {"name": str(name)}
+        for key in ("requests", "input_tokens", "output_tokens", "cached_samples"):
+            value = entry.get(key)
+            row[key] = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "?"
+        cost = entry.get("estimated_cost_usd")
+        row["cost"] = f"${cost:.4f}" if isinstance(cost, int | float) and not isinstance(cost, bool) else "?"
+        rows.append(row)
+    rows.sort(key=lambda r: r["name"] == "total")
+    return rows
+
+
+def context(comparison: Comparison) -> Data:
+    """The template's context: plain data only (no model objects reach the template)."""
+    icon, title = verdict(comparison)
+    judged = frozenset(
+        c.name for es in comparison.report.eval_sets for c in es.criteria if c.judged
+    ) | frozenset(r.criterion for es in comparison.eval_sets for r in es.rows if r.judged)
+    sets = [set_data(es, judged) for es in comparison.eval_sets]
+    _open_first(sets)
+    cases = [c for s in sets for c in s["cases"]]
+    filters = [
+        {"key": key, "label": label,
+         "n": len(cases) if key == "all" else sum(f"t-{key}" in c["tags"].split(" ") for c in cases)}
+        for key, label in FILTERS
+    ]
+    base = comparison.baseline
+    style, style_hash = asset(STYLE)
+    script, script_hash = asset(SCRIPT)
+    return {
+        "icon": icon,
+        "title": title,
+        "verdict": comparison.gate.verdict,
+        "reasons": list(comparison.gate.reasons),
+        "version": __version__,
+        "baseline": None if base is None else {
+            "source": comparison.baseline_source, "commit": base.commit, "created_at": base.created_at,
+            "evalbot_version": base.evalbot_version,
+        },
+        "baseline_note": comparison.baseline_note,
+        "notices": list(comparison.report.notices),
+        "errors": [" ".join(x for x in (p.path, p.pointer, p.message) if x) for p in comparison.report.errors],
+        "counts": [{"key": k, "label": k.replace("_", " "), "n": v} for k, v in comparison.counts.items() if v],
+        "filters": filters,
+        "sets": sets,
+        "usage": _usage(comparison.report.usage),
+        "csp": f"default-src 'none'; style-src {style_hash}; script-src {script_hash}; img-src 'none'; "
+               "base-uri 'none'; form-action 'none'",
+        "style_hash": style_hash,
+        "script_hash": script_hash,
+        "style_chars": len(style),
+        "script_chars": len(script),
+    }
+
+
+def render_html(comparison: Comparison) -> str:
+    """The HTML report of a comparison with the baseline (or of a run alone when it has none)."""
+    return environment().get_template(TEMPLATE).render(context(comparison))
+
+
+def render_html_report(report: Report) -> str:
+    """The HTML report of a run without a baseline (``evalbot run``): absolute scores, no deltas."""
+    comparison = compare(current=report, baseline=None, policy=GatePolicy(), baseline_source="(none)")
+    return render_html(comparison)

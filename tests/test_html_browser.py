@@ -1,0 +1,133 @@
+"""The HTML report in real headless Chromium: rendered DOM, filters with and without JavaScript, search, and a
+hostile ``<script>`` in an agent answer that must not run. Skipped (with the reason) when no Chromium is installed;
+.ci/run installs Debian's ``chromium`` when apt is available. ``EVALBOT_CHROMIUM`` picks a binary.
+
+A screenshot is saved under the test's tmp directory; ``EVALBOT_HTML_SCREENSHOT=PATH`` also copies it there (that
+is how docs/html-report.png is made).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evalbot.compare import compare
+from evalbot.html_report import render_html
+from tests.chromium import Browser, browser, dump_dom, find_browser
+from tests.report_builders import RESP, TRAJ, case, eval_set, metric, report, turn
+from tests.test_render import REFUND, small
+
+BINARY = find_browser()
+pytestmark = pytest.mark.skipif(BINARY is None, reason="no Chromium found (apt-get install chromium, or set "
+                                "EVALBOT_CHROMIUM to a Chrome/Chromium binary)")
+ATTACK = ('<script>document.title="pwned";document.documentElement.setAttribute("data-pwned","1")</script>'
+          '<img src=x onerror="document.documentElement.setAttribute(\'data-pwned\',\'2\')">')
+
+
+def page_with_attack() -> str:
+    """The small comparison plus a failing case whose agent answer carries a script and an onerror handler."""
+    c = small()
+    attacked = report(eval_set("attack", [case("hostile_answer", {TRAJ: metric(0.0), RESP: metric(0.1, 0.6)}, turns=[
+        turn(expected_calls=REFUND, actual_calls=REFUND[:1], actual_response=ATTACK)])]))
+    extra = compare(current=attacked, baseline=None, policy=c.policy).eval_sets
+    return render_html(c.model_copy(update={"eval_sets": [*c.eval_sets, *extra]}))
+
+
+@pytest.fixture
+def report_file(tmp_path: Path) -> Path:
+    path = tmp_path / "report.html"
+    path.write_text(page_with_attack(), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def chrome() -> Iterator[Browser]:
+    assert BINARY is not None
+    with browser(BINARY, width=1280, height=1000) as b:
+        yield b
+
+
+VISIBLE = ("JSON.stringify(Array.from(document.querySelectorAll('.case'))"
+           ".filter(c => getComputedStyle(c).display !== 'none').map(c => c.querySelector('.cid').textContent))")
+
+
+def visible(chrome: Browser) -> list[str]:
+    import json
+
+    return list(json.loads(chrome.evaluate(VISIBLE)))
+
+
+def test_dump_dom_shows_the_regression_the_diff_and_the_filters(report_file: Path) -> None:
+    """What --dump-dom prints after load: the regressed case, the argument diff, the filters, the attack as text."""
+    assert BINARY is not None
+    dom = dump_dom(BINARY, report_file.as_uri())
+    assert 'class="case c-regressed t-regressed t-failing" open=""' in dom
+    assert '<span class="cid">refund_damaged</span>' in dom
+    assert "<code>amount</code>: <del>25.0</del> → <ins>250.0</ins>" in dom
+    for key in ("all", "regressed", "fixed", "failing", "inconclusive"):
+        assert f'<label for="f-{key}" class="fl" id="l-{key}">' in dom
+    assert "data-pwned" not in dom.split("<body>")[0] and "<title>evalbot: blocked" in dom
+    assert "&lt;script&gt;document.title=\"pwned\"" in dom
+    assert '<input type="search" id="q"' in dom and 'id="q" placeholder="Search cases (id, text, tool)…" ' \
+        'aria-label="Search cases">' in dom  # our script (allowed by its hash) un-hid the search box
+
+
+def test_filters_search_and_the_attack_in_a_live_page(report_file: Path, chrome: Browser, tmp_path: Path) -> None:
+    chrome.open(report_file.as_uri())
+    assert chrome.evaluate("document.title").startswith("evalbot: blocked")
+    assert chrome.evaluate("document.documentElement.getAttribute('data-pwned')") is None
+    assert "<script>document.title" in chrome.evaluate(
+        "Array.from(document.querySelectorAll('pre.a')).map(p => p.textContent).join('\\n')")
+    everything = ["refund_damaged", "track_package", "store_hours", "cancel", "gift_card", "hostile_answer"]
+    assert visible(chrome) == everything
+    clicks = {"regressed": ["refund_damaged"], "fixed": ["track_package"], "inconclusive": ["store_hours"],
+              "failing": ["refund_damaged", "store_hours", "gift_card", "hostile_answer"], "all": everything}
+    for key, shown in clicks.items():
+        chrome.evaluate(f"document.getElementById('l-{key}').click()")
+        assert visible(chrome) == shown, key
+    # the search box (the optional script) narrows the list; words must all match
+    chrome.evaluate("var q = document.getElementById('q'); q.value = 'REFUND 250'; "
+                    "q.dispatchEvent(new Event('input'))")
+    deadline = time.monotonic() + 5
+    while visible(chrome) != ["refund_damaged"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert visible(chrome) == ["refund_damaged"]
+    assert chrome.evaluate("document.getElementById('qn').textContent") == "1 of 6 match"
+    chrome.evaluate("q.value = ''; q.dispatchEvent(new Event('input'))")
+    chrome.evaluate("document.getElementById('l-regressed').click(); window.scrollTo(0, 0)")
+    shot = tmp_path / "html-report.png"
+    chrome.call("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 1000, "deviceScaleFactor": 1,
+                                                       "mobile": False})
+    chrome.screenshot(shot)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+    if os.environ.get("EVALBOT_HTML_SCREENSHOT"):
+        shutil.copyfile(shot, os.environ["EVALBOT_HTML_SCREENSHOT"])
+
+
+def test_filters_work_with_javascript_off(report_file: Path, chrome: Browser) -> None:
+    """Radio buttons and CSS alone: the filters work, the search box (script-only) stays hidden."""
+    chrome.call("Emulation.setScriptExecutionDisabled", {"value": True})
+    chrome.open(report_file.as_uri())
+    assert chrome.evaluate("document.getElementById('q').hidden") is True
+    chrome.call("Emulation.setScriptExecutionDisabled", {"value": False})  # DevTools may evaluate; the page may not
+    assert chrome.evaluate("document.getElementById('q').hidden") is True
+    chrome.evaluate("document.getElementById('l-inconclusive').click()")
+    assert visible(chrome) == ["store_hours"]
+
+
+def test_the_csp_blocks_a_script_that_escaping_missed(tmp_path: Path, chrome: Browser) -> None:
+    """Defence in depth: a script element spliced into the page (as if escaping had failed) does not run, nor does
+    an inline handler, while the page's own hashed script still does."""
+    page = page_with_attack().replace(
+        "</main>", '<script>document.title="csp-bypassed"</script><img src=x onerror="document.title=\'csp-img\'">'
+        "</main>", 1)
+    path = tmp_path / "spliced.html"
+    path.write_text(page, encoding="utf-8")
+    chrome.open(path.as_uri())
+    assert chrome.evaluate("document.title").startswith("evalbot: blocked")
+    assert chrome.evaluate("document.getElementById('q').hidden") is False

@@ -1,0 +1,224 @@
+"""The self-contained HTML report: content, filters, escaping of hostile text, the CSP, the CLI edge.
+
+What the page does in a real browser (filters, search, a hostile script not running) is in test_html_browser.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalbot import html_report
+from evalbot.cli import main
+from evalbot.comparison import Comparison
+from evalbot.html_report import TEXT_LIMIT, context, render_html, render_html_report
+from tests.report_builders import JUDGE, RESP, TRAJ, case, eval_set, metric, report, turn
+from tests.test_render import REFUND, compared, small
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE_ANSWER = (
+    '</pre></details><script>document.title="pwned";document.documentElement.dataset.pwned="1"</script>'
+    '<img src=x onerror="document.title=\'pwned\'"><style>body{display:none}</style>{{ 7*7 }}{% raw %}'
+    '<meta http-equiv="refresh" content="0;url=https://evil.example/">'
+)
+
+
+def hostile() -> Comparison:
+    """A regressed case whose agent answer, user text, eval id, tool name and argument carry markup."""
+    main_run = report(eval_set("orders", [case("<marquee>bad</marquee>", {TRAJ: metric(1.0)}, turns=[turn(expected_calls=REFUND)])]))
+    pr = report(eval_set('set"><script>x()</script>', [case("<marquee>bad</marquee>", {TRAJ: metric(0.0)}, turns=[turn(
+        user="<iframe src=https://evil.example>", expected_calls=REFUND,
+        actual_calls=[("<svg onload=alert(1)>", {"q": "<script>alert(1)</script>"})],
+        actual_response=HOSTILE_ANSWER,
+    )])]))
+    return compared(main_run, pr)
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, and the text inside <style> and <script> elements."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.raw: dict[str, list[str]] = {"style": [], "script": []}
+        self._in: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag in self.raw:
+            self._in = tag
+            self.raw[tag].append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in:
+            self.raw[self._in][-1] += data
+
+
+def parse(text: str) -> Elements:
+    parser = Elements()
+    parser.feed(text)
+    parser.close()
+    return parser
+
+
+def csp_of(page: Elements) -> dict[str, list[str]]:
+    metas = [a for t, a in page.tags if t == "meta" and (a.get("http-equiv") or "").lower() == "content-security-policy"]
+    assert len(metas) == 1
+    policy: dict[str, list[str]] = {}
+    for directive in (metas[0]["content"] or "").split(";"):
+        name, *values = directive.split()
+        policy[name] = values
+    return policy
+
+
+def sha(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
+
+
+def test_hostile_markup_is_text_and_the_only_elements_are_ours() -> None:
+    """Agent, user, tool and id markup shows as text: one <style>, one <script> (ours), no img/iframe/svg/meta refresh."""
+    text = render_html(hostile())
+    page = parse(text)
+    names = [t for t, _ in page.tags]
+    assert names.count("script") == 1 and names.count("style") == 1
+    assert not {"img", "iframe", "svg", "marquee"} & set(names)
+    assert [a for t, a in page.tags if t == "meta" and a.get("http-equiv") == "refresh"] == []
+    assert "&lt;script&gt;document.title=&#34;pwned&#34;" in text
+    assert "{{ 7*7 }}{% raw %}" in text and "49" not in re.sub(r"sha256-[^']+", "", text)
+    assert "&lt;svg onload=alert(1)&gt;" in text and "&lt;marquee&gt;bad&lt;/marquee&gt;" in text
+    assert all(not re.search(r"\bon\w+=", " ".join(f"{k}={v}" for k, v in a.items())) for _, a in page.tags)
+
+
+def test_csp_forbids_everything_but_the_pages_own_style_and_script_by_hash() -> None:
+    page = parse(render_html(hostile()))
+    policy = csp_of(page)
+    assert policy["default-src"] == ["'none'"]
+    assert policy["style-src"] == [sha(page.raw["style"][0])]
+    assert policy["script-src"] == [sha(page.raw["script"][0])]
+    assert policy["img-src"] == ["'none'"] and policy["base-uri"] == ["'none'"] and policy["form-action"] == ["'none'"]
+    assert not any("unsafe" in v for values in policy.values() for v in values)
+
+
+def test_no_network_references_and_no_inline_style_attributes() -> None:
+    """Nothing to fetch (no src/href/url()/@import) and no style="" (which a hash-only style-src would block)."""
+    text = render_html(small())
+    page = parse(text)
+    for _, attrs in page.tags:
+        assert not {"src", "href", "style", "srcset", "action"} & set(attrs), attrs
+    assert "url(" not in page.raw["style"][0] and "@import" not in page.raw["style"][0]
+    assert "fetch(" not in page.raw["script"][0] and "XMLHttpRequest" not in page.raw["script"][0]
+
+
+def test_assets_are_the_template_files_verbatim() -> None:
+    """The inline CSS and JS are exactly the files in evalbot/templates (no Jinja syntax changed them)."""
+    for name in (html_report.STYLE, html_report.SCRIPT):
+        source = (ROOT / "evalbot" / "templates" / name).read_text(encoding="utf-8")
+        assert html_report.asset(name)[0] == source.removesuffix("\n")
+
+
+def plain(value: Any, where: str = "context") -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            assert type(k) is str, where
+            plain(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            plain(v, f"{where}[{i}]")
+    else:
+        assert value is None or type(value) in (str, int, float, bool), f"{where} is {type(value).__name__}"
+
+
+def test_context_is_plain_data() -> None:
+    """No model object (or str subclass that would skip escaping) reaches the template."""
+    plain(context(small()))
+    plain(context(hostile()))
+
+
+def test_every_set_case_turn_diff_rationale_and_noise_verdict_is_there() -> None:
+    c = small()
+    text = render_html(c)
+    ctx = context(c)
+    assert [s["id"] for s in ctx["sets"]] == ["orders"]
+    assert [x["id"] for x in ctx["sets"][0]["cases"]] == [x.eval_id for x in c.eval_sets[0].cases]
+    for eval_id in ("refund_damaged", "track_package", "store_hours", "cancel", "gift_card"):
+        assert f'<span class="cid">{eval_id}</span>' in text
+    # criterion table with deltas
+    assert "▼ −1.000" in text and "▲ +0.200" in text
+    # the argument-level diff of the regressed case
+    assert "<code>amount</code>: <del>25.0</del> → <ins>250.0</ins>" in text
+    assert '<li class="del"><span class="mk">−</span>1. balance(card=&#34;G1&#34;) <em>missing</em></li>' in text
+    # responses, the judge's rationale and vote split, the noise verdict
+    assert "I refunded $250.00 to your card." in text
+    assert "The reference says 9 to 5; the response says 9 to 6." in text and "votes 2–3" in text
+    assert re.search(r"Noise check, final_response_match_v2: judge votes \(pass–fail\) 2–3, baseline 3–2, "
+                     r"Fisher exact p = 1\.000 → inconclusive", text)
+
+
+def test_filter_tags_and_counts() -> None:
+    """Each case carries the tags the CSS filters read; the filter labels count them."""
+    ctx = context(small())
+    tags = {x["id"]: set(x["tags"].split()) for x in ctx["sets"][0]["cases"]}
+    assert tags == {
+        "refund_damaged": {"t-regressed", "t-failing"}, "track_package": {"t-fixed"},
+        "store_hours": {"t-inconclusive", "t-failing"}, "cancel": set(), "gift_card": {"t-failing"},
+    }
+    assert {f["key"]: f["n"] for f in ctx["filters"]} == {
+        "all": 5, "regressed": 1, "fixed": 1, "failing": 3, "inconclusive": 1}
+    text = render_html(small())
+    for key in ("all", "regressed", "fixed", "failing", "inconclusive"):
+        assert f'id="f-{key}"' in text and f'<label for="f-{key}"' in text
+        assert key == "all" or f"#f-{key}:checked~main .case:not(.t-{key})" in text
+
+
+def test_long_text_is_clipped_with_a_pointer_to_the_json_report() -> None:
+    long = "x" * (TEXT_LIMIT + 5000)
+    pr = report(eval_set("s", [case("c", {RESP: metric(0.1, 0.6)}, turns=[turn(actual_response=long)])]))
+    text = render_html(compared(None, pr))
+    assert "x" * TEXT_LIMIT + "… (5,000 more characters in the JSON report)" in text
+    assert "x" * (TEXT_LIMIT + 1) not in text
+
+
+def test_untrusted_usage_numbers_show_as_question_marks() -> None:
+    pr = report(eval_set("s", [case("c", {JUDGE: metric(1.0, 0.8, votes=[(3, 0)])})]),
+                usage={"total": {"requests": "<b>9</b>", "estimated_cost_usd": True}, "x": "not a mapping"})
+    usage = context(compared(None, pr))["usage"]
+    assert usage == [{"name": "total", "requests": "?", "input_tokens": "?", "output_tokens": "?",
+                      "cached_samples": "?", "cost": "?"}]
+
+
+def test_run_without_baseline_and_an_empty_run_render() -> None:
+    pr = report(eval_set("orders", [case("a", {TRAJ: metric(1.0)}), case("b", {TRAJ: metric(0.0)})]))
+    text = render_html_report(pr)
+    assert "No baseline: absolute scores only." in text and '<span class="cid">b</span>' in text
+    assert "<main>" in render_html_report(report())
+
+
+@pytest.fixture
+def example(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+
+
+def test_cli_compare_and_run_write_the_html(example: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--html`` on compare (with deltas) and on run (absolute scores), on the bundled example."""
+    common = ["examples/evals", "--actuals", "examples/runs/pr.json", "--judge-cache", "examples/judge-cache",
+              "--judge-replay"]
+    out = tmp_path / "deep" / "compare.html"
+    code = main(["compare", "--baseline", "examples/.evalbot/baseline.json", *common, "--html", str(out),
+                 "--comment", str(tmp_path / "c.md")])
+    assert code == 1
+    text = out.read_text(encoding="utf-8")
+    assert "evalbot: blocked" in text and 'class="case c-regressed t-regressed' in text and "▼" in text
+    run_out = tmp_path / "run.html"
+    assert main(["run", *common, "--html", str(run_out)]) in (0, 1)
+    run_text = run_out.read_text(encoding="utf-8")
+    assert "No baseline: absolute scores only." in run_text and "t-failing" in run_text
+    capsys.readouterr()
