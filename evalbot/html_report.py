@@ -30,7 +30,7 @@ from evalbot.gate import GatePolicy
 from evalbot.render import verdict
 from evalbot.results import MetricResult, Report, TurnView
 from evalbot.trajdiff import call_text, diff_calls
-from evalbot.views import TITLES, judge_text, votes_text
+from evalbot.views import ORDER, TITLES, judge_text, votes_text
 
 TEMPLATE = "report.html.j2"
 STYLE = "report.css.j2"
@@ -41,11 +41,16 @@ VALUE_LIMIT = 400
 """Characters of one argument value in the trajectory diff."""
 OPEN_LIMIT = 50
 """Cases shown expanded at load (regressed, inconclusive, errored first); the rest open on a click."""
+CHUNK = 100
+"""Cases per block that the browser lays out only when it is near the viewport (content-visibility): a page of
+10,000 cases would otherwise be laid out again and again, whole, while it loads."""
 FILTERS = (
     ("all", "All"), ("regressed", "Regressed"), ("fixed", "Fixed"), ("failing", "Failing"),
     ("inconclusive", "Inconclusive"),
 )
 Data = dict[str, Any]
+NOTEWORTHY = frozenset({"regressed", "fixed", "inconclusive", "error", "still_failing"})
+"""Changes that keep an informational metric in the case's table instead of the one-line list."""
 
 
 @cache
@@ -84,7 +89,7 @@ def delta_text(delta: float | None) -> tuple[str, str]:
     if delta is None:
         return "—", "none"
     if abs(delta) < 5e-4:
-        return "＝ 0.000", "flat"
+        return "= 0.000", "flat"
     return f"{'▲' if delta > 0 else '▼'} {delta:+.3f}".replace("-", "−"), "up" if delta > 0 else "down"
 
 
@@ -202,6 +207,8 @@ def case_data(case: CaseComparison, judged: frozenset[str]) -> Data:
          "p": pvalue(d.p_value), "change": d.change.replace("_", " ")}
         for d in case.metrics if d.judged and (d.current_votes or d.baseline_votes)
     ]
+    rows = [metric_data(n, metrics.get(n), deltas.get(n)) for n in names]
+    info = [m for m in rows if m["status"] == "informational" and m["change_key"] not in NOTEWORTHY]
     return {
         "id": case.eval_id,
         "category": case.category,
@@ -210,7 +217,10 @@ def case_data(case: CaseComparison, judged: frozenset[str]) -> Data:
         "baseline_status": (case.baseline_status or "—").replace("_", " "),
         "tags": " ".join(f"t-{t}" for t in tags(case)),
         "reason": clip(case.reason),
-        "metrics": [metric_data(n, metrics.get(n), deltas.get(n)) for n in names],
+        "metrics": [m for m in rows if m not in info],
+        "info": " · ".join(
+            m["name"] + " " + m["current"] + (f" (baseline {m['baseline']})" if m["baseline"] not in ("—", m["current"])
+                                              else "") for m in info),
         "noise": noise,
         "turns": [
             turn_data(i, t, metrics, deltas, judged) for i, t in enumerate(current.turns if current else [])
@@ -220,7 +230,10 @@ def case_data(case: CaseComparison, judged: frozenset[str]) -> Data:
 
 
 def set_data(es: EvalSetComparison, judged: frozenset[str]) -> Data:
-    cases = [case_data(c, judged) for c in es.cases]
+    """An eval set: its table, and its cases most important first (as the comment orders its sections)."""
+    rank = {category: i for i, category in enumerate(ORDER)}
+    ordered = sorted(es.cases, key=lambda c: rank.get(c.category, len(rank)))
+    cases = [case_data(c, judged) for c in ordered]
     counts = {t: sum(t in c["tags"].split(" ") for c in cases) for t in ("t-regressed", "t-failing")}
     return {
         "id": es.eval_set_id,
@@ -231,6 +244,7 @@ def set_data(es: EvalSetComparison, judged: frozenset[str]) -> Data:
         "errors": [" ".join(x for x in (p.pointer, p.message) if x) for p in es.errors],
         "rows": [row_data(r) for r in es.rows],
         "cases": cases,
+        "chunks": [cases[i : i + CHUNK] for i in range(0, len(cases), CHUNK)],
         "regressed": counts["t-regressed"],
         "failing": counts["t-failing"],
     }

@@ -83,7 +83,7 @@ def test_filters_search_and_the_attack_in_a_live_page(report_file: Path, chrome:
     assert chrome.evaluate("document.documentElement.getAttribute('data-pwned')") is None
     assert "<script>document.title" in chrome.evaluate(
         "Array.from(document.querySelectorAll('pre.a')).map(p => p.textContent).join('\\n')")
-    everything = ["refund_damaged", "track_package", "store_hours", "cancel", "gift_card", "hostile_answer"]
+    everything = ["refund_damaged", "store_hours", "gift_card", "track_package", "cancel", "hostile_answer"]
     assert visible(chrome) == everything
     clicks = {"regressed": ["refund_damaged"], "fixed": ["track_package"], "inconclusive": ["store_hours"],
               "failing": ["refund_damaged", "store_hours", "gift_card", "hostile_answer"], "all": everything}
@@ -99,7 +99,12 @@ def test_filters_search_and_the_attack_in_a_live_page(report_file: Path, chrome:
     assert visible(chrome) == ["refund_damaged"]
     assert chrome.evaluate("document.getElementById('qn').textContent") == "1 of 6 match"
     chrome.evaluate("q.value = ''; q.dispatchEvent(new Event('input'))")
-    chrome.evaluate("document.getElementById('l-regressed').click(); window.scrollTo(0, 0)")
+    deadline = time.monotonic() + 5
+    while chrome.evaluate("document.getElementById('qn').textContent") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(visible(chrome)) == 6
+    chrome.evaluate("document.getElementById('l-regressed').click(); document.activeElement.blur(); "
+                    "window.scrollTo(0, 0)")
     shot = tmp_path / "html-report.png"
     chrome.call("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 1000, "deviceScaleFactor": 1,
                                                        "mobile": False})

@@ -148,14 +148,15 @@ def test_every_set_case_turn_diff_rationale_and_noise_verdict_is_there() -> None
     text = render_html(c)
     ctx = context(c)
     assert [s["id"] for s in ctx["sets"]] == ["orders"]
-    assert [x["id"] for x in ctx["sets"][0]["cases"]] == [x.eval_id for x in c.eval_sets[0].cases]
+    assert sorted(x["id"] for x in ctx["sets"][0]["cases"]) == sorted(x.eval_id for x in c.eval_sets[0].cases)
+    assert [x["category"] for x in ctx["sets"][0]["cases"]][:2] == ["regressed", "inconclusive"]  # most important first
     for eval_id in ("refund_damaged", "track_package", "store_hours", "cancel", "gift_card"):
         assert f'<span class="cid">{eval_id}</span>' in text
     # criterion table with deltas
     assert "▼ −1.000" in text and "▲ +0.200" in text
     # the argument-level diff of the regressed case
     assert "<code>amount</code>: <del>25.0</del> → <ins>250.0</ins>" in text
-    assert '<li class="del"><span class="mk">−</span>1. balance(card=&#34;G1&#34;) <em>missing</em></li>' in text
+    assert '<li class="d">1. balance(card=&#34;G1&#34;) <em>missing</em></li>' in text
     # responses, the judge's rationale and vote split, the noise verdict
     assert "I refunded $250.00 to your card." in text
     assert "The reference says 9 to 5; the response says 9 to 6." in text and "votes 2–3" in text

@@ -18,6 +18,18 @@ def test_push_evaluates_with_the_judge_and_writes_everything(action: Action) -> 
     assert junit.get("tests") == "3" and junit.get("failures") == "0"
     assert action.gemini.requests and all(r.api_key == "fake-gemini-key" for r in action.gemini.requests)
     assert "evalbot" in run.summary
+    assert run.outputs["html-path"] == ".evalbot-out/report.html"
+    html = (run.workspace / ".evalbot-out" / "report.html").read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and "Content-Security-Policy" in html
+    assert "the HTML report .evalbot-out/report.html" in run.summary
+
+
+def test_empty_html_path_skips_the_html_report(action: Action) -> None:
+    run = action.run("push", event("push"), inputs={"actuals": "actuals/good.json", "html-path": ""},
+                     ref="refs/heads/main")
+    assert run.code == 0, run.stdout + run.stderr
+    assert run.outputs["html-path"] == "" and not (run.workspace / ".evalbot-out" / "report.html").exists()
+    assert "HTML report" not in run.summary
 
 
 def test_first_log_line_comes_quickly(action: Action) -> None:

@@ -1,0 +1,175 @@
+"""Benchmark: the HTML report of a large comparison, rendered and opened in headless Chromium.
+
+    python bench/bench_html.py [--cases 10000] [--repeat 3] [--keep OUT.html]
+
+Builds a baseline and a PR run of ``cases`` cases in two eval sets (the second judged by final_response_match_v2
+with 5 samples, rationale and votes). About 10% of cases regress, 5% are fixed, 15% keep failing and 2% flip on a
+split judge vote; the rest pass. As the engine does, cases that pass without a judged criterion carry no turns; the
+others carry 3 turns of 3 tool calls (nested arguments) and 40-word responses. Every case also has the four
+informational efficiency metrics. Printed: render time, file size, and in headless Chromium (Debian's package,
+fresh profile each time) the time to first paint and first contentful paint, DOMContentLoaded and load (from
+navigation start), and the time the "regressed" filter takes to apply (style and layout forced).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from evalbot.baseline import build_baseline  # noqa: E402
+from evalbot.compare import compare  # noqa: E402
+from evalbot.gate import GatePolicy  # noqa: E402
+from evalbot.html_report import render_html  # noqa: E402
+from evalbot.results import (  # noqa: E402
+    CaseResult,
+    CriterionInfo,
+    EvalSetReport,
+    InvocationScore,
+    MetricResult,
+    Report,
+    ToolCallView,
+    TurnView,
+    case_status,
+    summarize_cases,
+    totals,
+)
+from tests.chromium import browser, find_browser  # noqa: E402
+
+TRAJ, RESP, JUDGE = "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2"
+INFO = ("tool_calls_count", "llm_calls_count", "agent_turns_count", "invocation_latency")
+WORDS = ("order refund shipping address card delivery package status account tracking number store hours "
+         "weekday return policy receipt label customer warehouse").split()
+
+
+def words(seed: int, n: int = 40) -> str:
+    return " ".join(WORDS[(seed * 7 + i * 3) % len(WORDS)] for i in range(n)).capitalize() + "."
+
+
+def calls(i: int, t: int, broken: bool) -> list[ToolCallView]:
+    out = [
+        ToolCallView(name="find_order", args={"customer": {"id": f"C{i}", "tier": "gold"}, "turn": t}),
+        ToolCallView(name="get_status", args={"order_id": f"A{i}-{t}", "fields": ["status", "eta"]}),
+        ToolCallView(name="notify", args={"channel": "email", "template": {"name": "status", "lang": "en"}}),
+    ]
+    if broken:
+        out[1] = ToolCallView(name="get_status", args={"order_id": f"A{i}-{t + 1}", "fields": ["status"]})
+    return out
+
+
+def metric(score: float, threshold: float | None, judged_votes: tuple[int, int] | None = None) -> MetricResult:
+    status = "informational" if threshold is None else ("passed" if score >= threshold else "failed")
+    per = []
+    for _ in range(3):
+        details: dict[str, Any] | None = None
+        if judged_votes is not None:
+            details = {"votes": {"yes": judged_votes[0], "no": judged_votes[1]},
+                       "rationale": "The response gives the same facts as the reference, except the delivery date."}
+        per.append(InvocationScore(score=score, status=status, details=details))  # type: ignore[arg-type]
+    return MetricResult(score=score, status=status, threshold=threshold, per_invocation=per)  # type: ignore[arg-type]
+
+
+def build(n: int, pr: bool) -> Report:
+    sets = []
+    for set_index, (name, judged) in enumerate((("orders", False), ("faq", True))):
+        cases = []
+        size = n * 4 // 5 if set_index == 0 else n - n * 4 // 5
+        for k in range(size):
+            i = k * 2 + set_index
+            kind = i % 100
+            regressed, fixed, failing, flip = kind < 10, 10 <= kind < 15, 15 <= kind < 30, 30 <= kind < 32
+            bad = (regressed and pr) or (fixed and not pr) or failing
+            metrics = {TRAJ: metric(0.0 if bad else 1.0, 1.0), RESP: metric(0.4 if bad else 0.9, 0.6)}
+            if judged:
+                votes = (2, 3) if flip and pr else (3, 2) if flip else (0, 5) if bad else (5, 0)
+                metrics[JUDGE] = metric(1.0 if votes[0] > votes[1] else 0.0, 0.8, votes)
+            for info in INFO:
+                metrics[info] = metric(0.5, None)
+            status = case_status([m.status for m in metrics.values()])
+            result = CaseResult(eval_id=f"{name}_case_{k:05d}", status=status, metrics=metrics, fingerprint=f"fp{i}")
+            if status != "passed" or judged:
+                result.turns = [
+                    TurnView(user=f"Where is my order A{i}-{t}? " + words(i + t, 12),
+                             expected_response=words(i + t), actual_response=words(i + t + (1 if bad else 0)),
+                             expected_tool_calls=calls(i, t, False), actual_tool_calls=calls(i, t, bad))
+                    for t in range(3)
+                ]
+            cases.append(result)
+        criteria = [*(CriterionInfo(name=n, fingerprint=n) for n in INFO),
+                    CriterionInfo(name=TRAJ, threshold=1.0, fingerprint="t"),
+                    CriterionInfo(name=RESP, threshold=0.6, fingerprint="r")]
+        if judged:
+            criteria.append(CriterionInfo(name=JUDGE, threshold=0.8, judged=True, fingerprint="j"))
+        es = EvalSetReport(eval_set_id=name, path=f"evals/{name}.evalset.json",
+                           status=case_status([c.status for c in cases]), criteria=criteria, cases=cases,
+                           metrics=summarize_cases(cases))
+        sets.append(es)
+    return Report(eval_sets=sets, totals=totals(sets))
+
+
+PAINT = ("JSON.stringify(Object.fromEntries(performance.getEntriesByType('paint').map(e => [e.name, e.startTime])"
+         ".concat(performance.getEntriesByType('navigation').map(e => [['dcl', e.domContentLoadedEventEnd], "
+         "['load', e.loadEventEnd]]).flat())))")
+FILTER = ("(() => { const t = performance.now(); document.getElementById('l-regressed').click(); "
+          "document.body.offsetHeight; const n = Array.from(document.querySelectorAll('.case'))"
+          ".filter(c => getComputedStyle(c).display !== 'none').length; "
+          "return JSON.stringify([performance.now() - t, n]); })()")
+
+
+def measure(binary: str, path: Path) -> dict[str, float]:
+    with browser(binary, width=1280, height=900, timeout=300) as chrome:
+        chrome.open(path.as_uri())
+        deadline = time.monotonic() + 30
+        timings = json.loads(chrome.evaluate(PAINT))
+        while "first-contentful-paint" not in timings and time.monotonic() < deadline:
+            time.sleep(0.05)
+            timings = json.loads(chrome.evaluate(PAINT))
+        took, shown = json.loads(chrome.evaluate(FILTER))
+        return {**timings, "filter_ms": took, "filter_shown": shown}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", metavar="OUT.html", help="also write the page here")
+    args = parser.parse_args()
+    base, pr = build(args.cases, pr=False), build(args.cases, pr=True)
+    baseline = build_baseline(base, commit="0" * 40, created_at="2026-01-01T00:00:00+00:00")
+    comparison = compare(current=pr, baseline=baseline, policy=GatePolicy(), baseline_source="main:.evalbot/baseline.json")
+    renders = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        html = render_html(comparison)
+        renders.append(time.perf_counter() - start)
+    data = html.encode("utf-8")
+    print(f"cases: {args.cases:,}  counts: {json.dumps({k: v for k, v in comparison.counts.items() if v})}")
+    print(f"render_html: median {statistics.median(renders):.2f} s over {args.repeat} (min {min(renders):.2f} s)")
+    print(f"file size: {len(data) / 1e6:.1f} MB ({len(data):,} bytes)")
+    binary = find_browser()
+    if binary is None:
+        print("no Chromium found: browser timings skipped (apt-get install chromium, or set EVALBOT_CHROMIUM)")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(args.keep) if args.keep else Path(tmp) / "report.html"
+        path.write_bytes(data)
+        runs = [measure(binary, path) for _ in range(args.repeat)]
+    for key, label in (("first-paint", "first paint"), ("first-contentful-paint", "first contentful paint"),
+                       ("dcl", "DOMContentLoaded"), ("load", "load event"), ("filter_ms", "'regressed' filter")):
+        values = [r[key] for r in runs if key in r]
+        if values:
+            print(f"{label}: median {statistics.median(values):,.0f} ms (min {min(values):,.0f}, "
+                  f"max {max(values):,.0f}) over {len(values)} fresh browser(s)")
+    print(f"cases shown by the 'regressed' filter: {runs[0]['filter_shown']:.0f}")
+
+
+if __name__ == "__main__":
+    main()
