@@ -49,6 +49,7 @@ FILTERS = (
     ("inconclusive", "Inconclusive"),
 )
 Data = dict[str, Any]
+NO_BASELINE = "(no baseline: evalbot run)"
 NOTEWORTHY = frozenset({"regressed", "fixed", "inconclusive", "error", "still_failing"})
 """Changes that keep an informational metric in the case's table instead of the one-line list."""
 
@@ -306,6 +307,7 @@ def context(comparison: Comparison) -> Data:
             "evalbot_version": base.evalbot_version,
         },
         "baseline_note": comparison.baseline_note,
+        "alerts": list(comparison.alerts),
         "notices": list(comparison.report.notices),
         "errors": [" ".join(x for x in (p.path, p.pointer, p.message) if x) for p in comparison.report.errors],
         "counts": [{"key": k, "label": k.replace("_", " "), "n": v} for k, v in comparison.counts.items() if v],
@@ -328,5 +330,6 @@ def render_html(comparison: Comparison) -> str:
 
 def render_html_report(report: Report) -> str:
     """The HTML report of a run without a baseline (``evalbot run``): absolute scores, no deltas."""
-    comparison = compare(current=report, baseline=None, policy=GatePolicy(), baseline_source="(none)")
-    return render_html(comparison)
+    comparison = compare(current=report, baseline=None, policy=GatePolicy(), baseline_source=NO_BASELINE)
+    alerts = [a for a in comparison.alerts if NO_BASELINE not in a]  # a run without one is not missing one
+    return render_html(comparison.model_copy(update={"baseline_note": None, "alerts": alerts}))

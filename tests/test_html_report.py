@@ -223,3 +223,11 @@ def test_cli_compare_and_run_write_the_html(example: None, tmp_path: Path, capsy
     run_text = run_out.read_text(encoding="utf-8")
     assert "No baseline: absolute scores only." in run_text and "t-failing" in run_text
     capsys.readouterr()
+
+
+def test_what_could_not_be_measured_is_said_under_the_headline() -> None:
+    """The comparison's alerts (unreadable baseline, judge failures) are shown as in the comment's headline."""
+    c = small().model_copy(update={"alerts": ["baseline unreadable: <i>bad JSON</i> at /eval_sets"]})
+    text = render_html(c)
+    assert '<p class="alert">⚠️ baseline unreadable: &lt;i&gt;bad JSON&lt;/i&gt; at /eval_sets</p>' in text
+    assert text.index('class="alert"') < text.index('<nav class="filters"')
