@@ -81,7 +81,7 @@ def run(
         print(actions.annotation("error", message, title="evalbot bug"), file=stream)
         outcome = Outcome(verdict="error", exit_code=EXIT_INTERNAL)
     finally:
-        written = [inputs.report_path, inputs.junit_path, inputs.baseline_path, inputs.judge_cache]
+        written = [inputs.report_path, inputs.junit_path, inputs.html_path, inputs.baseline_path, inputs.judge_cache]
         hand_over(ctx.workspace, written)  # on every path out: the runner's user must be able to delete them
         requests: int | None = getattr(used, "api_requests", None)
         if requests is not None:  # shown in the job log with step debug logging on (ACTIONS_STEP_DEBUG)

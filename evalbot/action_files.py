@@ -2,7 +2,7 @@
 
 The container runs as root; a file it leaves in the bind-mounted workspace would stay owned by root, and on a
 persistent self-hosted runner the next job's checkout could not delete it (EACCES). After every run, whatever its
-outcome, each path evalbot may have written (report, JUnit file, baseline, judge cache) is chowned to the owner
+outcome, each path evalbot may have written (report, JUnit file, HTML report, baseline, judge cache) is chowned to the owner
 of the workspace directory, together with the directories created above it. Only entries owned by this process's
 user are changed, symlinks are never followed, and nothing outside the workspace is touched.
 """
