@@ -62,12 +62,17 @@ def _by_word(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
 
 
 def test_vertex_transient_errors_are_retried() -> None:
-    """A 503 from the evaluation service is retried (the LLM judge's policy), and the verdict then counts."""
-    calls: list[int] = []
+    """A 503 from the evaluation service is retried (the LLM judge's policy), and the verdict then counts.
+
+    Each response's first request gets the 503: the two invocations are screened concurrently, so a run-wide
+    "first two calls fail" could hand both 503s to one invocation, whose single retry (FAST_RETRY: 2 attempts)
+    then fails too."""
+    calls: list[str] = []
 
     def flaky(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        calls.append(1)
-        if len(calls) <= 2:
+        prediction = body["safetyInput"]["instance"]["prediction"]
+        calls.append(prediction)
+        if calls.count(prediction) == 1:
             return 503, {"error": {"code": 503, "message": "busy", "status": "UNAVAILABLE"}}
         return _by_word(body)
 
