@@ -12,7 +12,15 @@ from typing import TextIO, cast
 from evalbot import actions
 from evalbot.action_files import hand_over
 from evalbot.action_publish import Outcome
-from evalbot.action_settings import ActionInputs, GitHubContext, Mode, choose_mode, context_from_env, inputs_from_env
+from evalbot.action_settings import (
+    ActionInputs,
+    GitHubContext,
+    Mode,
+    check_paths,
+    choose_mode,
+    context_from_env,
+    inputs_from_env,
+)
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_UNAVAILABLE, EvalbotError, InputError
 from evalbot.forge.base import Forge, ForgeUnavailable
 from evalbot.redact import ScrubbingWriter, register_secret
@@ -57,6 +65,7 @@ def run(
         inputs = inputs_from_env(env)
         ctx = context_from_env(env)
         mode = choose_mode(inputs.mode, ctx)
+        check_paths(inputs, ctx.workspace)
     except InputError as exc:
         print(actions.annotation("error", str(exc), title="evalbot input"), file=stream)
         return EXIT_INVALID_INPUT

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
+from evalbot import cli_args
 from evalbot.baseline import DEFAULT_BASELINE_PATH
 from evalbot.errors import InputError
 from evalbot.gate import FailOn, JudgeFailures
@@ -125,6 +126,8 @@ def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
 
     if raw["eval-sets"]:
         values["eval_sets"] = _list(raw["eval-sets"])
+        if not values["eval_sets"]:
+            raise _bad("eval-sets", f"{raw['eval-sets']!r} names no path; give eval set files, directories or globs")
     if raw["actuals"] is not None:
         values["actuals"] = _list(raw["actuals"])
     for name in ("config", "comment-template", "judge-cache"):
@@ -137,6 +140,14 @@ def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
             values[name.replace("-", "_")] = text(name)
     values["github_token"] = raw["github-token"] or ""
     values["judge_api_key"] = raw["judge-api-key"] or ""
+    for name in ("github-token", "judge-api-key"):  # never echo a secret: only say what is wrong with it
+        if raw[name] and not _SECRET.fullmatch(raw[name] or ""):
+            raise _bad(name, "contains whitespace or control characters; expected a single-line token")
+    if raw["artifact-name"] and not _ARTIFACT.fullmatch(raw["artifact-name"] or ""):
+        raise _bad("artifact-name", f"{raw['artifact-name']!r} is not an artifact name (1 to 200 characters, none of "
+                   '" : < > | * ? \\ / or control characters)')
+    if raw["comment-id"] and (problem := cli_args.problem_with_comment_id(raw["comment-id"] or "")):
+        raise _bad("comment-id", problem)
     fail_on = (raw["fail-on"] or "").lower() or None
     if fail_on is not None and fail_on not in FAIL_ON:
         raise _bad("fail-on", f"{raw['fail-on']!r} is not one of {', '.join(FAIL_ON)}")
@@ -167,6 +178,38 @@ _INPUT_NAMES = (
     "comment-template", "comment-id", "mode", "judge-concurrency", "judge-cache", "update-baseline", "artifact-name",
     "report-path", "junit-path", "judge-failures", "judge-deadline", "html-path",
 )  # fmt: skip
+
+
+_SECRET = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
+_ARTIFACT = re.compile(r'^[^":<>|*?\\/\x00-\x1f\x7f]{1,200}$')
+
+
+def check_paths(inputs: ActionInputs, workspace: Path) -> None:
+    """Refuse path inputs that cannot work, before any work starts: outputs that are directories (or lie under a
+    file), inputs that are directories or not regular files, a judge cache that is a file. Missing eval sets and
+    actuals are left to the evaluation, which reports them in the comment next to the other results."""
+    def at(raw: str) -> str:
+        path = Path(raw)
+        return str(path if path.is_absolute() else workspace / path) + ("/" if raw.endswith(("/", "\\")) else "")
+
+    outputs = {"report-path": inputs.report_path, "junit-path": inputs.junit_path}
+    for name, raw in outputs.items():
+        if raw is not None and (problem := cli_args.problem_with_output(at(raw))):
+            raise _bad(name, problem.replace(repr(at(raw)), repr(raw)))
+    if Path(inputs.baseline_path).is_absolute() or ".." in Path(inputs.baseline_path).parts:
+        raise _bad("baseline-path", f"{inputs.baseline_path!r} must be a path inside the repository, relative to "
+                   "its root (e.g. .evalbot/baseline.json)")
+    if problem := cli_args.problem_with_output(at(inputs.baseline_path)):
+        raise _bad("baseline-path", problem.replace(repr(at(inputs.baseline_path)), repr(inputs.baseline_path)))
+    inputs_files = {"config": inputs.config, "comment-template": inputs.comment_template}
+    for name, value in inputs_files.items():
+        if value is not None and (problem := cli_args.problem_with_input(at(value))):
+            raise _bad(name, problem.replace(repr(at(value)), repr(value)))
+    for value in inputs.actuals:
+        if Path(at(value)).exists() and (problem := cli_args.problem_with_input(at(value))):
+            raise _bad("actuals", problem.replace(repr(at(value)), repr(value)))
+    if inputs.judge_cache is not None and (problem := cli_args.problem_with_directory(at(inputs.judge_cache))):
+        raise _bad("judge-cache", problem.replace(repr(at(inputs.judge_cache)), repr(inputs.judge_cache)))
 
 
 def _number(name: str, raw: str | None, default: float | None, kind: type, low: float, high: float) -> float | None:

@@ -9,11 +9,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from evalbot import __version__, cli_agent, cli_compare
+from evalbot import __version__, cli_agent, cli_args, cli_compare
 from evalbot.app import evaluate
 from evalbot.console import render_text
 from evalbot.criteria.base import BuildContext
-from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, EvalbotError
+from evalbot.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK, EvalbotError
 from evalbot.judges.factory import judge_from_environ
 from evalbot.progress import terminal_progress
 from evalbot.results import Report, write_report_json
@@ -23,34 +23,38 @@ log = logging.getLogger("evalbot")
 
 def add_eval_args(parser: argparse.ArgumentParser) -> None:
     """Arguments shared by every command that evaluates."""
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="eval set files, directories or glob patterns")
+    parser.add_argument("paths", nargs="+", type=cli_args.eval_path, metavar="PATH",
+                        help="eval set files, directories or glob patterns")
     parser.add_argument(
-        "--actuals", action="append", default=[], metavar="FILE",
+        "--actuals", action="append", default=[], type=cli_args.input_file, metavar="FILE",
         help="recorded agent runs: ADK *.evalset_result.json, {eval_id: [invocations]} JSON, or a Vertex dataset "
         "(repeatable)",
     )
-    parser.add_argument("--config", metavar="FILE", help="test_config.json for every eval set (default: the one "
+    parser.add_argument("--config", type=cli_args.input_file, metavar="FILE", help="test_config.json for every eval set (default: the one "
                         "beside each eval set, else ADK's default criteria)")
-    parser.add_argument("--judge-concurrency", type=int, default=16, metavar="N", help="judge calls in flight")
-    parser.add_argument("--judge-cache", metavar="DIR", help="judge answer cache (default: $EVALBOT_JUDGE_CACHE)")
+    parser.add_argument("--judge-concurrency", type=cli_args.integer(1, 256), default=16, metavar="N",
+                        help="judge calls in flight (1 to 256)")
+    parser.add_argument("--judge-cache", type=cli_args.directory, metavar="DIR", help="judge answer cache (default: $EVALBOT_JUDGE_CACHE)")
     parser.add_argument("--judge-replay", action="store_true", help="answer judges only from the cache")
-    parser.add_argument("--judge-timeout", type=float, default=60.0, metavar="S",
+    seconds = cli_args.number(0, 86400, low_open=True, what="a number of seconds")
+    parser.add_argument("--judge-timeout", type=seconds, default=60.0, metavar="S",
                         help="per judge call timeout (default 60; a timeout is retried once)")
-    parser.add_argument("--judge-deadline", type=float, default=240.0, metavar="S",
+    parser.add_argument("--judge-deadline", type=seconds, default=240.0, metavar="S",
                         help="seconds all judge calls of the run may take (default 240); later ones are not_evaluated")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``evalbot`` argument parser."""
-    parser = argparse.ArgumentParser(prog="evalbot", description="Evaluate LLM agents with ADK-compatible criteria.")
+    parser = cli_args.Parser(prog="evalbot", description="Evaluate LLM agents with ADK-compatible criteria.")
     parser.add_argument("--version", action="version", version=f"evalbot {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="score eval sets and print a summary")
     add_eval_args(run)
     cli_agent.add_agent_args(run)
-    run.add_argument("--report", metavar="OUT.json", help="write the JSON report here")
-    run.add_argument("--html", metavar="OUT.html", help="write the self-contained HTML report here")
+    run.add_argument("--report", type=cli_args.output_file, metavar="OUT.json", help="write the JSON report here")
+    run.add_argument("--html", type=cli_args.output_file, metavar="OUT.html",
+                     help="write the self-contained HTML report here")
     cli_compare.add_parsers(sub)
     return parser
 
@@ -58,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
 def judge_context(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[BuildContext, list[str]]:
     """The run's judge built from the environment (or why there is none), and the notices to report about it."""
     cache = args.judge_cache or env.get("EVALBOT_JUDGE_CACHE") or None
+    problem = cli_args.problem_with_directory(cache) if cache and not args.judge_cache else None
+    if problem:
+        raise EvalbotError(f"EVALBOT_JUDGE_CACHE: {problem}")
     judge, notice = judge_from_environ(
         env,
         cache_dir=Path(cache) if cache else None,
@@ -87,12 +94,15 @@ def exit_code(report: Report) -> int:
     return EXIT_FAILED if report.totals.failed else EXIT_OK
 
 
-def write_report(report: Report, path: str) -> None:
+def write_report(report: Report, path: str, flag: str = "--report") -> None:
     """Write the JSON report (UTF-8, indented, stable key order of the model)."""
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as handle:
-        write_report_json(report, handle)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", encoding="utf-8") as handle:
+            write_report_json(report, handle)
+    except OSError as exc:
+        raise EvalbotError(f"{flag} {path}: cannot write the file: {exc.strerror or exc}") from None
 
 
 def evaluate_args(args: argparse.Namespace, env: Mapping[str, str]) -> Report:
@@ -110,11 +120,14 @@ def evaluate_args(args: argparse.Namespace, env: Mapping[str, str]) -> Report:
     return drop_unused_judge_notice(report, ctx)
 
 
-def write_text(path: str, text: str) -> None:
-    """Write a UTF-8 text file, creating its directory."""
+def write_text(path: str, text: str, flag: str = "--html") -> None:
+    """Write a UTF-8 text file, creating its directory; a failure is an error naming ``flag``."""
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise EvalbotError(f"{flag} {path}: cannot write the file: {exc.strerror or exc}") from None
 
 
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -145,6 +158,14 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     except EvalbotError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID_INPUT
+    except KeyboardInterrupt:
+        print("evalbot: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: exit 70 (an uncaught traceback would exit 1, which reads as "blocked")
+        log.debug("evalbot crashed", exc_info=True)
+        print(f"evalbot: internal error (a bug: please report it; -v shows the traceback): "
+              f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from evalbot import cli_args
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import ConfigError
 from evalbot.load import discover, load_config, load_eval_set
@@ -18,18 +19,18 @@ from evalbot.runner.execute import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT, Progres
 def add_agent_args(parser: argparse.ArgumentParser) -> None:
     """Add the agent-running options to the ``run`` parser."""
     group = parser.add_argument_group("running the agent (instead of --actuals)")
-    group.add_argument("--agent", metavar="MODULE:CALLABLE",
+    group.add_argument("--agent", type=cli_args.agent_ref, metavar="MODULE:CALLABLE",
                        help="custom agent function (Vertex contract): prompt in, {'response', 'predicted_trajectory'} "
                        "out; sync or async; imported from the current directory")
-    group.add_argument("--adk-agent", metavar="PATH", help="ADK agent package directory (or dotted module) with "
+    group.add_argument("--adk-agent", type=cli_args.adk_agent, metavar="PATH", help="ADK agent package directory (or dotted module) with "
                        "agent.root_agent, run as `adk eval` does (needs evalbot[adk])")
-    group.add_argument("--num-runs", type=int, default=None, metavar="N",
+    group.add_argument("--num-runs", type=cli_args.integer(1, 1000), default=None, metavar="N",
                        help="run every case N times; scores pool the runs as ADK's AgentEvaluator does (default 1)")
-    group.add_argument("--record", metavar="OUT.json", help="write the produced runs as ADK EvalSetResult JSON "
+    group.add_argument("--record", type=cli_args.output_file, metavar="OUT.json", help="write the produced runs as ADK EvalSetResult JSON "
                        "(re-score later with --actuals OUT.json)")
-    group.add_argument("--agent-concurrency", type=int, default=None, metavar="N",
+    group.add_argument("--agent-concurrency", type=cli_args.integer(1, 256), default=None, metavar="N",
                        help=f"cases run at once (default {DEFAULT_CONCURRENCY})")
-    group.add_argument("--agent-timeout", type=float, default=None, metavar="S",
+    group.add_argument("--agent-timeout", type=cli_args.number(0, 86400, low_open=True, what="a number of seconds"), default=None, metavar="S",
                        help=f"seconds one agent call may take before the case fails (default {DEFAULT_TIMEOUT:g})")
 
 
@@ -81,6 +82,9 @@ def evaluate_with_agent(args: argparse.Namespace, ctx: BuildContext, notices: li
     print(f"ran {agent.label}: {summary} (case runs)", file=sys.stderr)
     scored = score_runs(eval_sets, runs, ctx, errors=errors, notices=notices)
     if args.record:
-        path = write_recording(Path(args.record), eval_sets, runs, scored.per_run)
+        try:
+            path = write_recording(Path(args.record), eval_sets, runs, scored.per_run)
+        except OSError as exc:
+            raise ConfigError(f"--record {args.record}: cannot write the file: {exc.strerror or exc}") from None
         print(f"recorded the runs in {path}", file=sys.stderr)
     return scored.report

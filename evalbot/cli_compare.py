@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evalbot import cli_args
 from evalbot.baseline import (
     DEFAULT_BASELINE_PATH,
     GitResult,
@@ -124,10 +125,10 @@ def _evaluate(args: argparse.Namespace, env: Mapping[str, str]) -> Report:
     return evaluate_args(args, env)
 
 
-def _write(path: str, text: str) -> None:
+def _write(path: str, text: str, flag: str) -> None:
     from evalbot.cli import write_text
 
-    write_text(path, text)
+    write_text(path, text, flag)
 
 
 def cli_commands(args: argparse.Namespace, baseline: str, output: str) -> tuple[str, str]:
@@ -164,13 +165,13 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if args.report:
         write_report(report, args.report)
     if args.summary:
-        _write(args.summary, render_summary(comparison, links=links))
+        _write(args.summary, render_summary(comparison, links=links), "--summary")
     if args.html:
         from evalbot.html_report import render_html
 
-        _write(args.html, render_html(comparison))
+        _write(args.html, render_html(comparison), "--html")
     if args.comment:
-        _write(args.comment, comment)
+        _write(args.comment, comment, "--comment")
         print(f"evalbot: {comparison.gate.verdict} (exit {comparison.gate.exit_code}); comment written to "
               f"{args.comment} ({len(comment):,} characters)")
     else:
@@ -194,7 +195,7 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         commit = head.stdout.strip() if head.returncode == 0 else None
     created_at = args.created_at or datetime.now(UTC).replace(microsecond=0).isoformat()
     baseline = build_baseline(report, commit=commit, created_at=created_at)
-    _write(args.output, dump_baseline(baseline))
+    _write(args.output, dump_baseline(baseline), "--output")
     cases = sum(len(es.cases) for es in baseline.eval_sets.values())
     print(render_text(report))
     print(f"wrote {args.output}: {len(baseline.eval_sets)} eval set(s), {cases} case(s), commit {commit or 'unknown'}")
@@ -209,27 +210,33 @@ def add_parsers(sub: Any) -> None:
     base = sub.add_parser("baseline", help="evaluate and write the baseline file to commit on main")
     add_eval_args(base)
     add_agent_args(base)
-    base.add_argument("--output", required=True, metavar="FILE", help=f"where to write it (e.g. {DEFAULT_BASELINE_PATH})")
-    base.add_argument("--commit", metavar="SHA", help="commit measured (default: $GITHUB_SHA, else git HEAD)")
-    base.add_argument("--created-at", metavar="ISO8601", help="timestamp to record (default: now, UTC)")
+    base.add_argument("--output", required=True, type=cli_args.output_file, metavar="FILE", help=f"where to write it (e.g. {DEFAULT_BASELINE_PATH})")
+    base.add_argument("--commit", type=cli_args.commit, metavar="SHA", help="commit measured (default: $GITHUB_SHA, else git HEAD)")
+    base.add_argument("--created-at", type=cli_args.timestamp, metavar="ISO8601", help="timestamp to record (default: now, UTC)")
     base.add_argument("--allow-errors", action="store_true", help="write it even if some inputs are invalid")
 
     comp = sub.add_parser("compare", help="evaluate, compare with the baseline and render the PR comment")
     add_eval_args(comp)
     add_agent_args(comp)
-    comp.add_argument("--baseline", metavar="FILE|REF:PATH",
+    comp.add_argument("--baseline", type=cli_args.baseline_spec, metavar="FILE|REF:PATH",
                       help=f"baseline file, or REF:PATH read with git show (default: {DEFAULT_BASELINE_PATH})")
-    comp.add_argument("--comment", metavar="OUT.md", help="write the comment here instead of printing it")
-    comp.add_argument("--summary", metavar="OUT.md", help="write the full job summary here")
-    comp.add_argument("--report", metavar="OUT.json", help="write the JSON report here")
-    comp.add_argument("--html", metavar="OUT.html", help="write the self-contained HTML report here")
+    comp.add_argument("--comment", type=cli_args.output_file, metavar="OUT.md",
+                      help="write the comment here instead of printing it")
+    comp.add_argument("--summary", type=cli_args.output_file, metavar="OUT.md", help="write the full job summary here")
+    comp.add_argument("--report", type=cli_args.output_file, metavar="OUT.json", help="write the JSON report here")
+    comp.add_argument("--html", type=cli_args.output_file, metavar="OUT.html",
+                      help="write the self-contained HTML report here")
     comp.add_argument("--fail-on", choices=["regression", "threshold", "never"], help="gate policy (default: regression)")
     comp.add_argument("--judge-failures", choices=["block", "warn"],
                       help="a judged verdict the judge could not give: block (exit 3, default) or warn")
-    comp.add_argument("--tolerance", type=float, metavar="X", help="allowed fall of a criterion mean (default: 0)")
-    comp.add_argument("--alpha", type=float, metavar="P", help="significance level of the noise tests (default: 0.05)")
-    comp.add_argument("--comment-template", metavar="FILE", help="Jinja template replacing or extending the comment")
-    comp.add_argument("--comment-id", default="default", metavar="ID", help="id in the hidden comment marker")
+    comp.add_argument("--tolerance", type=cli_args.number(0, 1), metavar="X",
+                      help="allowed fall of a criterion mean (default: 0)")
+    comp.add_argument("--alpha", type=cli_args.number(0, 1, low_open=True, high_open=True), metavar="P",
+                      help="significance level of the noise tests (default: 0.05)")
+    comp.add_argument("--comment-template", type=cli_args.input_file, metavar="FILE",
+                      help="Jinja template replacing or extending the comment")
+    comp.add_argument("--comment-id", type=cli_args.comment_id, default="default", metavar="ID",
+                      help="id in the hidden comment marker")
 
 
 COMMANDS: dict[str, Command] = {"baseline": cmd_baseline, "compare": cmd_compare}

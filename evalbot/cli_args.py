@@ -1,0 +1,203 @@
+"""Argument checks of the command line: every flag's value is validated while argv is parsed, before any work.
+
+A wrong value ends the run with exit code 2 and one line naming the flag and what it accepts (``Parser.error``);
+the same checks (``check_*``) serve the Action's inputs, which name the input instead of the flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import stat
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import NoReturn
+
+from evalbot.errors import EXIT_INVALID_INPUT
+
+_AGENT_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_COMMENT_ID = re.compile(r"^[A-Za-z0-9._/-]{1,100}$")
+_PRINTABLE = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (no usage block) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_INVALID_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _fail(message: str) -> NoReturn:
+    raise argparse.ArgumentTypeError(message)
+
+
+def integer(low: int, high: int) -> Callable[[str], int]:
+    """An integer in ``low..high``."""
+
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            _fail(f"expected an integer from {low} to {high}, got {raw!r}")
+        if not low <= value <= high:
+            _fail(f"expected an integer from {low} to {high}, got {raw!r}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def number(low: float, high: float, *, low_open: bool = False, high_open: bool = False,
+           what: str = "a number") -> Callable[[str], float]:
+    """A finite number in ``low..high`` (a bound itself excluded when ``low_open`` / ``high_open``)."""
+    bound = (f"{'greater than' if low_open else 'at least'} {low:g} and {'below' if high_open else 'at most'} "
+             f"{high:g}")
+
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            _fail(f"expected {what} {bound}, got {raw!r}")
+        if (not math.isfinite(value) or value > high or value < low or (low_open and value == low)
+                or (high_open and value == high)):
+            _fail(f"expected {what} {bound}, got {raw!r}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def problem_with_output(raw: str) -> str | None:
+    """Why ``raw`` cannot be written as a file (None when it can be tried)."""
+    if not raw.strip():
+        return "expected a file path, got an empty value"
+    if raw.endswith(("/", "\\")):
+        return f"{raw!r} names a directory; give a file path"
+    path = Path(raw)
+    if path.is_dir():
+        return f"{raw!r} is a directory; give a file path inside it"
+    if path.exists() and not path.is_file():
+        return f"{raw!r} exists and is not a regular file"
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"{str(parent)!r} is a file, so {raw!r} cannot be created under it"
+    return None
+
+
+def problem_with_input(raw: str, *, what: str = "file") -> str | None:
+    """Why ``raw`` cannot be read as a regular file (None when it can)."""
+    if not raw.strip():
+        return f"expected a {what} path, got an empty value"
+    path = Path(raw)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return f"{raw!r} does not exist"
+    except OSError as exc:
+        return f"{raw!r} cannot be read: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return f"{raw!r} is a directory; give a {what}"
+    if not stat.S_ISREG(mode):
+        return f"{raw!r} is not a regular file (a FIFO, socket or device cannot be read as a {what})"
+    return None
+
+
+def problem_with_directory(raw: str) -> str | None:
+    """Why ``raw`` cannot be used as a directory (None when it can: it exists as one or can be created)."""
+    if not raw.strip():
+        return "expected a directory path, got an empty value"
+    path = Path(raw)
+    if path.exists() and not path.is_dir():
+        return f"{raw!r} exists and is not a directory"
+    return None
+
+
+def output_file(raw: str) -> str:
+    """A file path the run can write (not a directory, not under a file)."""
+    problem = problem_with_output(raw)
+    if problem:
+        _fail(problem)
+    return raw
+
+
+def input_file(raw: str) -> str:
+    """An existing regular file."""
+    problem = problem_with_input(raw)
+    if problem:
+        _fail(problem)
+    return raw
+
+
+def directory(raw: str) -> str:
+    """A directory that exists or can be created."""
+    problem = problem_with_directory(raw)
+    if problem:
+        _fail(problem)
+    return raw
+
+
+def eval_path(raw: str) -> str:
+    """An eval set file, directory or glob (existence is checked by discovery, which reports each path)."""
+    if not raw.strip():
+        _fail("expected an eval set file, directory or glob, got an empty value")
+    return raw
+
+
+def baseline_spec(raw: str) -> str:
+    """``FILE`` or ``REF:PATH``; a directory is refused."""
+    if not raw.strip():
+        _fail("expected a baseline file or REF:PATH, got an empty value")
+    if Path(raw).is_dir():
+        _fail(f"{raw!r} is a directory; give the baseline file (e.g. .evalbot/baseline.json) or REF:PATH")
+    return raw
+
+
+def agent_ref(raw: str) -> str:
+    """``module:callable`` (dotted names)."""
+    if not _AGENT_REF.fullmatch(raw.strip()):
+        _fail(f"expected MODULE:CALLABLE such as my_agent.app:run, got {raw!r}")
+    return raw.strip()
+
+
+def adk_agent(raw: str) -> str:
+    """An ADK agent package directory or a dotted module name."""
+    value = raw.strip()
+    if not value:
+        _fail("expected an ADK agent package directory or module name, got an empty value")
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        _fail(f"{raw!r} is not a directory; give the agent package directory (with agent.py) or a module name")
+    return value
+
+
+def commit(raw: str) -> str:
+    """A commit id: one word of printable characters."""
+    if not _PRINTABLE.fullmatch(raw) or len(raw) > 100:
+        _fail(f"expected a commit sha (one word, at most 100 characters), got {raw!r}")
+    return raw
+
+
+def timestamp(raw: str) -> str:
+    """An ISO 8601 timestamp."""
+    try:
+        datetime.fromisoformat(raw.strip())
+    except ValueError:
+        _fail(f"expected an ISO 8601 timestamp such as 2025-06-01T00:00:00+00:00, got {raw!r}")
+    return raw.strip()
+
+
+def problem_with_comment_id(raw: str) -> str | None:
+    """Why ``raw`` cannot be a comment id (None when it can)."""
+    if _COMMENT_ID.fullmatch(raw):
+        return None
+    return f"expected 1 to 100 letters, digits, '.', '_', '-' or '/', got {raw!r}"
+
+
+def comment_id(raw: str) -> str:
+    """The id written in the comment's hidden marker."""
+    problem = problem_with_comment_id(raw)
+    if problem:
+        _fail(problem)
+    return raw
