@@ -51,14 +51,19 @@ def test_failing_agent_exits_1_and_shows_the_message(tmp_path: Path, capsys: pyt
     [
         (["--num-runs", "2"], "need --agent or --adk-agent"),
         (["--agent", AGENT, "--adk-agent", "x"], "either --agent or --adk-agent"),
-        (["--agent", AGENT, "--actuals", "x.json"], "--actuals scores recorded runs"),
-        (["--agent", "nomodule"], "expected 'module:callable'"),
-        (["--agent", AGENT, "--num-runs", "0"], "--num-runs must be at least 1"),
+        (["--agent", AGENT, "--actuals", "examples/runs/pr.json"], "--actuals scores recorded runs"),
+        (["--agent", "nomodule"], "argument --agent: expected MODULE:CALLABLE"),
+        (["--agent", AGENT, "--num-runs", "0"], "argument --num-runs: expected an integer from 1"),
     ],
 )
 def test_invalid_agent_options_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """Contradictory or invalid options are input errors (exit 2) with a clear message."""
-    assert main(["run", EXAMPLE, *argv], ENV) == 2
+    """Contradictory or invalid options are input errors (exit 2) with a clear message (invalid values are refused
+    while parsing, before any work: SystemExit(2) from the parser)."""
+    try:
+        code = main(["run", EXAMPLE, *argv], ENV)
+    except SystemExit as exited:
+        code = exited.code  # type: ignore[assignment]
+    assert code == 2
     assert message in capsys.readouterr().err
 
 
