@@ -146,8 +146,10 @@ def test_custom_template_from_config_and_flag(proj: Path, write: Writer, capsys:
     write("other.j2", "Other {{ c.gate.exit_code }}")
     _, out, _ = cli(capsys, "compare", "evals", "--actuals", "runs/pr.json", "--comment-template", "other.j2")
     assert out == "<!-- evalbot id=default -->\nOther 1"
-    code, _, err = cli(capsys, "compare", "evals", "--actuals", "runs/pr.json", "--comment-template", "none.j2")
-    assert code == 2 and "comment template not found" in err
+    with pytest.raises(SystemExit) as exited:  # refused while parsing, before any work
+        cli(capsys, "compare", "evals", "--actuals", "runs/pr.json", "--comment-template", "none.j2")
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "argument --comment-template: 'none.j2' does not exist" in err
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
