@@ -184,6 +184,8 @@ BAD_INPUTS: dict[str, Bad] = {
     "mode": lambda tmp: ["sometimes"],
     "judge-concurrency": lambda tmp: ["0", "-3", "x", "1.5", "100000"],
     "judge-cache": lambda tmp: ["plain.txt"],
+    "judge-failures": lambda tmp: ["maybe", "ignore"],
+    "judge-deadline": lambda tmp: ["0", "-1", "x", "nan"],
     "update-baseline": lambda tmp: ["maybe"],
     "artifact-name": lambda tmp: ["a/b", "x:y", "a\nb"],
     "report-path": lambda tmp: [".", "adir", "out/", "plain.txt/report.json"],
