@@ -26,11 +26,11 @@ def add_eval_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", type=cli_args.eval_path, metavar="PATH",
                         help="eval set files, directories or glob patterns")
     parser.add_argument(
-        "--actuals", action="append", default=[], type=cli_args.input_file, metavar="FILE",
+        "--actuals", action="append", default=[], type=cli_args.loaded_file, metavar="FILE",
         help="recorded agent runs: ADK *.evalset_result.json, {eval_id: [invocations]} JSON, or a Vertex dataset "
         "(repeatable)",
     )
-    parser.add_argument("--config", type=cli_args.input_file, metavar="FILE", help="test_config.json for every eval set (default: the one "
+    parser.add_argument("--config", type=cli_args.loaded_file, metavar="FILE", help="test_config.json for every eval set (default: the one "
                         "beside each eval set, else ADK's default criteria)")
     parser.add_argument("--judge-concurrency", type=cli_args.integer(1, 256), default=16, metavar="N",
                         help="judge calls in flight (1 to 256)")

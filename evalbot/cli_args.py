@@ -130,6 +130,15 @@ def input_file(raw: str) -> str:
     return raw
 
 
+def loaded_file(raw: str) -> str:
+    """A file the loader reads (``--actuals``, ``--config``): refused here only when empty; a missing file, a
+    directory or a FIFO is refused by the loader with its path (an unusable --actuals file is an error of the run,
+    reported next to the results of the rest)."""
+    if not raw.strip():
+        _fail("expected a file path, got an empty value")
+    return raw
+
+
 def directory(raw: str) -> str:
     """A directory that exists or can be created."""
     problem = problem_with_directory(raw)
