@@ -391,7 +391,7 @@ class PyGithubForge:
         try:
             return unzip_in_memory(data, max_bytes)
         except ValueError as exc:
-            raise ForgeError(operation, str(exc)) from exc
+            raise ForgeError(operation, f"artifact unusable: {exc}") from exc
 
     def _fetch_signed(self, url: str, max_bytes: int, operation: str) -> bytes:
         """GET the short-lived storage URL the API redirected to, without our token, size-capped."""

@@ -8,6 +8,7 @@ import zipfile
 import pytest
 
 from evalbot.forge.archive import join_capped, unzip_in_memory
+from tests.forge.malformed_zips import MALFORMED
 
 
 def make_zip(files: dict[str, bytes]) -> bytes:
@@ -48,3 +49,19 @@ def test_not_a_zip() -> None:
     """Garbage bytes give a clear error."""
     with pytest.raises(ValueError, match="not a zip"):
         unzip_in_memory(b"hello", 100)
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_malformed_members_are_value_errors(kind: str) -> None:
+    """Each malformed kind is a ValueError naming the member (it was RuntimeError, NotImplementedError,
+    BadZipFile, zlib.error or EOFError: exit 70 in the second stage)."""
+    assert zipfile.ZipFile(io.BytesIO(MALFORMED[kind])).namelist() == ["report.json"]  # the archive itself opens
+    with pytest.raises(ValueError, match=r"artifact member 'report\.json' cannot be read: "):
+        unzip_in_memory(MALFORMED[kind], 1_000_000)
+
+
+def test_the_malformed_builder_starts_from_a_valid_archive() -> None:
+    """Without the damage, the same construction reads back (so each kind fails for its own reason)."""
+    from tests.forge.malformed_zips import REPORT, _as_deflated, _raw_deflate
+
+    assert unzip_in_memory(_as_deflated(_raw_deflate(REPORT), REPORT), 1_000_000) == {"report.json": REPORT}

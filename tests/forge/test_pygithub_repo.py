@@ -11,6 +11,7 @@ import pytest
 from evalbot.forge.base import ForgeError, ForgeForbidden
 from evalbot.forge.pygithub import PyGithubForge
 from tests.fakes.fake_github import READ_ONLY_TOKEN, FakeGitHub, Pull
+from tests.forge.malformed_zips import MALFORMED
 
 Make = Callable[..., PyGithubForge]
 BASE = "b" * 40
@@ -138,3 +139,13 @@ def test_unsafe_member_path_is_refused(fake: FakeGitHub, make_forge: Make) -> No
     fake.artifacts[aid] = (8, "evalbot-report", buf.getvalue())
     with pytest.raises(ForgeError, match="unsafe path"):
         make_forge().download_artifact(run_id=8, name="evalbot-report", max_bytes=10_000)
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_malformed_artifact_is_unusable(kind: str, fake: FakeGitHub, make_forge: Make) -> None:
+    """Through the real download path (listing, 302 redirect, signed URL): a malformed member is a ForgeError
+    saying the artifact is unusable, never another exception type."""
+    aid = fake.add_artifact(9, "evalbot-report", {})
+    fake.artifacts[aid] = (9, "evalbot-report", MALFORMED[kind])
+    with pytest.raises(ForgeError, match=r"artifact unusable: artifact member 'report\.json' cannot be read"):
+        make_forge().download_artifact(run_id=9, name="evalbot-report", max_bytes=1_000_000)
