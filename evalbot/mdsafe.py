@@ -17,7 +17,11 @@ JOINER = "\u200d"
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9_])")
-_REFERENCE = re.compile(r"(?<![&\w])#(?=\d)")
+_REFERENCE = re.compile(r"#(?=\d)|(?<![A-Za-z0-9])(?i:gh)-(?=\d)")
+"""``#1``, ``owner/repo#1`` (and ``&#35;``-style entities, which would decode to ``#``), ``GH-1``."""
+_SHA = re.compile(r"(?<![A-Za-z0-9.])[0-9A-Fa-f]{7,}(?![A-Za-z0-9])")
+"""Words of 7 or more hex digits: GitHub links them as commit shas."""
+_ENTITY = re.compile(r"&(?=#|num;|commat;)", re.IGNORECASE)
 _URL = re.compile(r"(?i)(?<=[a-z]):(?=//)|(?<![\w.])www\.")
 _BACKTICKS = re.compile(r"`+")
 _INLINE_ESCAPES = str.maketrans({
@@ -50,9 +54,17 @@ def break_marker(text: str) -> str:
     return text.replace("<!--", f"<!-{JOINER}-")
 
 
+def _break_sha(match: re.Match[str]) -> str:
+    word = match.group(0)
+    return JOINER.join(word[i:i + 6] for i in range(0, len(word), 6))  # no run of 7 hex digits is left
+
+
 def no_pings(text: str) -> str:
-    """Break @-mentions and ``#123`` references (idempotent)."""
-    return _REFERENCE.sub("#" + JOINER, _MENTION.sub("@" + JOINER, text))
+    """Break @-mentions (``@user``, ``@org/team``) and references GitHub autolinks: ``#123``, ``owner/repo#123``,
+    ``GH-123`` and commit shas (idempotent)."""
+    text = _MENTION.sub("@" + JOINER, text)
+    text = _REFERENCE.sub(lambda m: m.group(0) + JOINER, text)
+    return _SHA.sub(_break_sha, text)
 
 
 def no_links(text: str) -> str:
@@ -64,7 +76,8 @@ def soften(value: object) -> Safe:
     """The minimum for any text a template prints without a filter: no marker, no mention, no control chars."""
     if isinstance(value, Safe):
         return value
-    return Safe(no_pings(break_marker(clean(value))))
+    # entities such as &#35; or &commat; would decode to a live "#1" or "@user": their "&" is escaped
+    return Safe(no_pings(break_marker(_ENTITY.sub("&amp;", clean(value)))))
 
 
 def shorten(text: str, limit: int | None) -> str:

@@ -184,6 +184,10 @@ def verdict(comparison: Comparison) -> tuple[str, str]:
         t = comparison.report.totals
         flag = "".join(f" · {e}" for e in extras[:1] if comparison.invisible_ids)
         return "⚠️", f"no baseline; {t.passed} of {t.cases} case(s) passed{flag}"
+    elif n.get("regressed"):  # passed although cases regressed: only a policy that never blocks lets that through
+        title = (f"{n['regressed']} regressed — not blocking: fail-on {comparison.policy.fail_on}"
+                 + "".join(f" · {e}" for e in extras))
+        return "⚠️", title
     elif comparison.alerts:  # never a plain "no regressions" when something that could regress was not measured
         return "⚠️", "no regressions in what was measured; see the warnings" + "".join(f" · {e}" for e in extras)
     else:

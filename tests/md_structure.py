@@ -39,6 +39,44 @@ def outside_code(text: str) -> tuple[list[str], list[str]]:
     return lines, problems
 
 
+# CommonMark's HTML blocks of kind 6: a line starting with one of these tags opens a block that only a blank line
+# ends; markdown written inside it (a list, emphasis, a table) is shown as raw text.
+_HTML_BLOCK = re.compile(
+    r"^ {0,3}</?(?:address|article|aside|blockquote|details|dialog|div|dl|fieldset|figure|footer|form|h[1-6]|header|"
+    r"hr|li|main|nav|ol|p|section|summary|table|ul)(?:[\s/>]|$)", re.IGNORECASE)
+# Forms GitHub turns into links or notifications in comment text (a zero-width joiner breaks them).
+_LIVE = {
+    "issue reference": re.compile(r"#\d"),
+    "GH- reference": re.compile(r"(?<![A-Za-z0-9])(?i:gh)-\d"),
+    "commit sha": re.compile(r"(?<![A-Za-z0-9.])[0-9A-Fa-f]{7,}(?![A-Za-z0-9])"),
+    "entity that decodes to # or @": re.compile(r"(?i)&(?:#|num;|commat;)"),
+}
+_CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")
+
+
+def markdown_in_html_blocks(lines: list[str]) -> list[str]:
+    """Lines (outside code) that CommonMark puts inside an HTML block although they are markdown."""
+    found: list[str] = []
+    in_block = False
+    for line in lines:
+        if not line.strip():
+            in_block = False
+        elif _HTML_BLOCK.match(line):
+            in_block = True
+        elif in_block and not line.lstrip().startswith("<"):
+            found.append(f"markdown inside an HTML block (no blank line before it): {line[:80]!r}")
+    return found
+
+
+def live_references(lines: list[str]) -> list[str]:
+    """References GitHub would autolink in lines outside code (code spans removed)."""
+    found = []
+    for line in lines:
+        bare = _CODE_SPAN.sub("", line)
+        found += [f"live {name}: {line[:80]!r}" for name, pattern in _LIVE.items() if pattern.search(bare)]
+    return found
+
+
 def problems(text: str, marker: str | None) -> list[str]:
     """Everything structurally wrong with a rendered comment (empty when it is well formed)."""
     lines, found = outside_code(text)
@@ -71,4 +109,4 @@ def problems(text: str, marker: str | None) -> list[str]:
             table = None
         if _MENTION.search(line):
             found.append(f"live @-mention: {line[:80]!r}")
-    return found
+    return found + markdown_in_html_blocks(lines) + live_references(lines)

@@ -198,9 +198,9 @@ def _merge_set(reports: list[EvalSetReport], loaded: LoadedEvalSet, runs: RunSet
                     order, ctx)
         for i, case in enumerate(base.cases)
     ]
-    status: Status = base.status
-    if status != "error":
-        status = case_status([c.status for c in cases]) if cases else "not_evaluated"
+    # the set-level errors keep the set in error; otherwise its status follows the merged cases (run 1's set was
+    # "error" when the agent raised on a case, as its actual was missing, though the merged case is "failed")
+    status: Status = "error" if base.errors else case_status([c.status for c in cases]) if cases else base.status
     return EvalSetReport(
         eval_set_id=base.eval_set_id, path=base.path, status=status, errors=base.errors, criteria=base.criteria,
         cases=cases, metrics=summarize_cases(cases),
