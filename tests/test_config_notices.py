@@ -94,7 +94,9 @@ def test_evalbot_section_is_strict(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_a_bad_flag_value_is_reported_against_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder, _, actuals = _project(tmp_path, {"criteria": {"response_match_score": 0.5}})
-    code = main(["compare", str(folder), "--actuals", str(actuals), "--tolerance", "2"], env={})
+    with pytest.raises(SystemExit) as exited:  # refused while parsing argv (evalbot/cli_args.py), before any work
+        main(["compare", str(folder), "--actuals", str(actuals), "--tolerance", "2"], env={})
     err = capsys.readouterr().err
-    assert code == 2
-    assert err == "error: --tolerance: Input should be less than or equal to 1 (got 2.0); fix the value of --tolerance\n"
+    assert exited.value.code == 2
+    assert err == ("evalbot compare: error: argument --tolerance: expected a number at least 0 and at most 1, "
+                   "got '2' (see evalbot compare --help)\n")
