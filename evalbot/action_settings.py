@@ -199,8 +199,11 @@ def check_paths(inputs: ActionInputs, workspace: Path) -> None:
     if Path(inputs.baseline_path).is_absolute() or ".." in Path(inputs.baseline_path).parts:
         raise _bad("baseline-path", f"{inputs.baseline_path!r} must be a path inside the repository, relative to "
                    "its root (e.g. .evalbot/baseline.json)")
-    if problem := cli_args.problem_with_output(at(inputs.baseline_path)):
-        raise _bad("baseline-path", problem.replace(repr(at(inputs.baseline_path)), repr(inputs.baseline_path)))
+    # only a directory is refused here: what the workspace file is matters only where it is read or written
+    # (pull requests read it at the base commit; a special file there is refused by that reader)
+    if inputs.baseline_path.endswith(("/", "\\")) or Path(at(inputs.baseline_path)).is_dir():
+        raise _bad("baseline-path", f"{inputs.baseline_path!r} is a directory; give the baseline file's path "
+                   "(e.g. .evalbot/baseline.json)")
     inputs_files = {"config": inputs.config, "comment-template": inputs.comment_template}
     for name, value in inputs_files.items():
         if value is not None and (problem := cli_args.problem_with_input(at(value))):

@@ -182,7 +182,7 @@ BAD_INPUTS: dict[str, Bad] = {
     "eval-sets": lambda tmp: [" , ", ",\n,"],
     "actuals": lambda tmp: ["adir", "pipe.json"],
     "config": lambda tmp: ["adir", "missing.json", "pipe.json"],
-    "baseline-path": lambda tmp: ["/etc/baseline.json", "../baseline.json", ".", "adir", "plain.txt/b.json"],
+    "baseline-path": lambda tmp: ["/etc/baseline.json", "../baseline.json", ".", "adir", "adir/"],
     "fail-on": lambda tmp: ["maybe"],
     "tolerance": lambda tmp: ["2", "x", "-0.1", "nan"],
     "github-token": lambda tmp: ["a b", "tok\nen"],
