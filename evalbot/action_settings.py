@@ -206,7 +206,9 @@ def check_paths(inputs: ActionInputs, workspace: Path) -> None:
                    "(e.g. .evalbot/baseline.json)")
     inputs_files = {"config": inputs.config, "comment-template": inputs.comment_template}
     for name, value in inputs_files.items():
-        if value is not None and (problem := cli_args.problem_with_input(at(value))):
+        if value is None or Path(value).is_absolute() or ".." in Path(value).parts:
+            continue  # a path outside the workspace is refused by the reader of that input, saying so
+        if problem := cli_args.problem_with_input(at(value)):
             raise _bad(name, problem.replace(repr(at(value)), repr(value)))
     for value in inputs.actuals:
         if Path(at(value)).exists() and (problem := cli_args.problem_with_input(at(value))):
