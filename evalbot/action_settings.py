@@ -192,7 +192,7 @@ def check_paths(inputs: ActionInputs, workspace: Path) -> None:
         path = Path(raw)
         return str(path if path.is_absolute() else workspace / path) + ("/" if raw.endswith(("/", "\\")) else "")
 
-    outputs = {"report-path": inputs.report_path, "junit-path": inputs.junit_path}
+    outputs = {"report-path": inputs.report_path, "junit-path": inputs.junit_path, "html-path": inputs.html_path}
     for name, raw in outputs.items():
         if raw is not None and (problem := cli_args.problem_with_output(at(raw))):
             raise _bad(name, problem.replace(repr(at(raw)), repr(raw)))

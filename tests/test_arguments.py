@@ -209,6 +209,7 @@ BAD_INPUTS: dict[str, Bad] = {
     "artifact-name": lambda tmp: ["a/b", "x:y", "a\nb"],
     "report-path": lambda tmp: [".", "adir", "out/", "plain.txt/report.json"],
     "junit-path": lambda tmp: [".", "adir/", "plain.txt/junit.xml"],
+    "html-path": lambda tmp: [".", "adir", "plain.txt/report.html"],
 }
 
 
