@@ -8,7 +8,7 @@ Each synthetic case has 3 invocations x 3 tool calls x 40-word responses; actual
 ``tool_trajectory_avg_score`` (1.0) and ``response_match_score`` (0.8), plus each tool's informational metrics.
 
 Printed: per-case times of evalbot and ADK and their ratio, then a large run (default 100,000 invocations) through
-``evalbot.app.evaluate`` from JSON files on disk, in a fresh process, with wall time and peak RSS.  ADK runs in
+``evalbot.pipeline.evaluate`` from JSON files on disk, in a fresh process, with wall time and peak RSS.  ADK runs in
 this interpreter if ``google.adk`` imports, else under ``--adk-python`` (default: /work/adkvenv/bin/python or
 $ADK_PYTHON when present) as a subprocess running this same file with ``--adk-worker``.
 """
@@ -133,7 +133,8 @@ def bench_evalbot(n_cases: int, repeat: int) -> dict[str, Any]:
     """Per-case times for evalbot: scoring loaded cases, and loading the JSON files + scoring."""
     from evalbot.formats.actuals import Actuals, load_actuals
     from evalbot.formats.config import parse_config
-    from evalbot.load import LoadedCase, LoadedEvalSet, load_eval_set
+    from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
+    from evalbot.load import load_eval_set
     from evalbot.scoring import score_run
 
     eval_set, actuals = synthetic(n_cases)
@@ -167,7 +168,7 @@ def bench_evalbot(n_cases: int, repeat: int) -> dict[str, Any]:
 
 def scale_worker(directory: str) -> None:
     """Evaluate the eval set and actuals in ``directory`` like ``evalbot run --report``; print wall time and RSS."""
-    from evalbot.app import evaluate
+    from evalbot.pipeline import evaluate
     from evalbot.results import write_report_json
 
     base = Path(directory)

@@ -25,10 +25,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evalbot.baseline import build_baseline  # noqa: E402
-from evalbot.compare import compare  # noqa: E402
-from evalbot.gate import GatePolicy  # noqa: E402
-from evalbot.html_report import render_html  # noqa: E402
+from evalbot.compare.baseline import build_baseline  # noqa: E402
+from evalbot.compare.delta import compare  # noqa: E402
+from evalbot.compare.gate import GatePolicy  # noqa: E402
+from evalbot.render.html import render_html  # noqa: E402
 from evalbot.results import (  # noqa: E402
     CaseResult,
     CriterionInfo,

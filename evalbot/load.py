@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from evalbot.errors import InputError, json_pointer, unknown_key_notice
 from evalbot.formats import legacy
-from evalbot.formats.adk import EvalCase, Invocation
+from evalbot.formats.adk import EvalCase
 from evalbot.formats.config import EvalConfig, default_config, parse_config
-from evalbot.jsonio import (
+from evalbot.formats.jsonio import (
     Slices,
     decode_value,
     gc_paused,
@@ -32,72 +31,10 @@ from evalbot.jsonio import (
     skip_value,
     validate,
 )
+from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
 
 EVAL_SET_SUFFIXES = (".evalset.json", ".test.json")
 DATASET_SUFFIXES = (".jsonl", ".csv")
-
-
-class LoadedCase:
-    """A parsed case, or the error that prevented parsing it.
-
-    A case of a large eval set file is parsed on first use from its slice of the file's text (``source``), and
-    ``release`` forgets the parsed model once the case is scored, so a run holds one case's model at a time.
-    """
-
-    __slots__ = ("_case", "_error", "_source", "actual", "eval_id")
-
-    def __init__(
-        self,
-        eval_id: str,
-        case: EvalCase | None = None,
-        error: InputError | None = None,
-        actual: list[Invocation] | None = None,
-        *,
-        source: Callable[[], EvalCase] | None = None,
-    ) -> None:
-        self.eval_id = eval_id
-        self.actual = actual  # actual invocations carried by the file itself (Vertex-style datasets)
-        self._case, self._error, self._source = case, error, source
-
-    def _parse(self) -> None:
-        if self._source is not None and self._case is None and self._error is None:
-            try:
-                self._case = self._source()
-            except InputError as exc:
-                self._error = exc
-
-    @property
-    def case(self) -> EvalCase | None:
-        """The validated case (None when it could not be parsed)."""
-        self._parse()
-        return self._case
-
-    @property
-    def error(self) -> InputError | None:
-        """Why the case could not be parsed."""
-        self._parse()
-        return self._error
-
-    def release(self) -> None:
-        """Drop the parsed model of a lazily parsed case (it is parsed again if used again)."""
-        if self._source is not None:
-            self._case = self._error = None
-
-    def __repr__(self) -> str:
-        return f"LoadedCase({self.eval_id!r}, case={self.case!r}, error={self.error!r}, actual={self.actual!r})"
-
-
-@dataclass(frozen=True)
-class LoadedEvalSet:
-    """One eval set file: its id, cases, config and any file-level problems."""
-
-    path: str
-    eval_set_id: str
-    cases: tuple[LoadedCase, ...] = ()
-    config: EvalConfig = field(default_factory=default_config)
-    errors: tuple[InputError, ...] = ()
-    notices: tuple[str, ...] = ()
-    """Unknown keys at the eval set's top level (ignored, as ADK ignores them)."""
 
 
 def repo_root(start: Path) -> Path | None:
@@ -381,3 +318,14 @@ def _drop_duplicates(
         seen[case.eval_id] = i
         kept.append(case)
     return kept, errors
+
+
+def read_optional(path: str) -> str | None:
+    """A UTF-8 file's text, or None when it does not exist."""
+    file = Path(path)
+    if not file.exists():
+        return None
+    try:
+        return file.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, "", f"cannot read the file: {exc}") from None

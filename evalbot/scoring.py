@@ -16,9 +16,9 @@ from evalbot.criteria.base import BuildContext, CaseInput, Criterion
 from evalbot.errors import InputError, unknown_key_notice
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import EvalCase, FunctionCall, Invocation
-from evalbot.invocations import final_text, tool_calls, user_text
-from evalbot.jsonio import gc_paused
-from evalbot.load import LoadedCase, LoadedEvalSet
+from evalbot.formats.invocations import final_text, tool_calls, user_text
+from evalbot.formats.jsonio import gc_paused
+from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
 from evalbot.results import (
     CaseResult,
     EvalSetReport,

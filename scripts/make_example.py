@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evalbot.app import evaluate
-from evalbot.cli import main as evalbot_main
+from evalbot.cli.main import main as evalbot_main
 from evalbot.criteria.base import BuildContext
 from evalbot.judges.base import JudgeReply, JudgeRequest, Usage
 from evalbot.judges.factory import build_stack
+from evalbot.pipeline import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent / "examples"
 COMMIT = "4f2c9e1d8b7a6c5e4f3a2b1c0d9e8f7a6b5c4d3e"

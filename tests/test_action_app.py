@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from evalbot.action_app import run
-from evalbot.action_second_stage import report_from_artifact
-from evalbot.action_settings import inputs_from_env
+from evalbot.action.main import run
+from evalbot.action.second_stage import report_from_artifact
+from evalbot.action.settings import inputs_from_env
 from evalbot.errors import InputError
 from evalbot.forge.base import CommentRef, ForgeUnavailable, PullRef
 from tests.test_actions import parse_outputs

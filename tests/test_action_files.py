@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalbot.action_files import hand_over
+from evalbot.action.files import hand_over
 
 ME = os.geteuid()
 RUNNER = (1001, 1001) if ME != 1001 else (1002, 1002)

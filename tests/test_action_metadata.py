@@ -11,8 +11,8 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from evalbot.action_publish import Outcome
-from evalbot.action_settings import ActionInputs, inputs_from_env
+from evalbot.action.publish import Outcome
+from evalbot.action.settings import ActionInputs, inputs_from_env
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,12 +8,7 @@ from typing import Any
 
 import pytest
 
-from evalbot.action_settings import (
-    choose_mode,
-    context_from_env,
-    inputs_from_env,
-    on_default_branch,
-)
+from evalbot.action.settings import choose_mode, context_from_env, inputs_from_env, on_default_branch
 from evalbot.errors import InputError
 
 EVENTS = Path(__file__).parent / "data" / "events"

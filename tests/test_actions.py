@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalbot import actions
-from evalbot.actions import JUnitCase, JUnitSuite
+from evalbot.action import workflow as actions
+from evalbot.render.junit import JUnitCase, JUnitSuite, junit_xml, write_junit
 
 
 def parse_outputs(text: str) -> dict[str, str]:
@@ -145,7 +145,7 @@ def test_junit_counts_and_outcomes(tmp_path: Path) -> None:
         JUnitSuite("refund.evalset.json", [JUnitCase("r1", "refund", skipped="not_evaluated: no key")]),
     ]
     target = tmp_path / "out" / "junit.xml"
-    actions.write_junit(target, suites)
+    write_junit(target, suites)
     root = ET.parse(target).getroot()
     assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == ("4", "1", "1", "1")
     first = root.find("testsuite")
@@ -160,5 +160,5 @@ def test_junit_counts_and_outcomes(tmp_path: Path) -> None:
 
 def test_junit_empty_run_is_still_valid_xml() -> None:
     """No suites still yields a parseable document with zero totals."""
-    root = ET.fromstring(actions.junit_xml([]))
+    root = ET.fromstring(junit_xml([]))
     assert root.tag == "testsuites" and root.get("tests") == "0"

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from evalbot import cli_args
-from evalbot.action_app import run as run_action
-from evalbot.cli import build_parser, main
+from evalbot.action.main import run as run_action
+from evalbot.cli import args as cli_args
+from evalbot.cli.main import build_parser, main
 from tests.test_action_app import pr_env
 
 ROOT = Path(__file__).resolve().parents[1]

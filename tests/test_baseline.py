@@ -9,21 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from evalbot.baseline import (
+from evalbot.compare.baseline import (
     BASELINE_SCHEMA_VERSION,
     Baseline,
     BaselineSpec,
-    GitResult,
     build_baseline,
     dump_baseline,
-    git_show,
     parse_baseline,
     parse_spec,
     read_baseline,
 )
-from evalbot.cli_compare import run_git
+from evalbot.compare.votes import Votes, votes_of
 from evalbot.errors import InputError
-from evalbot.votes import Votes, votes_of
+from evalbot.git import GitResult, git_show, run_git
 from tests.report_builders import JUDGE, RESP, TRAJ, case, criterion, eval_set, metric, report
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evalbot.cli import main
-from evalbot.mdsafe import JOINER, html, inline, no_pings, soften
-from evalbot.render import render_comment
+from evalbot.cli.main import main
+from evalbot.render.comment import render_comment
+from evalbot.render.mdsafe import JOINER, html, inline, no_pings, soften
 from tests import md_structure
 from tests.report_builders import RESP, TRAJ, case, eval_set, metric, report, turn
 from tests.test_render import LINKS, MARKER, compared

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from evalbot.baseline import Baseline, build_baseline
-from evalbot.compare import compare
-from evalbot.comparison import Comparison
-from evalbot.gate import GatePolicy
+from evalbot.compare.baseline import Baseline, build_baseline
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import GatePolicy
+from evalbot.compare.model import Comparison
+from evalbot.compare.votes import Votes, vote_noise
 from evalbot.results import Problem, Report
-from evalbot.votes import Votes, vote_noise
 from tests.report_builders import JUDGE, RESP, TRAJ, case, criterion, eval_set, metric, report
 
 
@@ -245,7 +245,7 @@ def test_missing_judge_credentials_warn_but_do_not_block() -> None:
 
 def test_implausible_vote_counts_are_not_trusted() -> None:
     """Forged counts (e.g. in a fork's report artifact) give no vote split, and huge tables no exact test."""
-    from evalbot.votes import votes_of
+    from evalbot.compare.votes import votes_of
 
     assert votes_of({"votes": {"yes": 10**9, "no": 3}}) is None
     assert votes_of({"votes": {"yes": 3, "no": 2}}) == Votes(yes=3, no=2)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evalbot.cli import main
+from evalbot.cli.main import main
 from tests.conftest import case, eval_set, inv
 
 
@@ -94,7 +94,7 @@ def test_evalbot_section_is_strict(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_a_bad_flag_value_is_reported_against_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder, _, actuals = _project(tmp_path, {"criteria": {"response_match_score": 0.5}})
-    with pytest.raises(SystemExit) as exited:  # refused while parsing argv (evalbot/cli_args.py), before any work
+    with pytest.raises(SystemExit) as exited:  # refused while parsing argv (evalbot/cli/args.py), before any work
         main(["compare", str(folder), "--actuals", str(actuals), "--tolerance", "2"], env={})
     err = capsys.readouterr().err
     assert exited.value.code == 2

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalbot.console import render_text
+from evalbot.render.console import render_text
 from evalbot.results import CaseResult, EvalSetReport, MetricResult, Report
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from evalbot.baseline import baseline_differences, build_baseline
-from evalbot.compare import compare
-from evalbot.gate import GatePolicy
-from evalbot.mdsafe import escape_invisible, has_invisible
-from evalbot.render import comment_marker, render_comment
+from evalbot.compare.baseline import baseline_differences, build_baseline
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import GatePolicy
+from evalbot.render.comment import comment_marker, render_comment
+from evalbot.render.mdsafe import escape_invisible, has_invisible
 from tests.report_builders import TRAJ, case, eval_set, metric, report
 
 MARKER = comment_marker()

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from evalbot.compare import compare
-from evalbot.html_report import render_html
+from evalbot.compare.delta import compare
+from evalbot.render.html import render_html
 from tests.chromium import Browser, browser, dump_dom, find_browser
 from tests.report_builders import RESP, TRAJ, case, eval_set, metric, report, turn
 from tests.test_render import REFUND, small

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from evalbot import html_report
-from evalbot.cli import main
-from evalbot.comparison import Comparison
-from evalbot.html_report import TEXT_LIMIT, context, render_html, render_html_report
+from evalbot.cli.main import main
+from evalbot.compare.model import Comparison
+from evalbot.render import html as html_report
+from evalbot.render.html import TEXT_LIMIT, context, render_html, render_html_report
 from tests.report_builders import JUDGE, RESP, TRAJ, case, eval_set, metric, report, turn
 from tests.test_render import REFUND, compared, small
 
@@ -119,9 +119,9 @@ def test_no_network_references_and_no_inline_style_attributes() -> None:
 
 
 def test_assets_are_the_template_files_verbatim() -> None:
-    """The inline CSS and JS are exactly the files in evalbot/templates (no Jinja syntax changed them)."""
+    """The inline CSS and JS are exactly the files in evalbot/render/templates (no Jinja syntax changed them)."""
     for name in (html_report.STYLE, html_report.SCRIPT):
-        source = (ROOT / "evalbot" / "templates" / name).read_text(encoding="utf-8")
+        source = (ROOT / "evalbot" / "render" / "templates" / name).read_text(encoding="utf-8")
         assert html_report.asset(name)[0] == source.removesuffix("\n")
 
 

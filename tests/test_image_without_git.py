@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalbot.action_flow import Workspace, read_baseline_at
+from evalbot.action.workspace import Workspace, read_baseline_at
 from evalbot.forge.base import ForgeError
 
 

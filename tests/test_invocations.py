@@ -1,11 +1,18 @@
-"""Tests for evalbot.invocations: what criteria read out of an Invocation, in both intermediate-data forms."""
+"""Tests for evalbot.formats.invocations: what criteria read out of an Invocation, in both intermediate-data forms."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from evalbot.formats.adk import Invocation
-from evalbot.invocations import content_text, final_text, intermediate_texts, tool_calls, tool_responses, user_text
+from evalbot.formats.invocations import (
+    content_text,
+    final_text,
+    intermediate_texts,
+    tool_calls,
+    tool_responses,
+    user_text,
+)
 
 
 def inv(**fields: Any) -> Invocation:

@@ -12,15 +12,7 @@ from hypothesis import strategies as st
 
 from evalbot.errors import InputError
 from evalbot.formats.adk import EvalCase, Invocation
-from evalbot.jsonio import (
-    decode_value,
-    pointer_for,
-    read_json,
-    scan_array,
-    scan_document,
-    skip_value,
-    validate,
-)
+from evalbot.formats.jsonio import decode_value, pointer_for, read_json, scan_array, scan_document, skip_value, validate
 from tests.conftest import Writer, case, inv
 
 
@@ -96,7 +88,7 @@ def test_gc_paused_restores_the_previous_state() -> None:
     """The collector is off inside the block and back to its previous state after it, even on error."""
     import gc
 
-    from evalbot.jsonio import gc_paused
+    from evalbot.formats.jsonio import gc_paused
 
     assert gc.isenabled()
     with pytest.raises(RuntimeError), gc_paused():

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from evalbot.app import evaluate
-from evalbot.baseline import build_baseline
-from evalbot.compare import compare
-from evalbot.comparison import Comparison
+from evalbot.compare.baseline import build_baseline
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import GatePolicy
+from evalbot.compare.model import Comparison
 from evalbot.criteria.base import BuildContext
-from evalbot.gate import GatePolicy
 from evalbot.judges.factory import MISSING_CREDENTIALS, build_stack
 from evalbot.judges.gemini import GeminiJudge
 from evalbot.judges.retry import RetryPolicy
-from evalbot.render import comment_marker, render_comment
+from evalbot.pipeline import evaluate
+from evalbot.render.comment import comment_marker, render_comment
 from evalbot.results import Report
 from tests.fakes.fake_gemini import FakeError, FakeGemini, Recorded, Scripted
 

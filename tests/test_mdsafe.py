@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalbot.mdsafe import (
+from evalbot.render.mdsafe import (
     JOINER,
     Safe,
     break_marker,

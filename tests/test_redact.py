@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from evalbot import actions
-from evalbot.app import evaluate
-from evalbot.compare import compare
+from evalbot.action import workflow as actions
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import GatePolicy
 from evalbot.criteria.base import BuildContext
 from evalbot.forge.base import ForgeError
-from evalbot.gate import GatePolicy
 from evalbot.judges.factory import build_stack
 from evalbot.judges.gemini import GeminiJudge
 from evalbot.judges.retry import RetryPolicy
+from evalbot.pipeline import evaluate
 from evalbot.redact import forget_secrets, register_secret, scrub, strip_url_queries
-from evalbot.render import comment_marker, render_comment
+from evalbot.render.comment import comment_marker, render_comment
 from evalbot.results import write_report_json
 from tests.fakes.fake_gemini import FakeError, FakeGemini, Recorded
 

@@ -9,12 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalbot.baseline import build_baseline
-from evalbot.compare import compare
-from evalbot.comparison import Comparison
-from evalbot.gate import GatePolicy
-from evalbot.mdsafe import width
-from evalbot.render import (
+from evalbot.compare.baseline import build_baseline
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import GatePolicy
+from evalbot.compare.model import Comparison
+from evalbot.render.comment import (
     COMMENT_LIMIT,
     SUMMARY_LIMIT,
     Links,
@@ -24,8 +23,9 @@ from evalbot.render import (
     render_comment,
     render_summary,
 )
+from evalbot.render.mdsafe import width
+from evalbot.render.views import judge_text
 from evalbot.results import Problem, Report
-from evalbot.views import judge_text
 from tests import md_structure
 from tests.report_builders import JUDGE, RESP, TRAJ, case, eval_set, metric, report, turn
 

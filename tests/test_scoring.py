@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from evalbot.app import evaluate
 from evalbot.criteria import INFORMATIONAL
 from evalbot.criteria.base import CaseInput
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import parse_config
-from evalbot.load import LoadedCase, LoadedEvalSet
+from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
+from evalbot.pipeline import evaluate
 from evalbot.results import CaseResult, CriterionInfo, MetricResult, Report
 from evalbot.scoring import case_fingerprint, score_run
 from tests.conftest import Writer, case, eval_set, inv

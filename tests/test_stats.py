@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalbot.stats import fisher_exact, mcnemar_exact, sign_test
+from evalbot.compare.stats import fisher_exact, mcnemar_exact, sign_test
 
 
 def test_sign_test_known_values() -> None:

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from evalbot.cli_compare import comment_template_text
+from evalbot.cli.compare import comment_template_text
 from evalbot.errors import InputError
-from evalbot.render import Links, TemplateError, _context, comparison_data, plain, render_comment
-from evalbot.template_files import MAX_TEMPLATE_BYTES
-from evalbot.views import Limits
+from evalbot.render.comment import Links, TemplateError, _context, comparison_data, plain, render_comment
+from evalbot.render.template_files import MAX_TEMPLATE_BYTES
+from evalbot.render.views import Limits
 from tests.test_render import MARKER, small
 
 PLAIN = (str, int, float, bool, type(None))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalbot.render.trajdiff import ArgChange, call_text, diff_calls, diff_text, differs
 from evalbot.results import ToolCallView
-from evalbot.trajdiff import ArgChange, call_text, diff_calls, diff_text, differs
 
 
 def calls(*items: tuple[str, Any]) -> list[ToolCallView]:

@@ -14,7 +14,7 @@ from pydantic.alias_generators import to_camel
 from evalbot.errors import ConfigError, did_you_mean
 from evalbot.formats.adk import ConversationScenario, EvalCase, FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec
-from evalbot.invocations import final_text, tool_calls
+from evalbot.formats.invocations import final_text, tool_calls
 from evalbot.results import (
     InvocationScore,
     MetricResult,

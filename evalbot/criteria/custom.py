@@ -56,8 +56,8 @@ from evalbot.criteria.base import CaseInput
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec
+from evalbot.formats.invocations import final_text, user_text
 from evalbot.formats.vertex import VertexInvocation, failure_of, trajectory_given
-from evalbot.invocations import final_text, user_text
 from evalbot.results import InvocationScore, MetricResult, Status, clean_score, mean, metric_result, threshold_status
 
 DEFAULT_TIMEOUT_S = 30.0

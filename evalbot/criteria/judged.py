@@ -12,7 +12,7 @@ from pydantic import Field
 
 from evalbot.criteria.base import BuildContext, CaseInput, Options, not_evaluated, score_invocation
 from evalbot.formats.adk import AppDetails, IntermediateData, Invocation, InvocationEvents
-from evalbot.invocations import content_text, final_text, intermediate_texts
+from evalbot.formats.invocations import content_text, final_text, intermediate_texts
 from evalbot.judges.base import Judge, JudgeError, JudgeRequest, Usage
 from evalbot.judges.usage import usage_dict
 from evalbot.results import InvocationScore, MetricResult

@@ -34,7 +34,7 @@ from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, judge_call, ra
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import Invocation
 from evalbot.formats.config import CriterionSpec
-from evalbot.invocations import content_text, final_text, tool_calls
+from evalbot.formats.invocations import content_text, final_text, tool_calls
 from evalbot.judges.templates import render
 from evalbot.results import InvocationScore, MetricResult, threshold_status
 

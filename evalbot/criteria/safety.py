@@ -25,7 +25,7 @@ from evalbot.criteria.judged import (
 )
 from evalbot.formats.adk import Invocation
 from evalbot.formats.config import CriterionSpec
-from evalbot.invocations import final_text
+from evalbot.formats.invocations import final_text
 from evalbot.judges.base import JudgeError
 from evalbot.judges.templates import render
 from evalbot.results import InvocationScore, MetricResult, threshold_status

@@ -22,7 +22,7 @@ from evalbot.criteria.base import BuildContext, CaseInput, Options, not_evaluate
 from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, judge_call, judge_verdict, unavailable
 from evalbot.formats.adk import ConversationScenario, Invocation, UserPersona
 from evalbot.formats.config import CriterionSpec
-from evalbot.invocations import content_text
+from evalbot.formats.invocations import content_text
 from evalbot.judges.templates import render
 from evalbot.results import InvocationScore, MetricResult, threshold_status
 

@@ -17,7 +17,7 @@ from pydantic.alias_generators import to_camel
 
 from evalbot.errors import InputError, json_pointer
 from evalbot.formats.adk import Invocation
-from evalbot.jsonio import (
+from evalbot.formats.jsonio import (
     Slices,
     decode_value,
     gc_paused,

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from evalbot.errors import InputError, json_pointer
 from evalbot.formats.adk import EvalCase
-from evalbot.jsonio import validate
+from evalbot.formats.jsonio import validate
 
 if TYPE_CHECKING:
-    from evalbot.load import LoadedCase
+    from evalbot.formats.loaded import LoadedCase
 
 
 def _turn_to_invocation(turn: Any, index: int, path: Path, base: list[str | int]) -> dict[str, Any]:
@@ -90,7 +90,8 @@ def _case(eval_id: str, turns: Any, session: Any, path: Path, base: list[str | i
 
 def case_from_turns(data: list[Any], path: Path) -> LoadedCase:
     """The list-of-turns shape: one case named after the file path."""
-    from evalbot.load import LoadedCase, stable_id
+    from evalbot.formats.loaded import LoadedCase
+    from evalbot.load import stable_id
 
     eval_id = stable_id(path)
     try:
@@ -101,7 +102,7 @@ def case_from_turns(data: list[Any], path: Path) -> LoadedCase:
 
 def cases_from_named(data: list[Any], path: Path) -> list[LoadedCase]:
     """The list-of-cases shape ``[{name, data, initial_session}]``."""
-    from evalbot.load import LoadedCase
+    from evalbot.formats.loaded import LoadedCase
 
     cases: list[LoadedCase] = []
     for i, item in enumerate(data):

@@ -26,8 +26,8 @@ from typing import Any
 from evalbot.errors import InputError, json_pointer
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import Content, EvalCase, FunctionCall, IntermediateData, Invocation, Part
-from evalbot.jsonio import loads, read_json, read_text
-from evalbot.load import LoadedCase
+from evalbot.formats.jsonio import loads, read_json, read_text
+from evalbot.formats.loaded import LoadedCase
 
 KNOWN = ("prompt", "response", "reference", "predicted_trajectory", "reference_trajectory")
 PREDICTED = ("response", "predicted_trajectory", "latency_in_seconds", "failure")

@@ -20,7 +20,7 @@ from evalbot.criteria.base import BuildContext, CaseInput
 from evalbot.errors import InputError
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import EvalCase, Invocation
-from evalbot.load import LoadedEvalSet
+from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.results import (
     CaseResult,
     EvalSetReport,

@@ -23,7 +23,7 @@ from typing import Any
 
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import Content, EvalCase, FunctionCall, IntermediateData, Invocation, Part
-from evalbot.invocations import content_text
+from evalbot.formats.invocations import content_text
 from evalbot.runner.base import AgentError
 
 CONTRACT = (

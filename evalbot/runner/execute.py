@@ -9,7 +9,7 @@ from typing import Any
 
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import EvalCase
-from evalbot.load import LoadedEvalSet
+from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.runner.base import Agent, CaseRun, RunSet, SimulatorError
 from evalbot.runner.conversation import run_conversation
 from evalbot.runner.simulator import SimulatedUser, SimulatorConfig, parse_simulator_config

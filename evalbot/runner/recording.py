@@ -20,8 +20,8 @@ from evalbot.errors import InputError
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import Invocation
 from evalbot.formats.config import EvalConfig
-from evalbot.jsonio import parse_json, read_text, validate
-from evalbot.load import LoadedEvalSet
+from evalbot.formats.jsonio import parse_json, read_text, validate
+from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.results import Report
 from evalbot.runner.base import CaseRun, Outcome, RunSet, Stop
 

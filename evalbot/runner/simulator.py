@@ -21,7 +21,7 @@ import jinja2.sandbox
 
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import ConversationScenario, Invocation, UserPersona
-from evalbot.invocations import content_text, intermediate_texts, tool_calls, tool_responses
+from evalbot.formats.invocations import content_text, intermediate_texts, tool_calls, tool_responses
 from evalbot.judges.base import Judge, JudgeError, JudgeRequest
 from evalbot.runner.base import SimulatorError, Stop
 

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from evalbot.app import evaluate
-from evalbot.baseline import build_baseline
-from evalbot.compare import compare
+from evalbot.compare.baseline import build_baseline
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import GatePolicy
 from evalbot.criteria.base import BuildContext
-from evalbot.gate import GatePolicy
+from evalbot.pipeline import evaluate
 from evalbot.results import CaseResult, Report
 
 HAVE_ADK = importlib.util.find_spec("google.adk") is not None

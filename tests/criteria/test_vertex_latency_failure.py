@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from evalbot.app import evaluate
 from evalbot.criteria import CRITERIA
 from evalbot.criteria.base import BuildContext, CaseInput, Criterion
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.vertex import VertexInvocation
+from evalbot.pipeline import evaluate
 from evalbot.results import MetricResult
 
 PRODUCT = Path(__file__).resolve().parents[1] / "data" / "vertex" / "product_agent"

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from evalbot.app import evaluate
 from evalbot.criteria import build_criteria
 from evalbot.criteria.base import BuildContext, CaseInput
 from evalbot.criteria.trajectory_single_tool_use import SingleToolUse, build
@@ -16,6 +15,7 @@ from evalbot.errors import ConfigError
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import CriterionSpec, parse_config
 from evalbot.formats.vertex import cases_from_rows
+from evalbot.pipeline import evaluate
 from evalbot.results import MetricResult
 
 PRODUCT = Path(__file__).resolve().parents[1] / "data" / "vertex" / "product_agent"

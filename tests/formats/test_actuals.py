@@ -9,7 +9,7 @@ import pytest
 
 from evalbot.errors import InputError
 from evalbot.formats.actuals import Actuals, load_actuals
-from evalbot.invocations import final_text, tool_calls
+from evalbot.formats.invocations import final_text, tool_calls
 from tests.conftest import Writer, inv
 
 

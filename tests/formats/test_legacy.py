@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from evalbot.invocations import final_text, intermediate_texts, tool_calls, user_text
+from evalbot.formats.invocations import final_text, intermediate_texts, tool_calls, user_text
 from evalbot.load import load_eval_set, stable_id
 from tests.conftest import Writer
 

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from evalbot.app import evaluate
 from evalbot.errors import InputError
 from evalbot.formats.adk import Invocation
+from evalbot.formats.invocations import final_text, tool_calls, user_text
+from evalbot.formats.loaded import LoadedCase
 from evalbot.formats.vertex import (
     VertexInvocation,
     cases_from_rows,
@@ -23,8 +24,8 @@ from evalbot.formats.vertex import (
     looks_like_rows,
     trajectory_given,
 )
-from evalbot.invocations import final_text, tool_calls, user_text
-from evalbot.load import LoadedCase, load_eval_set
+from evalbot.load import load_eval_set
+from evalbot.pipeline import evaluate
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "vertex"
 PRODUCT = DATA / "product_agent"

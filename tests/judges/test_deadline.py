@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from evalbot.app import evaluate
 from evalbot.criteria.base import BuildContext
 from evalbot.judges.base import JudgeCallError, JudgeReply, JudgeRequest, JudgeTimeout
 from evalbot.judges.deadline import DEFAULT_DEADLINE, DeadlineJudge
@@ -17,6 +16,7 @@ from evalbot.judges.factory import DEFAULT_TIMEOUT, build_stack
 from evalbot.judges.gemini import DEFAULT_TIMEOUT as GEMINI_TIMEOUT
 from evalbot.judges.gemini import GeminiJudge
 from evalbot.judges.retry import RetryingJudge, RetryPolicy
+from evalbot.pipeline import evaluate
 from tests.fakes.fake_gemini import FakeGemini, Recorded
 
 DATA = Path(__file__).parents[1] / "e2e" / "data"

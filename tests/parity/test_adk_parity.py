@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from evalbot.app import evaluate
 from evalbot.criteria import INFORMATIONAL
 from evalbot.criteria.response_match import UnicodeTokenizer, rouge1_f
+from evalbot.pipeline import evaluate
 from evalbot.results import CaseResult, MetricResult, Report
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from evalbot.app import evaluate
+from evalbot.pipeline import evaluate
 from evalbot.results import MetricResult
 
 REPO = Path(__file__).resolve().parents[2]

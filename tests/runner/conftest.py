@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.judges.factory import JudgeStack, build_stack
 from evalbot.judges.gemini import GeminiJudge
 from evalbot.judges.retry import RetryPolicy
-from evalbot.load import LoadedEvalSet, load_eval_set
+from evalbot.load import load_eval_set
 from tests.fakes.fake_gemini import FakeGemini
 from tests.runner import agents
 

@@ -17,7 +17,7 @@ import pytest
 
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import InvocationEvents
-from evalbot.invocations import final_text, tool_calls, tool_responses, user_text
+from evalbot.formats.invocations import final_text, tool_calls, tool_responses, user_text
 from evalbot.judges.factory import JudgeStack
 from evalbot.runner.adk_agent import load_adk_agent
 from evalbot.runner.aggregate import score_runs

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from evalbot.formats.adk import EvalCase
-from evalbot.invocations import final_text, tool_calls, user_text
+from evalbot.formats.invocations import final_text, tool_calls, user_text
 from evalbot.runner.base import CaseRun
 from evalbot.runner.conversation import run_conversation
 from evalbot.runner.custom_agent import load_function_agent

@@ -9,7 +9,7 @@ import pytest
 
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import Content, EvalCase, IntermediateData, Part
-from evalbot.invocations import final_text, tool_calls
+from evalbot.formats.invocations import final_text, tool_calls
 from evalbot.runner.base import AgentError
 from evalbot.runner.custom_agent import invocation_from_output, load_callable, load_function_agent
 

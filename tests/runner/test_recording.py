@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from evalbot.app import evaluate
 from evalbot.formats.actuals import load_actuals
 from evalbot.formats.adk import Invocation
+from evalbot.pipeline import evaluate
 from evalbot.runner.aggregate import score_runs
 from evalbot.runner.custom_agent import load_function_agent
 from evalbot.runner.execute import RunOptions, run_agent

@@ -9,7 +9,7 @@ import pytest
 
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import ConversationScenario, EvalCase
-from evalbot.invocations import user_text
+from evalbot.formats.invocations import user_text
 from evalbot.judges.factory import JudgeStack
 from evalbot.runner.base import CaseRun, SimulatorError
 from evalbot.runner.conversation import run_conversation

@@ -1,9 +1,9 @@
 """Render a Comparison to the PR comment and the job summary with Jinja templates, within GitHub's size limits.
 
-Templates live in ``evalbot/templates`` (a user template may replace or ``{% extends "comment.md.j2" %}`` the
+Templates live in ``evalbot/render/templates`` (a user template may replace or ``{% extends "comment.md.j2" %}`` the
 comment). The environment is sandboxed, undefined names are errors, autoescaping is off and untrusted text goes
-through the :mod:`evalbot.mdsafe` filters; anything printed without a filter still has markers and mentions broken.
-Rendering walks down a ladder of :class:`~evalbot.views.Limits` until the text fits; a last-resort body is used if
+through the :mod:`evalbot.render.mdsafe` filters; anything printed without a filter still has markers and mentions broken.
+Rendering walks down a ladder of :class:`~evalbot.render.views.Limits` until the text fits; a last-resort body is used if
 even the smallest rendering does not.
 """
 
@@ -19,12 +19,13 @@ import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel
 
-from evalbot import __version__, mdsafe
-from evalbot.actions import SUMMARY_LIMIT_BYTES
-from evalbot.comparison import Comparison, CriterionRow, EvalSetComparison
+from evalbot import __version__
+from evalbot.action.workflow import SUMMARY_LIMIT_BYTES
+from evalbot.compare.model import Comparison, CriterionRow, EvalSetComparison
 from evalbot.errors import EvalbotError
 from evalbot.forge.base import COMMENT_MAX_CHARS
-from evalbot.views import Limits, sections
+from evalbot.render import mdsafe
+from evalbot.render.views import Limits, sections
 
 COMMENT_LIMIT = COMMENT_MAX_CHARS
 """GitHub rejects longer issue comments (counted here in UTF-16 code units, which is never less than characters)."""
@@ -197,7 +198,7 @@ def verdict(comparison: Comparison) -> tuple[str, str]:
 
 def environment(custom_template: str | None = None) -> jinja2.Environment:
     """The sandboxed template environment (the default templates, plus a user comment template if given)."""
-    loaders: list[jinja2.BaseLoader] = [jinja2.PackageLoader("evalbot", "templates")]
+    loaders: list[jinja2.BaseLoader] = [jinja2.PackageLoader("evalbot.render", "templates")]
     if custom_template is not None:
         loaders.insert(0, jinja2.DictLoader({CUSTOM_TEMPLATE: custom_template}))
     env = ImmutableSandboxedEnvironment(

@@ -7,11 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TextIO
 
-from evalbot import actions
-from evalbot.action_report import annotation_lines
-from evalbot.comparison import Comparison
+from evalbot.action import workflow as actions
+from evalbot.action.settings import ActionInputs, GitHubContext
+from evalbot.compare.model import Comparison
 from evalbot.forge.base import Forge, ForgeError, ForgeForbidden
 from evalbot.redact import scrub
+from evalbot.render import mdsafe
+from evalbot.render.annotations import annotation_lines
+from evalbot.render.comment import Links
 
 log = logging.getLogger("evalbot")
 
@@ -118,3 +121,38 @@ def print_annotations(
     )
     for line in lines:
         print(line, file=stream)
+
+
+def links(ctx: GitHubContext, inputs: ActionInputs) -> Links:
+    """The run page (where the job summary is) and the report's path."""
+    run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{ctx.run_id}" if ctx.run_id and ctx.repository else None
+    return Links(summary=run, report=inputs.report_path)
+
+
+def outcome_of(
+    comparison: Comparison, inputs: ActionInputs, published: Published | None = None, html_path: str = ""
+) -> Outcome:
+    """Outputs and exit code from the gate (a failed comment never flips the verdict)."""
+    counts = comparison.counts
+    return Outcome(
+        verdict=comparison.gate.verdict,
+        exit_code=comparison.gate.exit_code,
+        regressed=counts.get("regressed", 0),
+        fixed=counts.get("fixed", 0),
+        failing=comparison.report.totals.failed,
+        inconclusive=counts.get("inconclusive", 0),
+        report_path=inputs.report_path,
+        comment_url=published.comment_url if published else "",
+        html_path=html_path,
+    )
+
+
+def summarize(ctx: GitHubContext, text: str, notices: list[str], html_path: str | None = None) -> None:
+    """Append the notices, a pointer to the HTML report and the rendered summary to the job summary (1 MiB cap)."""
+    if ctx.summary_path:
+        # notices can quote GitHub's error messages: inline() keeps them on one line, unlinked and without pings
+        head = "".join(f"> [!WARNING]\n> {mdsafe.inline(n, 1000)}\n\n" for n in notices)
+        if html_path:
+            head += (f"📄 Every case, with filters and search: the HTML report {mdsafe.inline(html_path, 300)} "
+                     "(in the report artifact when the workflow uploads it; open it in a browser).\n\n")
+        actions.append_summary(ctx.summary_path, head + text)

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalbot.compare.stats import fisher_exact
 from evalbot.results import InvocationScore
-from evalbot.stats import fisher_exact
 
 MAX_VOTES = 1_000
 """More votes than any judge configuration gives on one invocation: such a count (e.g. from a forged report

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
-from evalbot.actions import JUnitCase, JUnitSuite, Level, annotation
-from evalbot.results import CaseResult, EvalSetReport, MetricResult, Report
+from evalbot.action.workflow import Level, annotation
+from evalbot.results import CaseResult, MetricResult, Report
 
 ANNOTATION_LIMIT = 10
 """GitHub shows at most 10 error and 10 warning annotations per step; more are dropped silently."""
@@ -34,38 +33,6 @@ def failing_summary(case: CaseResult) -> str:
         elif m.status == "error":
             parts.append(f"{name} error: {m.reason or 'see the report'}")
     return "; ".join(parts) or (case.reason or case.status)
-
-
-def junit_suites(report: Report) -> list[JUnitSuite]:
-    """One suite per eval set, one case per eval case; unusable files appear as an errored case."""
-    suites = []
-    for es in report.eval_sets:
-        cases = [_junit_case(es, case) for case in es.cases]
-        cases += [
-            JUnitCase(name="(eval set)", classname=es.eval_set_id, error=f"{p.pointer or ''} {p.message}".strip())
-            for p in es.errors
-        ]
-        suites.append(JUnitSuite(name=es.path, cases=cases))
-    if report.errors:
-        suites.append(
-            JUnitSuite(
-                name="(inputs)",
-                cases=[JUnitCase(name=p.path or "(run)", classname="inputs", error=p.message) for p in report.errors],
-            )
-        )
-    return suites
-
-
-def _junit_case(es: EvalSetReport, case: CaseResult) -> JUnitCase:
-    details = "\n".join(metric_line(name, m) for name, m in case.metrics.items())
-    base = JUnitCase(name=case.eval_id, classname=es.eval_set_id, details=details)
-    if case.status == "failed":
-        return replace(base, failure=failing_summary(case))
-    if case.status == "error":
-        return replace(base, error=case.reason or failing_summary(case))
-    if case.status == "not_evaluated":
-        return replace(base, skipped=case.reason or "not evaluated")
-    return base
 
 
 def case_line(text: str, eval_id: str) -> int | None:

@@ -16,10 +16,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalbot import __version__
+from evalbot.compare.votes import Votes, invocation_votes
 from evalbot.errors import InputError
-from evalbot.jsonio import describe, parse_json, pointer_for
+from evalbot.formats.jsonio import describe, parse_json, pointer_for
+from evalbot.git import GitRunner, git_show
 from evalbot.results import CaseResult, CriterionInfo, Report, Status
-from evalbot.votes import Votes, invocation_votes
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE_PATH = ".evalbot/baseline.json"
@@ -204,19 +205,6 @@ def parse_baseline(text: str, source: str) -> Baseline:
 
 
 @dataclass(frozen=True)
-class GitResult:
-    """What a git invocation returned."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-GitRunner = Callable[[list[str]], GitResult]
-"""Runs ``git`` with the given arguments (the CLI passes a subprocess runner; tests pass fakes)."""
-
-
-@dataclass(frozen=True)
 class BaselineSpec:
     """Where to read the baseline: a file, or ``path`` at git ``ref``."""
 
@@ -237,33 +225,6 @@ def parse_spec(spec: str, *, file_exists: Callable[[str], bool]) -> BaselineSpec
     if not ref or not path:
         raise InputError(spec, "", "expected FILE or REF:PATH (e.g. origin/main:.evalbot/baseline.json)")
     return BaselineSpec(path, ref)
-
-
-_MISSING_MARKERS = ("does not exist in", "exists on disk, but not in")
-
-
-def git_show(ref: str, path: str, *, git: GitRunner) -> str | None:
-    """The text of ``path`` at ``ref``, None when the path does not exist there; other git failures raise.
-
-    "Absent" is trusted only when the commit itself is in the repository: for a full sha git says "does not exist
-    in" even when it does not have the commit at all (a depth-1 checkout lacks the PR's base commit), and reading
-    that as "no baseline" would let every regression through.
-    """
-    result = git(["show", f"{ref}:{path}"])
-    if result.returncode == 0:
-        return result.stdout
-    message = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else f"exit code {result.returncode}"
-    if any(marker in result.stderr for marker in _MISSING_MARKERS):
-        if git(["cat-file", "-e", f"{ref}^{{commit}}"]).returncode == 0:
-            return None
-        raise InputError(
-            f"{ref}:{path}", "",
-            f"commit {ref} is not in this checkout (a shallow clone?), so whether it has the file is unknown; "
-            f"fetch it (git fetch origin {ref}, or actions/checkout with fetch-depth: 0)",
-        )
-    raise InputError(
-        f"{ref}:{path}", "", f"git show failed: {message}; fetch the ref (e.g. `git fetch origin {ref}`) or pass a file"
-    )
 
 
 def read_baseline(

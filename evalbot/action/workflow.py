@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import re
 import secrets
-import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -18,7 +16,6 @@ TRUNCATION_NOTICE = "\n\n> **Summary truncated** at GitHub's 1 MiB limit; the fu
 
 Level = Literal["error", "warning", "notice"]
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 # -- GITHUB_OUTPUT -------------------------------------------------------------------------------
@@ -117,69 +114,3 @@ def group(title: str, body: str) -> str:
 
 
 # -- JUnit XML -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class JUnitCase:
-    """One test case: ``failure``/``error``/``skipped`` hold a message when that is its outcome."""
-
-    name: str
-    classname: str
-    time_s: float = 0.0
-    failure: str | None = None
-    error: str | None = None
-    skipped: str | None = None
-    details: str = ""
-    """Longer text (per-criterion scores) shown inside the failure/error element or as system-out."""
-
-
-@dataclass(frozen=True)
-class JUnitSuite:
-    """A named group of cases, typically one eval set."""
-
-    name: str
-    cases: Sequence[JUnitCase] = field(default_factory=tuple)
-
-
-def _clean(text: str) -> str:
-    """Text XML 1.0 can carry (control characters removed)."""
-    return _XML_INVALID.sub("", text)
-
-
-def junit_xml(suites: Sequence[JUnitSuite], *, name: str = "evalbot") -> str:
-    """The JUnit XML document (the Jenkins/Surefire dialect most CI systems read)."""
-    root = ET.Element("testsuites", name=_clean(name))
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    total_time = 0.0
-    for suite in suites:
-        counts = {
-            "tests": len(suite.cases),
-            "failures": sum(c.failure is not None for c in suite.cases),
-            "errors": sum(c.error is not None for c in suite.cases),
-            "skipped": sum(c.skipped is not None for c in suite.cases),
-        }
-        suite_time = sum(c.time_s for c in suite.cases)
-        attrib = {"name": _clean(suite.name), **{k: str(v) for k, v in counts.items()}, "time": f"{suite_time:.3f}"}
-        node = ET.SubElement(root, "testsuite", attrib)
-        for case in suite.cases:
-            item = ET.SubElement(
-                node, "testcase", name=_clean(case.name), classname=_clean(case.classname), time=f"{case.time_s:.3f}"
-            )
-            for tag, message in (("failure", case.failure), ("error", case.error), ("skipped", case.skipped)):
-                if message is not None:
-                    child = ET.SubElement(item, tag, message=_clean(message))
-                    if tag != "skipped" and case.details:
-                        child.text = _clean(case.details)
-            if case.details and case.failure is None and case.error is None:
-                ET.SubElement(item, "system-out").text = _clean(case.details)
-        totals = {k: totals[k] + counts[k] for k in totals}
-        total_time += suite_time
-    root.attrib.update({k: str(v) for k, v in totals.items()}, time=f"{total_time:.3f}")
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-
-
-def write_junit(path: Path, suites: Sequence[JUnitSuite]) -> None:
-    """Write the JUnit XML file, creating parent directories."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(scrub(junit_xml(suites)), encoding="utf-8")

@@ -6,9 +6,9 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalbot.gate import Gate, GatePolicy
+from evalbot.compare.gate import Gate, GatePolicy
+from evalbot.compare.votes import Votes
 from evalbot.results import CaseResult, Problem, Report, Status
-from evalbot.votes import Votes
 
 CaseCategory = Literal[
     "regressed", "accepted", "inconclusive", "error", "fixed", "changed_definition", "new", "removed", "still_failing",

@@ -16,24 +16,15 @@ from typing import TextIO
 
 from pydantic import ValidationError
 
-from evalbot import actions
-from evalbot.action_flow import (
-    Workspace,
-    baseline_command,
-    baseline_update,
-    label_at,
-    links,
-    outcome_of,
-    policy_and_template,
-    read_baseline_at,
-    summarize,
-)
-from evalbot.action_publish import Outcome, post_comment
-from evalbot.action_settings import ActionInputs, GitHubContext
-from evalbot.compare import compare
+from evalbot.action import workflow as actions
+from evalbot.action.first_stage import baseline_command, baseline_update
+from evalbot.action.publish import Outcome, links, outcome_of, post_comment, summarize
+from evalbot.action.settings import ActionInputs, GitHubContext
+from evalbot.action.workspace import Workspace, label_at, policy_and_template, read_baseline_at
+from evalbot.compare.delta import compare
 from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
 from evalbot.forge.base import Forge, ForgeError
-from evalbot.render import comment_marker, render_comment, render_summary
+from evalbot.render.comment import comment_marker, render_comment, render_summary
 from evalbot.results import Report
 
 log = logging.getLogger("evalbot")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from evalbot.baseline import (
+from evalbot.compare.baseline import (
     DEFAULT_BASELINE_PATH,
     Baseline,
     BaselineCase,
@@ -21,7 +21,9 @@ from evalbot.baseline import (
     judge_model_of,
     unique_keys,
 )
-from evalbot.comparison import (
+from evalbot.compare.gate import GatePolicy, decide
+from evalbot.compare.judge_gaps import judge_gaps
+from evalbot.compare.model import (
     CATEGORIES,
     BaselineInfo,
     BaselineUpdate,
@@ -32,12 +34,10 @@ from evalbot.comparison import (
     EvalSetComparison,
     MetricDelta,
 )
-from evalbot.gate import GatePolicy, decide
-from evalbot.judge_gaps import judge_gaps
-from evalbot.mdsafe import escape_invisible, has_invisible
+from evalbot.compare.stats import sign_test
+from evalbot.compare.votes import invocation_votes, vote_noise
+from evalbot.render.mdsafe import escape_invisible, has_invisible
 from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, MetricResult, Report, mean
-from evalbot.stats import sign_test
-from evalbot.votes import invocation_votes, vote_noise
 
 EPS = 1e-9
 """Score differences smaller than this are ties."""

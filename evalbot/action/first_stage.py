@@ -5,85 +5,34 @@ from __future__ import annotations
 import logging
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TextIO
 
-from evalbot import actions, mdsafe
-from evalbot.action_gate import GateSettings, config_candidates, policy_changes, settings_at, template_at
-from evalbot.action_publish import Outcome, Published, post_comment, print_annotations
-from evalbot.action_report import junit_suites
-from evalbot.action_settings import ActionInputs, GitHubContext, Mode, on_default_branch
-from evalbot.baseline import (
+from evalbot.action import workflow as actions
+from evalbot.action.gate import GateSettings, config_candidates, policy_changes, settings_at, template_at
+from evalbot.action.publish import Outcome, links, outcome_of, post_comment, print_annotations, summarize
+from evalbot.action.settings import ActionInputs, GitHubContext, Mode, on_default_branch
+from evalbot.action.workspace import Workspace, eval_paths, label_at, policy_and_template, read_baseline_at
+from evalbot.compare.baseline import (
     Baseline,
-    GitResult,
     baseline_differences,
     build_baseline,
     create_command,
     dump_baseline,
-    git_show,
     parse_baseline,
 )
-from evalbot.compare import compare
-from evalbot.comparison import BaselineUpdate, Comparison
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import GatePolicy, policy_from_settings
+from evalbot.compare.model import BaselineUpdate, Comparison
 from evalbot.errors import EXIT_INVALID_INPUT, InputError
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
-from evalbot.gate import GatePolicy, policy_from_settings
-from evalbot.render import Links, comment_marker, render_comment, render_summary
+from evalbot.git import git_show
+from evalbot.render.comment import comment_marker, render_comment, render_summary
+from evalbot.render.junit import junit_suites, write_junit
 from evalbot.results import Report, write_report_json
 
 log = logging.getLogger("evalbot")
 BASELINE_MESSAGE = "chore(evalbot): refresh eval baseline [skip ci]"
-
-
-@dataclass(frozen=True)
-class Workspace:
-    """Paths as the inputs give them (relative to GITHUB_WORKSPACE) and as annotations need them."""
-
-    root: Path
-
-    def path(self, raw: str) -> Path:
-        p = Path(raw)
-        return p if p.is_absolute() else self.root / p
-
-    def relative(self, raw: str) -> str:
-        p = Path(raw)
-        if not p.is_absolute():
-            return p.as_posix()
-        try:
-            return p.resolve().relative_to(self.root.resolve()).as_posix()
-        except ValueError:
-            return raw
-
-    def read(self, raw: str) -> str | None:
-        try:
-            return self.path(raw).read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError):
-            return None
-
-    def git(self, args: list[str]) -> GitResult:
-        from evalbot.cli_compare import run_git
-
-        return run_git(args, cwd=self.root)
-
-
-def eval_paths(inputs: ActionInputs) -> list[str]:
-    """Eval set inputs as given: relative to the workspace (the working directory), so reports show them so."""
-    return list(inputs.eval_sets)
-
-
-def policy_and_template(inputs: ActionInputs, ws: Workspace) -> tuple[GatePolicy, str | None]:
-    """The gate policy (inputs override the config's ``evalbot`` object) and the comment template text."""
-    from evalbot.cli_compare import comment_template_text, evalbot_settings
-
-    settings, config_path = evalbot_settings(eval_paths(inputs), inputs.config)
-    overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures}
-    policy = policy_from_settings(settings, source=str(config_path or "action inputs"), overrides=overrides)
-    template = comment_template_text(
-        inputs.comment_template, settings, config_path, root=ws.root, input_name="comment-template"
-    )
-    return policy, template
 
 
 TRUSTED_EVENTS = frozenset({"pull_request_target", "workflow_run"})
@@ -92,10 +41,10 @@ TRUSTED_EVENTS = frozenset({"pull_request_target", "workflow_run"})
 
 def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace) -> Report:
     """Score the eval sets with a judge when credentials are there (the judge-api-key input wins)."""
-    from evalbot.app import evaluate
-    from evalbot.cli import drop_unused_judge_notice
+    from evalbot.cli.main import drop_unused_judge_notice
     from evalbot.criteria.base import BuildContext
     from evalbot.judges.factory import judge_from_environ
+    from evalbot.pipeline import evaluate
 
     judge_env = dict(env)
     if inputs.judge_api_key:
@@ -124,34 +73,6 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace)
     return report
 
 
-def label_at(ref: str, path: str) -> str:
-    """How ``path`` at commit ``ref`` is named in messages (``REF:PATH`` with the commit shortened)."""
-    return f"{ref[:12]}:{path}"
-
-
-def read_baseline_at(forge: Forge | None, ws: Workspace, path: str, ref: str) -> tuple[Baseline | None, str | None]:
-    """The baseline at commit ``ref`` and None, or None and why a baseline that may exist could not be read.
-
-    The contents API first, ``git show`` when GitHub cannot answer. "No baseline" (None, None) only when one of
-    them saw the path absent at a commit it has; anything else fails closed (the gate's verdict is then ``error``).
-    """
-    label = label_at(ref, path)
-    api_error = None
-    if forge is not None:
-        try:
-            text = forge.read_file(path, ref=ref)
-            return (None if text is None else parse_baseline(text, label)), None
-        except ForgeError as exc:
-            api_error = str(exc)
-            log.warning("evalbot: reading the baseline through the API failed (%s); trying git show", exc)
-    try:
-        text = git_show(ref, path, git=ws.git)
-    except InputError as exc:
-        api = f"the contents API failed ({api_error}); " if api_error else "no github-token for the contents API; "
-        return None, f"{api}git could not read it either: {exc.message}"
-    return (None if text is None else parse_baseline(text, label)), None
-
-
 def read_text_at(forge: Forge | None, ws: Workspace, path: str, ref: str, what: str) -> str | None:
     """The text of ``path`` at commit ``ref`` (None: absent there), read like the baseline: the contents API first,
     ``git show`` when GitHub cannot answer; neither answering raises ForgeUnavailable (exit 3), never "absent"."""
@@ -174,8 +95,8 @@ def baseline_command(inputs: ActionInputs) -> str:
 
 def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: str) -> GateSettings:
     """A pull request's gate: policy and template from the base commit ``ref``; the PR's own section is checked
-    and every difference from the base's becomes a notice (see :mod:`evalbot.action_gate`)."""
-    from evalbot.cli_compare import comment_template_text, evalbot_settings
+    and every difference from the base's becomes a notice (see :mod:`evalbot.action.gate`)."""
+    from evalbot.cli.compare import comment_template_text, evalbot_settings
     from evalbot.load import discover
 
     pr_settings, pr_config = evalbot_settings(eval_paths(inputs), inputs.config)
@@ -215,42 +136,7 @@ def write_report_files(report: Report, inputs: ActionInputs, ws: Workspace) -> N
     with target.open("w", encoding="utf-8") as handle:
         write_report_json(report, handle)
     if inputs.junit_path:
-        actions.write_junit(ws.path(inputs.junit_path), junit_suites(report))
-
-
-def links(ctx: GitHubContext, inputs: ActionInputs) -> Links:
-    """The run page (where the job summary is) and the report's path."""
-    run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{ctx.run_id}" if ctx.run_id and ctx.repository else None
-    return Links(summary=run, report=inputs.report_path)
-
-
-def outcome_of(
-    comparison: Comparison, inputs: ActionInputs, published: Published | None = None, html_path: str = ""
-) -> Outcome:
-    """Outputs and exit code from the gate (a failed comment never flips the verdict)."""
-    counts = comparison.counts
-    return Outcome(
-        verdict=comparison.gate.verdict,
-        exit_code=comparison.gate.exit_code,
-        regressed=counts.get("regressed", 0),
-        fixed=counts.get("fixed", 0),
-        failing=comparison.report.totals.failed,
-        inconclusive=counts.get("inconclusive", 0),
-        report_path=inputs.report_path,
-        comment_url=published.comment_url if published else "",
-        html_path=html_path,
-    )
-
-
-def summarize(ctx: GitHubContext, text: str, notices: list[str], html_path: str | None = None) -> None:
-    """Append the notices, a pointer to the HTML report and the rendered summary to the job summary (1 MiB cap)."""
-    if ctx.summary_path:
-        # notices can quote GitHub's error messages: inline() keeps them on one line, unlinked and without pings
-        head = "".join(f"> [!WARNING]\n> {mdsafe.inline(n, 1000)}\n\n" for n in notices)
-        if html_path:
-            head += (f"📄 Every case, with filters and search: the HTML report {mdsafe.inline(html_path, 300)} "
-                     "(in the report artifact when the workflow uploads it; open it in a browser).\n\n")
-        actions.append_summary(ctx.summary_path, head + text)
+        write_junit(ws.path(inputs.junit_path), junit_suites(report))
 
 
 MAX_DIFFERENCES = 20
@@ -282,7 +168,7 @@ MAX_BASELINE_BYTES = 100 * 1024 * 1024
 def pr_baseline_text(ws: Workspace, path: str) -> str | None:
     """The pull request's own baseline file (its tree is untrusted: a regular file inside the workspace, size-capped);
     anything else raises InputError (such a file never matches a run)."""
-    from evalbot.template_files import read_regular_file
+    from evalbot.render.template_files import read_regular_file
 
     target = ws.path(path)
     if not target.exists() and not target.is_symlink():
@@ -311,7 +197,7 @@ def write_html(comparison: Comparison, inputs: ActionInputs, ws: Workspace) -> s
     """The self-contained HTML report beside the JSON report; its path as the inputs gave it ("" when skipped)."""
     if not inputs.html_path:
         return ""
-    from evalbot.html_report import render_html
+    from evalbot.render.html import render_html
 
     target = ws.path(inputs.html_path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -346,7 +232,7 @@ def first_stage(
                 x for x in (baseline_error, f"the gate settings at the base commit are unreadable: {gate.error}") if x
             )
     else:
-        from evalbot.cli_compare import read_optional
+        from evalbot.load import read_optional
 
         text = read_optional(str(ws.path(inputs.baseline_path)))  # unreadable is an error, not "no baseline"
         baseline = None if text is None else parse_baseline(text, inputs.baseline_path)
@@ -397,7 +283,7 @@ def refresh_baseline(
 
     ``committed`` is the workspace's baseline as read before the run (push mode skips a commit of the same scores).
     """
-    from evalbot.cli import exit_code
+    from evalbot.cli.main import exit_code
 
     if mode == "push" and not inputs.update_baseline:
         return []

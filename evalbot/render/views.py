@@ -1,7 +1,7 @@
 """What the report templates show, chosen and cut to size: verdict, sections of cases, and per-case details.
 
 Pure: turns a Comparison and a set of :class:`Limits` into plain dataclasses. All text here is raw; the templates
-neutralise it with the filters of :mod:`evalbot.mdsafe`.
+neutralise it with the filters of :mod:`evalbot.render.mdsafe`.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalbot.comparison import CaseComparison, Comparison, EvalSetComparison, MetricDelta
-from evalbot.mdsafe import escape_invisible
+from evalbot.compare.model import CaseComparison, Comparison, EvalSetComparison, MetricDelta
+from evalbot.compare.votes import Votes
+from evalbot.render.mdsafe import escape_invisible
+from evalbot.render.trajdiff import diff_calls, diff_text
 from evalbot.results import MetricResult, TurnView
-from evalbot.trajdiff import diff_calls, diff_text
-from evalbot.votes import Votes
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
-from evalbot import cli_args
-from evalbot.baseline import DEFAULT_BASELINE_PATH
+from evalbot.cli import args as cli_args
+from evalbot.compare.baseline import DEFAULT_BASELINE_PATH
+from evalbot.compare.gate import FailOn, JudgeFailures
 from evalbot.errors import InputError
-from evalbot.gate import FailOn, JudgeFailures
 
 Mode = Literal["pull_request", "push", "workflow_run", "baseline"]
 MODES: tuple[str, ...] = ("auto", *get_args(Mode))

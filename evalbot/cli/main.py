@@ -9,13 +9,16 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from evalbot import __version__, cli_agent, cli_args, cli_compare
-from evalbot.app import evaluate
-from evalbot.console import render_text
+from evalbot import __version__
+from evalbot.cli import agent as cli_agent
+from evalbot.cli import args as cli_args
+from evalbot.cli import compare as cli_compare
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK, EvalbotError
 from evalbot.judges.factory import judge_from_environ
+from evalbot.pipeline import evaluate
 from evalbot.progress import terminal_progress
+from evalbot.render.console import render_text
 from evalbot.results import Report, write_report_json
 
 log = logging.getLogger("evalbot")
@@ -136,7 +139,7 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if args.report:
         write_report(report, args.report)
     if args.html:
-        from evalbot.html_report import render_html_report
+        from evalbot.render.html import render_html_report
 
         write_text(args.html, render_html_report(report))
     print(render_text(report))

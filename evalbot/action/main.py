@@ -9,10 +9,10 @@ import time
 from collections.abc import Mapping
 from typing import TextIO, cast
 
-from evalbot import actions
-from evalbot.action_files import hand_over
-from evalbot.action_publish import Outcome
-from evalbot.action_settings import (
+from evalbot.action import workflow as actions
+from evalbot.action.files import hand_over
+from evalbot.action.publish import Outcome
+from evalbot.action.settings import (
     ActionInputs,
     GitHubContext,
     Mode,
@@ -42,10 +42,10 @@ def run_mode(
 ) -> Outcome:
     """Dispatch to the stage for ``mode``."""
     if mode == "workflow_run":
-        from evalbot.action_second_stage import second_stage
+        from evalbot.action.second_stage import second_stage
 
         return second_stage(env, inputs, ctx, forge, stream)
-    from evalbot.action_flow import first_stage
+    from evalbot.action.first_stage import first_stage
 
     return first_stage(env, inputs, ctx, mode, forge, stream)
 

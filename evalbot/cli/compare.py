@@ -7,55 +7,32 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evalbot import cli_args
-from evalbot.baseline import (
+from evalbot.cli import args as cli_args
+from evalbot.compare.baseline import (
     DEFAULT_BASELINE_PATH,
-    GitResult,
     build_baseline,
     create_command,
     dump_baseline,
     parse_spec,
     read_baseline,
 )
-from evalbot.compare import compare
-from evalbot.console import render_text
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import GatePolicy, policy_from_settings
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, InputError
-from evalbot.gate import GatePolicy, policy_from_settings
-from evalbot.load import discover, load_config
-from evalbot.render import Links, comment_marker, render_comment, render_summary
+from evalbot.git import run_git
+from evalbot.load import discover, load_config, read_optional
+from evalbot.render.comment import Links, comment_marker, render_comment, render_summary
+from evalbot.render.console import render_text
+from evalbot.render.template_files import read_template_file, template_relpath
 from evalbot.results import Report
-from evalbot.template_files import read_template_file, template_relpath
 
 Command = Callable[[argparse.Namespace, Mapping[str, str]], int]
-
-
-def run_git(args: Sequence[str], cwd: Path | None = None) -> GitResult:
-    """Run ``git`` in ``cwd`` (default: the current directory); a missing git binary is exit code 127."""
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=60)
-    except FileNotFoundError:
-        return GitResult(127, "", "git is not installed")
-    except subprocess.TimeoutExpired:
-        return GitResult(124, "", "git timed out after 60 s")
-    return GitResult(done.returncode, done.stdout, done.stderr)
-
-
-def read_optional(path: str) -> str | None:
-    """A UTF-8 file's text, or None when it does not exist."""
-    file = Path(path)
-    if not file.exists():
-        return None
-    try:
-        return file.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, "", f"cannot read the file: {exc}") from None
 
 
 def evalbot_settings(paths: Sequence[str], config: str | None) -> tuple[dict[str, Any], Path | None]:
@@ -120,13 +97,13 @@ def comment_template_text(
 
 def _evaluate(args: argparse.Namespace, env: Mapping[str, str]) -> Report:
     """Score recorded runs, or run the agent first (--agent / --adk-agent), exactly as ``evalbot run`` does."""
-    from evalbot.cli import evaluate_args
+    from evalbot.cli.main import evaluate_args
 
     return evaluate_args(args, env)
 
 
 def _write(path: str, text: str, flag: str) -> None:
-    from evalbot.cli import write_text
+    from evalbot.cli.main import write_text
 
     write_text(path, text, flag)
 
@@ -144,7 +121,7 @@ def cli_commands(args: argparse.Namespace, baseline: str, output: str) -> tuple[
 
 def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot compare``: evaluate, compare with the baseline, print or write the comment, exit with the gate."""
-    from evalbot.cli import write_report
+    from evalbot.cli.main import write_report
 
     settings, config = evalbot_settings(args.paths, args.config)
     overrides = {"fail_on": args.fail_on, "tolerance": args.tolerance, "alpha": args.alpha,
@@ -167,7 +144,7 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if args.summary:
         _write(args.summary, render_summary(comparison, links=links), "--summary")
     if args.html:
-        from evalbot.html_report import render_html
+        from evalbot.render.html import render_html
 
         _write(args.html, render_html(comparison), "--html")
     if args.comment:
@@ -181,7 +158,7 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot baseline``: evaluate and write the baseline file (refused when inputs are invalid)."""
-    from evalbot.cli import exit_code
+    from evalbot.cli.main import exit_code
 
     report = _evaluate(args, env)
     if exit_code(report) == EXIT_INVALID_INPUT and not args.allow_errors:
@@ -204,8 +181,8 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def add_parsers(sub: Any) -> None:
     """Register ``baseline`` and ``compare`` on the ``evalbot`` subparsers (their functions are in COMMANDS)."""
-    from evalbot.cli import add_eval_args
-    from evalbot.cli_agent import add_agent_args
+    from evalbot.cli.agent import add_agent_args
+    from evalbot.cli.main import add_eval_args
 
     base = sub.add_parser("baseline", help="evaluate and write the baseline file to commit on main")
     add_eval_args(base)

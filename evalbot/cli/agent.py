@@ -7,7 +7,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from evalbot import cli_args
+from evalbot.cli import args as cli_args
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import ConfigError
 from evalbot.load import discover, load_config, load_eval_set

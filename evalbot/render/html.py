@@ -2,7 +2,7 @@
 
 Pure: a Comparison (or a Report) in, the HTML text out; the CLI and the Action write it. The page shows every eval
 set with its criterion table and deltas, and every case with its turns, the trajectory diff (argument-level
-changes from :mod:`evalbot.trajdiff`), the responses, the judges' rationales and vote splits and the noise verdicts.
+changes from :mod:`evalbot.render.trajdiff`), the responses, the judges' rationales and vote splits and the noise verdicts.
 
 Safety: everything shown comes from a PR (agent answers, eval sets, judge text) and is untrusted. The template is
 rendered in a sandboxed Jinja environment with autoescaping on, from a context of plain data only (dicts, lists,
@@ -24,13 +24,13 @@ import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from evalbot import __version__
-from evalbot.compare import compare
-from evalbot.comparison import CaseComparison, Comparison, CriterionRow, EvalSetComparison, MetricDelta
-from evalbot.gate import GatePolicy
-from evalbot.render import verdict
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import GatePolicy
+from evalbot.compare.model import CaseComparison, Comparison, CriterionRow, EvalSetComparison, MetricDelta
+from evalbot.render.comment import verdict
+from evalbot.render.trajdiff import call_text, diff_calls
+from evalbot.render.views import ORDER, TITLES, judge_text, votes_text
 from evalbot.results import MetricResult, Report, TurnView
-from evalbot.trajdiff import call_text, diff_calls
-from evalbot.views import ORDER, TITLES, judge_text, votes_text
 
 TEMPLATE = "report.html.j2"
 STYLE = "report.css.j2"
@@ -58,7 +58,7 @@ NOTEWORTHY = frozenset({"regressed", "fixed", "inconclusive", "error", "still_fa
 def environment() -> jinja2.Environment:
     """The sandboxed, autoescaping environment of the HTML report (its templates are evalbot's own files)."""
     return ImmutableSandboxedEnvironment(
-        loader=jinja2.PackageLoader("evalbot", "templates"),
+        loader=jinja2.PackageLoader("evalbot.render", "templates"),
         undefined=jinja2.StrictUndefined,
         autoescape=True,
         trim_blocks=True,

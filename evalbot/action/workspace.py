@@ -1,0 +1,96 @@
+"""The workspace as both stages read it: input paths, the gate policy and template, the baseline at a commit."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalbot.action.settings import ActionInputs
+from evalbot.compare.baseline import (
+    Baseline,
+    parse_baseline,
+)
+from evalbot.compare.gate import GatePolicy, policy_from_settings
+from evalbot.errors import InputError
+from evalbot.forge.base import Forge, ForgeError
+from evalbot.git import GitResult, git_show
+
+log = logging.getLogger("evalbot")
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Paths as the inputs give them (relative to GITHUB_WORKSPACE) and as annotations need them."""
+
+    root: Path
+
+    def path(self, raw: str) -> Path:
+        p = Path(raw)
+        return p if p.is_absolute() else self.root / p
+
+    def relative(self, raw: str) -> str:
+        p = Path(raw)
+        if not p.is_absolute():
+            return p.as_posix()
+        try:
+            return p.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return raw
+
+    def read(self, raw: str) -> str | None:
+        try:
+            return self.path(raw).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def git(self, args: list[str]) -> GitResult:
+        from evalbot.git import run_git
+
+        return run_git(args, cwd=self.root)
+
+
+def eval_paths(inputs: ActionInputs) -> list[str]:
+    """Eval set inputs as given: relative to the workspace (the working directory), so reports show them so."""
+    return list(inputs.eval_sets)
+
+
+def policy_and_template(inputs: ActionInputs, ws: Workspace) -> tuple[GatePolicy, str | None]:
+    """The gate policy (inputs override the config's ``evalbot`` object) and the comment template text."""
+    from evalbot.cli.compare import comment_template_text, evalbot_settings
+
+    settings, config_path = evalbot_settings(eval_paths(inputs), inputs.config)
+    overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures}
+    policy = policy_from_settings(settings, source=str(config_path or "action inputs"), overrides=overrides)
+    template = comment_template_text(
+        inputs.comment_template, settings, config_path, root=ws.root, input_name="comment-template"
+    )
+    return policy, template
+
+
+def label_at(ref: str, path: str) -> str:
+    """How ``path`` at commit ``ref`` is named in messages (``REF:PATH`` with the commit shortened)."""
+    return f"{ref[:12]}:{path}"
+
+
+def read_baseline_at(forge: Forge | None, ws: Workspace, path: str, ref: str) -> tuple[Baseline | None, str | None]:
+    """The baseline at commit ``ref`` and None, or None and why a baseline that may exist could not be read.
+
+    The contents API first, ``git show`` when GitHub cannot answer. "No baseline" (None, None) only when one of
+    them saw the path absent at a commit it has; anything else fails closed (the gate's verdict is then ``error``).
+    """
+    label = label_at(ref, path)
+    api_error = None
+    if forge is not None:
+        try:
+            text = forge.read_file(path, ref=ref)
+            return (None if text is None else parse_baseline(text, label)), None
+        except ForgeError as exc:
+            api_error = str(exc)
+            log.warning("evalbot: reading the baseline through the API failed (%s); trying git show", exc)
+    try:
+        text = git_show(ref, path, git=ws.git)
+    except InputError as exc:
+        api = f"the contents API failed ({api_error}); " if api_error else "no github-token for the contents API; "
+        return None, f"{api}git could not read it either: {exc.message}"
+    return (None if text is None else parse_baseline(text, label)), None

@@ -1,0 +1,7 @@
+"""``python -m evalbot.cli``."""
+
+import sys
+
+from evalbot.cli.main import main
+
+sys.exit(main())

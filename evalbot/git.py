@@ -1,0 +1,61 @@
+"""git, the one place it is called: a subprocess runner and ``git show REF:PATH``."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalbot.errors import InputError
+
+
+@dataclass(frozen=True)
+class GitResult:
+    """What a git invocation returned."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+GitRunner = Callable[[list[str]], GitResult]
+"""Runs ``git`` with the given arguments (the CLI passes a subprocess runner; tests pass fakes)."""
+
+
+_MISSING_MARKERS = ("does not exist in", "exists on disk, but not in")
+
+
+def git_show(ref: str, path: str, *, git: GitRunner) -> str | None:
+    """The text of ``path`` at ``ref``, None when the path does not exist there; other git failures raise.
+
+    "Absent" is trusted only when the commit itself is in the repository: for a full sha git says "does not exist
+    in" even when it does not have the commit at all (a depth-1 checkout lacks the PR's base commit), and reading
+    that as "no baseline" would let every regression through.
+    """
+    result = git(["show", f"{ref}:{path}"])
+    if result.returncode == 0:
+        return result.stdout
+    message = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else f"exit code {result.returncode}"
+    if any(marker in result.stderr for marker in _MISSING_MARKERS):
+        if git(["cat-file", "-e", f"{ref}^{{commit}}"]).returncode == 0:
+            return None
+        raise InputError(
+            f"{ref}:{path}", "",
+            f"commit {ref} is not in this checkout (a shallow clone?), so whether it has the file is unknown; "
+            f"fetch it (git fetch origin {ref}, or actions/checkout with fetch-depth: 0)",
+        )
+    raise InputError(
+        f"{ref}:{path}", "", f"git show failed: {message}; fetch the ref (e.g. `git fetch origin {ref}`) or pass a file"
+    )
+
+
+def run_git(args: Sequence[str], cwd: Path | None = None) -> GitResult:
+    """Run ``git`` in ``cwd`` (default: the current directory); a missing git binary is exit code 127."""
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=60)
+    except FileNotFoundError:
+        return GitResult(127, "", "git is not installed")
+    except subprocess.TimeoutExpired:
+        return GitResult(124, "", "git timed out after 60 s")
+    return GitResult(done.returncode, done.stdout, done.stderr)

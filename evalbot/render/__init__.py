@@ -1,0 +1,1 @@
+"""Showing results: PR comment, job summary, console text, annotations, JUnit, templates."""
