@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import evalbot.judges.gemini  # noqa: E402, F401  (imported up front: imports are excluded on both sides)
-from evalbot.cli.main import main as evalbot_main  # noqa: E402
+from evalbot.cli.commands import main as evalbot_main  # noqa: E402
 
 ANSWER = '{"reasoning": "The answer gives the same facts as the reference.", "is_the_agent_response_valid": "valid"}'
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evalbot.cli.main import main as evalbot_main
+from evalbot.cli.commands import main as evalbot_main
 from evalbot.criteria.base import BuildContext
 from evalbot.judges.base import JudgeReply, JudgeRequest, Usage
 from evalbot.judges.factory import build_stack

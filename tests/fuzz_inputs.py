@@ -17,7 +17,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from evalbot.cli.main import main
+from evalbot.cli.commands import main
 
 RAW: dict[str, str] = {
     "__RAW_DEEP__": "[" * 100_000 + "]" * 100_000,

@@ -20,7 +20,7 @@ from ruamel.yaml import YAML
 
 from evalbot.action.main import run as run_action
 from evalbot.cli import args as cli_args
-from evalbot.cli.main import build_parser, main
+from evalbot.cli.commands import build_parser, main
 from tests.test_action_app import pr_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,7 +171,7 @@ def test_a_bug_is_exit_70_not_a_traceback(tmp_path: Path, monkeypatch: pytest.Mo
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("evalbot.cli.main.evaluate", broken)  # nothing else can make the real code raise a bug
+    monkeypatch.setattr("evalbot.cli.commands.evaluate", broken)  # nothing else can make the real code raise a bug
     (tmp_path / "evals").mkdir()
     assert main(["run", str(tmp_path / "evals")], env={}) == 70
     err = capsys.readouterr().err

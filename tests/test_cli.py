@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from evalbot.cli.main import drop_unused_judge_notice, main
+from evalbot.cli.commands import drop_unused_judge_notice, main
 from evalbot.criteria.base import BuildContext
 from evalbot.results import Report
 from tests.conftest import Writer, case, eval_set, inv

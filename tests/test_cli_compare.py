@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evalbot.cli.main import main
+from evalbot.cli.commands import main
 from tests.conftest import Writer, case, eval_set, inv
 
 REFUND = [("get_order", {"id": "A17"}), ("refund", {"id": "A17", "amount": 25})]

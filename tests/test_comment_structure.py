@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evalbot.cli.main import main
+from evalbot.cli.commands import main
 from evalbot.render.comment import render_comment
 from evalbot.render.mdsafe import JOINER, html, inline, no_pings, soften
 from tests import md_structure

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evalbot.cli.main import main
+from evalbot.cli.commands import main
 from tests.conftest import case, eval_set, inv
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evalbot.cli.main import main
+from evalbot.cli.commands import main
 from tests.test_render import golden
 
 ROOT = Path(__file__).resolve().parent.parent

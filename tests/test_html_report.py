@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from evalbot.cli.main import main
+from evalbot.cli.commands import main
 from evalbot.compare.model import Comparison
 from evalbot.render import html as html_report
 from evalbot.render.html import TEXT_LIMIT, context, render_html, render_html_report

@@ -41,7 +41,7 @@ TRUSTED_EVENTS = frozenset({"pull_request_target", "workflow_run"})
 
 def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace) -> Report:
     """Score the eval sets with a judge when credentials are there (the judge-api-key input wins)."""
-    from evalbot.cli.main import drop_unused_judge_notice
+    from evalbot.cli.commands import drop_unused_judge_notice
     from evalbot.criteria.base import BuildContext
     from evalbot.judges.factory import judge_from_environ
     from evalbot.pipeline import evaluate
@@ -283,7 +283,7 @@ def refresh_baseline(
 
     ``committed`` is the workspace's baseline as read before the run (push mode skips a commit of the same scores).
     """
-    from evalbot.cli.main import exit_code
+    from evalbot.cli.commands import exit_code
 
     if mode == "push" and not inputs.update_baseline:
         return []

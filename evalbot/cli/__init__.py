@@ -1,5 +1,5 @@
 """The command line: ``evalbot run | baseline | compare``, the edge that reads argv and the environment."""
 
-from evalbot.cli.main import main
+from evalbot.cli.commands import main
 
 __all__ = ["main"]

@@ -2,6 +2,6 @@
 
 import sys
 
-from evalbot.cli.main import main
+from evalbot.cli.commands import main
 
 sys.exit(main())

@@ -97,13 +97,13 @@ def comment_template_text(
 
 def _evaluate(args: argparse.Namespace, env: Mapping[str, str]) -> Report:
     """Score recorded runs, or run the agent first (--agent / --adk-agent), exactly as ``evalbot run`` does."""
-    from evalbot.cli.main import evaluate_args
+    from evalbot.cli.commands import evaluate_args
 
     return evaluate_args(args, env)
 
 
 def _write(path: str, text: str, flag: str) -> None:
-    from evalbot.cli.main import write_text
+    from evalbot.cli.commands import write_text
 
     write_text(path, text, flag)
 
@@ -121,7 +121,7 @@ def cli_commands(args: argparse.Namespace, baseline: str, output: str) -> tuple[
 
 def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot compare``: evaluate, compare with the baseline, print or write the comment, exit with the gate."""
-    from evalbot.cli.main import write_report
+    from evalbot.cli.commands import write_report
 
     settings, config = evalbot_settings(args.paths, args.config)
     overrides = {"fail_on": args.fail_on, "tolerance": args.tolerance, "alpha": args.alpha,
@@ -158,7 +158,7 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot baseline``: evaluate and write the baseline file (refused when inputs are invalid)."""
-    from evalbot.cli.main import exit_code
+    from evalbot.cli.commands import exit_code
 
     report = _evaluate(args, env)
     if exit_code(report) == EXIT_INVALID_INPUT and not args.allow_errors:
@@ -182,7 +182,7 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def add_parsers(sub: Any) -> None:
     """Register ``baseline`` and ``compare`` on the ``evalbot`` subparsers (their functions are in COMMANDS)."""
     from evalbot.cli.agent import add_agent_args
-    from evalbot.cli.main import add_eval_args
+    from evalbot.cli.commands import add_eval_args
 
     base = sub.add_parser("baseline", help="evaluate and write the baseline file to commit on main")
     add_eval_args(base)

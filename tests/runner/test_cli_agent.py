@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalbot.cli.main import main
+from evalbot.cli.commands import main
 from tests.fakes.fake_gemini import FakeGemini, Scripted
 
 EXAMPLE = "examples/agent/weather.evalset.json"
