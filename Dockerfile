@@ -5,7 +5,7 @@
 #   final:   the python base plus /install and our source: no compiler, no pip run, no git.
 # git (and perl, 86 MB) is not installed: the baseline is read at the PR's base commit through the contents API,
 # and actions/checkout's depth-1 clone does not hold that commit anyway; when the API cannot answer, the run stops
-# with exit 3 (could not measure; tests/test_image_without_git.py) instead of falling back to `git show`.
+# with exit 3 (could not measure; tests/action/test_image_without_git.py) instead of falling back to `git show`.
 # Releases push this image to ghcr.io/evalbot/evalbot and pin action.yml to its digest (.github/workflows/
 # release.yml); main builds it from source (`image: Dockerfile`) for forks and contributors.
 # No USER (the workspace mount must stay writable; files we create are chowned to the workspace's owner) and no

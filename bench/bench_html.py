@@ -42,7 +42,7 @@ from evalbot.results import (  # noqa: E402
     summarize_cases,
     totals,
 )
-from tests.chromium import browser, find_browser  # noqa: E402
+from tests.fakes.chromium import browser, find_browser  # noqa: E402
 
 TRAJ, RESP, JUDGE = "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2"
 INFO = ("tool_calls_count", "llm_calls_count", "agent_turns_count", "invocation_latency")

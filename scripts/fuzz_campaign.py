@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fuzz_inputs import actuals_texts, config_texts, eval_set_texts, run_once
+from tests.fakes.fuzz_inputs import actuals_texts, config_texts, eval_set_texts, run_once
 
 KINDS = {"eval_sets": ("eval_set", eval_set_texts), "actuals": ("actuals", actuals_texts),
          "configs": ("config", config_texts)}

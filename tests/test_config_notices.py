@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from evalbot.cli.commands import main
-from tests.conftest import case, eval_set, inv
+from tests.fakes.builders import case, eval_set, inv
 
 
 def _project(tmp_path: Path, config: Any, set_doc: Any | None = None) -> tuple[Path, Path, Path]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evalbot.cli.commands import main
-from tests.test_render import golden
+from tests.fakes.goldens import golden
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ["compare", "--baseline", "examples/.evalbot/baseline.json", "examples/evals",

@@ -10,7 +10,7 @@ import os
 
 from hypothesis import HealthCheck, given, settings
 
-from tests.fuzz_inputs import actuals_texts, config_texts, eval_set_texts, run_once
+from tests.fakes.fuzz_inputs import actuals_texts, config_texts, eval_set_texts, run_once
 
 EXAMPLES = int(os.environ.get("EVALBOT_FUZZ_EXAMPLES", "15"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,

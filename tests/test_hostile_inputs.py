@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from evalbot.cli.commands import main
-from tests.conftest import case, eval_set, inv
+from tests.fakes.builders import case, eval_set, inv
 
 DEEP = "[" * 100_000 + "]" * 100_000
 BIG_INT = "9" * 5_000

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from evalbot.load import discover, load_eval_set
-from tests.conftest import Writer, case, eval_set, inv
+from tests.fakes.builders import Writer, case, eval_set, inv
 
 GOOD = eval_set("good", case("a"), case("b"))
 SCENARIO = {"starting_prompt": "hi", "conversation_plan": "ask and stop"}

@@ -18,7 +18,7 @@ from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
 from evalbot.pipeline import evaluate
 from evalbot.results import CaseResult, CriterionInfo, MetricResult, Report
 from evalbot.scoring import case_fingerprint, score_run
-from tests.conftest import Writer, case, eval_set, inv
+from tests.fakes.builders import Writer, case, eval_set, inv
 
 TRAJ_ONLY = {"criteria": {"tool_trajectory_avg_score": 1.0}}
 

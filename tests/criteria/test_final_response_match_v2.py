@@ -8,8 +8,8 @@ import pytest
 
 from evalbot.criteria import final_response_match_v2 as frm
 from evalbot.judges.factory import MISSING_CREDENTIALS, build_stack
-from tests.criteria.judged_helpers import build, case_input, inv, judged, run
 from tests.fakes.fake_gemini import FakeError
+from tests.fakes.judged import build, case_input, inv, judged, run
 
 NAME = "final_response_match_v2"
 CRIT = {"threshold": 0.5, "judge_model_options": {"num_samples": 5}}

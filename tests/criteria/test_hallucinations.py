@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from evalbot.criteria import hallucinations as hal
 from evalbot.formats.adk import Invocation
-from tests.criteria.judged_helpers import build, case_input, inv, judged, run, text, unfence
 from tests.fakes.fake_gemini import FakeError, Recorded
+from tests.fakes.judged import build, case_input, inv, judged, run, text, unfence
 
 NAME = "hallucinations_v1"
 CASE = {"eval_id": "c", "conversation": [inv("t", "q", "r")]}

@@ -15,8 +15,8 @@ from evalbot.criteria import (
     rubric_tool_use_quality,
     user_simulator_quality,
 )
-from tests.criteria.judged_helpers import build, case_input, judged, run
 from tests.fakes.fake_gemini import TaggedResponder
+from tests.fakes.judged import build, case_input, judged, run
 
 GOLDENS = sorted((Path(__file__).parent.parent / "data" / "judge_parity").glob("*.json"))
 FACTORIES: dict[str, Any] = {

@@ -9,7 +9,7 @@ from evalbot.criteria.base import BuildContext
 from evalbot.criteria.judged import majority, rationale_of, vote, votes
 from evalbot.formats.config import parse_config
 from evalbot.judges.factory import MISSING_CREDENTIALS
-from tests.criteria.judged_helpers import case_input, inv, run
+from tests.fakes.judged import case_input, inv, run
 
 
 @pytest.mark.parametrize(("scores", "verdict"), [

@@ -8,7 +8,7 @@ from evalbot.criteria import BrokenCriterion, build_criteria
 from evalbot.criteria import pointwise_template as pw
 from evalbot.criteria.base import BuildContext
 from evalbot.formats.config import parse_config
-from tests.criteria.judged_helpers import case_input, inv, judged, run, unfence
+from tests.fakes.judged import case_input, inv, judged, run, unfence
 
 TEMPLATE = {
     "criteria": {"Follows trajectory": "The response matches the tools that were called."},

@@ -16,7 +16,7 @@ from evalbot.criteria.response_match import ResponseMatch, UnicodeTokenizer, bui
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import CriterionSpec
-from tests.conftest import case, inv
+from tests.fakes.builders import case, inv
 
 # Token lists produced by google-adk 2.13.0's _UnicodeAwareTokenizer(use_stemmer=True) for these inputs.
 ADK_TOKENS: dict[str, list[str]] = {

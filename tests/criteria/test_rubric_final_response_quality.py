@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evalbot.criteria import rubric_final_response_quality as frq
 from evalbot.criteria.judged_rubrics import normalize, parse_answer
-from tests.criteria.judged_helpers import build, case_input, inv, judged, run
+from tests.fakes.judged import build, case_input, inv, judged, run
 
 NAME = "rubric_based_final_response_quality_v1"
 CONCISE = {"rubric_id": "concise", "rubric_content": {"text_property": "The response is concise."}}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalbot.criteria import rubric_tool_use_quality as tuq
-from tests.criteria.judged_helpers import build, case_input, inv, judged, run
+from tests.fakes.judged import build, case_input, inv, judged, run
 
 NAME = "rubric_based_tool_use_quality_v1"
 RUBRIC = {"rubric_id": "city", "rubric_content": {"text_property": "The agent asks for the right city."}}

@@ -8,7 +8,7 @@ from evalbot.criteria import safety
 from evalbot.judges.factory import add_safety_service, build_stack
 from evalbot.judges.gemini import GeminiJudge
 from evalbot.judges.vertex_safety import VertexSafety
-from tests.criteria.judged_helpers import FAST_RETRY, build, case_input, inv, judged, run
+from tests.fakes.judged import FAST_RETRY, build, case_input, inv, judged, run
 
 NAME = "safety_v1"
 CASE = {"eval_id": "c", "conversation": [inv("a", "q"), inv("b", "q")]}

@@ -13,7 +13,7 @@ from evalbot.errors import ConfigError
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import CriterionSpec, parse_config
 from evalbot.results import MetricResult
-from tests.conftest import Call, case, inv
+from tests.fakes.builders import Call, case, inv
 
 F, G, H = ("f", {"a": 1}), ("g", {"b": [1, 2]}), ("h", None)
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from evalbot.criteria import user_simulator_quality as usq
-from tests.criteria.judged_helpers import build, case_input, inv, judged, run, unfence
 from tests.fakes.fake_gemini import FakeError, Recorded
+from tests.fakes.judged import build, case_input, inv, judged, run, unfence
 
 NAME = "per_turn_user_simulator_quality_v1"
 SCENARIO = {"eval_id": "s", "conversation_scenario": {

@@ -18,7 +18,7 @@ from ruamel.yaml import YAML
 
 from tests.fakes.fake_gemini import FakeGemini
 from tests.fakes.fake_github import APP_TOKEN, FakeGitHub
-from tests.test_actions import parse_outputs
+from tests.fakes.runner_files import parse_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"

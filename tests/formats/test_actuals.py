@@ -10,7 +10,7 @@ import pytest
 from evalbot.errors import InputError
 from evalbot.formats.actuals import Actuals, load_actuals
 from evalbot.formats.invocations import final_text, tool_calls
-from tests.conftest import Writer, inv
+from tests.fakes.builders import Writer, inv
 
 
 def result_file(*cases: tuple[str, list[dict[str, Any]]], set_id: str = "s") -> dict[str, Any]:

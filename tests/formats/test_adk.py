@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from evalbot.formats.adk import EvalCase, EvalSet, IntermediateData, Invocation, InvocationEvents, UserPersona
-from tests.conftest import case, inv
+from tests.fakes.builders import case, inv
 
 
 def test_intermediate_union_is_chosen_by_key() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from evalbot.formats.invocations import final_text, intermediate_texts, tool_calls, user_text
 from evalbot.load import load_eval_set, stable_id
-from tests.conftest import Writer
+from tests.fakes.builders import Writer
 
 SAMPLES = Path(__file__).parents[1] / "data" / "adk_parity" / "samples" / "legacy_v0.5.0" / "tests" / "integration"
 

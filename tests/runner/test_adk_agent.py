@@ -23,8 +23,8 @@ from evalbot.runner.adk_agent import load_adk_agent
 from evalbot.runner.aggregate import score_runs
 from evalbot.runner.execute import RunOptions, run_agent
 from evalbot.runner.simulator import STOP_SIGNAL
+from tests.fakes.builders import load_set
 from tests.fakes.fake_gemini import FakeGemini, Scripted
-from tests.runner.conftest import load_set
 
 HAVE_ADK = importlib.util.find_spec("google.adk") is not None
 needs_adk = pytest.mark.skipif(not HAVE_ADK, reason="google-adk (evalbot[adk]) is not installed")

@@ -15,8 +15,8 @@ from evalbot.runner.aggregate import pool, score_runs
 from evalbot.runner.custom_agent import load_function_agent
 from evalbot.runner.execute import RunOptions, run_agent
 from evalbot.scoring import score_run
-from tests.runner import agents
-from tests.runner.conftest import case, eval_set, inv, load_set
+from tests.fakes import agents
+from tests.fakes.builders import case, eval_set, inv, load_set
 
 ECHO = [("echo", {"text": "hi"})]
 CONFIG = {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.5}}
@@ -33,7 +33,7 @@ def _set(tmp_path: Path, config: dict[str, Any] | None = None) -> Any:
 def test_single_run_equals_scoring_the_same_invocations(tmp_path: Path) -> None:
     """With one successful run, every case is exactly what scoring those invocations directly gives."""
     loaded = _set(tmp_path)
-    runs = run_agent(load_function_agent("tests.runner.agents:echo"), [loaded], RunOptions())
+    runs = run_agent(load_function_agent("tests.fakes.agents:echo"), [loaded], RunOptions())
     report = score_runs([loaded], runs).report
     actuals = Actuals(entries={k: v[0].invocations for k, v in runs.runs.items()})
     direct = score_run([loaded], actuals)
@@ -47,7 +47,7 @@ def test_agent_exception_fails_only_that_case(tmp_path: Path) -> None:
     """A raising agent fails its case with the message (no criterion scores), other cases are still scored."""
     loaded = load_set(tmp_path, eval_set("s", case("ok", inv("hi", "you said: hi", ECHO)),
                                          case("bad", inv("hi", "x"), inv("boom", "y"))), CONFIG)
-    runs = run_agent(load_function_agent("tests.runner.agents:fails_on_second_turn"), [loaded], RunOptions())
+    runs = run_agent(load_function_agent("tests.fakes.agents:fails_on_second_turn"), [loaded], RunOptions())
     ok, bad = score_runs([loaded], runs).report.eval_sets[0].cases
     assert ok.status == "passed"
     assert bad.status == "failed" and bad.reason == "turn 2: the agent raised RuntimeError: lost the thread"
@@ -59,7 +59,7 @@ def test_failure_and_latency_criteria_see_the_failed_call(tmp_path: Path) -> Non
     config = {"criteria": {"tool_trajectory_avg_score": 1.0, "failure": 0.0, "latency": 10.0}}
     loaded = load_set(tmp_path, eval_set("s", case("ok", inv("hi", "you said: hi", ECHO)),
                                          case("bad", inv("hi", "x"), inv("boom", "y"))), config)
-    runs = run_agent(load_function_agent("tests.runner.agents:fails_on_second_turn"), [loaded], RunOptions())
+    runs = run_agent(load_function_agent("tests.fakes.agents:fails_on_second_turn"), [loaded], RunOptions())
     es = score_runs([loaded], runs).report.eval_sets[0]
     ok, bad = es.cases
     assert (ok.metrics["failure"].score, ok.metrics["failure"].status) == (0.0, "passed")
@@ -73,7 +73,7 @@ def test_failure_and_latency_criteria_see_the_failed_call(tmp_path: Path) -> Non
 def test_malformed_output_is_a_case_error(tmp_path: Path) -> None:
     """Malformed output makes that case an error whose reason explains the contract."""
     loaded = _set(tmp_path)
-    runs = run_agent(load_function_agent("tests.runner.agents:bad_trajectory"), [loaded], RunOptions())
+    runs = run_agent(load_function_agent("tests.fakes.agents:bad_trajectory"), [loaded], RunOptions())
     report = score_runs([loaded], runs).report
     assert [c.status for c in report.eval_sets[0].cases] == ["error", "error"]
     assert "has no 'tool_input'" in (report.eval_sets[0].cases[0].reason or "")
@@ -84,7 +84,7 @@ def test_runs_are_pooled_per_invocation_as_agent_evaluator_does(tmp_path: Path) 
     """Two runs, right then wrong: scores pool to 0.5 over both runs' invocations; each run stays in details."""
     agents.flaky.calls = 0
     loaded = load_set(tmp_path, eval_set("s", case("one", inv("hi", "you said: hi", ECHO))), CONFIG)
-    runs = run_agent(load_function_agent("tests.runner.agents:flaky"), [loaded], RunOptions(num_runs=2, concurrency=1))
+    runs = run_agent(load_function_agent("tests.fakes.agents:flaky"), [loaded], RunOptions(num_runs=2, concurrency=1))
     scored = score_runs([loaded], runs)
     (result,) = scored.report.eval_sets[0].cases
     traj = result.metrics["tool_trajectory_avg_score"]
@@ -100,7 +100,7 @@ def test_runs_are_pooled_per_invocation_as_agent_evaluator_does(tmp_path: Path) 
 def test_a_failed_run_fails_the_case_even_if_other_runs_pass(tmp_path: Path) -> None:
     """As in AgentEvaluator, any run that failed makes the case fail; the reason names the run."""
     loaded = load_set(tmp_path, eval_set("s", case("one", inv("hi", "you said: hi", ECHO))), CONFIG)
-    runs = run_agent(load_function_agent("tests.runner.agents:echo"), [loaded], RunOptions(num_runs=2))
+    runs = run_agent(load_function_agent("tests.fakes.agents:echo"), [loaded], RunOptions(num_runs=2))
     runs.runs[("s", "one")][1].outcome = "failed"
     runs.runs[("s", "one")][1].reason = "turn 1: the agent raised X"
     (result,) = score_runs([loaded], runs).report.eval_sets[0].cases
@@ -137,7 +137,7 @@ def test_pool_without_scores_keeps_values_and_worst_status() -> None:
 def test_merged_report_keeps_the_judge_usage(tmp_path: Path, judge: JudgeStack) -> None:
     """The merged report of produced runs carries the judge's usage summary over every run (as plain scoring does)."""
     loaded = _set(tmp_path, {"criteria": {"final_response_match_v2": 0.5}})
-    runs = run_agent(load_function_agent("tests.runner.agents:echo"), [loaded], RunOptions(num_runs=2))
+    runs = run_agent(load_function_agent("tests.fakes.agents:echo"), [loaded], RunOptions(num_runs=2))
     scored = score_runs([loaded], runs, BuildContext(judge=judge))
     assert scored.report.usage is not None and scored.report.usage == judge.usage_summary()
     assert scored.report.usage["per_criterion"]["final_response_match_v2"]["requests"] == 6  # 3 invocations x 2 runs

@@ -39,7 +39,7 @@ def test_num_runs_are_pooled_in_the_report(tmp_path: Path) -> None:
 def test_failing_agent_exits_1_and_shows_the_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A raising agent fails its cases (exit 1); the message is in the report."""
     out = tmp_path / "r.json"
-    assert main(["run", EXAMPLE, "--agent", "tests.runner.agents:raises", "--report", str(out)], ENV) == 1
+    assert main(["run", EXAMPLE, "--agent", "tests.fakes.agents:raises", "--report", str(out)], ENV) == 1
     cases = json.loads(out.read_text(encoding="utf-8"))["eval_sets"][0]["cases"]
     assert {c["status"] for c in cases} == {"failed"}
     assert cases[0]["reason"] == "turn 1: the agent raised ValueError: cannot handle \"What's the weather in Paris?\""
@@ -86,7 +86,7 @@ def test_simulated_conversation_is_scored_by_the_user_simulator_criterion(
         "user_simulator_config": {"model": "sim-model"}}))
     env = {"GOOGLE_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": fake.url}
     record, first, second = tmp_path / "runs.json", tmp_path / "r1.json", tmp_path / "r2.json"
-    argv = ["run", str(folder), "--agent", "tests.runner.agents:echo", "--record", str(record)]
+    argv = ["run", str(folder), "--agent", "tests.fakes.agents:echo", "--record", str(record)]
     assert main([*argv, "--report", str(first)], env) == 0
     report = json.loads(first.read_text(encoding="utf-8"))
     case = report["eval_sets"][0]["cases"][0]

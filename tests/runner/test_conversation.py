@@ -27,7 +27,7 @@ def _run(spec: str, *prompts: str, timeout: float = 5.0, run: int = 1) -> CaseRu
 
 def test_success_records_invocations_with_latency() -> None:
     """Every turn becomes an invocation with a readable id, the tool calls and a measured duration."""
-    result = _run("tests.runner.agents:echo", "hi", "again", run=2)
+    result = _run("tests.fakes.agents:echo", "hi", "again", run=2)
     assert (result.outcome, result.reason, result.stop) == ("ok", None, "conversation_end")
     assert [i.invocation_id for i in result.invocations] == ["run2-turn1", "run2-turn2"]
     assert [final_text(i) for i in result.invocations] == ["you said: hi", "you said: again"]
@@ -37,7 +37,7 @@ def test_success_records_invocations_with_latency() -> None:
 
 def test_exception_fails_the_case_with_its_message() -> None:
     """An agent that raises fails the run; the message names the turn and the exception."""
-    result = _run("tests.runner.agents:raises", "boom")
+    result = _run("tests.fakes.agents:raises", "boom")
     assert result.outcome == "failed" and result.failed_turn == 1 and result.invocations == []
     assert result.reason == "turn 1: the agent raised ValueError: cannot handle 'boom'"
     assert result.failed_invocation is not None and user_text(result.failed_invocation) == "boom"
@@ -46,7 +46,7 @@ def test_exception_fails_the_case_with_its_message() -> None:
 
 def test_failure_on_a_later_turn_keeps_the_answered_turns() -> None:
     """A multi-turn conversation stops at the failing turn; the turns before it are kept."""
-    result = _run("tests.runner.agents:fails_on_second_turn", "one", "two", "three")
+    result = _run("tests.fakes.agents:fails_on_second_turn", "one", "two", "three")
     assert result.outcome == "failed" and result.failed_turn == 2
     assert [user_text(i) for i in result.invocations] == ["one"]
     assert "RuntimeError: lost the thread" in (result.reason or "")
@@ -55,7 +55,7 @@ def test_failure_on_a_later_turn_keeps_the_answered_turns() -> None:
 def test_hung_sync_agent_times_out_and_the_run_goes_on() -> None:
     """A blocking agent is abandoned after the timeout (its daemon thread does not hold the run)."""
     started = time.monotonic()
-    result = _run("tests.runner.agents:hangs", "wait", timeout=0.3)
+    result = _run("tests.fakes.agents:hangs", "wait", timeout=0.3)
     assert time.monotonic() - started < 3
     assert result.outcome == "failed" and result.failed_turn == 1
     assert result.reason == "turn 1: the agent did not answer within 0.3 s (timeout)"
@@ -63,13 +63,13 @@ def test_hung_sync_agent_times_out_and_the_run_goes_on() -> None:
 
 def test_hung_async_agent_times_out() -> None:
     """An async agent that never answers is cancelled at the timeout."""
-    result = _run("tests.runner.agents:async_hangs", "wait", timeout=0.2)
+    result = _run("tests.fakes.agents:async_hangs", "wait", timeout=0.2)
     assert result.outcome == "failed" and "within 0.2 s" in (result.reason or "")
 
 
 def test_malformed_output_is_an_error_on_that_case() -> None:
     """Output that breaks the contract ends the run as an error that explains the contract."""
-    result = _run("tests.runner.agents:returns_string", "hi")
+    result = _run("tests.fakes.agents:returns_string", "hi")
     assert result.outcome == "error" and result.failed_turn == 1
     assert (result.reason or "").startswith("turn 1: malformed agent output: the agent function returned str")
     assert "'predicted_trajectory'" in (result.reason or "")
@@ -77,7 +77,7 @@ def test_malformed_output_is_an_error_on_that_case() -> None:
 
 def test_static_multi_turn_passes_the_conversation_so_far() -> None:
     """Each turn of a static conversation is sent in order and the agent sees the earlier turns."""
-    result = _run("tests.runner.agents:with_history", "a", "b")
+    result = _run("tests.fakes.agents:with_history", "a", "b")
     assert [final_text(i) for i in result.invocations] == ["turn 1; previous: None", "turn 2; previous: a"]
 
 

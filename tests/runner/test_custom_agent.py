@@ -21,8 +21,8 @@ USER = Content(role="user", parts=[Part(text="hello")])
     [
         ("no_colon", "expected 'module:callable'"),
         ("tests.runner.missing_module:f", "cannot import module 'tests.runner.missing_module'"),
-        ("tests.runner.agents:nope", "has no attribute 'nope'"),
-        ("tests.runner.agents:NOT_CALLABLE", "is a int, not a callable"),
+        ("tests.fakes.agents:nope", "has no attribute 'nope'"),
+        ("tests.fakes.agents:NOT_CALLABLE", "is a int, not a callable"),
     ],
 )
 def test_bad_specs_are_config_errors(spec: str, message: str) -> None:
@@ -33,7 +33,7 @@ def test_bad_specs_are_config_errors(spec: str, message: str) -> None:
 
 def test_dotted_attribute_is_resolved() -> None:
     """``module:obj.attr`` reaches attributes of module-level objects."""
-    assert load_callable("tests.runner.agents:flaky.__call__").__name__ == "__call__"
+    assert load_callable("tests.fakes.agents:flaky.__call__").__name__ == "__call__"
 
 
 @pytest.mark.parametrize(
@@ -93,18 +93,18 @@ def _converse(spec: str, prompts: list[str], state: dict[str, Any] | None = None
 
 def test_history_holds_the_earlier_turns() -> None:
     """A function declaring ``history`` receives the earlier turns of the conversation."""
-    assert _converse("tests.runner.agents:with_history", ["a", "b", "c"]) == [
+    assert _converse("tests.fakes.agents:with_history", ["a", "b", "c"]) == [
         "turn 1; previous: None", "turn 2; previous: a", "turn 3; previous: b"]
 
 
 def test_state_comes_from_session_input() -> None:
     """A function declaring ``state`` receives the case's session_input.state."""
-    assert _converse("tests.runner.agents:with_state", ["hi"], {"user_name": "Ada"}) == ["user is Ada"]
+    assert _converse("tests.fakes.agents:with_state", ["hi"], {"user_name": "Ada"}) == ["user is Ada"]
 
 
 def test_async_and_json_string_trajectories() -> None:
     """Async functions are awaited; a JSON-string trajectory is decoded."""
-    assert _converse("tests.runner.agents:async_echo", ["x"]) == ["you said: x"]
-    agent = load_function_agent("tests.runner.agents:async_echo")
+    assert _converse("tests.fakes.agents:async_echo", ["x"]) == ["you said: x"]
+    agent = load_function_agent("tests.fakes.agents:async_echo")
     assert agent.is_async and not agent.wants_history
-    assert _converse("tests.runner.agents:json_trajectory", ["x"]) == ["ok"]
+    assert _converse("tests.fakes.agents:json_trajectory", ["x"]) == ["ok"]

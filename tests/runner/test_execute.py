@@ -9,25 +9,25 @@ import pytest
 from evalbot.errors import ConfigError
 from evalbot.runner.custom_agent import load_function_agent
 from evalbot.runner.execute import RunOptions, run_agent
-from tests.runner import agents
-from tests.runner.conftest import case, eval_set, inv, load_set
+from tests.fakes import agents
+from tests.fakes.builders import case, eval_set, inv, load_set
 
 
 def test_concurrency_is_bounded_and_every_run_is_kept(tmp_path: Path) -> None:
     """8 cases × 2 runs with concurrency 3: never more than 3 calls at once, 16 runs kept in run order."""
     agents.IN_FLIGHT.update(now=0, peak=0)
     loaded = load_set(tmp_path, eval_set("s", *[case(f"c{i}", inv(f"q{i}")) for i in range(8)]))
-    runs = run_agent(load_function_agent("tests.runner.agents:counting"), [loaded],
+    runs = run_agent(load_function_agent("tests.fakes.agents:counting"), [loaded],
                      RunOptions(num_runs=2, concurrency=3))
     assert agents.IN_FLIGHT["peak"] == 3
     assert len(runs.runs) == 8 and all([r.run for r in rs] == [1, 2] for rs in runs.runs.values())
-    assert runs.agent == "tests.runner.agents:counting" and runs.num_runs == 2
+    assert runs.agent == "tests.fakes.agents:counting" and runs.num_runs == 2
 
 
 def test_a_hanging_case_does_not_stop_the_others(tmp_path: Path) -> None:
     """The hung case times out as failed while the rest complete."""
     loaded = load_set(tmp_path, eval_set("s", case("slow", inv("hang")), case("fast", inv("hi"))))
-    runs = run_agent(load_function_agent("tests.runner.agents:counting"), [loaded],
+    runs = run_agent(load_function_agent("tests.fakes.agents:counting"), [loaded],
                      RunOptions(timeout=0.3, concurrency=2))
     assert runs.of("s", "slow")[0].outcome == "failed" and runs.of("s", "fast")[0].outcome == "ok"
 
@@ -35,7 +35,7 @@ def test_a_hanging_case_does_not_stop_the_others(tmp_path: Path) -> None:
 def test_unloadable_cases_are_skipped(tmp_path: Path) -> None:
     """A case that failed to load is not run (scoring reports its error)."""
     loaded = load_set(tmp_path, eval_set("s", case("ok", inv("hi")), {"eval_id": "broken", "conversation": 3}))
-    runs = run_agent(load_function_agent("tests.runner.agents:echo"), [loaded], RunOptions())
+    runs = run_agent(load_function_agent("tests.fakes.agents:echo"), [loaded], RunOptions())
     assert list(runs.runs) == [("s", "ok")]
 
 
@@ -43,13 +43,13 @@ def test_scenarios_without_an_llm_or_with_a_bad_config(tmp_path: Path) -> None:
     """No judge: the scenario is not evaluated with the reason; an invalid simulator config is an error."""
     scenario = {"eval_id": "sim", "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "p"}}
     loaded = load_set(tmp_path, eval_set("s", scenario))
-    runs = run_agent(load_function_agent("tests.runner.agents:echo"), [loaded],
+    runs = run_agent(load_function_agent("tests.fakes.agents:echo"), [loaded],
                      RunOptions(judge_unavailable_reason="no judge credentials"))
     (result,) = runs.of("s", "sim")
     assert result.outcome == "not_evaluated" and result.reason is not None and "no judge credentials" in result.reason
     bad = load_set(tmp_path, eval_set("s2", scenario), {"criteria": {}, "user_simulator_config": {"type": "llm_audio"}},
                    name="bad.evalset.json")
-    (result,) = run_agent(load_function_agent("tests.runner.agents:echo"), [bad], RunOptions(judge=object())).of(
+    (result,) = run_agent(load_function_agent("tests.fakes.agents:echo"), [bad], RunOptions(judge=object())).of(
         "s2", "sim")
     assert result.outcome == "error" and "'llm_audio' is not supported" in (result.reason or "")
 

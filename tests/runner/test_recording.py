@@ -15,8 +15,8 @@ from evalbot.runner.aggregate import score_runs
 from evalbot.runner.custom_agent import load_function_agent
 from evalbot.runner.execute import RunOptions, run_agent
 from evalbot.runner.recording import FORMAT, recorded_runs, write_recording
-from tests.runner import agents
-from tests.runner.conftest import case, eval_set, inv, load_set
+from tests.fakes import agents
+from tests.fakes.builders import case, eval_set, inv, load_set
 
 CONFIG = {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.5, "failure": 0.0}}
 
@@ -37,14 +37,14 @@ def _record(tmp_path: Path, spec: str, num_runs: int = 1) -> tuple[Path, Any, Pa
 def test_rescoring_the_recording_gives_the_same_report(tmp_path: Path, spec: str, num_runs: int) -> None:
     """`evalbot run PATH --actuals recorded.json` reproduces the report of the run, failures and runs included."""
     agents.flaky.calls = 0
-    out, report, path = _record(tmp_path, f"tests.runner.agents:{spec}", num_runs)
+    out, report, path = _record(tmp_path, f"tests.fakes.agents:{spec}", num_runs)
     again = evaluate([str(path)], actuals=[str(out)])
     assert again.model_dump() == report.model_dump()
 
 
 def test_recording_is_an_adk_eval_set_result(tmp_path: Path) -> None:
     """Snake_case EvalSetResult: one case result per case and run, ADK status ints, invocations, evalbot extras."""
-    out, _, _ = _record(tmp_path, "tests.runner.agents:fails_on_second_turn")
+    out, _, _ = _record(tmp_path, "tests.fakes.agents:fails_on_second_turn")
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["eval_set_id"] == "s" and data["evalbot"]["format"] == FORMAT and data["evalbot"]["num_runs"] == 1
     one, two = data["eval_case_results"]
@@ -62,7 +62,7 @@ def test_recording_is_an_adk_eval_set_result(tmp_path: Path) -> None:
 
 def test_plain_actuals_loader_reads_a_successful_single_run(tmp_path: Path) -> None:
     """Tools that only know EvalSetResult files get the same invocations from the recording."""
-    out, _, _ = _record(tmp_path, "tests.runner.agents:echo")
+    out, _, _ = _record(tmp_path, "tests.fakes.agents:echo")
     actuals = load_actuals(out)
     found = actuals.find("s", "two")
     assert isinstance(found, list) and [i.invocation_id for i in found] == ["run1-turn1", "run1-turn2"]
@@ -72,7 +72,7 @@ def test_several_eval_sets_are_written_as_a_list(tmp_path: Path) -> None:
     """Two eval sets give a JSON list of two EvalSetResults, which read back into one run set."""
     sets = [load_set(tmp_path, eval_set(name, case("c", inv("hi"))), name=f"{name}.evalset.json")
             for name in ("a", "b")]
-    runs = run_agent(load_function_agent("tests.runner.agents:echo"), sets, RunOptions())
+    runs = run_agent(load_function_agent("tests.fakes.agents:echo"), sets, RunOptions())
     out = write_recording(tmp_path / "rec.json", sets, runs)
     data = json.loads(out.read_text(encoding="utf-8"))
     assert [d["eval_set_id"] for d in data] == ["a", "b"]
@@ -89,7 +89,7 @@ def test_ordinary_actuals_are_not_recordings(tmp_path: Path) -> None:
 
 def test_a_broken_recording_names_the_pointer(tmp_path: Path) -> None:
     """A run number outside 1..num_runs is reported with the file and JSON pointer."""
-    out, _, path = _record(tmp_path, "tests.runner.agents:echo")
+    out, _, path = _record(tmp_path, "tests.fakes.agents:echo")
     data = json.loads(out.read_text(encoding="utf-8"))
     data["eval_case_results"][1]["evalbot"]["run"] = 5
     out.write_text(json.dumps(data), encoding="utf-8")
@@ -101,7 +101,7 @@ def test_a_broken_recording_names_the_pointer(tmp_path: Path) -> None:
 def test_recording_validates_as_adk_eval_set_result(tmp_path: Path) -> None:
     """When google-adk is installed, ADK's own EvalSetResult model accepts the recording."""
     eval_result = pytest.importorskip("google.adk.evaluation.eval_result")
-    out, _, _ = _record(tmp_path, "tests.runner.agents:fails_on_second_turn")
+    out, _, _ = _record(tmp_path, "tests.fakes.agents:fails_on_second_turn")
     parsed = eval_result.EvalSetResult.model_validate_json(out.read_text(encoding="utf-8"))
     assert [c.eval_id for c in parsed.eval_case_results] == ["one", "two"]
 
@@ -118,7 +118,7 @@ def test_recording_of_a_legacy_file_rescored_under_another_path(tmp_path: Path) 
     from evalbot.load import load_eval_set
 
     loaded = load_eval_set(legacy)
-    runs = run_agent(load_function_agent("tests.runner.agents:echo"), [loaded], RunOptions())
+    runs = run_agent(load_function_agent("tests.fakes.agents:echo"), [loaded], RunOptions())
     out = write_recording(tmp_path / "rec.json", [loaded], runs)
     other_spelling = str(tmp_path / "legacy" / ".." / "legacy" / "hello.test.json")
     report = evaluate([other_spelling], actuals=[str(out)])

@@ -37,7 +37,7 @@ def _scenario(persona: Any = None) -> EvalCase:
 def _simulate(judge: Any, case: EvalCase, config: SimulatorConfig | None = None, spec: str = "echo") -> CaseRun:
     assert case.conversation_scenario is not None
     user = SimulatedUser(judge, config or SimulatorConfig(), case.conversation_scenario)
-    agent = load_function_agent(f"tests.runner.agents:{spec}")
+    agent = load_function_agent(f"tests.fakes.agents:{spec}")
     return asyncio.run(run_conversation(agent, case, eval_set_id="s", run=1, timeout=5, simulator=user))
 
 

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalbot.compare.baseline import build_baseline
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import Comparison
 from evalbot.render.comment import (
     COMMENT_LIMIT,
     SUMMARY_LIMIT,
-    Links,
     TemplateError,
     comment_marker,
     enforce_marker,
@@ -26,56 +21,10 @@ from evalbot.render.comment import (
 from evalbot.render.mdsafe import width
 from evalbot.render.views import judge_text
 from evalbot.results import Problem, Report
-from tests import md_structure
-from tests.report_builders import JUDGE, RESP, TRAJ, case, eval_set, metric, report, turn
-
-EXPECTED = Path(__file__).parent / "data" / "expected"
-MARKER = comment_marker()
-LINKS = Links(summary="https://github.com/acme/shop/actions/runs/42", report="evalbot-report.json")
-USAGE = {"total": {"requests": 3, "input_tokens": 12345, "output_tokens": 678, "cached_samples": 2,
-                   "estimated_cost_usd": 0.0054}, "prices": "estimated from Gemini list prices as of 2025-09"}
-
-
-def golden(name: str, text: str) -> None:
-    """Compare with tests/data/expected/NAME (EVALBOT_UPDATE_GOLDENS=1 rewrites it)."""
-    path = EXPECTED / name
-    if os.environ.get("EVALBOT_UPDATE_GOLDENS") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), f"{name} changed; rerun with EVALBOT_UPDATE_GOLDENS=1 if intended"
-
-
-def compared(main: Report | None, pr: Report, **policy: object) -> Comparison:
-    baseline = build_baseline(main, commit="1a2b3c4d5e6f7a8b", created_at="2025-06-01T12:00:00+00:00") if main else None
-    return compare(current=pr, baseline=baseline, policy=GatePolicy.model_validate(policy),
-                   baseline_source="origin/main:.evalbot/baseline.json")
-
-
-REFUND = [("get_order", {"order_id": "A17"}), ("refund", {"order_id": "A17", "amount": 25.0})]
-
-
-def small() -> Comparison:
-    main = report(eval_set("orders", [
-        case("refund_damaged", {TRAJ: metric(1.0), RESP: metric(0.9, 0.6)}, turns=[turn(expected_calls=REFUND)]),
-        case("track_package", {TRAJ: metric(0.0), RESP: metric(0.3, 0.6)}),
-        case("store_hours", {JUDGE: metric(1.0, 0.8, votes=[(3, 2)])}),
-        case("cancel", {TRAJ: metric(1.0)}),
-    ]))
-    pr = report(eval_set("orders", [
-        case("refund_damaged", {TRAJ: metric(0.0), RESP: metric(0.8, 0.6)}, turns=[turn(
-            expected_calls=REFUND, actual_calls=[REFUND[0], ("refund", {"order_id": "A17", "amount": 250.0})],
-            expected_response="I refunded $25.00 to your card.", actual_response="I refunded $250.00 to your card.",
-        )]),
-        case("track_package", {TRAJ: metric(1.0), RESP: metric(0.8, 0.6)}),
-        case("store_hours", {JUDGE: metric(0.0, 0.8, votes=[(2, 3)], rationale="The reference says 9 to 5; the "
-                                                                               "response says 9 to 6.")},
-             turns=[turn(user="When are you open?", expected_response="9am to 5pm, Monday to Friday.",
-                         actual_response="We're open 9am to 6pm on weekdays.")]),
-        case("cancel", {TRAJ: metric(1.0)}),
-        case("gift_card", {TRAJ: metric(0.0)}, turns=[turn(expected_calls=[("balance", {"card": "G1"})],
-                                                          actual_calls=[])]),
-    ]), usage=USAGE)
-    return compared(main, pr)
+from tests.fakes import markdown as md_structure
+from tests.fakes.comparisons import LINKS, MARKER, compared, small
+from tests.fakes.goldens import golden
+from tests.fakes.reports import JUDGE, RESP, TRAJ, case, eval_set, metric, report, turn
 
 
 def test_small_comment_golden() -> None:

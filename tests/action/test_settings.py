@@ -11,7 +11,7 @@ import pytest
 from evalbot.action.settings import choose_mode, context_from_env, inputs_from_env, on_default_branch
 from evalbot.errors import InputError
 
-EVENTS = Path(__file__).parent / "data" / "events"
+EVENTS = Path(__file__).parents[1] / "data" / "events"
 
 
 def event_env(tmp_path: Path, name: str, payload: dict[str, Any] | None = None, **extra: str) -> dict[str, str]:

@@ -22,7 +22,7 @@ from evalbot.render.comment import comment_marker, render_comment
 from evalbot.results import Report
 from tests.fakes.fake_gemini import FakeError, FakeGemini, Recorded, Scripted
 
-DATA = Path(__file__).parent / "e2e" / "data"
+DATA = Path(__file__).parents[1] / "e2e" / "data"
 VALID = '{"reasoning": "same facts", "is_the_agent_response_valid": "valid"}'
 FAST = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.005, max_retry_after=0.005)
 MARK = comment_marker()

@@ -18,10 +18,10 @@ from evalbot.cli.commands import main
 from evalbot.compare.model import Comparison
 from evalbot.render import html as html_report
 from evalbot.render.html import TEXT_LIMIT, context, render_html, render_html_report
-from tests.report_builders import JUDGE, RESP, TRAJ, case, eval_set, metric, report, turn
-from tests.test_render import REFUND, compared, small
+from tests.fakes.comparisons import REFUND, compared, small
+from tests.fakes.reports import JUDGE, RESP, TRAJ, case, eval_set, metric, report, turn
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HOSTILE_ANSWER = (
     '</pre></details><script>document.title="pwned";document.documentElement.dataset.pwned="1"</script>'
     '<img src=x onerror="document.title=\'pwned\'"><style>body{display:none}</style>{{ 7*7 }}{% raw %}'

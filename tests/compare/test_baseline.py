@@ -22,7 +22,7 @@ from evalbot.compare.baseline import (
 from evalbot.compare.votes import Votes, votes_of
 from evalbot.errors import InputError
 from evalbot.git import GitResult, git_show, run_git
-from tests.report_builders import JUDGE, RESP, TRAJ, case, criterion, eval_set, metric, report
+from tests.fakes.reports import JUDGE, RESP, TRAJ, case, criterion, eval_set, metric, report
 
 
 def sample_report():  # type: ignore[no-untyped-def]

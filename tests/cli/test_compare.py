@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from evalbot.cli.commands import main
-from tests.conftest import Writer, case, eval_set, inv
+from tests.fakes.builders import Writer, case, eval_set, inv
 
 REFUND = [("get_order", {"id": "A17"}), ("refund", {"id": "A17", "amount": 25})]
 CONFIG: dict[str, Any] = {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.5}}
@@ -177,7 +177,7 @@ def test_baseline_from_a_git_ref(proj: Path, capsys: pytest.CaptureFixture[str])
 def test_baseline_and_compare_can_run_the_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """--agent works for baseline and compare as for run: the agent's runs are produced, then compared."""
-    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
     out = tmp_path / "baseline.json"
     evals = "examples/agent/weather.evalset.json"
     agent = "examples.agent.weather_agent:agent"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from evalbot.errors import InputError
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.jsonio import decode_value, pointer_for, read_json, scan_array, scan_document, skip_value, validate
-from tests.conftest import Writer, case, inv
+from tests.fakes.builders import Writer, case, inv
 
 
 def _error(path: Path) -> InputError:

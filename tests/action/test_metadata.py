@@ -14,7 +14,7 @@ from ruamel.yaml import YAML
 from evalbot.action.publish import Outcome
 from evalbot.action.settings import ActionInputs, inputs_from_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def action() -> dict[str, Any]:

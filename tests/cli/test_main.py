@@ -14,7 +14,7 @@ import pytest
 from evalbot.cli.commands import drop_unused_judge_notice, main
 from evalbot.criteria.base import BuildContext
 from evalbot.results import Report
-from tests.conftest import Writer, case, eval_set, inv
+from tests.fakes.builders import Writer, case, eval_set, inv
 
 CALL = [("get_weather", {"city": "Paris"})]
 CONFIG = {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.5}}

@@ -8,7 +8,7 @@ from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import Comparison
 from evalbot.compare.votes import Votes, vote_noise
 from evalbot.results import Problem, Report
-from tests.report_builders import JUDGE, RESP, TRAJ, case, criterion, eval_set, metric, report
+from tests.fakes.reports import JUDGE, RESP, TRAJ, case, criterion, eval_set, metric, report
 
 
 def base_of(r: Report) -> Baseline:

@@ -11,9 +11,9 @@ import pytest
 from evalbot.cli.commands import main
 from evalbot.render.comment import render_comment
 from evalbot.render.mdsafe import JOINER, html, inline, no_pings, soften
-from tests import md_structure
-from tests.report_builders import RESP, TRAJ, case, eval_set, metric, report, turn
-from tests.test_render import LINKS, MARKER, compared
+from tests.fakes import markdown as md_structure
+from tests.fakes.comparisons import LINKS, MARKER, compared
+from tests.fakes.reports import RESP, TRAJ, case, eval_set, metric, report, turn
 
 FORMS = ["#1", "GH-1", "gh-12", "owner/repo#1", "a5c3785ed8d6a35868bc169f07e40e889087fd2e", "deadbee", "@user",
          "@org/team", "&#35;1", "&#x23;1", "&num;1", "&commat;user"]
@@ -91,7 +91,7 @@ def test_headline_with_fail_on_never_names_the_regression() -> None:
 def test_eval_set_status_agrees_with_its_counts(tmp_path: Path) -> None:
     """An agent raising on every case fails them (not errors); the eval set is then FAIL, not ERROR with 0 errors."""
     out = tmp_path / "r.json"
-    assert main(["run", "examples/agent/weather.evalset.json", "--agent", "tests.runner.agents:raises",
+    assert main(["run", "examples/agent/weather.evalset.json", "--agent", "tests.fakes.agents:raises",
                  "--report", str(out)], {}) == 1
     es = json.loads(out.read_text(encoding="utf-8"))["eval_sets"][0]
     statuses = {c["status"] for c in es["cases"]}

@@ -7,7 +7,7 @@ from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.render.comment import comment_marker, render_comment
 from evalbot.render.mdsafe import escape_invisible, has_invisible
-from tests.report_builders import TRAJ, case, eval_set, metric, report
+from tests.fakes.reports import TRAJ, case, eval_set, metric, report
 
 MARKER = comment_marker()
 

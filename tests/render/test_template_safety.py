@@ -13,7 +13,7 @@ from evalbot.errors import InputError
 from evalbot.render.comment import Links, TemplateError, _context, comparison_data, plain, render_comment
 from evalbot.render.template_files import MAX_TEMPLATE_BYTES
 from evalbot.render.views import Limits
-from tests.test_render import MARKER, small
+from tests.fakes.comparisons import MARKER, small
 
 PLAIN = (str, int, float, bool, type(None))
 

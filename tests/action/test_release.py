@@ -12,7 +12,7 @@ from ruamel.yaml import YAML
 
 from scripts.pin_action_image import pin
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 IMAGE = f"docker://ghcr.io/evalbot/evalbot@{DIGEST}"
 

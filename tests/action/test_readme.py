@@ -10,7 +10,7 @@ from ruamel.yaml import YAML
 
 from evalbot import errors
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SECTION = README[README.index("<!-- action-docs:begin -->") : README.index("<!-- action-docs:end -->")]
 ACTION: dict[str, Any] = YAML(typ="safe").load((ROOT / "action.yml").read_text(encoding="utf-8"))

@@ -18,9 +18,9 @@ import pytest
 
 from evalbot.compare.delta import compare
 from evalbot.render.html import render_html
-from tests.chromium import Browser, browser, dump_dom, find_browser
-from tests.report_builders import RESP, TRAJ, case, eval_set, metric, report, turn
-from tests.test_render import REFUND, small
+from tests.fakes.chromium import Browser, browser, dump_dom, find_browser
+from tests.fakes.comparisons import REFUND, small
+from tests.fakes.reports import RESP, TRAJ, case, eval_set, metric, report, turn
 
 BINARY = find_browser()
 pytestmark = pytest.mark.skipif(BINARY is None, reason="no Chromium found (apt-get install chromium, or set "

@@ -1,4 +1,4 @@
-"""Agent functions for the runner tests, importable as ``tests.runner.agents:<name>``."""
+"""Agent functions for the runner tests, importable as ``tests.fakes.agents:<name>``."""
 
 from __future__ import annotations
 

@@ -21,9 +21,9 @@ from ruamel.yaml import YAML
 from evalbot.action.main import run as run_action
 from evalbot.cli import args as cli_args
 from evalbot.cli.commands import build_parser, main
-from tests.test_action_app import pr_env
+from tests.fakes.forge import pr_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 Bad = Callable[[Path], list[str]]
 
 
