@@ -131,10 +131,10 @@ def _peak_rss_mb() -> float:
 # ----------------------------------------------------------------------------------------------------------------
 def bench_evalbot(n_cases: int, repeat: int) -> dict[str, Any]:
     """Per-case times for evalbot: scoring loaded cases, and loading the JSON files + scoring."""
-    from evalbot.formats.actuals import Actuals, load_actuals
+    from evalbot.formats.actuals import Actuals
     from evalbot.formats.config import parse_config
     from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
-    from evalbot.load import load_eval_set
+    from evalbot.load import load_actuals, load_eval_set
     from evalbot.scoring import score_run
 
     eval_set, actuals = synthetic(n_cases)

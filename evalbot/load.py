@@ -1,7 +1,8 @@
-"""Find and load eval sets, their configs and the agent's actual invocations, case by case.
+"""Find and load eval sets, their configs and the agent's actual invocations, case by case: the reader of input files.
 
 A file that cannot be read yields a LoadedEvalSet with errors and no cases; a case that cannot be parsed yields an
-error on that case only.  Nothing here raises for bad input except where a whole file is unusable.
+error on that case only.  Nothing here raises for bad input except where a whole file is unusable.  Each config file
+is read once per run (:class:`Configs`), and the config's ``evalbot`` section is read here and nowhere else.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from evalbot.errors import InputError, json_pointer, unknown_key_notice
-from evalbot.formats import legacy
+from evalbot.formats import legacy, vertex
+from evalbot.formats.actuals import Actuals, actuals_from_data, lazy_mapping
 from evalbot.formats.adk import EvalCase
 from evalbot.formats.config import EvalConfig, default_config, parse_config
 from evalbot.formats.jsonio import (
@@ -127,19 +129,61 @@ def load_config(path: Path) -> EvalConfig:
     return parse_config(read_json(path), str(path))
 
 
-def config_for(eval_set_path: Path, override: EvalConfig | None) -> EvalConfig:
+class Configs:
+    """The configs of a run, each file read once: the explicit ``--config``, else ``test_config.json`` beside each
+    eval set (as ADK does), else ADK's defaults.  An unusable explicit config raises InputError at once."""
+
+    def __init__(self, explicit: Path | None = None) -> None:
+        self.explicit_path = explicit
+        self.explicit = load_config(explicit) if explicit is not None else None
+        self._beside: dict[Path, EvalConfig | InputError | None] = {}
+
+    def beside(self, eval_set_path: Path) -> EvalConfig | None:
+        """``test_config.json`` in the eval set's folder, None when there is none; raises InputError if unusable."""
+        path = eval_set_path.parent / "test_config.json"
+        if path not in self._beside:
+            try:
+                # lexists, not is_file: a directory, FIFO or broken link by that name is an error, never ADK's defaults
+                self._beside[path] = load_config(path) if os.path.lexists(path) else None
+            except InputError as exc:
+                self._beside[path] = exc
+        found = self._beside[path]
+        if isinstance(found, InputError):
+            raise found
+        return found
+
+    def for_eval_set(self, eval_set_path: Path) -> EvalConfig:
+        """The config that applies to one eval set (raises InputError when its own config file is unusable)."""
+        if self.explicit is not None:
+            return self.explicit
+        return self.beside(eval_set_path) or default_config()
+
+    def settings(self, eval_set_files: Sequence[Path]) -> tuple[dict[str, Any], Path | None]:
+        """The config's ``evalbot`` section and its file: the explicit config's, else the first config beside an
+        eval set that has one (an unreadable config is reported by the evaluation itself, not here)."""
+        if self.explicit is not None:
+            return dict(self.explicit.extras), self.explicit_path
+        for file in eval_set_files:
+            try:
+                config = self.beside(file)
+            except InputError:
+                continue
+            if config is not None and config.extras:
+                return dict(config.extras), file.parent / "test_config.json"
+        return {}, None
+
+
+def config_for(eval_set_path: Path, override: EvalConfig | Configs | None) -> EvalConfig:
     """The explicit config, else ``test_config.json`` beside the eval set (as ADK does), else ADK's defaults."""
+    if isinstance(override, Configs):
+        return override.for_eval_set(eval_set_path)
     if override is not None:
         return override
-    beside = eval_set_path.parent / "test_config.json"
-    # lexists, not is_file: a directory, FIFO or broken link by that name is an error, never ADK's defaults
-    return load_config(beside) if os.path.lexists(beside) else default_config()
+    return Configs().for_eval_set(eval_set_path)
 
 
-def load_eval_set(path: Path, config: EvalConfig | None = None) -> LoadedEvalSet:
+def load_eval_set(path: Path, config: EvalConfig | Configs | None = None) -> LoadedEvalSet:
     """Load one eval set file in any supported shape; problems are recorded, not raised."""
-    from evalbot.formats import vertex  # vertex builds LoadedCase objects defined here
-
     shown = str(path)
     try:
         cfg = config_for(path, config)
@@ -253,8 +297,6 @@ def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase], tupl
 
 def is_vertex_rows(data: Any) -> bool:
     """Decoded JSON that is a Vertex-style dataset rather than an ADK eval set (legacy turns have ``query``)."""
-    from evalbot.formats import vertex
-
     if isinstance(data, dict):
         return "rows" in data and "eval_cases" not in data
     return vertex.looks_like_rows(data) and not all(isinstance(r, dict) and "query" in r for r in data)
@@ -267,7 +309,7 @@ def _cases_from_json(data: Any, path: Path) -> tuple[str, list[LoadedCase]]:
         if not data:
             raise InputError(path, "", "empty list: expected an eval set object with 'eval_set_id' and 'eval_cases'")
         if all(isinstance(row, dict) and "query" in row for row in data):
-            case = legacy.case_from_turns(data, path)
+            case = legacy.case_from_turns(data, path, stable_id(path))
             return stable_id(path), [case]
         return stable_id(path), legacy.cases_from_named(data, path)
     raise InputError(
@@ -329,3 +371,25 @@ def read_optional(path: str) -> str | None:
         return file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, "", f"cannot read the file: {exc}") from None
+
+
+def load_actuals(path: Path) -> Actuals:
+    """Load one actuals file (JSON; Vertex-style ``.jsonl``/``.csv`` datasets through evalbot.formats.vertex)."""
+    if path.name.endswith(DATASET_SUFFIXES):
+        return vertex.load_actuals(path)
+    with gc_paused():
+        return actuals_from_text(read_text(path), path)
+
+
+def actuals_from_text(text: str, path: Path, data: Any = None) -> Actuals:
+    """Actuals from a JSON file's text (``data``: the text already decoded, when the caller has it)."""
+    if data is None:
+        lazy = lazy_mapping(text, path)
+        if lazy is not None:
+            return lazy
+        data = parse_json(text, path)
+    if (isinstance(data, dict) and "rows" in data) or (
+        vertex.looks_like_rows(data) and not all("eval_case_results" in d for d in data)
+    ):
+        return vertex.load_actuals(path)
+    return actuals_from_data(data, path)

@@ -1,51 +1,183 @@
-"""The stages of an evaluation run in order: discover → load → score → report."""
+"""The one place that evaluates: discover → load → run the agent or read the recorded runs → score → the Report.
+
+The command line and the Action both call :func:`evaluate` (and :func:`load_inputs` when they need the config's
+``evalbot`` section before evaluating); nothing else evaluates. Each input file is read once: configs through one
+:class:`~evalbot.load.Configs` cache, every actuals file once, whether it is a recording or plain actuals.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
-from evalbot.criteria.base import BuildContext
-from evalbot.errors import InputError
-from evalbot.formats.actuals import Actuals, load_actuals
-from evalbot.load import discover, load_config, load_eval_set
+from evalbot.criteria import build_criteria
+from evalbot.criteria.base import BuildContext, CriteriaBuilder
+from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, ConfigError, InputError
+from evalbot.formats import vertex
+from evalbot.formats.actuals import Actuals
+from evalbot.formats.jsonio import gc_paused, parse_json, read_text
+from evalbot.formats.loaded import LoadedEvalSet
+from evalbot.load import DATASET_SUFFIXES, Configs, actuals_from_text, discover, load_eval_set
+from evalbot.progress import Progress
 from evalbot.results import Report
-from evalbot.runner.recording import score_recorded
-from evalbot.scoring import Progress, score_run
+from evalbot.runner.aggregate import score_runs
+from evalbot.runner.base import Agent, RunSet
+from evalbot.runner.execute import RunOptions, run_agent
+from evalbot.runner.recording import FORMAT, is_recording, runs_from_data, write_recording
+from evalbot.scoring import score_run
+
+Say = Callable[[str], None]
+"""Where the pipeline tells the user what happened besides the report (the CLI prints it on stderr)."""
 
 
-def load_all_actuals(paths: Sequence[str]) -> tuple[Actuals, list[InputError]]:
-    """Merge every actuals file; an unusable file is an error of the run, the others still count."""
-    merged = Actuals(path=", ".join(paths) or None)
-    errors: list[InputError] = []
+@dataclass(frozen=True)
+class AgentRun:
+    """Run the agent instead of reading recorded runs (``--agent`` / ``--adk-agent``)."""
+
+    agent: Agent
+    options: RunOptions = field(default_factory=RunOptions)
+    record: Path | None = None
+    """Write the produced runs here as ADK EvalSetResult JSON (re-score them later as actuals)."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The eval sets of a run, loaded, and the configs read for them (each file read once)."""
+
+    eval_sets: list[LoadedEvalSet]
+    errors: list[InputError]
+    configs: Configs
+    files: list[Path]
+
+    def settings(self) -> tuple[dict[str, Any], Path | None]:
+        """The config's ``evalbot`` section (gate policy, comment template, baseline path) and its file."""
+        return self.configs.settings(self.files)
+
+
+def load_inputs(paths: Sequence[str], *, config: str | None = None) -> Inputs:
+    """Discover and load the eval sets; an explicit ``config`` that cannot be read raises InputError (nothing could
+    be scored as intended), every other problem is recorded next to the results that can still be computed."""
+    configs = Configs(Path(config) if config else None)
+    files, errors = discover(paths)
+    return Inputs([load_eval_set(f, configs) for f in files], errors, configs, files)
+
+
+def settings_for(paths: Sequence[str], *, config: str | None = None) -> tuple[dict[str, Any], Path | None]:
+    """The config's ``evalbot`` section without loading the eval sets (the second stage evaluates nothing)."""
+    configs = Configs(Path(config) if config else None)
+    files, _ = discover(paths)
+    return configs.settings(files)
+
+
+@dataclass
+class RecordedActuals:
+    """What the actuals files hold: plain actual invocations and, when some files are evalbot recordings, runs."""
+
+    actuals: Actuals
+    runs: RunSet | None = None
+    errors: list[InputError] = field(default_factory=list)
+    """Files that could not be used at all."""
+    recording_errors: list[InputError] = field(default_factory=list)
+    """Recordings whose evalbot metadata is invalid."""
+
+
+def read_actuals(paths: Sequence[str]) -> RecordedActuals:
+    """Read every actuals file once. A file written by ``--record`` is decided here, explicitly, to be a recording:
+    its runs are scored as the run that produced them was (failures and ``--num-runs`` included)."""
+    out = RecordedActuals(Actuals(path=", ".join(paths) or None))
     for raw in paths:
+        path = Path(raw)
         try:
-            merged.merge(load_actuals(Path(raw)))
+            if path.name.endswith(DATASET_SUFFIXES):
+                out.actuals.merge(vertex.load_actuals(path))
+                continue
+            with gc_paused():
+                text = read_text(path)
+                data = parse_json(text, path) if FORMAT in text else None  # cheap test first: the marker
+                if data is not None and is_recording(data):
+                    try:
+                        out.runs = runs_from_data(data, path, out.runs)
+                    except InputError as exc:
+                        out.recording_errors.append(exc)
+                        out.runs = out.runs or RunSet()
+                out.actuals.merge(actuals_from_text(text, path, data))
         except InputError as exc:
-            errors.append(exc)
-    return merged, errors
+            out.errors.append(exc)
+    return out
+
+
+def judge_notices(ctx: BuildContext) -> list[str]:
+    """What the report says about the judge: why there is none, and the notes of its setup."""
+    notices = [ctx.judge_unavailable_reason] if ctx.judge_unavailable_reason else []
+    return notices + list(ctx.judge.notes if ctx.judge is not None else [])
+
+
+def drop_unused_judge_notices(report: Report, ctx: BuildContext) -> Report:
+    """Remove the judge's notices from a report in which no eval set configures a judged criterion: they concern
+    nothing that ran."""
+    about_judge = set(judge_notices(ctx))
+    if about_judge and not any(c.judged for es in report.eval_sets for c in es.criteria):
+        report.notices = [n for n in report.notices if n not in about_judge]
+    return report
 
 
 def evaluate(
-    paths: Sequence[str],
+    source: Sequence[str] | Inputs,
     *,
     actuals: Sequence[str] = (),
     config: str | None = None,
+    agent: AgentRun | None = None,
     ctx: BuildContext | None = None,
-    notices: Sequence[str] = (),
     progress: Progress | None = None,
+    criteria: CriteriaBuilder = build_criteria,
+    say: Say | None = None,
 ) -> Report:
-    """Evaluate eval sets (files, directories or globs) against recorded actual runs.
+    """Evaluate eval sets (files, directories or globs, or inputs already loaded) and return the report.
 
-    An explicit ``config`` that cannot be read raises InputError (nothing could be scored as intended);
+    The actual runs come from the agent (``agent``) or from the ``actuals`` files: evalbot recordings are scored as
+    the run that produced them, anything else as plain actual invocations.  ``criteria`` builds each eval set's
+    criteria from its config (tests pass their own).  An explicit ``config`` that cannot be read raises InputError;
     every other problem is recorded in the report next to the results that could be computed.
     """
-    override = load_config(Path(config)) if config else None
-    files, errors = discover(paths)
-    eval_sets = [load_eval_set(f, override) for f in files]
-    recorded, actual_errors = load_all_actuals(actuals)
-    errors += actual_errors
-    replayed = score_recorded(eval_sets, actuals, recorded, ctx, errors=errors, notices=notices)
-    if replayed is not None:  # runs recorded by `evalbot run --agent/--adk-agent --record`
-        return replayed
-    return score_run(eval_sets, recorded, ctx, errors=errors, notices=notices, progress=progress)
+    inputs = source if isinstance(source, Inputs) else load_inputs(source, config=config)
+    ctx = ctx or BuildContext()
+    notices = judge_notices(ctx)
+    if agent is not None:
+        report = _run_agent(inputs, agent, ctx, notices, progress, criteria, say or (lambda _: None))
+    else:
+        read = read_actuals(actuals)
+        errors = inputs.errors + read.errors
+        if read.runs is not None:  # runs recorded by `evalbot run --agent/--adk-agent --record`
+            report = score_runs(inputs.eval_sets, read.runs, ctx, base=read.actuals,
+                                errors=[*errors, *read.recording_errors], notices=notices, criteria=criteria).report
+        else:
+            report = score_run(inputs.eval_sets, read.actuals, ctx, errors=errors, notices=notices,
+                               progress=progress, criteria=criteria)
+    return drop_unused_judge_notices(report, ctx)
+
+
+def _run_agent(inputs: Inputs, run: AgentRun, ctx: BuildContext, notices: list[str], progress: Progress | None,
+               criteria: CriteriaBuilder, say: Say) -> Report:
+    options = replace(run.options, judge=ctx.judge, judge_unavailable_reason=ctx.judge_unavailable_reason)
+    runs = run_agent(run.agent, inputs.eval_sets, options, progress)
+    outcomes = Counter(r.outcome for case_runs in runs.runs.values() for r in case_runs)
+    summary = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) or "no case to run"
+    say(f"ran {run.agent.label}: {summary} (case runs)")
+    scored = score_runs(inputs.eval_sets, runs, ctx, errors=inputs.errors, notices=notices, criteria=criteria)
+    if run.record is not None:
+        try:
+            path = write_recording(run.record, inputs.eval_sets, runs, scored.per_run)
+        except OSError as exc:
+            raise ConfigError(f"--record {run.record}: cannot write the file: {exc.strerror or exc}") from None
+        say(f"recorded the runs in {path}")
+    return scored.report
+
+
+def exit_code(report: Report) -> int:
+    """0 all passed · 1 some case failed · 2 some input could not be used (results of the rest still reported)."""
+    if report.errors or report.totals.error or any(es.errors for es in report.eval_sets):
+        return EXIT_INVALID_INPUT
+    return EXIT_FAILED if report.totals.failed else EXIT_OK

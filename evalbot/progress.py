@@ -1,10 +1,14 @@
-"""A one-line progress display on stderr for long runs in a terminal (never in CI logs or pipes)."""
+"""Progress of a run: the one callback type every stage reports to, and its one-line terminal display (never in CI
+logs or pipes)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from typing import TextIO
+
+Progress = Callable[[int, int], None]
+"""Called with (units done, units in total): cases scored, or case runs of the agent."""
 
 
 class TerminalProgress:

@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from evalbot import __version__
+from evalbot.redact import ScrubbingWriter  # a judge or proxy may have echoed a key into a reason
 from evalbot.turnpack import CallRow, TurnRow, pack, unpack
 
 SCHEMA_VERSION = 1
@@ -416,8 +417,6 @@ def write_report_json(report: Report, out: TextIO) -> None:
     The document equals ``report.model_dump_json()`` as data (same keys); only the layout differs: one case per
     line, and each eval set's ``cases`` written after its other keys.
     """
-    from evalbot.redact import ScrubbingWriter  # a judge or proxy may have echoed a key into a reason
-
     out = cast(TextIO, ScrubbingWriter(out))
     rest = report.model_dump(mode="json", exclude={"eval_sets"})
     out.write("{\n")

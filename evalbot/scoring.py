@@ -12,13 +12,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from evalbot.criteria import build_criteria
-from evalbot.criteria.base import BuildContext, CaseInput, Criterion
+from evalbot.criteria.base import BuildContext, CaseInput, CriteriaBuilder, Criterion
 from evalbot.errors import InputError, unknown_key_notice
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import EvalCase, FunctionCall, Invocation
 from evalbot.formats.invocations import final_text, tool_calls, user_text
 from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
+from evalbot.progress import Progress
 from evalbot.results import (
     CaseResult,
     EvalSetReport,
@@ -34,9 +35,6 @@ from evalbot.results import (
 from evalbot.turnpack import CallRow, TurnRow
 
 log = logging.getLogger(__name__)
-
-Progress = Callable[[int, int], None]
-"""Called with (cases done, cases total)."""
 
 
 def problem(err: InputError) -> Problem:
@@ -219,12 +217,13 @@ def score_eval_set(
     ctx: BuildContext,
     pending: list[_Pending],
     scored: Callable[[bool], None] | None = None,
+    criteria: CriteriaBuilder = build_criteria,
 ) -> EvalSetReport:
     """Score every case of one eval set (judged criteria are left in ``pending``).
 
     ``scored(waiting)`` is called after each case; ``waiting`` tells whether judged criteria are still pending on it.
     """
-    criteria, infos = build_criteria(loaded.config, ctx, loaded.path)
+    built, infos = criteria(loaded.config, ctx, loaded.path)
     notices = [*loaded.notices, *loaded.config.notices, *(i.notice for i in infos if i.notice)]
     errors = [problem(e) for e in loaded.errors]
     errors += [Problem(path=loaded.config.label, message=f"{i.name}: {i.error}") for i in infos if i.error]
@@ -232,7 +231,7 @@ def score_eval_set(
     cases = []
     for loaded_case in loaded.cases:
         before = len(pending)
-        cases.append(_score_case(loaded_case, loaded.eval_set_id, criteria, actuals, pending))
+        cases.append(_score_case(loaded_case, loaded.eval_set_id, built, actuals, pending))
         if loaded_case.case is not None and loaded_case.case.model_extra:
             for key in loaded_case.case.model_extra:
                 extra_keys.setdefault(key, loaded_case.eval_id)
@@ -273,8 +272,11 @@ def score_run(
     errors: Sequence[InputError] = (),
     notices: Sequence[str] = (),
     progress: Progress | None = None,
+    criteria: CriteriaBuilder = build_criteria,
 ) -> Report:
     """Score all eval sets; judged criteria run concurrently under the judge's own limits.
+
+    ``criteria`` builds each eval set's criteria from its config (the registry's builder unless a caller passes one).
 
     ``progress(done, total)`` is told the number of finished cases: after each case without judged criteria, and
     whenever a case's last judged criterion settles.
@@ -293,7 +295,7 @@ def score_run(
 
     for es in eval_sets:
         with gc_paused():
-            reports.append(score_eval_set(es, actuals, ctx, pending, scored))
+            reports.append(score_eval_set(es, actuals, ctx, pending, scored, criteria))
     if pending:
         asyncio.run(_settle(pending, _countdown(pending, done, total, progress) if progress else None))
     for report in reports:

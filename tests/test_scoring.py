@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,10 +11,10 @@ from typing import Any
 import pytest
 
 from evalbot.criteria import INFORMATIONAL
-from evalbot.criteria.base import CaseInput
+from evalbot.criteria.base import BuildContext, CaseInput
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import EvalCase, Invocation
-from evalbot.formats.config import parse_config
+from evalbot.formats.config import EvalConfig, parse_config
 from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
 from evalbot.pipeline import evaluate
 from evalbot.results import CaseResult, CriterionInfo, MetricResult, Report
@@ -159,7 +160,7 @@ def test_report_invariants_over_mixed_cases(write: Writer) -> None:
         assert es.metrics[name].not_evaluated == 1  # the scenario case
 
 
-def test_criterion_exception_is_contained(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_criterion_exception_is_contained() -> None:
     """A criterion raising on one case records an error on it; other criteria and cases are unaffected."""
 
     @dataclass(frozen=True)
@@ -172,14 +173,13 @@ def test_criterion_exception_is_contained(monkeypatch: pytest.MonkeyPatch) -> No
                 raise KeyError("oops")
             return MetricResult(score=1.0, status="passed", threshold=0.5)
 
-    _only_criterion(monkeypatch, Boom())
-    report = score_run([_loaded(("a", 1), ("b", 1))], _actuals(("a", 1), ("b", 1)))
+    report = score_run([_loaded(("a", 1), ("b", 1))], _actuals(("a", 1), ("b", 1)), criteria=_only(Boom()))
     assert _case(report, "a").metrics["boom"].status == "error"
     assert _case(report, "a").metrics["boom"].reason == "KeyError: 'oops'"
     assert _case(report, "b").status == "passed"
 
 
-def test_criterion_returning_no_result_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_criterion_returning_no_result_is_an_error() -> None:
     """A criterion returning neither a result nor an awaitable makes that metric an error, never a silent pass."""
 
     @dataclass(frozen=True)
@@ -190,19 +190,16 @@ def test_criterion_returning_no_result_is_an_error(monkeypatch: pytest.MonkeyPat
         def evaluate(self, case: CaseInput) -> Any:
             return 1.0
 
-    _only_criterion(monkeypatch, Wrong())
-    report = score_run([_loaded(("a", 1))], _actuals(("a", 1)))
+    report = score_run([_loaded(("a", 1))], _actuals(("a", 1)), criteria=_only(Wrong()))
     metric = _case(report, "a").metrics["wrong"]
     assert (metric.status, _case(report, "a").status) == ("error", "error")
     assert metric.reason is not None and "returned float" in metric.reason
 
 
-def _only_criterion(monkeypatch: pytest.MonkeyPatch, criterion: Any) -> None:
-    """Make every eval set use just ``criterion`` (a test double of a criterion, not of evalbot's scoring)."""
-    from evalbot import scoring
-
+def _only(criterion: Any) -> Callable[[EvalConfig, BuildContext, str], tuple[list[Any], list[CriterionInfo]]]:
+    """A criteria builder giving every eval set just ``criterion`` (a test double of a criterion, passed to scoring)."""
     info = CriterionInfo(name=criterion.name, threshold=criterion.threshold)
-    monkeypatch.setattr(scoring, "build_criteria", lambda config, ctx, origin=None: ([criterion], [info]))
+    return lambda config, ctx, origin: ([criterion], [info])
 
 
 def _loaded(*cases: tuple[str, int], config: dict[str, Any] | None = None) -> LoadedEvalSet:
@@ -214,7 +211,7 @@ def _actuals(*cases: tuple[str, int]) -> Actuals:
     return Actuals(entries={(None, eid): [Invocation.model_validate(inv(f"q{i}")) for i in range(n)] for eid, n in cases})
 
 
-def test_awaitable_criteria_are_gathered_and_progress_counts_cases(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_awaitable_criteria_are_gathered_and_progress_counts_cases() -> None:
     """Judged (awaitable) criteria settle in one loop; progress reports cases done only once all their metrics are in."""
     seen: list[tuple[int, int]] = []
 
@@ -232,11 +229,11 @@ def test_awaitable_criteria_are_gathered_and_progress_counts_cases(monkeypatch: 
                 return MetricResult(score=1.0, status="passed", threshold=0.5)
             return self._score()
 
-    _only_criterion(monkeypatch, Judged())
     report = score_run(
         [_loaded(("sync", 1)), _loaded(("j1", 1), ("j2", 2))],
         _actuals(("sync", 1), ("j1", 1), ("j2", 2)),
         progress=lambda done, total: seen.append((done, total)),
+        criteria=_only(Judged()),
     )
     assert _case(report, "j2").status == "failed" and _case(report, "sync").status == "passed"
     assert seen == [(1, 3), (2, 3), (3, 3)]

@@ -6,7 +6,7 @@ import logging
 import shlex
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TextIO
 
 from evalbot.action import workflow as actions
 from evalbot.action.gate import GateSettings, config_candidates, policy_changes, settings_at, template_at
@@ -24,11 +24,17 @@ from evalbot.compare.baseline import (
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy, policy_from_settings
 from evalbot.compare.model import BaselineUpdate, Comparison
+from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_INVALID_INPUT, InputError
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
 from evalbot.git import git_show
+from evalbot.judges.factory import judge_from_environ
+from evalbot.load import read_optional
+from evalbot.pipeline import Inputs, evaluate, exit_code, load_inputs
 from evalbot.render.comment import comment_marker, render_comment, render_summary
+from evalbot.render.html import render_html
 from evalbot.render.junit import junit_suites, write_junit
+from evalbot.render.template_files import comment_template_text, read_regular_file
 from evalbot.results import Report, write_report_json
 
 log = logging.getLogger("evalbot")
@@ -39,13 +45,8 @@ TRUSTED_EVENTS = frozenset({"pull_request_target", "workflow_run"})
 """Events whose runs hold secrets or a write token: custom metrics (repository code) are never imported there."""
 
 
-def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace) -> Report:
+def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace, loaded: Inputs) -> Report:
     """Score the eval sets with a judge when credentials are there (the judge-api-key input wins)."""
-    from evalbot.cli.commands import drop_unused_judge_notice
-    from evalbot.criteria.base import BuildContext
-    from evalbot.judges.factory import judge_from_environ
-    from evalbot.pipeline import evaluate
-
     judge_env = dict(env)
     if inputs.judge_api_key:
         judge_env["GOOGLE_API_KEY"] = inputs.judge_api_key
@@ -59,18 +60,7 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace)
             "import repository code there; score custom metrics in a pull_request job"
         )
     ctx = BuildContext(judge=judge, judge_unavailable_reason=notice, custom_code_refused=refused)
-    report = evaluate(
-        eval_paths(inputs), actuals=list(inputs.actuals), config=inputs.config, ctx=ctx,
-        notices=[notice] if notice else [],
-    )
-    drop_unused_judge_notice(report, ctx)
-    usage: Callable[[], dict[str, Any]] | None = getattr(judge, "usage_summary", None)
-    if report.usage is None and callable(usage):
-        summary = usage()
-        total = summary.get("total", {})
-        if total.get("requests") or total.get("cached_samples"):
-            report.usage = summary
-    return report
+    return evaluate(loaded, actuals=list(inputs.actuals), ctx=ctx)
 
 
 def read_text_at(forge: Forge | None, ws: Workspace, path: str, ref: str, what: str) -> str | None:
@@ -93,13 +83,10 @@ def baseline_command(inputs: ActionInputs) -> str:
     return create_command(inputs.baseline_path, eval_sets=eval_paths(inputs), actuals=list(inputs.actuals))
 
 
-def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: str) -> GateSettings:
+def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: str, loaded: Inputs) -> GateSettings:
     """A pull request's gate: policy and template from the base commit ``ref``; the PR's own section is checked
     and every difference from the base's becomes a notice (see :mod:`evalbot.action.gate`)."""
-    from evalbot.cli.compare import comment_template_text, evalbot_settings
-    from evalbot.load import discover
-
-    pr_settings, pr_config = evalbot_settings(eval_paths(inputs), inputs.config)
+    pr_settings, pr_config = loaded.settings()
     overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures}
     pr_policy = policy_from_settings(pr_settings, source=str(pr_config or "action inputs"), overrides=overrides)
     pr_template = comment_template_text(
@@ -112,8 +99,7 @@ def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: 
     def label(path: str) -> str:
         return label_at(ref, path)
 
-    files, _ = discover(eval_paths(inputs))
-    candidates = config_candidates(inputs.config, files, ws.root)
+    candidates = config_candidates(inputs.config, loaded.files, ws.root)
     try:
         base_settings, base_config = settings_at(read, candidates, label)
         source = label(base_config) if base_config else "action inputs"
@@ -168,8 +154,6 @@ MAX_BASELINE_BYTES = 100 * 1024 * 1024
 def pr_baseline_text(ws: Workspace, path: str) -> str | None:
     """The pull request's own baseline file (its tree is untrusted: a regular file inside the workspace, size-capped);
     anything else raises InputError (such a file never matches a run)."""
-    from evalbot.render.template_files import read_regular_file
-
     target = ws.path(path)
     if not target.exists() and not target.is_symlink():
         return None
@@ -197,8 +181,6 @@ def write_html(comparison: Comparison, inputs: ActionInputs, ws: Workspace) -> s
     """The self-contained HTML report beside the JSON report; its path as the inputs gave it ("" when skipped)."""
     if not inputs.html_path:
         return ""
-    from evalbot.render.html import render_html
-
     target = ws.path(inputs.html_path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(render_html(comparison), encoding="utf-8")
@@ -216,14 +198,15 @@ def first_stage(
 ) -> Outcome:
     """pull_request, push and baseline modes."""
     ws = Workspace(ctx.workspace)
+    loaded = load_inputs(eval_paths(inputs), config=inputs.config)
     pr = ctx.pull_request
     baseline_error = None
     gate: GateSettings | None = None
     if mode == "pull_request" and pr is not None:
-        gate = gate_at_base(inputs, ws, forge, pr.base_sha)  # the PR does not set its own gate
+        gate = gate_at_base(inputs, ws, forge, pr.base_sha, loaded)  # the PR does not set its own gate
         policy, template = gate.policy, gate.template
     else:
-        policy, template = policy_and_template(inputs, ws)
+        policy, template = policy_and_template(inputs, ws, loaded.settings())
     if mode == "pull_request" and pr is not None:
         baseline, baseline_error = read_baseline_at(forge, ws, inputs.baseline_path, pr.base_sha)
         source = label_at(pr.base_sha, inputs.baseline_path)
@@ -232,12 +215,10 @@ def first_stage(
                 x for x in (baseline_error, f"the gate settings at the base commit are unreadable: {gate.error}") if x
             )
     else:
-        from evalbot.load import read_optional
-
         text = read_optional(str(ws.path(inputs.baseline_path)))  # unreadable is an error, not "no baseline"
         baseline = None if text is None else parse_baseline(text, inputs.baseline_path)
         source = inputs.baseline_path
-    report = evaluate_inputs(env, inputs, ws)
+    report = evaluate_inputs(env, inputs, ws, loaded)
     write_report_files(report, inputs, ws)
     update = None
     if mode == "pull_request" and pr is not None:
@@ -283,8 +264,6 @@ def refresh_baseline(
 
     ``committed`` is the workspace's baseline as read before the run (push mode skips a commit of the same scores).
     """
-    from evalbot.cli.commands import exit_code
-
     if mode == "push" and not inputs.update_baseline:
         return []
     if exit_code(report) == EXIT_INVALID_INPUT:

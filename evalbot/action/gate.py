@@ -18,7 +18,7 @@ from typing import Any
 
 from evalbot.compare.gate import POLICY_KEYS, GatePolicy, normal_key
 from evalbot.errors import InputError
-from evalbot.render.template_files import MAX_TEMPLATE_BYTES, join_inside, template_relpath
+from evalbot.render.template_files import MAX_TEMPLATE_BYTES, join_inside, template_relpath, template_setting
 
 ReadAt = Callable[[str, str], "str | None"]
 """``read(path, what)``: the text of a repository path at the base commit, None when absent there."""
@@ -82,8 +82,6 @@ def template_at(
     label: Callable[[str], str],
 ) -> tuple[str | None, str | None]:
     """The comment template at the base commit and a note when the one named is not there yet."""
-    from evalbot.cli.compare import template_setting
-
     if template_input:
         rel = template_relpath(template_input, where="input comment-template")
     else:

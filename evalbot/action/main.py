@@ -11,7 +11,9 @@ from typing import TextIO, cast
 
 from evalbot.action import workflow as actions
 from evalbot.action.files import hand_over
+from evalbot.action.first_stage import first_stage
 from evalbot.action.publish import Outcome
+from evalbot.action.second_stage import second_stage
 from evalbot.action.settings import (
     ActionInputs,
     GitHubContext,
@@ -32,7 +34,7 @@ def make_forge(inputs: ActionInputs, ctx: GitHubContext) -> Forge | None:
     """PyGithub against GITHUB_API_URL (GitHub Enterprise too), or None without a token or repository."""
     if not inputs.github_token or not ctx.repository:
         return None
-    from evalbot.forge.pygithub import PyGithubForge
+    from evalbot.forge.pygithub import PyGithubForge  # lazily: PyGithub (and urllib3) only when a token is given
 
     return PyGithubForge(token=inputs.github_token, repository=ctx.repository, api_url=ctx.api_url)
 
@@ -42,11 +44,7 @@ def run_mode(
 ) -> Outcome:
     """Dispatch to the stage for ``mode``."""
     if mode == "workflow_run":
-        from evalbot.action.second_stage import second_stage
-
         return second_stage(env, inputs, ctx, forge, stream)
-    from evalbot.action.first_stage import first_stage
-
     return first_stage(env, inputs, ctx, mode, forge, stream)
 
 

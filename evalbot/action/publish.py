@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TextIO
 
@@ -13,8 +13,9 @@ from evalbot.compare.model import Comparison
 from evalbot.forge.base import Forge, ForgeError, ForgeForbidden
 from evalbot.redact import scrub
 from evalbot.render import mdsafe
-from evalbot.render.annotations import annotation_lines
+from evalbot.render.annotations import ANNOTATION_LIMIT, Level, find_annotations
 from evalbot.render.comment import Links
+from evalbot.results import Report
 
 log = logging.getLogger("evalbot")
 
@@ -95,6 +96,21 @@ def regressed_cases(comparison: Comparison) -> list[tuple[str, str, str]]:
                 )
                 found.append((es.path, case.eval_id, f"{case.eval_id} regressed: {flips or case.reason or ''}"))
     return found
+
+
+def annotation_lines(
+    report: Report,
+    *,
+    read_text: Callable[[str], str | None],
+    limit: int = ANNOTATION_LIMIT,
+    regressed: Sequence[tuple[str, str, str]] = (),
+    display: Callable[[str], str] = str,
+    failing_level: Level = "error",
+) -> list[str]:
+    """``::error`` lines for regressed, failing and errored cases (chosen by ``render.annotations``)."""
+    found = find_annotations(report, read_text=read_text, limit=limit, regressed=regressed, display=display,
+                             failing_level=failing_level)
+    return [actions.annotation_line(a) for a in found]
 
 
 def print_annotations(

@@ -20,10 +20,11 @@ from evalbot.action import workflow as actions
 from evalbot.action.first_stage import baseline_command, baseline_update
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, summarize
 from evalbot.action.settings import ActionInputs, GitHubContext
-from evalbot.action.workspace import Workspace, label_at, policy_and_template, read_baseline_at
+from evalbot.action.workspace import Workspace, eval_paths, label_at, policy_and_template, read_baseline_at
 from evalbot.compare.delta import compare
 from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
 from evalbot.forge.base import Forge, ForgeError
+from evalbot.pipeline import settings_for
 from evalbot.render.comment import comment_marker, render_comment, render_summary
 from evalbot.results import Report
 
@@ -77,7 +78,8 @@ def second_stage(
     files = forge.download_artifact(run_id=run.id, name=inputs.artifact_name, max_bytes=MAX_ARTIFACT_BYTES)
     report = report_from_artifact(files, inputs)
     ws = Workspace(ctx.workspace)
-    policy, template = policy_and_template(inputs, ws)
+    section = settings_for(eval_paths(inputs), config=inputs.config)
+    policy, template = policy_and_template(inputs, ws, section)
     baseline, baseline_error = read_baseline_at(forge, ws, inputs.baseline_path, pull.base_sha)
     source = label_at(pull.base_sha, inputs.baseline_path)
     update = baseline_update(report, lambda: pr_baseline_at(forge, inputs.baseline_path, pull.head_sha), baseline,

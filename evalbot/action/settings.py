@@ -9,10 +9,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
-from evalbot.cli import args as cli_args
 from evalbot.compare.baseline import DEFAULT_BASELINE_PATH
 from evalbot.compare.gate import FailOn, JudgeFailures
 from evalbot.errors import InputError
+from evalbot.paths import problem_with_comment_id, problem_with_directory, problem_with_input, problem_with_output
 
 Mode = Literal["pull_request", "push", "workflow_run", "baseline"]
 MODES: tuple[str, ...] = ("auto", *get_args(Mode))
@@ -146,7 +146,7 @@ def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
     if raw["artifact-name"] and not _ARTIFACT.fullmatch(raw["artifact-name"] or ""):
         raise _bad("artifact-name", f"{raw['artifact-name']!r} is not an artifact name (1 to 200 characters, none of "
                    '" : < > | * ? \\ / or control characters)')
-    if raw["comment-id"] and (problem := cli_args.problem_with_comment_id(raw["comment-id"] or "")):
+    if raw["comment-id"] and (problem := problem_with_comment_id(raw["comment-id"] or "")):
         raise _bad("comment-id", problem)
     fail_on = (raw["fail-on"] or "").lower() or None
     if fail_on is not None and fail_on not in FAIL_ON:
@@ -194,7 +194,7 @@ def check_paths(inputs: ActionInputs, workspace: Path) -> None:
 
     outputs = {"report-path": inputs.report_path, "junit-path": inputs.junit_path, "html-path": inputs.html_path}
     for name, raw in outputs.items():
-        if raw is not None and (problem := cli_args.problem_with_output(at(raw))):
+        if raw is not None and (problem := problem_with_output(at(raw))):
             raise _bad(name, problem.replace(repr(at(raw)), repr(raw)))
     if Path(inputs.baseline_path).is_absolute() or ".." in Path(inputs.baseline_path).parts:
         raise _bad("baseline-path", f"{inputs.baseline_path!r} must be a path inside the repository, relative to "
@@ -208,12 +208,12 @@ def check_paths(inputs: ActionInputs, workspace: Path) -> None:
     for name, value in inputs_files.items():
         if value is None or Path(value).is_absolute() or ".." in Path(value).parts:
             continue  # a path outside the workspace is refused by the reader of that input, saying so
-        if problem := cli_args.problem_with_input(at(value)):
+        if problem := problem_with_input(at(value)):
             raise _bad(name, problem.replace(repr(at(value)), repr(value)))
     for value in inputs.actuals:
-        if Path(at(value)).exists() and (problem := cli_args.problem_with_input(at(value))):
+        if Path(at(value)).exists() and (problem := problem_with_input(at(value))):
             raise _bad("actuals", problem.replace(repr(at(value)), repr(value)))
-    if inputs.judge_cache is not None and (problem := cli_args.problem_with_directory(at(inputs.judge_cache))):
+    if inputs.judge_cache is not None and (problem := problem_with_directory(at(inputs.judge_cache))):
         raise _bad("judge-cache", problem.replace(repr(at(inputs.judge_cache)), repr(inputs.judge_cache)))
 
 

@@ -6,15 +6,13 @@ import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
 
 from evalbot.redact import scrub
+from evalbot.render.annotations import Annotation, Level
+from evalbot.render.comment import SUMMARY_LIMIT_BYTES
 
-SUMMARY_LIMIT_BYTES = 1024 * 1024
-"""GitHub refuses a step summary above 1 MiB ("upload aborted, supports content up to a size of 1024k")."""
 TRUNCATION_NOTICE = "\n\n> **Summary truncated** at GitHub's 1 MiB limit; the full report is in the report file.\n"
 
-Level = Literal["error", "warning", "notice"]
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
@@ -114,3 +112,8 @@ def group(title: str, body: str) -> str:
 
 
 # -- JUnit XML -----------------------------------------------------------------------------------
+
+
+def annotation_line(found: Annotation) -> str:
+    """The workflow command of an annotation chosen by :mod:`evalbot.render.annotations`."""
+    return annotation(found.level, found.message, file=found.file, line=found.line, title=found.title)

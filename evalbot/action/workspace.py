@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalbot.action.settings import ActionInputs
 from evalbot.compare.baseline import (
@@ -14,7 +15,8 @@ from evalbot.compare.baseline import (
 from evalbot.compare.gate import GatePolicy, policy_from_settings
 from evalbot.errors import InputError
 from evalbot.forge.base import Forge, ForgeError
-from evalbot.git import GitResult, git_show
+from evalbot.git import GitResult, git_show, run_git
+from evalbot.render.template_files import comment_template_text
 
 log = logging.getLogger("evalbot")
 
@@ -45,8 +47,6 @@ class Workspace:
             return None
 
     def git(self, args: list[str]) -> GitResult:
-        from evalbot.git import run_git
-
         return run_git(args, cwd=self.root)
 
 
@@ -55,11 +55,11 @@ def eval_paths(inputs: ActionInputs) -> list[str]:
     return list(inputs.eval_sets)
 
 
-def policy_and_template(inputs: ActionInputs, ws: Workspace) -> tuple[GatePolicy, str | None]:
-    """The gate policy (inputs override the config's ``evalbot`` object) and the comment template text."""
-    from evalbot.cli.compare import comment_template_text, evalbot_settings
-
-    settings, config_path = evalbot_settings(eval_paths(inputs), inputs.config)
+def policy_and_template(
+    inputs: ActionInputs, ws: Workspace, section: tuple[dict[str, Any], Path | None]
+) -> tuple[GatePolicy, str | None]:
+    """The gate policy (inputs override the config's ``evalbot`` section) and the comment template text."""
+    settings, config_path = section
     overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures}
     policy = policy_from_settings(settings, source=str(config_path or "action inputs"), overrides=overrides)
     template = comment_template_text(

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from collections import Counter
 from pathlib import Path
 
 from evalbot.cli import args as cli_args
-from evalbot.criteria.base import BuildContext
 from evalbot.errors import ConfigError
-from evalbot.load import discover, load_config, load_eval_set
-from evalbot.results import Report
+from evalbot.pipeline import AgentRun
+from evalbot.runner.adk_agent import load_adk_agent
 from evalbot.runner.base import Agent
-from evalbot.runner.execute import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT, Progress, RunOptions, run_agent
+from evalbot.runner.custom_agent import load_function_agent
+from evalbot.runner.execute import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT, RunOptions
 
 
 def add_agent_args(parser: argparse.ArgumentParser) -> None:
@@ -48,43 +46,18 @@ def _load_agent(args: argparse.Namespace) -> Agent:
     if getattr(args, "actuals", None):
         raise ConfigError("--actuals scores recorded runs; with --agent/--adk-agent evalbot produces the runs itself")
     if args.agent:
-        from evalbot.runner.custom_agent import load_function_agent
-
         return load_function_agent(args.agent)
-    from evalbot.runner.adk_agent import load_adk_agent
-
     return load_adk_agent(args.adk_agent)
 
 
-def evaluate_with_agent(args: argparse.Namespace, ctx: BuildContext, notices: list[str],
-                        progress: Progress | None = None) -> Report:
-    """Run the agent over the eval sets, score the runs and (with --record) write them; return the report."""
-    from evalbot.runner.aggregate import score_runs
-    from evalbot.runner.recording import write_recording
-
+def agent_run(args: argparse.Namespace) -> AgentRun | None:
+    """What the pipeline needs to run the agent, or None when no agent option was given (recorded runs are read)."""
+    if not wants_agent(args):
+        return None
     agent = _load_agent(args)
     options = RunOptions(
         num_runs=1 if args.num_runs is None else args.num_runs,
         concurrency=DEFAULT_CONCURRENCY if args.agent_concurrency is None else args.agent_concurrency,
         timeout=DEFAULT_TIMEOUT if args.agent_timeout is None else args.agent_timeout,
-        judge=ctx.judge,
-        judge_unavailable_reason=ctx.judge_unavailable_reason,
     )
-    override = load_config(Path(args.config)) if args.config else None
-    files, errors = discover(args.paths)
-    eval_sets = [load_eval_set(f, override) for f in files]
-    runs = run_agent(agent, eval_sets, options, progress)
-    close = getattr(progress, "close", None)
-    if callable(close):  # erase the progress line before the summary
-        close()
-    outcomes = Counter(r.outcome for case_runs in runs.runs.values() for r in case_runs)
-    summary = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) or "no case to run"
-    print(f"ran {agent.label}: {summary} (case runs)", file=sys.stderr)
-    scored = score_runs(eval_sets, runs, ctx, errors=errors, notices=notices)
-    if args.record:
-        try:
-            path = write_recording(Path(args.record), eval_sets, runs, scored.per_run)
-        except OSError as exc:
-            raise ConfigError(f"--record {args.record}: cannot write the file: {exc.strerror or exc}") from None
-        print(f"recorded the runs in {path}", file=sys.stderr)
-    return scored.report
+    return AgentRun(agent, options, Path(args.record) if args.record else None)

@@ -8,12 +8,14 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from evalbot.cli import args as cli_args
+from evalbot.cli.agent import add_agent_args
+from evalbot.cli.evaluate import add_eval_args, evaluate_args, write_report, write_text
 from evalbot.compare.baseline import (
     DEFAULT_BASELINE_PATH,
     build_baseline,
@@ -24,88 +26,16 @@ from evalbot.compare.baseline import (
 )
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy, policy_from_settings
-from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, InputError
+from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK
 from evalbot.git import run_git
-from evalbot.load import discover, load_config, read_optional
+from evalbot.load import read_optional
+from evalbot.pipeline import exit_code, load_inputs
 from evalbot.render.comment import Links, comment_marker, render_comment, render_summary
 from evalbot.render.console import render_text
-from evalbot.render.template_files import read_template_file, template_relpath
-from evalbot.results import Report
+from evalbot.render.html import render_html
+from evalbot.render.template_files import comment_template_text
 
 Command = Callable[[argparse.Namespace, Mapping[str, str]], int]
-
-
-def evalbot_settings(paths: Sequence[str], config: str | None) -> tuple[dict[str, Any], Path | None]:
-    """The config's ``evalbot`` object and the config file: ``--config``, else the first ``test_config.json``
-    beside an eval set that has one (an unreadable one is reported by the evaluation itself)."""
-    if config:
-        return dict(load_config(Path(config)).extras), Path(config)
-    files, _ = discover(paths)
-    for file in files:
-        beside = file.parent / "test_config.json"
-        if beside.is_file():
-            try:
-                extras = load_config(beside).extras
-            except InputError:
-                continue
-            if extras:
-                return dict(extras), beside
-    return {}, None
-
-
-TEMPLATE_KEYS = ("comment_template", "commentTemplate", "comment-template")
-
-
-def template_setting(settings: Mapping[str, Any], where: str) -> tuple[str, str] | None:
-    """The config's ``evalbot.comment_template`` (any spelling) and its JSON pointer, None when not set."""
-    for key in TEMPLATE_KEYS:
-        if key in settings:
-            raw, pointer = settings[key], f"/evalbot/{key}"
-            if not isinstance(raw, str) or not raw.strip():
-                raise InputError(where, pointer, "expected a path to a Jinja template file in the repository")
-            return raw, pointer
-    return None
-
-
-def comment_template_text(
-    cli_path: str | None, settings: Mapping[str, Any], config: Path | None, *, root: Path | None = None,
-    input_name: str | None = None,
-) -> str | None:
-    """The user's comment template: ``cli_path``, else ``evalbot.comment_template`` (relative to the config file),
-    else None for the default template.
-
-    The config's path must resolve inside ``root`` (default: the working directory): a config is repository
-    content, which a pull request can change. ``cli_path`` is confined too when it comes from the Action input
-    ``input_name``; a path typed on the command line is the user's own and may be anywhere.
-    """
-    root = root or Path.cwd()
-    if cli_path:
-        if input_name is None:
-            return read_template_file(Path(cli_path), root=None, where="--comment-template")
-        where = f"input {input_name}"
-        rel = template_relpath(cli_path, where=where)
-        return read_template_file(root / rel, root=root, where=where)
-    where = str(config or "config")
-    found = template_setting(settings, where)
-    if found is None:
-        return None
-    raw, pointer = found
-    rel = template_relpath(raw, where=where, pointer=pointer)
-    base = config.parent if config is not None else root
-    return read_template_file(base / rel, root=root, where=where, pointer=pointer)
-
-
-def _evaluate(args: argparse.Namespace, env: Mapping[str, str]) -> Report:
-    """Score recorded runs, or run the agent first (--agent / --adk-agent), exactly as ``evalbot run`` does."""
-    from evalbot.cli.commands import evaluate_args
-
-    return evaluate_args(args, env)
-
-
-def _write(path: str, text: str, flag: str) -> None:
-    from evalbot.cli.commands import write_text
-
-    write_text(path, text, flag)
 
 
 def cli_commands(args: argparse.Namespace, baseline: str, output: str) -> tuple[str, str]:
@@ -121,9 +51,8 @@ def cli_commands(args: argparse.Namespace, baseline: str, output: str) -> tuple[
 
 def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot compare``: evaluate, compare with the baseline, print or write the comment, exit with the gate."""
-    from evalbot.cli.commands import write_report
-
-    settings, config = evalbot_settings(args.paths, args.config)
+    inputs = load_inputs(args.paths, config=args.config)
+    settings, config = inputs.settings()
     overrides = {"fail_on": args.fail_on, "tolerance": args.tolerance, "alpha": args.alpha,
                  "judge_failures": args.judge_failures}
     policy: GatePolicy = policy_from_settings(settings, source=str(config or "command line"), overrides=overrides)
@@ -131,7 +60,7 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     spec = parse_spec(str(raw_spec), file_exists=lambda p: Path(p).is_file())
     baseline = read_baseline(spec, git=run_git, read_file=read_optional)
     template = comment_template_text(args.comment_template, settings, config)
-    report = _evaluate(args, env)
+    report = evaluate_args(args, env, inputs)
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=spec.label,
                          create=create_command(spec.path, eval_sets=args.paths, actuals=args.actuals or ()))
     for alert in comparison.alerts:
@@ -142,13 +71,11 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if args.report:
         write_report(report, args.report)
     if args.summary:
-        _write(args.summary, render_summary(comparison, links=links), "--summary")
+        write_text(args.summary, render_summary(comparison, links=links), "--summary")
     if args.html:
-        from evalbot.render.html import render_html
-
-        _write(args.html, render_html(comparison), "--html")
+        write_text(args.html, render_html(comparison), "--html")
     if args.comment:
-        _write(args.comment, comment, "--comment")
+        write_text(args.comment, comment, "--comment")
         print(f"evalbot: {comparison.gate.verdict} (exit {comparison.gate.exit_code}); comment written to "
               f"{args.comment} ({len(comment):,} characters)")
     else:
@@ -158,9 +85,7 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot baseline``: evaluate and write the baseline file (refused when inputs are invalid)."""
-    from evalbot.cli.commands import exit_code
-
-    report = _evaluate(args, env)
+    report = evaluate_args(args, env)
     if exit_code(report) == EXIT_INVALID_INPUT and not args.allow_errors:
         print(render_text(report), file=sys.stderr)
         print("error: the run has invalid inputs or cases that could not be evaluated; fix them or pass "
@@ -172,7 +97,7 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         commit = head.stdout.strip() if head.returncode == 0 else None
     created_at = args.created_at or datetime.now(UTC).replace(microsecond=0).isoformat()
     baseline = build_baseline(report, commit=commit, created_at=created_at)
-    _write(args.output, dump_baseline(baseline), "--output")
+    write_text(args.output, dump_baseline(baseline), "--output")
     cases = sum(len(es.cases) for es in baseline.eval_sets.values())
     print(render_text(report))
     print(f"wrote {args.output}: {len(baseline.eval_sets)} eval set(s), {cases} case(s), commit {commit or 'unknown'}")
@@ -181,9 +106,6 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def add_parsers(sub: Any) -> None:
     """Register ``baseline`` and ``compare`` on the ``evalbot`` subparsers (their functions are in COMMANDS)."""
-    from evalbot.cli.agent import add_agent_args
-    from evalbot.cli.commands import add_eval_args
-
     base = sub.add_parser("baseline", help="evaluate and write the baseline file to commit on main")
     add_eval_args(base)
     add_agent_args(base)

@@ -20,6 +20,7 @@ from evalbot.compare.votes import Votes, invocation_votes
 from evalbot.errors import InputError
 from evalbot.formats.jsonio import describe, parse_json, pointer_for
 from evalbot.git import GitRunner, git_show
+from evalbot.judges.base import DEFAULT_JUDGE_MODEL
 from evalbot.results import CaseResult, CriterionInfo, Report, Status
 
 BASELINE_SCHEMA_VERSION = 1
@@ -109,8 +110,6 @@ def judge_model_of(info: CriterionInfo) -> str | None:
     """The judge model of a judged criterion: ``judge_model_options.judge_model``, else evalbot's default."""
     if not info.judged:
         return None
-    from evalbot.criteria.judged import DEFAULT_JUDGE_MODEL  # imported late: the criteria package is heavy
-
     nested = info.options.get("judge_model_options")
     model = nested.get("judge_model") if isinstance(nested, Mapping) else None
     return model if isinstance(model, str) else DEFAULT_JUDGE_MODEL

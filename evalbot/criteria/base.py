@@ -13,9 +13,10 @@ from pydantic.alias_generators import to_camel
 
 from evalbot.errors import ConfigError, did_you_mean
 from evalbot.formats.adk import ConversationScenario, EvalCase, FunctionCall, Invocation
-from evalbot.formats.config import CriterionSpec
+from evalbot.formats.config import CriterionSpec, EvalConfig
 from evalbot.formats.invocations import final_text, tool_calls
 from evalbot.results import (
+    CriterionInfo,
     InvocationScore,
     MetricResult,
     clean_score,
@@ -100,6 +101,9 @@ class BuildContext:
 
 
 CriterionFactory = Callable[[CriterionSpec, BuildContext], Criterion]
+CriteriaBuilder = Callable[[EvalConfig, BuildContext, str], tuple[list[Criterion], list[CriterionInfo]]]
+"""Builds an eval set's criteria (and their report entries) from its config and the eval set file's path:
+``evalbot.criteria.build_criteria``, or what a test passes to scoring instead."""
 
 
 class Options(BaseModel):

@@ -13,11 +13,10 @@ from pydantic import Field
 from evalbot.criteria.base import BuildContext, CaseInput, Options, not_evaluated, score_invocation
 from evalbot.formats.adk import AppDetails, IntermediateData, Invocation, InvocationEvents
 from evalbot.formats.invocations import content_text, final_text, intermediate_texts
-from evalbot.judges.base import Judge, JudgeError, JudgeRequest, Usage
+from evalbot.judges.base import DEFAULT_JUDGE_MODEL, Judge, JudgeError, JudgeRequest, Usage
 from evalbot.judges.usage import usage_dict
 from evalbot.results import InvocationScore, MetricResult
 
-DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
 NO_JUDGE = "no judge is configured"
 
 

@@ -1,5 +1,7 @@
 """The agent's actual invocations per case, from ADK EvalSetResult files or a plain ``{eval_id: [...]}`` map.
 
+Files are opened by :func:`evalbot.load.load_actuals`, which also dispatches Vertex-style datasets.
+
 EvalSetResult files (snake_case or camelCase keys, as ADK accepts both) are what ``adk eval`` writes to
 ``.adk/eval_history/*.evalset_result.json``; older ADK versions wrote them double-encoded (a JSON string holding the
 JSON), which is accepted too.
@@ -20,10 +22,8 @@ from evalbot.formats.adk import Invocation
 from evalbot.formats.jsonio import (
     Slices,
     decode_value,
-    gc_paused,
     has_surrogate,
     parse_json,
-    read_text,
     scan_document,
     validate,
 )
@@ -162,25 +162,6 @@ def actuals_from_data(data: Any, path: Path) -> Actuals:
     return actuals
 
 
-def load_actuals(path: Path) -> Actuals:
-    """Load one actuals file (JSON; Vertex-style ``.jsonl``/``.csv`` datasets through evalbot.formats.vertex)."""
-    from evalbot.formats import vertex  # vertex imports this module
-
-    if path.name.endswith((".jsonl", ".csv")):
-        return vertex.load_actuals(path)
-    with gc_paused():
-        text = read_text(path)
-        lazy = _lazy_mapping(text, path)
-        if lazy is not None:
-            return lazy
-        data = parse_json(text, path)
-        if (isinstance(data, dict) and "rows" in data) or (
-            vertex.looks_like_rows(data) and not all("eval_case_results" in d for d in data)
-        ):
-            return vertex.load_actuals(path)
-        return actuals_from_data(data, path)
-
-
 _NOT_A_MAPPING = frozenset(("rows", "eval_case_results", "evalCaseResults"))
 
 
@@ -198,7 +179,7 @@ def _parse_later(slices: Slices, start: int, end: int, eval_id: str) -> Entry:
     return _invocations(raw, slices.path, [eval_id])
 
 
-def _lazy_mapping(text: str, path: Path) -> Actuals | None:
+def lazy_mapping(text: str, path: Path) -> Actuals | None:
     """A plain ``{eval_id: [invocations]}`` file with each case parsed only when it is scored; None for other shapes.
 
     The same entries and errors as actuals_from_data, but the invocations are validated on each read.  Malformed

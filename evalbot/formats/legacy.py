@@ -9,14 +9,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evalbot.errors import InputError, json_pointer
 from evalbot.formats.adk import EvalCase
 from evalbot.formats.jsonio import validate
-
-if TYPE_CHECKING:
-    from evalbot.formats.loaded import LoadedCase
+from evalbot.formats.loaded import LoadedCase
 
 
 def _turn_to_invocation(turn: Any, index: int, path: Path, base: list[str | int]) -> dict[str, Any]:
@@ -88,12 +86,8 @@ def _case(eval_id: str, turns: Any, session: Any, path: Path, base: list[str | i
     return validate(EvalCase, raw, path)
 
 
-def case_from_turns(data: list[Any], path: Path) -> LoadedCase:
-    """The list-of-turns shape: one case named after the file path."""
-    from evalbot.formats.loaded import LoadedCase
-    from evalbot.load import stable_id
-
-    eval_id = stable_id(path)
+def case_from_turns(data: list[Any], path: Path, eval_id: str) -> LoadedCase:
+    """The list-of-turns shape: one case named after the file (``eval_id``: its stable path, from load.py)."""
     try:
         return LoadedCase(eval_id, _case(eval_id, data, None, path, []))
     except InputError as exc:
@@ -102,8 +96,6 @@ def case_from_turns(data: list[Any], path: Path) -> LoadedCase:
 
 def cases_from_named(data: list[Any], path: Path) -> list[LoadedCase]:
     """The list-of-cases shape ``[{name, data, initial_session}]``."""
-    from evalbot.formats.loaded import LoadedCase
-
     cases: list[LoadedCase] = []
     for i, item in enumerate(data):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or "data" not in item:

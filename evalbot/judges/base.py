@@ -98,5 +98,8 @@ class ReplayMiss(JudgeError):
     """Replay mode found no cached answer for a request (replay never calls the network)."""
 
 
+DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
+"""The judge model when a criterion's ``judge_model_options`` name none (ADK's default)."""
+
 TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 """HTTP statuses worth retrying."""

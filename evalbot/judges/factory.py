@@ -206,7 +206,7 @@ def judge_from_environ(
     stack = build_stack(backend, cache_dir=cache_dir, replay=False, concurrency=concurrency, retry=retry,
                         deadline=deadline)
     if project and location:
-        from evalbot.judges.vertex_safety import VertexSafety
+        from evalbot.judges.vertex_safety import VertexSafety  # lazily: google-genai is slow to import
 
         try:
             client = VertexSafety(project=project, location=location,

@@ -1,16 +1,33 @@
-"""Report views for CI systems: JUnit suites and workflow-command annotations on the eval set files (pure)."""
+"""Annotations on the eval set files: which regressed, failing and errored cases to flag, where, and why (pure).
+
+The Action prints them as workflow commands (``action/workflow.py``); nothing here knows that protocol.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
-from evalbot.action.workflow import Level, annotation
 from evalbot.results import CaseResult, MetricResult, Report
+
+Level = Literal["error", "warning", "notice"]
 
 ANNOTATION_LIMIT = 10
 """GitHub shows at most 10 error and 10 warning annotations per step; more are dropped silently."""
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """One message on a file (and line) of the workspace."""
+
+    level: Level
+    message: str
+    file: str | None = None
+    line: int | None = None
+    title: str | None = None
 
 
 def _score(value: float | None) -> str:
@@ -44,7 +61,7 @@ def case_line(text: str, eval_id: str) -> int | None:
     return None
 
 
-def annotation_lines(
+def find_annotations(
     report: Report,
     *,
     read_text: Callable[[str], str | None],
@@ -52,8 +69,8 @@ def annotation_lines(
     regressed: Sequence[tuple[str, str, str]] = (),
     display: Callable[[str], str] = str,
     failing_level: Level = "error",
-) -> list[str]:
-    """``::error`` lines for regressed, failing and errored cases, on their eval set file and line.
+) -> list[Annotation]:
+    """Annotations for regressed, failing and errored cases, on their eval set file and line.
 
     ``read_text(path)`` returns an eval set file's text (or None) so the case's line can be found;
     ``regressed`` holds (eval set path, eval_id, message) from the baseline comparison, shown first.
@@ -81,10 +98,10 @@ def annotation_lines(
             if case.status in ("failed", "error") and (es.path, case.eval_id) not in seen:
                 title = "Case failed" if case.status == "failed" else "Case errored"
                 found.append((es.path, case.eval_id, title, f"{case.eval_id}: {failing_summary(case)}", failing_level))
-    lines = [
-        annotation(level, message, file=display(path), line=where(path, eval_id), title=title)
+    shown = [
+        Annotation(level, message, file=display(path), line=where(path, eval_id), title=title)
         for path, eval_id, title, message, level in found[:limit]
     ]
     if len(found) > limit:
-        lines.append(annotation("notice", f"{len(found) - limit} more failing cases: see the job summary"))
-    return lines
+        shown.append(Annotation("notice", f"{len(found) - limit} more failing cases: see the job summary"))
+    return shown

@@ -20,7 +20,6 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel
 
 from evalbot import __version__
-from evalbot.action.workflow import SUMMARY_LIMIT_BYTES
 from evalbot.compare.model import Comparison, CriterionRow, EvalSetComparison
 from evalbot.errors import EvalbotError
 from evalbot.forge.base import COMMENT_MAX_CHARS
@@ -30,6 +29,8 @@ from evalbot.render.views import Limits, sections
 COMMENT_LIMIT = COMMENT_MAX_CHARS
 """GitHub rejects longer issue comments (counted here in UTF-16 code units, which is never less than characters)."""
 COMMENT_TARGET = 60_000
+SUMMARY_LIMIT_BYTES = 1024 * 1024
+"""GitHub refuses a step summary above 1 MiB ("upload aborted, supports content up to a size of 1024k")."""
 SUMMARY_LIMIT = SUMMARY_LIMIT_BYTES
 """GitHub drops a step summary larger than 1 MiB (UTF-8 bytes)."""
 SUMMARY_TARGET = 1_000_000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from evalbot.judges.usage import format_usage
 from evalbot.results import EvalSetReport, MetricResult, Report, mean
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "not_evaluated": "N/E", "error": "ERROR", "informational": "info"}
@@ -76,8 +77,6 @@ def render_text(report: Report, *, max_failures: int = 50) -> str:
     if len(bad) > len(shown):
         lines.append(f"  … and {len(bad) - len(shown)} more (see the JSON report)")
     if report.usage:
-        from evalbot.judges.usage import format_usage
-
         lines.append("")
         lines.append(format_usage(report.usage))
     for notice in report.notices:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from evalbot.errors import InputError
 
@@ -95,3 +97,45 @@ def template_text(data: bytes, *, shown: str, where: str, pointer: str = "") -> 
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(where, pointer, f"comment template {shown} is not valid UTF-8; save it as UTF-8") from None
+
+
+TEMPLATE_KEYS = ("comment_template", "commentTemplate", "comment-template")
+
+
+def template_setting(settings: Mapping[str, Any], where: str) -> tuple[str, str] | None:
+    """The config's ``evalbot.comment_template`` (any spelling) and its JSON pointer, None when not set."""
+    for key in TEMPLATE_KEYS:
+        if key in settings:
+            raw, pointer = settings[key], f"/evalbot/{key}"
+            if not isinstance(raw, str) or not raw.strip():
+                raise InputError(where, pointer, "expected a path to a Jinja template file in the repository")
+            return raw, pointer
+    return None
+
+
+def comment_template_text(
+    cli_path: str | None, settings: Mapping[str, Any], config: Path | None, *, root: Path | None = None,
+    input_name: str | None = None,
+) -> str | None:
+    """The user's comment template: ``cli_path``, else ``evalbot.comment_template`` (relative to the config file),
+    else None for the default template.
+
+    The config's path must resolve inside ``root`` (default: the working directory): a config is repository
+    content, which a pull request can change. ``cli_path`` is confined too when it comes from the Action input
+    ``input_name``; a path typed on the command line is the user's own and may be anywhere.
+    """
+    root = root or Path.cwd()
+    if cli_path:
+        if input_name is None:
+            return read_template_file(Path(cli_path), root=None, where="--comment-template")
+        where = f"input {input_name}"
+        rel = template_relpath(cli_path, where=where)
+        return read_template_file(root / rel, root=root, where=where)
+    where = str(config or "config")
+    found = template_setting(settings, where)
+    if found is None:
+        return None
+    raw, pointer = found
+    rel = template_relpath(raw, where=where, pointer=pointer)
+    base = config.parent if config is not None else root
+    return read_template_file(base / rel, root=root, where=where, pointer=pointer)

@@ -16,11 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalbot.criteria.base import BuildContext, CaseInput
+from evalbot.criteria import INFORMATIONAL, build_criteria
+from evalbot.criteria.base import BuildContext, CaseInput, CriteriaBuilder
 from evalbot.errors import InputError
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.loaded import LoadedEvalSet
+from evalbot.formats.vertex import VertexInvocation
 from evalbot.results import (
     CaseResult,
     EvalSetReport,
@@ -50,8 +52,6 @@ class ScoredRuns:
 
 def flagged(invocations: Sequence[Invocation], failed: Invocation | None = None) -> list[Invocation]:
     """Invocations marked with Vertex's failure flag (0 for answered calls, 1 for the call that failed)."""
-    from evalbot.formats.vertex import VertexInvocation
-
     out: list[Invocation] = [VertexInvocation.model_validate({**dict(inv), "failure": False}) for inv in invocations]
     if failed is not None:
         out.append(VertexInvocation.model_validate({**dict(failed), "failure": True}))
@@ -73,15 +73,13 @@ def _actuals_for_run(runs: RunSet, run: int, base: Actuals | None) -> Actuals:
 
 
 def failed_run_metrics(case_run: CaseRun, case: EvalCase, loaded: LoadedEvalSet,
-                       ctx: BuildContext | None) -> dict[str, MetricResult]:
+                       ctx: BuildContext | None, criteria: CriteriaBuilder = build_criteria) -> dict[str, MetricResult]:
     """A failed run is not scored (ADK: failed, no metrics) except by ``failure``, ``latency`` and the
     informational metrics, which see the answered calls plus the failed one flagged."""
-    from evalbot.criteria import INFORMATIONAL, build_criteria
-
     if case_run.failed_invocation is None and not case_run.invocations:
         return {}
-    criteria, _ = build_criteria(loaded.config, ctx or BuildContext(), loaded.path)
-    wanted = [c for c in criteria if c.name in RUN_LEVEL or c.name in INFORMATIONAL]
+    built, _ = criteria(loaded.config, ctx or BuildContext(), loaded.path)
+    wanted = [c for c in built if c.name in RUN_LEVEL or c.name in INFORMATIONAL]
     case_input = CaseInput(loaded.eval_set_id, case, flagged(case_run.invocations, case_run.failed_invocation))
     out: dict[str, MetricResult] = {}
     for criterion in wanted:
@@ -149,7 +147,7 @@ def pool(results: Sequence[tuple[int, MetricResult]]) -> MetricResult:
 
 
 def _merge_case(scored: list[CaseResult], case_runs: list[CaseRun], num_runs: int, loaded: LoadedEvalSet,
-                order: list[str], ctx: BuildContext | None) -> CaseResult:
+                order: list[str], ctx: BuildContext | None, criteria: CriteriaBuilder) -> CaseResult:
     first = scored[0]
     case = next((c.case for c in loaded.cases if c.eval_id == first.eval_id), None)
     if not case_runs or case is None:  # never run (the case did not load): scoring already says why
@@ -172,7 +170,7 @@ def _merge_case(scored: list[CaseResult], case_runs: list[CaseRun], num_runs: in
                 reasons.append(prefix + (result.reason or "could not be scored"))
         else:
             turns.extend(turn_views(case_run.invocations, case.conversation))
-            metrics = failed_run_metrics(case_run, case, loaded, ctx)
+            metrics = failed_run_metrics(case_run, case, loaded, ctx, criteria)
             if case_run.outcome in ("failed", "error"):
                 statuses.append(case_run.outcome)
             reasons.append(prefix + (case_run.reason or case_run.outcome))
@@ -190,12 +188,12 @@ def _merge_case(scored: list[CaseResult], case_runs: list[CaseRun], num_runs: in
 
 
 def _merge_set(reports: list[EvalSetReport], loaded: LoadedEvalSet, runs: RunSet,
-               ctx: BuildContext | None) -> EvalSetReport:
+               ctx: BuildContext | None, criteria: CriteriaBuilder) -> EvalSetReport:
     base = reports[0]
     order = [c.name for c in base.criteria]
     cases = [
         _merge_case([r.cases[i] for r in reports], runs.of(loaded.eval_set_id, case.eval_id), runs.num_runs, loaded,
-                    order, ctx)
+                    order, ctx, criteria)
         for i, case in enumerate(base.cases)
     ]
     # the set-level errors keep the set in error; otherwise its status follows the merged cases (run 1's set was
@@ -223,11 +221,14 @@ def score_runs(
     base: Actuals | None = None,
     errors: Sequence[InputError] = (),
     notices: Sequence[str] = (),
+    criteria: CriteriaBuilder = build_criteria,
 ) -> ScoredRuns:
     """Score every run and merge them (``base`` supplies actuals for cases the runs do not cover)."""
-    per_run = [score_run(eval_sets, _actuals_for_run(runs, r, base), ctx) for r in range(1, runs.num_runs + 1)]
+    per_run = [score_run(eval_sets, _actuals_for_run(runs, r, base), ctx, criteria=criteria)
+               for r in range(1, runs.num_runs + 1)]
     merged = [
-        _merge_set([rep.eval_sets[i] for rep in per_run], loaded, runs, ctx) for i, loaded in enumerate(eval_sets)
+        _merge_set([rep.eval_sets[i] for rep in per_run], loaded, runs, ctx, criteria)
+        for i, loaded in enumerate(eval_sets)
     ]
     notice = pooled_notice(runs.num_runs)
     report = Report(

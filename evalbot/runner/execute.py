@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import EvalCase
 from evalbot.formats.loaded import LoadedEvalSet
+from evalbot.progress import Progress
 from evalbot.runner.base import Agent, CaseRun, RunSet, SimulatorError
 from evalbot.runner.conversation import run_conversation
 from evalbot.runner.simulator import SimulatedUser, SimulatorConfig, parse_simulator_config
@@ -18,9 +19,6 @@ DEFAULT_CONCURRENCY = 4
 """Cases in flight at once (ADK's inference parallelism)."""
 DEFAULT_TIMEOUT = 300.0
 """Seconds one agent call may take."""
-
-Progress = Callable[[int, int], None]
-"""Called with (case runs done, case runs in total), as the scoring progress display expects."""
 
 
 @dataclass(frozen=True)

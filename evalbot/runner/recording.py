@@ -9,18 +9,17 @@ invocations and the ``evalbot`` keys.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, get_args
 
-from evalbot.criteria.base import BuildContext
 from evalbot.errors import InputError
-from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import Invocation
 from evalbot.formats.config import EvalConfig
-from evalbot.formats.jsonio import parse_json, read_text, validate
+from evalbot.formats.jsonio import validate
 from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.results import Report
 from evalbot.runner.base import CaseRun, Outcome, RunSet, Stop
@@ -185,55 +184,11 @@ def runs_from_data(data: Any, path: Path, into: RunSet | None = None) -> RunSet:
     return runs
 
 
-def recorded_runs(paths: Sequence[str]) -> tuple[RunSet | None, list[InputError]]:
-    """The runs in those of ``paths`` that are evalbot recordings (None when none is); other files are ignored."""
-    found: RunSet | None = None
-    errors: list[InputError] = []
-    for raw in paths:
-        path = Path(raw)
-        try:
-            text = read_text(path)
-            if FORMAT not in text:  # cheap test first: decoding a large actuals file twice costs seconds and memory
-                continue
-            data = parse_json(text, path)
-        except InputError:
-            continue  # unreadable files are reported by the ordinary actuals loader
-        if not is_recording(data):
-            continue
-        try:
-            found = runs_from_data(data, path, found)
-        except InputError as exc:
-            errors.append(exc)
-            found = found or RunSet()
-    return found, errors
-
-
 def write_recording(path: Path, eval_sets: Sequence[LoadedEvalSet], runs: RunSet,
                     per_run: Sequence[Report] = ()) -> Path:
     """Write the recording: one EvalSetResult object, or a list when there are several eval sets."""
-    import json
-
     results = eval_set_results(eval_sets, runs, per_run)
     payload: Any = results[0] if len(results) == 1 else results
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
-
-
-def score_recorded(
-    eval_sets: Sequence[LoadedEvalSet],
-    paths: Sequence[str],
-    base: Actuals,
-    ctx: BuildContext | None,
-    *,
-    errors: Sequence[InputError] = (),
-    notices: Sequence[str] = (),
-) -> Report | None:
-    """Score the evalbot recordings among ``paths`` exactly as the run that produced them was scored (failures and
-    ``--num-runs`` included); ``base`` holds the other files' actuals.  None when no file is a recording."""
-    runs, problems = recorded_runs(paths)
-    if runs is None:
-        return None
-    from evalbot.runner.aggregate import score_runs
-
-    return score_runs(eval_sets, runs, ctx, base=base, errors=[*errors, *problems], notices=notices).report

@@ -171,7 +171,7 @@ def test_a_bug_is_exit_70_not_a_traceback(tmp_path: Path, monkeypatch: pytest.Mo
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("evalbot.cli.commands.evaluate", broken)  # nothing else can make the real code raise a bug
+    monkeypatch.setattr("evalbot.pipeline.evaluate", broken)  # nothing else can make the real code raise a bug
     (tmp_path / "evals").mkdir()
     assert main(["run", str(tmp_path / "evals")], env={}) == 70
     err = capsys.readouterr().err

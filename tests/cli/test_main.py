@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from evalbot.cli.commands import drop_unused_judge_notice, main
+from evalbot.cli.commands import main
 from evalbot.criteria.base import BuildContext
+from evalbot.pipeline import drop_unused_judge_notices
 from evalbot.results import Report
 from tests.fakes.builders import Writer, case, eval_set, inv
 
@@ -205,5 +206,5 @@ def test_no_judge_notice_only_when_a_judged_criterion_is_configured(
 def test_judge_setup_notes_are_dropped_with_no_judged_criterion() -> None:
     """The judge's own setup notes (e.g. Vertex safety unavailable) go too when nothing judged is configured."""
     ctx = BuildContext(judge=SimpleNamespace(notes=["vertex note"]))
-    report = drop_unused_judge_notice(Report(notices=["vertex note", "other"]), ctx)
+    report = drop_unused_judge_notices(Report(notices=["vertex note", "other"]), ctx)
     assert report.notices == ["other"]

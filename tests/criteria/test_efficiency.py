@@ -12,9 +12,9 @@ import pytest
 
 from evalbot.criteria import INFORMATIONAL, build_criteria
 from evalbot.criteria.base import BuildContext, CaseInput
-from evalbot.formats.actuals import load_actuals
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import CriterionSpec, parse_config
+from evalbot.load import load_actuals
 from evalbot.results import MetricResult
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from evalbot.errors import InputError
-from evalbot.formats.actuals import Actuals, load_actuals
+from evalbot.formats.actuals import Actuals
 from evalbot.formats.invocations import final_text, tool_calls
+from evalbot.load import load_actuals
 from tests.fakes.builders import Writer, inv
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from evalbot.render.annotations import annotation_lines, case_line, failing_summary
+from evalbot.action.publish import annotation_lines
+from evalbot.render.annotations import case_line, failing_summary
 from evalbot.render.junit import junit_suites
 from evalbot.results import CaseResult, EvalSetReport, MetricResult, Problem, Report
 

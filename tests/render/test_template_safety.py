@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from evalbot.cli.compare import comment_template_text
 from evalbot.errors import InputError
 from evalbot.render.comment import Links, TemplateError, _context, comparison_data, plain, render_comment
-from evalbot.render.template_files import MAX_TEMPLATE_BYTES
+from evalbot.render.template_files import MAX_TEMPLATE_BYTES, comment_template_text
 from evalbot.render.views import Limits
 from tests.fakes.comparisons import MARKER, small
 

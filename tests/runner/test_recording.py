@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from evalbot.formats.actuals import load_actuals
 from evalbot.formats.adk import Invocation
-from evalbot.pipeline import evaluate
+from evalbot.load import load_actuals
+from evalbot.pipeline import evaluate, read_actuals
 from evalbot.runner.aggregate import score_runs
 from evalbot.runner.custom_agent import load_function_agent
 from evalbot.runner.execute import RunOptions, run_agent
-from evalbot.runner.recording import FORMAT, recorded_runs, write_recording
+from evalbot.runner.recording import FORMAT, write_recording
 from tests.fakes import agents
 from tests.fakes.builders import case, eval_set, inv, load_set
 
@@ -76,7 +76,8 @@ def test_several_eval_sets_are_written_as_a_list(tmp_path: Path) -> None:
     out = write_recording(tmp_path / "rec.json", sets, runs)
     data = json.loads(out.read_text(encoding="utf-8"))
     assert [d["eval_set_id"] for d in data] == ["a", "b"]
-    again, problems = recorded_runs([str(out)])
+    read = read_actuals([str(out)])
+    again, problems = read.runs, read.recording_errors
     assert problems == [] and again is not None and sorted(again.runs) == [("a", "c"), ("b", "c")]
 
 
@@ -84,7 +85,9 @@ def test_ordinary_actuals_are_not_recordings(tmp_path: Path) -> None:
     """Files without the evalbot marker (or unreadable ones) leave scoring to the ordinary loader."""
     plain = tmp_path / "plain.json"
     plain.write_text(json.dumps({"c": [inv()]}), encoding="utf-8")
-    assert recorded_runs([str(plain), str(tmp_path / "missing.json")]) == (None, [])
+    read = read_actuals([str(plain), str(tmp_path / "missing.json")])
+    assert (read.runs, read.recording_errors) == (None, [])
+    assert [str(e.path) for e in read.errors] == [str(tmp_path / "missing.json")]
 
 
 def test_a_broken_recording_names_the_pointer(tmp_path: Path) -> None:

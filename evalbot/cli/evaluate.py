@@ -1,0 +1,99 @@
+"""What every evaluating command shares: its arguments, the judge from the environment, the pipeline call, the report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from evalbot import pipeline
+from evalbot.cli import args as cli_args
+from evalbot.cli.agent import agent_run
+from evalbot.criteria.base import BuildContext
+from evalbot.errors import EvalbotError
+from evalbot.judges.factory import judge_from_environ
+from evalbot.judges.limiter import DEFAULT_CONCURRENCY
+from evalbot.paths import problem_with_directory
+from evalbot.progress import terminal_progress
+from evalbot.results import Report, write_report_json
+
+
+def add_eval_args(parser: argparse.ArgumentParser) -> None:
+    """Arguments shared by every command that evaluates."""
+    parser.add_argument("paths", nargs="+", type=cli_args.eval_path, metavar="PATH",
+                        help="eval set files, directories or glob patterns")
+    parser.add_argument(
+        "--actuals", action="append", default=[], type=cli_args.loaded_file, metavar="FILE",
+        help="recorded agent runs: ADK *.evalset_result.json, {eval_id: [invocations]} JSON, or a Vertex dataset "
+        "(repeatable)",
+    )
+    parser.add_argument("--config", type=cli_args.loaded_file, metavar="FILE", help="test_config.json for every eval set (default: the one "
+                        "beside each eval set, else ADK's default criteria)")
+    parser.add_argument("--judge-concurrency", type=cli_args.integer(1, 256), default=DEFAULT_CONCURRENCY, metavar="N",
+                        help="judge calls in flight (1 to 256)")
+    parser.add_argument("--judge-cache", type=cli_args.directory, metavar="DIR", help="judge answer cache (default: $EVALBOT_JUDGE_CACHE)")
+    parser.add_argument("--judge-replay", action="store_true", help="answer judges only from the cache")
+    seconds = cli_args.number(0, 86400, low_open=True, what="a number of seconds")
+    parser.add_argument("--judge-timeout", type=seconds, default=60.0, metavar="S",
+                        help="per judge call timeout (default 60; a timeout is retried once)")
+    parser.add_argument("--judge-deadline", type=seconds, default=240.0, metavar="S",
+                        help="seconds all judge calls of the run may take (default 240); later ones are not_evaluated")
+
+
+def judge_context(args: argparse.Namespace, env: Mapping[str, str]) -> BuildContext:
+    """The run's judge built from the environment, or why there is none."""
+    cache = args.judge_cache or env.get("EVALBOT_JUDGE_CACHE") or None
+    problem = problem_with_directory(cache) if cache and not args.judge_cache else None
+    if problem:
+        raise EvalbotError(f"EVALBOT_JUDGE_CACHE: {problem}")
+    judge, notice = judge_from_environ(
+        env,
+        cache_dir=Path(cache) if cache else None,
+        replay=args.judge_replay,
+        concurrency=args.judge_concurrency,
+        timeout=args.judge_timeout,
+        deadline=args.judge_deadline if args.judge_deadline and args.judge_deadline > 0 else None,
+    )
+    return BuildContext(judge=judge, judge_unavailable_reason=notice)
+
+
+def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipeline.Inputs | None = None) -> Report:
+    """Score recorded runs, or run the agent first (--agent / --adk-agent): the pipeline, as every command calls it."""
+    ctx = judge_context(args, env)
+    agent = agent_run(args)  # checks the agent options before anything is read
+    bar = terminal_progress(sys.stderr)
+
+    def say(text: str) -> None:
+        if bar is not None:
+            bar.close()  # erase the progress line first
+        print(text, file=sys.stderr)
+
+    try:
+        return pipeline.evaluate(inputs if inputs is not None else args.paths, actuals=args.actuals,
+                                 config=None if inputs is not None else args.config, agent=agent, ctx=ctx,
+                                 progress=bar, say=say)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def write_report(report: Report, path: str, flag: str = "--report") -> None:
+    """Write the JSON report (UTF-8, indented, stable key order of the model)."""
+    out = Path(path)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", encoding="utf-8") as handle:
+            write_report_json(report, handle)
+    except OSError as exc:
+        raise EvalbotError(f"{flag} {path}: cannot write the file: {exc.strerror or exc}") from None
+
+
+def write_text(path: str, text: str, flag: str = "--html") -> None:
+    """Write a UTF-8 text file, creating its directory; a failure is an error naming ``flag``."""
+    out = Path(path)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise EvalbotError(f"{flag} {path}: cannot write the file: {exc.strerror or exc}") from None
