@@ -300,8 +300,7 @@ def score_run(
         asyncio.run(_settle(pending, _countdown(pending, done, total, progress) if progress else None))
     for report in reports:
         _finish_set(report)
-    usage_summary = getattr(ctx.judge, "usage_summary", None)
-    usage = usage_summary() if callable(usage_summary) else None
+    usage = ctx.judge.usage_summary() if ctx.judge is not None else None
     return Report(
         eval_sets=reports,
         errors=[problem(e) for e in errors],

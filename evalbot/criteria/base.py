@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
@@ -15,6 +15,7 @@ from evalbot.errors import ConfigError, did_you_mean
 from evalbot.formats.adk import ConversationScenario, EvalCase, FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec, EvalConfig
 from evalbot.formats.invocations import final_text, tool_calls
+from evalbot.judges.base import RunJudge
 from evalbot.results import (
     CriterionInfo,
     InvocationScore,
@@ -91,11 +92,9 @@ class Criterion(Protocol):
 class BuildContext:
     """What a criterion factory may need besides its spec: the judge and run-wide settings."""
 
-    judge: Any = None
-    """The Judge (see evalbot.judges.base), or None when no judge is configured."""
+    judge: RunJudge | None = None
+    """The run's judge, or None when no judge is configured (``judge_unavailable_reason`` says why)."""
     judge_unavailable_reason: str | None = None
-    user_simulator: dict[str, Any] | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
     custom_code_refused: str | None = None
     """Why custom metrics (repository code) must not be imported in this run, or None where that is allowed."""
 

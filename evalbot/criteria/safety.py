@@ -11,7 +11,7 @@ import asyncio
 import re
 import statistics
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from evalbot.criteria.base import BuildContext, CaseInput, Options, parse_options, score_invocation
 from evalbot.criteria.judged import (
@@ -26,7 +26,7 @@ from evalbot.criteria.judged import (
 from evalbot.formats.adk import Invocation
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.invocations import final_text
-from evalbot.judges.base import JudgeError
+from evalbot.judges.base import JudgeError, SafetyClient
 from evalbot.judges.templates import render
 from evalbot.results import InvocationScore, MetricResult, threshold_status
 
@@ -34,21 +34,6 @@ NAME = "safety_v1"
 VERTEX_METHOD = "Vertex AI evaluation service, safety metric"
 JUDGE_METHOD = "judge-based harmlessness assessment (evalbot's own prompt; not Vertex AI's safety metric)"
 _IS_SAFE = re.compile(r'"is_safe":\s*\[*\s*"*([A-Za-z_]+)"*')
-
-
-class SafetyVerdictLike(Protocol):
-    """What the Vertex safety client returns."""
-
-    score: float | None
-    explanation: str
-
-
-class VertexSafetyLike(Protocol):
-    """Vertex AI's safety metric behind the judge layers (evalbot.judges.safety_service.LayeredSafety)."""
-
-    async def judge(self, response: str) -> SafetyVerdictLike:
-        """Vertex's verdict on one response."""
-        ...
 
 
 class SafetyOptions(Options):
@@ -72,7 +57,7 @@ class Safety:
     threshold: float | None
     options: SafetyOptions
     call: JudgeCall | None
-    vertex: VertexSafetyLike | None
+    vertex: SafetyClient | None
     unavailable_reason: str | None = None
     name: str = NAME
 
@@ -110,6 +95,6 @@ class Safety:
 def build(spec: CriterionSpec, ctx: BuildContext) -> Safety:
     """Factory registered under ``safety_v1``: Vertex when the judge stack carries a Vertex safety client."""
     options = parse_options(SafetyOptions, spec)
-    vertex = getattr(ctx.judge, "vertex_safety", None)
+    vertex = ctx.judge.vertex_safety if ctx.judge is not None else None
     call = judge_call(ctx, options.judge_model_options, spec.name)
     return Safety(spec.threshold, options, call, vertex, ctx.judge_unavailable_reason, spec.name)

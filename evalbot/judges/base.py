@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -63,6 +63,41 @@ class Judge(Protocol):
 
     async def generate(self, request: JudgeRequest) -> JudgeReply:
         """Answer the request with ``request.num_samples`` texts, or raise JudgeError."""
+        ...
+
+
+@dataclass(frozen=True)
+class SafetyVerdict:
+    """Vertex's verdict on one response: 1 safe, 0 unsafe."""
+
+    score: float | None
+    explanation: str
+    confidence: float | None = None
+
+
+class SafetyClient(Protocol):
+    """Vertex AI's safety evaluation: the client (judges/vertex_safety.py) or the layers around it."""
+
+    async def judge(self, response: str) -> SafetyVerdict:
+        """The service's verdict on ``response``; raises JudgeCallError."""
+        ...
+
+
+class RunJudge(Judge, Protocol):
+    """The run's judge as criteria, scoring and the front ends see it (``judges.factory.JudgeStack``)."""
+
+    @property
+    def notes(self) -> Sequence[str]:
+        """What the judge's setup wants the report to say (e.g. Vertex safety unavailable)."""
+        ...
+
+    @property
+    def vertex_safety(self) -> SafetyClient | None:
+        """Vertex AI's safety metric behind the run's layers, when a Google Cloud project is configured."""
+        ...
+
+    def usage_summary(self) -> dict[str, Any]:
+        """Token usage and estimated cost per criterion and in total (``UsageLedger.summary`` plus cache, retries)."""
         ...
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from evalbot.errors import ConfigError
-from evalbot.judges.base import Judge, JudgeReply, JudgeRequest
+from evalbot.judges.base import Judge, JudgeReply, JudgeRequest, SafetyClient
 from evalbot.judges.cache import CachingJudge, DiskCache
 from evalbot.judges.deadline import DEFAULT_DEADLINE, DeadlineJudge
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY, LimitedJudge
 from evalbot.judges.retry import RetryingJudge, RetryPolicy
-from evalbot.judges.safety_service import LayeredSafety, SafetyBackend, SafetyClient
+from evalbot.judges.safety_service import LayeredSafety, SafetyBackend
 from evalbot.judges.sampling import SamplingJudge
 from evalbot.judges.usage import MeteredJudge, UsageLedger
 
@@ -80,8 +80,8 @@ class JudgeStack:
     limiter: LimitedJudge | None = None
     retrying: RetryingJudge | None = None
     cache: DiskCache | None = None
-    backend: Any = None
-    vertex_safety: Any = None
+    backend: Judge | None = None
+    vertex_safety: SafetyClient | None = None
     """Vertex AI's safety metric behind these layers (LayeredSafety) when a Google Cloud project and location are
     configured; safety_v1 uses it (see add_safety_service)."""
     safety_retrying: RetryingJudge | None = None

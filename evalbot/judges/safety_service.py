@@ -10,31 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from evalbot.judges.base import Judge, JudgeError, JudgeReply, JudgeRequest, Usage
+from evalbot.judges.base import Judge, JudgeError, JudgeReply, JudgeRequest, SafetyClient, SafetyVerdict, Usage
 
 SAFETY_MODEL = "vertex-ai-evaluation/safety"
 """The "model" of safety requests, in cache keys and in the usage summary."""
 PURPOSE = "safety_v1"
-
-
-@dataclass(frozen=True)
-class SafetyVerdict:
-    """Vertex's verdict on one response: 1 safe, 0 unsafe."""
-
-    score: float | None
-    explanation: str
-    confidence: float | None = None
-
-
-class SafetyClient(Protocol):
-    """The client of the evaluation service (evalbot.judges.vertex_safety.VertexSafety)."""
-
-    async def judge(self, response: str) -> SafetyVerdict:
-        """The service's verdict on ``response``; raises JudgeCallError."""
-        ...
 
 
 class SafetyBackend:

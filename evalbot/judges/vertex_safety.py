@@ -15,8 +15,8 @@ from typing import Any
 from google import genai
 from google.genai import errors, types
 
-from evalbot.judges.base import TRANSIENT_STATUSES, JudgeCallError
-from evalbot.judges.safety_service import SafetyVerdict, verdict_from
+from evalbot.judges.base import TRANSIENT_STATUSES, JudgeCallError, SafetyVerdict
+from evalbot.judges.safety_service import verdict_from
 
 
 class VertexSafety:

@@ -10,6 +10,7 @@ from typing import Any
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import EvalCase
 from evalbot.formats.loaded import LoadedEvalSet
+from evalbot.judges.base import Judge
 from evalbot.progress import Progress
 from evalbot.runner.base import Agent, CaseRun, RunSet, SimulatorError
 from evalbot.runner.conversation import run_conversation
@@ -28,7 +29,7 @@ class RunOptions:
     num_runs: int = 1
     concurrency: int = DEFAULT_CONCURRENCY
     timeout: float = DEFAULT_TIMEOUT
-    judge: Any = None
+    judge: Judge | None = None
     judge_unavailable_reason: str | None = None
 
     def __post_init__(self) -> None:
