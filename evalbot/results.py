@@ -30,11 +30,13 @@ SCHEMA_VERSION = 1
 Status = Literal["passed", "failed", "not_evaluated", "error", "informational"]
 
 
-class _Model(BaseModel):
+class StrictModel(BaseModel):
+    """Base of evalbot's own JSON models: unknown keys are refused (report, comparison, baseline)."""
+
     model_config = ConfigDict(extra="forbid")
 
 
-class Problem(_Model):
+class Problem(StrictModel):
     """Something evalbot could not use, with where it is and what to do."""
 
     path: str | None = None
@@ -42,7 +44,7 @@ class Problem(_Model):
     message: str
 
 
-class InvocationScore(_Model):
+class InvocationScore(StrictModel):
     """A criterion's verdict on one invocation."""
 
     invocation_id: str | None = None
@@ -54,7 +56,7 @@ class InvocationScore(_Model):
     """Criterion-specific evidence: rationale, votes, per-rubric scores, mismatching call, token counts."""
 
 
-class MetricResult(_Model):
+class MetricResult(StrictModel):
     """A criterion's verdict on one case."""
 
     score: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -65,14 +67,14 @@ class MetricResult(_Model):
     details: dict[str, Any] | None = None
 
 
-class ToolCallView(_Model):
+class ToolCallView(StrictModel):
     """A tool call as shown in reports: name and arguments."""
 
     name: str | None
     args: Any = None
 
 
-class TurnView(_Model):
+class TurnView(StrictModel):
     """What a reviewer needs to see of one turn: the prompt, expected vs actual calls and responses."""
 
     invocation_id: str | None = None
@@ -83,7 +85,7 @@ class TurnView(_Model):
     actual_tool_calls: list[ToolCallView] = Field(default_factory=list)
 
 
-class CaseResult(_Model):
+class CaseResult(StrictModel):
     """Every criterion's verdict on one eval case, and the case verdict.
 
     ``turns`` is stored packed (see :mod:`evalbot.turnpack`): reading it builds the TurnView objects afresh, and
@@ -180,7 +182,7 @@ def turn_from_row(row: TurnRow) -> TurnView:
     )
 
 
-class MetricSummary(_Model):
+class MetricSummary(StrictModel):
     """A criterion aggregated over an eval set's cases."""
 
     mean: float | None = None
@@ -193,7 +195,7 @@ class MetricSummary(_Model):
     threshold: float | None = None
 
 
-class CriterionInfo(_Model):
+class CriterionInfo(StrictModel):
     """A configured criterion: its threshold, options and a fingerprint of that configuration."""
 
     name: str
@@ -206,7 +208,7 @@ class CriterionInfo(_Model):
     """Keys of the criterion object that it does not read (ADK ignores them too); shown once for the eval set."""
 
 
-class EvalSetReport(_Model):
+class EvalSetReport(StrictModel):
     """The results of one eval set file."""
 
     eval_set_id: str
@@ -222,7 +224,7 @@ class EvalSetReport(_Model):
     metrics: dict[str, MetricSummary] = Field(default_factory=dict)
 
 
-class Totals(_Model):
+class Totals(StrictModel):
     """Case counts over the whole run."""
 
     cases: int = 0
@@ -232,7 +234,7 @@ class Totals(_Model):
     error: int = 0
 
 
-class Report(_Model):
+class Report(StrictModel):
     """The whole run.  ``schema_version`` changes whenever a key is renamed or removed."""
 
     schema_version: int = SCHEMA_VERSION
@@ -259,7 +261,7 @@ def clean_score(value: float | None) -> float | None:
 
 _new = object.__new__
 _set = object.__setattr__
-_M = TypeVar("_M", bound=_Model)
+_M = TypeVar("_M", bound=StrictModel)
 
 
 def _built(cls: type[_M], values: dict[str, Any]) -> _M:
@@ -325,7 +327,7 @@ def turn_view(
     )
 
 
-_ALL_FIELDS: dict[type[_Model], set[str]] = {
+_ALL_FIELDS: dict[type[StrictModel], set[str]] = {
     cls: set(cls.model_fields) for cls in (InvocationScore, MetricResult, ToolCallView, TurnView)
 }
 

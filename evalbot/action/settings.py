@@ -12,6 +12,7 @@ from typing import Any, Literal, cast, get_args
 from evalbot.compare.baseline import DEFAULT_BASELINE_PATH
 from evalbot.compare.gate import FailOn, JudgeFailures
 from evalbot.errors import InputError
+from evalbot.judges.limiter import DEFAULT_CONCURRENCY
 from evalbot.paths import problem_with_comment_id, problem_with_directory, problem_with_input, problem_with_output
 
 Mode = Literal["pull_request", "push", "workflow_run", "baseline"]
@@ -41,7 +42,7 @@ class ActionInputs:
     comment_template: str | None = None
     comment_id: str = "default"
     mode: str = "auto"
-    judge_concurrency: int = 16
+    judge_concurrency: int = DEFAULT_CONCURRENCY
     judge_cache: str | None = None
     judge_failures: JudgeFailures | None = None
     """None: the config's ``evalbot.judge_failures``, else block."""
@@ -165,7 +166,9 @@ def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
         raise _bad("mode", f"{raw['mode']!r} is not one of {', '.join(MODES)}")
     values["mode"] = mode
     values["tolerance"] = _number("tolerance", raw["tolerance"], None, float, 0.0, 1.0)
-    values["judge_concurrency"] = int(_number("judge-concurrency", raw["judge-concurrency"], 16, int, 1, 256) or 16)
+    values["judge_concurrency"] = int(
+        _number("judge-concurrency", raw["judge-concurrency"], DEFAULT_CONCURRENCY, int, 1, 256) or DEFAULT_CONCURRENCY
+    )
     update = (raw["update-baseline"] or "false").lower()
     if update not in _TRUE | _FALSE:
         raise _bad("update-baseline", f"{raw['update-baseline']!r} is not true or false")

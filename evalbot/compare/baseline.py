@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from evalbot import __version__
 from evalbot.compare.votes import Votes, invocation_votes
@@ -21,7 +21,7 @@ from evalbot.errors import InputError
 from evalbot.formats.jsonio import describe, parse_json, pointer_for
 from evalbot.git import GitRunner, git_show
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL
-from evalbot.results import CaseResult, CriterionInfo, Report, Status
+from evalbot.results import CaseResult, CriterionInfo, Report, Status, StrictModel
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE_PATH = ".evalbot/baseline.json"
@@ -39,8 +39,8 @@ def create_command(
     return f"evalbot baseline {sets} {runs} --output {shlex.quote(path)}"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Model(StrictModel):
+    model_config = ConfigDict(frozen=True)
 
 
 class BaselineMetric(_Model):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalbot.compare.gate import Gate, GatePolicy
 from evalbot.compare.votes import Votes
-from evalbot.results import CaseResult, Problem, Report, Status
+from evalbot.results import CaseResult, Problem, Report, Status, StrictModel
 
 CaseCategory = Literal[
     "regressed", "accepted", "inconclusive", "error", "fixed", "changed_definition", "new", "removed", "still_failing",
@@ -28,11 +28,7 @@ RowChange = Literal[
 ]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class MetricDelta(_Model):
+class MetricDelta(StrictModel):
     """One criterion on one case: baseline vs current verdict, and judge votes when the flip may be noise."""
 
     criterion: str
@@ -48,7 +44,7 @@ class MetricDelta(_Model):
     """Fisher exact test of baseline vs current judge votes, for judged flips."""
 
 
-class CaseComparison(_Model):
+class CaseComparison(StrictModel):
     """One case: its category, why, the current result (for details) and per-criterion deltas."""
 
     eval_id: str
@@ -59,7 +55,7 @@ class CaseComparison(_Model):
     metrics: list[MetricDelta] = Field(default_factory=list)
 
 
-class CriterionRow(_Model):
+class CriterionRow(StrictModel):
     """One criterion on one eval set: means, the paired delta over comparable cases, and its significance."""
 
     criterion: str
@@ -84,7 +80,7 @@ class CriterionRow(_Model):
     failed: int = 0
 
 
-class EvalSetComparison(_Model):
+class EvalSetComparison(StrictModel):
     """One eval set present in the run, the baseline or both."""
 
     key: str
@@ -101,7 +97,7 @@ class EvalSetComparison(_Model):
     cases: list[CaseComparison] = Field(default_factory=list)
 
 
-class BaselineInfo(_Model):
+class BaselineInfo(StrictModel):
     """Where the baseline came from and what it was measured with."""
 
     source: str
@@ -111,7 +107,7 @@ class BaselineInfo(_Model):
     schema_version: int
 
 
-class BaselineUpdate(_Model):
+class BaselineUpdate(StrictModel):
     """A pull request that changes the baseline file: does the file match this run?
 
     ``matches``: the same cases, scores and statuses ``evalbot baseline`` would write for this run (commit and
@@ -126,7 +122,7 @@ class BaselineUpdate(_Model):
     """Differences not listed."""
 
 
-class Comparison(_Model):
+class Comparison(StrictModel):
     """Everything the renderers and the gate need."""
 
     policy: GatePolicy

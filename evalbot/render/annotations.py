@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from evalbot.render.numbers import score_text
 from evalbot.results import CaseResult, MetricResult, Report
 
 Level = Literal["error", "warning", "notice"]
@@ -31,7 +32,7 @@ class Annotation:
 
 
 def _score(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+    return score_text(value, missing="n/a")
 
 
 def metric_line(name: str, result: MetricResult) -> str:

@@ -24,6 +24,7 @@ from evalbot.compare.model import Comparison, CriterionRow, EvalSetComparison
 from evalbot.errors import EvalbotError
 from evalbot.forge.base import COMMENT_MAX_CHARS
 from evalbot.render import mdsafe
+from evalbot.render.numbers import score_text
 from evalbot.render.views import Limits, sections
 
 COMMENT_LIMIT = COMMENT_MAX_CHARS
@@ -79,7 +80,7 @@ class Links:
 
 
 def _score(value: float | None) -> mdsafe.Safe:
-    return mdsafe.Safe("—" if value is None else f"{value:.3f}")
+    return mdsafe.Safe(score_text(value))
 
 
 def _field(row: object, name: str) -> Any:

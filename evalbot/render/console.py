@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from evalbot.judges.usage import format_usage
+from evalbot.render.numbers import score_text
 from evalbot.results import EvalSetReport, MetricResult, Report, mean
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "not_evaluated": "N/E", "error": "ERROR", "informational": "info"}
 
 
 def _fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}"
+    return score_text(value)
 
 
 def _failed(name: str, result: MetricResult) -> str:

@@ -27,7 +27,7 @@ class ArgChange:
 
 
 @dataclass(frozen=True)
-class CallRow:
+class DiffRow:
     """One line of the diff; positions are 1-based indexes in the expected and actual call lists."""
 
     kind: RowKind
@@ -78,7 +78,7 @@ def arg_changes(expected: ToolCallView, actual: ToolCallView, limit: int = 120) 
     return tuple(out)
 
 
-def _pair_block(exp: Sequence[tuple[int, ToolCallView]], act: Sequence[tuple[int, ToolCallView]]) -> list[CallRow]:
+def _pair_block(exp: Sequence[tuple[int, ToolCallView]], act: Sequence[tuple[int, ToolCallView]]) -> list[DiffRow]:
     """Pair same-name calls in order (monotonically); the rest are missing or extra, kept in position order."""
     partner: dict[int, int] = {}
     start = 0
@@ -87,29 +87,29 @@ def _pair_block(exp: Sequence[tuple[int, ToolCallView]], act: Sequence[tuple[int
         if match is not None:
             partner[i] = match
             start = match + 1
-    rows: list[CallRow] = []
+    rows: list[DiffRow] = []
     j = 0
     for i, (ei, e) in enumerate(exp):
         if i not in partner:
-            rows.append(CallRow("missing", expected=e, expected_pos=ei))
+            rows.append(DiffRow("missing", expected=e, expected_pos=ei))
             continue
         p = partner[i]
-        rows += [CallRow("extra", actual=a, actual_pos=ai) for ai, a in act[j:p]]
+        rows += [DiffRow("extra", actual=a, actual_pos=ai) for ai, a in act[j:p]]
         ai, a = act[p]
-        rows.append(CallRow("changed", e, a, ei, ai, arg_changes(e, a)))
+        rows.append(DiffRow("changed", e, a, ei, ai, arg_changes(e, a)))
         j = p + 1
-    rows += [CallRow("extra", actual=a, actual_pos=ai) for ai, a in act[j:]]
+    rows += [DiffRow("extra", actual=a, actual_pos=ai) for ai, a in act[j:]]
     return rows
 
 
-def diff_calls(expected: Sequence[ToolCallView], actual: Sequence[ToolCallView]) -> list[CallRow]:
+def diff_calls(expected: Sequence[ToolCallView], actual: Sequence[ToolCallView]) -> list[DiffRow]:
     """Align the two call lists into same / changed / missing / extra rows, in order."""
     matcher = difflib.SequenceMatcher(a=[_key(c) for c in expected], b=[_key(c) for c in actual], autojunk=False)
-    rows: list[CallRow] = []
+    rows: list[DiffRow] = []
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             rows += [
-                CallRow("same", expected[i], actual[j], i + 1, j + 1)
+                DiffRow("same", expected[i], actual[j], i + 1, j + 1)
                 for i, j in zip(range(i1, i2), range(j1, j2), strict=True)
             ]
         else:
@@ -119,7 +119,7 @@ def diff_calls(expected: Sequence[ToolCallView], actual: Sequence[ToolCallView])
     return rows
 
 
-def diff_text(rows: Sequence[CallRow], *, max_rows: int = 50, value_limit: int = 120) -> str:
+def diff_text(rows: Sequence[DiffRow], *, max_rows: int = 50, value_limit: int = 120) -> str:
     """The diff as ``diff``-highlighted lines: ``-`` expected only, ``+`` actual only, two spaces when equal."""
     lines: list[str] = []
     for row in rows[:max_rows]:
@@ -143,6 +143,6 @@ def diff_text(rows: Sequence[CallRow], *, max_rows: int = 50, value_limit: int =
     return "\n".join(lines)
 
 
-def differs(rows: Sequence[CallRow]) -> bool:
+def differs(rows: Sequence[DiffRow]) -> bool:
     """Whether any call differs."""
     return any(row.kind != "same" for row in rows)

@@ -13,6 +13,7 @@ from typing import Any
 from evalbot.compare.model import CaseComparison, Comparison, EvalSetComparison, MetricDelta
 from evalbot.compare.votes import Votes
 from evalbot.render.mdsafe import escape_invisible
+from evalbot.render.numbers import score_text
 from evalbot.render.trajdiff import diff_calls, diff_text
 from evalbot.results import MetricResult, TurnView
 
@@ -118,7 +119,7 @@ def votes_text(votes: Sequence[Votes | None] | None) -> str | None:
 
 
 def _fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
+    return score_text(value, digits=2)
 
 
 def metric_summary(delta: MetricDelta) -> str:

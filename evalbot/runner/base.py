@@ -7,7 +7,7 @@ from typing import Literal, Protocol
 
 from evalbot.formats.adk import Content, EvalCase, Invocation
 
-Outcome = Literal["ok", "failed", "error", "not_evaluated"]
+RunOutcome = Literal["ok", "failed", "error", "not_evaluated"]
 """ok: the conversation ran to its end · failed: the agent raised or timed out · error: the agent broke its output
 contract, or the simulated user could not be driven · not_evaluated: the case could not be run (no LLM for the
 simulated user)."""
@@ -26,7 +26,7 @@ class CaseRun:
     run: int
     """1-based run number (``--num-runs``)."""
     invocations: list[Invocation] = field(default_factory=list)
-    outcome: Outcome = "ok"
+    outcome: RunOutcome = "ok"
     reason: str | None = None
     """Why the outcome is not ``ok``, in words fit for a report."""
     failed_turn: int | None = None

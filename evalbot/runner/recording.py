@@ -22,7 +22,7 @@ from evalbot.formats.config import EvalConfig
 from evalbot.formats.jsonio import validate
 from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.results import Report
-from evalbot.runner.base import CaseRun, Outcome, RunSet, Stop
+from evalbot.runner.base import CaseRun, RunOutcome, RunSet, Stop
 
 FORMAT = "evalbot.recorded_runs"
 VERSION = 1
@@ -152,7 +152,7 @@ def _read_case(raw: Any, set_id: str, num_runs: int, path: Path, base: tuple[str
         eval_id=raw["eval_id"],
         run=run,
         invocations=invocations,
-        outcome=_enum(meta.get("outcome", "ok"), get_args(Outcome), path, f"/{where}/evalbot/outcome"),
+        outcome=_enum(meta.get("outcome", "ok"), get_args(RunOutcome), path, f"/{where}/evalbot/outcome"),
         reason=meta.get("reason"),
         failed_turn=failed_turn,
         failed_invocation=failed_invocation,
