@@ -71,6 +71,28 @@ JUDGED: set[str] = {
 }
 """Names of criteria that call an LLM judge (so does any criterion with a ``metric_prompt_template`` option)."""
 
+TOOL_CALLS: set[str] = {
+    "tool_trajectory_avg_score",
+    "rubric_based_tool_use_quality_v1",
+    "trajectory_exact_match",
+    "trajectory_in_order_match",
+    "trajectory_any_order_match",
+    "trajectory_precision",
+    "trajectory_recall",
+    "trajectory_single_tool_use",
+    "tool_call_count_v1",
+}
+"""Names of criteria about the agent's tool calls: a case failing one shows its calls as a trajectory diff; the
+others show expected vs actual responses."""
+
+
+def about_tool_calls(name: str) -> bool:
+    """Whether criterion ``name`` is about tool calls: the registry says so for its criteria; a name it does not know
+    (a custom metric, or a report from another version) is taken to be when it mentions a trajectory or a tool."""
+    if name in CRITERIA or name in INFORMATIONAL:
+        return name in TOOL_CALLS
+    return "trajectory" in name or "tool" in name
+
 
 @dataclass(frozen=True)
 class BrokenCriterion:

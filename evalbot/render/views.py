@@ -12,6 +12,7 @@ from typing import Any
 
 from evalbot.compare.model import CaseComparison, Comparison, EvalSetComparison, MetricDelta
 from evalbot.compare.votes import Votes
+from evalbot.criteria import about_tool_calls
 from evalbot.render.mdsafe import escape_invisible
 from evalbot.render.numbers import score_text
 from evalbot.render.trajdiff import diff_calls, diff_text
@@ -106,11 +107,6 @@ _TEXT_KEYS = ("rationale", "reasoning", "explanation", "reason")
 _LIST_KEYS = ("rubric_scores", "rubrics", "sentences", "labels", "samples")
 
 
-def is_trajectory(criterion: str) -> bool:
-    """Criteria about tool calls get a trajectory diff; the others get expected vs actual responses."""
-    return "trajectory" in criterion or "tool" in criterion
-
-
 def votes_text(votes: Sequence[Votes | None] | None) -> str | None:
     """``3–2`` per invocation (pass–fail votes), or None when no votes were recorded."""
     if not votes or all(v is None for v in votes):
@@ -187,8 +183,8 @@ def turn_details(case: CaseComparison, focus: Sequence[MetricDelta], limits: Lim
     if current is None:
         return [], 0
     names = [d.criterion for d in focus]
-    trajectory = any(is_trajectory(n) for n in names)
-    responses = any(not is_trajectory(n) for n in names) or not names
+    trajectory = any(about_tool_calls(n) for n in names)
+    responses = any(not about_tool_calls(n) for n in names) or not names
     out: list[TurnDetail] = []
     relevant = [
         (i, turn) for i, turn in enumerate(current.turns)
