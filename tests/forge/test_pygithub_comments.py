@@ -86,15 +86,19 @@ def test_comment_created_by_another_run_meanwhile_is_deduplicated(fake: FakeGitH
 
 def test_two_concurrent_runs_leave_one_comment(fake: FakeGitHub, make_forge: Make) -> None:
     """Two threads that both list before either posts still converge on a single comment."""
-    barrier = threading.Barrier(2, timeout=5)
-    listed: list[int] = []
+    # The first POST is held until the second arrives. A thread posts only after its listing found no comment, and
+    # no comment exists while the first POST is held, so both runs really do create one. (Holding the listings
+    # instead was racy: a released thread could post before the other's listing was answered, and then that one
+    # only edited, failing the create count about 1 run in 4.) Generous timeouts: a loaded CI machine is slow.
+    barrier = threading.Barrier(2, timeout=60)
+    posted: list[int] = []
 
-    def hold_first_listing() -> None:
-        listed.append(1)
-        if len(listed) <= 2:
+    def hold_first_post() -> None:
+        posted.append(1)
+        if len(posted) <= 2:
             barrier.wait()
 
-    fake.on("issues/list-comments", hold_first_listing)
+    fake.on("issues/create-comment", hold_first_post)
     results = []
     threads = [
         threading.Thread(target=lambda b=b: results.append(make_forge().upsert_comment(number=7, marker=MARK, body=b)))
@@ -103,7 +107,7 @@ def test_two_concurrent_runs_leave_one_comment(fake: FakeGitHub, make_forge: Mak
     for t in threads:
         t.start()
     for t in threads:
-        t.join(10)
+        t.join(120)
     assert len(results) == 2
     assert len(fake.comments_on(7)) == 1
     assert fake.calls("issues/create-comment") == 2
