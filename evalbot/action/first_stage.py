@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TextIO
 
-from evalbot.action import workflow as actions
+from evalbot.action import workflow
 from evalbot.action.gate import GateSettings, config_candidates, policy_changes, settings_at, template_at
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, print_annotations, summarize
 from evalbot.action.settings import ActionInputs, GitHubContext, Mode, on_default_branch
@@ -288,7 +288,7 @@ def refresh_baseline(
             path=inputs.baseline_path, content=text, branch=ctx.default_branch, message=BASELINE_MESSAGE
         )
     except ForgeError as exc:
-        print(actions.annotation("warning", f"baseline not committed: {exc}", title="evalbot baseline"), file=stream)
+        print(workflow.annotation("warning", f"baseline not committed: {exc}", title="evalbot baseline"), file=stream)
         return [f"The refreshed baseline could not be committed: {exc}"]
     print(f"evalbot: baseline {'unchanged' if sha is None else 'committed as ' + sha[:12]}", file=stream)
     return []

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping
 from typing import TextIO, cast
 
-from evalbot.action import workflow as actions
+from evalbot.action import workflow
 from evalbot.action.files import hand_over
 from evalbot.action.first_stage import first_stage
 from evalbot.action.publish import Outcome
@@ -65,10 +65,10 @@ def run(
         mode = choose_mode(inputs.mode, ctx)
         check_paths(inputs, ctx.workspace)
     except InputError as exc:
-        print(actions.annotation("error", str(exc), title="evalbot input"), file=stream)
+        print(workflow.annotation("error", str(exc), title="evalbot input"), file=stream)
         return EXIT_INVALID_INPUT
     if inputs.judge_api_key:
-        print(actions.add_mask(inputs.judge_api_key), file=raw)  # the runner must see the value to mask it
+        print(workflow.add_mask(inputs.judge_api_key), file=raw)  # the runner must see the value to mask it
     print(f"evalbot: mode {mode}, repository {ctx.repository or '?'}", file=stream, flush=True)
     if ctx.workspace.is_dir():
         os.chdir(ctx.workspace)  # as the runner does: input paths are relative to the workspace
@@ -77,24 +77,24 @@ def run(
         used = used or make_forge(inputs, ctx)
         outcome = run_mode(env, inputs, ctx, mode, used, stream)
     except ForgeUnavailable as exc:
-        print(actions.annotation("error", f"GitHub unavailable: {exc}", title="evalbot"), file=stream)
+        print(workflow.annotation("error", f"GitHub unavailable: {exc}", title="evalbot"), file=stream)
         outcome = Outcome(verdict="error", exit_code=EXIT_UNAVAILABLE)
     except EvalbotError as exc:
-        print(actions.annotation("error", str(exc), title="evalbot"), file=stream)
+        print(workflow.annotation("error", str(exc), title="evalbot"), file=stream)
         outcome = Outcome(verdict="invalid", exit_code=EXIT_INVALID_INPUT)
     except Exception as exc:  # a bug: say so plainly, keep the traceback in the log
         log.exception("evalbot crashed")
         message = f"internal error: {type(exc).__name__}: {exc}"
-        print(actions.annotation("error", message, title="evalbot bug"), file=stream)
+        print(workflow.annotation("error", message, title="evalbot bug"), file=stream)
         outcome = Outcome(verdict="error", exit_code=EXIT_INTERNAL)
     finally:
         written = [inputs.report_path, inputs.junit_path, inputs.html_path, inputs.baseline_path, inputs.judge_cache]
         hand_over(ctx.workspace, written)  # on every path out: the runner's user must be able to delete them
         requests: int | None = getattr(used, "api_requests", None)
         if requests is not None:  # shown in the job log with step debug logging on (ACTIONS_STEP_DEBUG)
-            print(actions.command("debug", f"evalbot: {requests} GitHub API requests"), file=stream)
+            print(workflow.command("debug", f"evalbot: {requests} GitHub API requests"), file=stream)
     if ctx.output_path:
-        actions.write_outputs(ctx.output_path, outcome.outputs())
+        workflow.write_outputs(ctx.output_path, outcome.outputs())
     if started is not None:
         print(f"evalbot: done in {time.perf_counter() - started:.1f}s, exit {outcome.exit_code}", file=stream)
     return outcome.exit_code

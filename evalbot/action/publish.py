@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TextIO
 
-from evalbot.action import workflow as actions
+from evalbot.action import workflow
 from evalbot.action.settings import ActionInputs, GitHubContext
 from evalbot.compare.model import Comparison
 from evalbot.forge.base import Forge, ForgeError, ForgeForbidden
@@ -67,17 +67,17 @@ def post_comment(forge: Forge | None, *, number: int, marker: str, body: str, st
     """Upsert the sticky comment; a 403 becomes a notice (never a crash), other failures a warning."""
     if forge is None:
         notice = "No github-token: the comment was not posted; the results are in this job summary."
-        print(actions.annotation("warning", notice, title="evalbot comment"), file=stream)
+        print(workflow.annotation("warning", notice, title="evalbot comment"), file=stream)
         return Published(notice=notice)
     body = scrub(body)
     try:
         ref = forge.upsert_comment(number=number, marker=marker, body=body)
     except ForgeForbidden as exc:
-        print(actions.annotation("warning", f"{FORK_NOTICE} ({exc})", title="evalbot comment"), file=stream)
+        print(workflow.annotation("warning", f"{FORK_NOTICE} ({exc})", title="evalbot comment"), file=stream)
         return Published(notice=FORK_NOTICE)
     except ForgeError as exc:
         notice = f"The PR comment could not be posted: {exc}. The results are in this job summary."
-        print(actions.annotation("warning", notice, title="evalbot comment"), file=stream)
+        print(workflow.annotation("warning", notice, title="evalbot comment"), file=stream)
         return Published(notice=notice, failed=True)
     log.info("evalbot: comment %s: %s", ref.action, ref.url)
     return Published(comment_url=ref.url)
@@ -110,7 +110,7 @@ def annotation_lines(
     """``::error`` lines for regressed, failing and errored cases (chosen by ``render.annotations``)."""
     found = find_annotations(report, read_text=read_text, limit=limit, regressed=regressed, display=display,
                              failing_level=failing_level)
-    return [actions.annotation_line(a) for a in found]
+    return [workflow.annotation_line(a) for a in found]
 
 
 def print_annotations(
@@ -127,7 +127,7 @@ def print_annotations(
         decided = comparison.gate.verdict == "error" and any(r in alert for r in comparison.gate.reasons)
         level: Literal["error", "warning"] = "error" if decided else "warning"
         print(f"evalbot: {level}: {alert}", file=stream)
-        print(actions.annotation(level, alert, title="evalbot could not measure"), file=stream)
+        print(workflow.annotation(level, alert, title="evalbot could not measure"), file=stream)
     lines = annotation_lines(
         comparison.report,
         read_text=read_text,
@@ -171,4 +171,4 @@ def summarize(ctx: GitHubContext, text: str, notices: list[str], html_path: str 
         if html_path:
             head += (f"📄 Every case, with filters and search: the HTML report {mdsafe.inline(html_path, 300)} "
                      "(in the report artifact when the workflow uploads it; open it in a browser).\n\n")
-        actions.append_summary(ctx.summary_path, head + text)
+        workflow.append_summary(ctx.summary_path, head + text)

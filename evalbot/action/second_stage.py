@@ -16,7 +16,7 @@ from typing import TextIO
 
 from pydantic import ValidationError
 
-from evalbot.action import workflow as actions
+from evalbot.action import workflow
 from evalbot.action.first_stage import baseline_command, baseline_update
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, summarize
 from evalbot.action.settings import ActionInputs, GitHubContext
@@ -73,7 +73,7 @@ def second_stage(
     if pull is None:
         note = (f"No single open pull request has head {run.head_label or '(unknown branch)'} at "
                 f"{run.head_sha[:12]} (closed, pushed again since, or several share it); no comment.")
-        print(actions.annotation("notice", note, title="evalbot"), file=stream)
+        print(workflow.annotation("notice", note, title="evalbot"), file=stream)
         return Outcome(verdict="passed", exit_code=EXIT_OK, report_path=inputs.report_path)
     files = forge.download_artifact(run_id=run.id, name=inputs.artifact_name, max_bytes=MAX_ARTIFACT_BYTES)
     report = report_from_artifact(files, inputs)
