@@ -1,4 +1,4 @@
-"""GitHub Actions runner protocol: outputs, step summary, workflow commands and JUnit XML (pure text + tiny writers)."""
+"""GitHub Actions runner protocol: outputs, step summary and workflow commands (pure text + tiny writers)."""
 
 from __future__ import annotations
 
