@@ -68,20 +68,21 @@ def number(low: float, high: float, *, low_open: bool = False, high_open: bool =
     return parse
 
 
-def output_file(raw: str) -> str:
-    """A file path the run can write (not a directory, not under a file)."""
-    problem = problem_with_output(raw)
+def _checked(raw: str, problem: str | None) -> str:
+    """``raw`` when a paths check found no problem; otherwise the one-line argparse error naming it."""
     if problem:
         _fail(problem)
     return raw
+
+
+def output_file(raw: str) -> str:
+    """A file path the run can write (not a directory, not under a file)."""
+    return _checked(raw, problem_with_output(raw))
 
 
 def input_file(raw: str) -> str:
     """An existing regular file."""
-    problem = problem_with_input(raw)
-    if problem:
-        _fail(problem)
-    return raw
+    return _checked(raw, problem_with_input(raw))
 
 
 def loaded_file(raw: str) -> str:
@@ -95,10 +96,7 @@ def loaded_file(raw: str) -> str:
 
 def directory(raw: str) -> str:
     """A directory that exists or can be created."""
-    problem = problem_with_directory(raw)
-    if problem:
-        _fail(problem)
-    return raw
+    return _checked(raw, problem_with_directory(raw))
 
 
 def eval_path(raw: str) -> str:
