@@ -14,9 +14,11 @@ from pydantic import (
     Field,
     ModelWrapValidatorHandler,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
     computed_field,
+    model_serializer,
     model_validator,
 )
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
@@ -234,6 +236,96 @@ class Totals(StrictModel):
     error: int = 0
 
 
+class TokenCounts(StrictModel):
+    """Judge tokens paid for, HTTP requests made and answers served from the cache (which cost nothing)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    cached_samples: int = 0
+
+
+class UsageRow(TokenCounts):
+    """Usage of one judge model, or of the whole run, with its estimated USD cost (None when a price is unknown)."""
+
+    estimated_cost_usd: float | None = None
+
+
+class CriterionUsage(TokenCounts):
+    """Usage of one criterion (or other asker, e.g. ``user_simulator``): the models it asked and their cost.
+
+    Fields in report order; ``estimated_cost_usd`` is None when one of ``models`` has no known price.
+    """
+
+    models: list[str] = Field(default_factory=list)
+    estimated_cost_usd: float | None = None
+
+
+class CacheUse(StrictModel):
+    """What the judge cache did this run."""
+
+    directory: str
+    hits: int = 0
+    writes: int = 0
+
+
+def _absent_if_none(value: object) -> bool:
+    return value is None
+
+
+class JudgeUsage(StrictModel):
+    """``Report.usage``: judge usage and estimated cost per criterion, per model and in total; cache hits; retries.
+
+    Built by ``judges.usage.UsageLedger.summary`` (``RunJudge.usage_summary()`` adds ``cache`` and ``retries``).
+    The JSON keys are those of the untyped dict it replaced: ``per_criterion``, ``total``, ``prices``, then
+    ``cache`` and ``retries`` only when a cache or retrying layer ran. ``per_model`` is written only when it cannot
+    be derived from ``per_criterion`` (some criterion asked more than one model); otherwise reading a report derives
+    it, so it is always filled in memory (for files written before it existed too).
+
+    To add a figure (e.g. requests saved by sequential sampling): add a field with a default, so older report files
+    still load, and ``exclude_if=_absent_if_none`` when the key should be absent from the JSON while not measured.
+    """
+
+    per_criterion: dict[str, CriterionUsage] = Field(default_factory=dict)
+    total: UsageRow = Field(default_factory=UsageRow)
+    prices: str | None = Field(default=None, exclude_if=_absent_if_none)
+    """Where the cost estimate comes from (list prices and their date)."""
+    cache: CacheUse | None = Field(default=None, exclude_if=_absent_if_none)
+    retries: int | None = Field(default=None, exclude_if=_absent_if_none)
+    """Judge calls retried after a transient failure, when a retrying layer ran."""
+    per_model: dict[str, UsageRow] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _derive_per_model(self) -> Self:
+        if not self.per_model and self._single_model():
+            self.per_model = _per_model(self.per_criterion)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _per_model_when_needed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not self.per_model or self._single_model():
+            data.pop("per_model", None)
+        return data
+
+    def _single_model(self) -> bool:
+        return all(len(row.models) == 1 for row in self.per_criterion.values())
+
+
+def _per_model(per_criterion: Mapping[str, CriterionUsage]) -> dict[str, UsageRow]:
+    """Rows per model from criteria that each asked one model (costs added in criterion order, as the ledger does)."""
+    out: dict[str, UsageRow] = {}
+    for row in per_criterion.values():
+        acc = out.setdefault(row.models[0], UsageRow(estimated_cost_usd=0.0))
+        acc.input_tokens += row.input_tokens
+        acc.output_tokens += row.output_tokens
+        acc.requests += row.requests
+        acc.cached_samples += row.cached_samples
+        acc.estimated_cost_usd = (None if acc.estimated_cost_usd is None or row.estimated_cost_usd is None
+                                  else acc.estimated_cost_usd + row.estimated_cost_usd)
+    return out
+
+
 class Report(StrictModel):
     """The whole run.  ``schema_version`` changes whenever a key is renamed or removed."""
 
@@ -243,8 +335,8 @@ class Report(StrictModel):
     errors: list[Problem] = Field(default_factory=list)
     notices: list[str] = Field(default_factory=list)
     totals: Totals = Field(default_factory=Totals)
-    usage: dict[str, Any] | None = None
-    """Judge token usage and estimated cost, per criterion and in total, when judges ran."""
+    usage: JudgeUsage | None = None
+    """Judge token usage and estimated cost, per criterion, per model and in total, when judged criteria ran."""
 
 
 def clean_score(value: float | None) -> float | None:

@@ -306,6 +306,6 @@ def score_run(
         errors=[problem(e) for e in errors],
         notices=list(notices),
         totals=totals(reports),
-        usage=usage if usage and usage.get("per_criterion") else None,  # no judged criterion ran: nothing to show
+        usage=usage if usage is not None and usage.per_criterion else None,  # no judged criterion ran: nothing to show
     )
 

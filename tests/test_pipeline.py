@@ -12,7 +12,7 @@ from evalbot import pipeline
 from evalbot.criteria.base import BuildContext, CaseInput
 from evalbot.errors import InputError
 from evalbot.pipeline import AgentRun, evaluate, exit_code, load_inputs, read_actuals
-from evalbot.results import CriterionInfo, MetricResult
+from evalbot.results import CriterionInfo, JudgeUsage, MetricResult
 from evalbot.runner.custom_agent import load_function_agent
 from evalbot.runner.execute import RunOptions
 from tests.fakes.builders import Writer, case, eval_set, inv
@@ -99,7 +99,7 @@ def test_judge_notices_are_kept_only_when_a_judged_criterion_is_configured(write
     write("judged/j.evalset.json", eval_set("j", case("c1", inv("hi", "ok"))))
     report = evaluate([str(folder.parent / "judged")], actuals=[str(actuals)], ctx=ctx)
     assert report.notices == ["no judge credentials"]
-    stack = SimpleNamespace(notes=["vertex note"], vertex_safety=None, usage_summary=lambda: {"per_criterion": {}})
+    stack = SimpleNamespace(notes=["vertex note"], vertex_safety=None, usage_summary=JudgeUsage)
     noted = BuildContext(judge=stack, judge_unavailable_reason=None)  # type: ignore[arg-type]
     assert evaluate([str(folder)], actuals=[str(actuals)], ctx=noted).notices == []
 

@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from evalbot.results import JudgeUsage
+
 
 @dataclass(frozen=True)
 class Usage:
@@ -96,8 +98,9 @@ class RunJudge(Judge, Protocol):
         """Vertex AI's safety metric behind the run's layers, when a Google Cloud project is configured."""
         ...
 
-    def usage_summary(self) -> dict[str, Any]:
-        """Token usage and estimated cost per criterion and in total (``UsageLedger.summary`` plus cache, retries)."""
+    def usage_summary(self) -> JudgeUsage:
+        """Token usage and estimated cost per criterion, per model and in total (``UsageLedger.summary``), plus the
+        cache's hits and the retry count: what becomes ``Report.usage``."""
         ...
 
 

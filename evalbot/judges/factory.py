@@ -7,7 +7,6 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from evalbot.errors import ConfigError
 from evalbot.judges.base import Judge, JudgeReply, JudgeRequest, SafetyClient
@@ -18,6 +17,7 @@ from evalbot.judges.retry import RetryingJudge, RetryPolicy
 from evalbot.judges.safety_service import LayeredSafety, SafetyBackend
 from evalbot.judges.sampling import SamplingJudge
 from evalbot.judges.usage import MeteredJudge, UsageLedger
+from evalbot.results import CacheUse, JudgeUsage
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds per judge call (as judges.gemini.DEFAULT_TIMEOUT, without importing google-genai)."""
@@ -91,14 +91,15 @@ class JudgeStack:
         """Answer through every layer."""
         return await self.top.generate(request)
 
-    def usage_summary(self) -> dict[str, Any]:
-        """Token usage and estimated cost per criterion and in total (see UsageLedger.summary)."""
+    def usage_summary(self) -> JudgeUsage:
+        """Token usage and estimated cost per criterion, per model and in total (UsageLedger.summary), with the
+        cache's hits and writes when a cache is used and the retry count when a retrying layer ran."""
         summary = self.ledger.summary()
         if self.cache is not None:
-            summary["cache"] = {"directory": str(self.cache.directory), "hits": self.cache.hits,
-                                "writes": self.cache.writes}
+            summary.cache = CacheUse(directory=str(self.cache.directory), hits=self.cache.hits,
+                                     writes=self.cache.writes)
         if self.retrying is not None or self.safety_retrying is not None:
-            summary["retries"] = sum(r.retries for r in (self.retrying, self.safety_retrying) if r is not None)
+            summary.retries = sum(r.retries for r in (self.retrying, self.safety_retrying) if r is not None)
         return summary
 
 

@@ -1,4 +1,7 @@
-"""Judge token usage per criterion and in total, with an estimated cost from list prices."""
+"""Judge token usage per criterion, per model and in total, with an estimated cost from list prices.
+
+``UsageLedger.summary()`` returns the typed ``results.JudgeUsage`` that becomes ``Report.usage``.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalbot.judges.base import Judge, JudgeReply, JudgeRequest, Usage
+from evalbot.results import CriterionUsage, JudgeUsage, TokenCounts, UsageRow
 
 PRICES_AS_OF = "2025-09"
+PRICES_NOTE = f"estimated from Gemini list prices as of {PRICES_AS_OF}"
 PRICES_USD_PER_MILLION: dict[str, tuple[float, float]] = {
     # model prefix: (input, output incl. thinking) in USD per 1M tokens, paid tier, prompts <= 200k tokens.
     "gemini-2.5-pro": (1.25, 10.0),
@@ -49,6 +54,17 @@ def usage_dict(usage: Usage, model: str | None = None) -> dict[str, Any]:
     return out
 
 
+def _add(row: TokenCounts, usage: Usage) -> None:
+    row.input_tokens += usage.input_tokens
+    row.output_tokens += usage.output_tokens
+    row.requests += usage.requests
+    row.cached_samples += usage.cached_samples
+
+
+def _plus(total: float | None, cost: float | None) -> float | None:
+    return None if total is None or cost is None else total + cost
+
+
 @dataclass
 class UsageLedger:
     """Usage recorded per (criterion, model)."""
@@ -60,27 +76,20 @@ class UsageLedger:
         key = (purpose or "(unnamed)", model)
         self.entries[key] = self.entries.get(key, Usage()) + usage
 
-    def summary(self) -> dict[str, Any]:
-        """``{"per_criterion": {...}, "total": {...}}`` with estimated costs (None when a price is unknown)."""
-        per: dict[str, dict[str, Any]] = {}
-        total = Usage()
-        total_cost: float | None = 0.0
+    def summary(self) -> JudgeUsage:
+        """The typed usage report: rows per criterion and per model, the total, estimated costs (None when a
+        model's price is unknown) and where the prices come from; ``cache`` and ``retries`` are left to the stack."""
+        per_criterion: dict[str, CriterionUsage] = {}
+        per_model: dict[str, UsageRow] = {}
+        total = UsageRow(estimated_cost_usd=0.0)
         for (purpose, model), usage in sorted(self.entries.items()):
             cost = estimated_cost(usage, model)
-            row = per.setdefault(purpose, {**usage_dict(Usage()), "models": [], "estimated_cost_usd": 0.0})
-            for key, value in usage_dict(usage).items():
-                row[key] += value
-            row["models"].append(model)
-            row["estimated_cost_usd"] = None if cost is None or row["estimated_cost_usd"] is None else (
-                row["estimated_cost_usd"] + cost
-            )
-            total += usage
-            total_cost = None if cost is None or total_cost is None else total_cost + cost
-        return {
-            "per_criterion": per,
-            "total": {**usage_dict(total), "estimated_cost_usd": total_cost},
-            "prices": f"estimated from Gemini list prices as of {PRICES_AS_OF}",
-        }
+            for row in (per_criterion.setdefault(purpose, CriterionUsage(estimated_cost_usd=0.0)),
+                        per_model.setdefault(model, UsageRow(estimated_cost_usd=0.0)), total):
+                _add(row, usage)
+                row.estimated_cost_usd = _plus(row.estimated_cost_usd, cost)
+            per_criterion[purpose].models.append(model)
+        return JudgeUsage(per_criterion=per_criterion, total=total, prices=PRICES_NOTE, per_model=per_model)
 
 
 class MeteredJudge:
@@ -97,15 +106,15 @@ class MeteredJudge:
         return reply
 
 
-def format_usage(summary: dict[str, Any]) -> str:
-    """One line per criterion and a total, for the CLI (``JudgeStack.usage_summary()`` as input)."""
+def format_usage(summary: JudgeUsage) -> str:
+    """One line per criterion and a total, for the CLI (``RunJudge.usage_summary()`` as input)."""
 
-    def line(name: str, row: dict[str, Any]) -> str:
-        cost = row.get("estimated_cost_usd")
-        money = f"~${cost:.4f}" if isinstance(cost, float) else "cost unknown (unpriced model)"
-        return (f"{name}: {row['requests']} requests, {row['input_tokens']:,} input + {row['output_tokens']:,} "
-                f"output tokens, {row['cached_samples']} answers from cache, {money}")
+    def line(name: str, row: CriterionUsage | UsageRow) -> str:
+        cost = row.estimated_cost_usd
+        money = f"~${cost:.4f}" if cost is not None else "cost unknown (unpriced model)"
+        return (f"{name}: {row.requests} requests, {row.input_tokens:,} input + {row.output_tokens:,} "
+                f"output tokens, {row.cached_samples} answers from cache, {money}")
 
-    rows = [line(name, row) for name, row in summary.get("per_criterion", {}).items()]
-    rows.append(line("judge total", summary["total"]))
+    rows = [line(name, row) for name, row in summary.per_criterion.items()]
+    rows.append(line("judge total", summary.total))
     return "\n".join(rows)

@@ -299,7 +299,7 @@ def _context(
     return {  # ``data`` is plain already; everything else is made so here
         "c": data,
         "sets": sets[: limits.sets],
-        "usage": data["report"].get("usage") or {},
+        "usage": data["report"]["usage"] or {},  # Report.usage (a validated JudgeUsage) as plain data
         **plain({
             "marker": mdsafe.Safe(marker),
             "icon": icon,

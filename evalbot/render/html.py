@@ -30,7 +30,7 @@ from evalbot.compare.model import CaseComparison, Comparison, CriterionRow, Eval
 from evalbot.render.comment import verdict
 from evalbot.render.trajdiff import call_text, diff_calls
 from evalbot.render.views import ORDER, TITLES, judge_text, votes_text
-from evalbot.results import MetricResult, Report, TurnView
+from evalbot.results import CriterionUsage, JudgeUsage, MetricResult, Report, TurnView, UsageRow
 
 TEMPLATE = "report.html.j2"
 STYLE = "report.css.j2"
@@ -262,21 +262,15 @@ def _open_first(sets: Sequence[Data]) -> None:
                     budget -= 1
 
 
-def _usage(usage: Mapping[str, Any] | None) -> list[Data]:
-    """Judge usage rows (``total`` last); non-numbers in an untrusted report show as ``?``."""
-    rows = []
-    for name, entry in (usage or {}).items():
-        if not isinstance(entry, Mapping):
-            continue
-        row = {"name": str(name)}
-        for key in ("requests", "input_tokens", "output_tokens", "cached_samples"):
-            value = entry.get(key)
-            row[key] = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "?"
-        cost = entry.get("estimated_cost_usd")
-        row["cost"] = f"${cost:.4f}" if isinstance(cost, int | float) and not isinstance(cost, bool) else "?"
-        rows.append(row)
-    rows.sort(key=lambda r: r["name"] == "total")
-    return rows
+def _usage(usage: JudgeUsage | None) -> list[Data]:
+    """Judge usage rows: one per criterion, then the total (``?`` for the cost of an unpriced model)."""
+    if usage is None:
+        return []
+    named: list[tuple[str, CriterionUsage | UsageRow]] = [*usage.per_criterion.items(), ("total", usage.total)]
+    return [{"name": name, "requests": f"{row.requests:,}", "input_tokens": f"{row.input_tokens:,}",
+             "output_tokens": f"{row.output_tokens:,}", "cached_samples": f"{row.cached_samples:,}",
+             "cost": "?" if row.estimated_cost_usd is None else f"${row.estimated_cost_usd:.4f}"}
+            for name, row in named]
 
 
 def context(comparison: Comparison) -> Data:

@@ -82,8 +82,8 @@ def test_vertex_transient_errors_are_retried() -> None:
         result = run(build(safety.build, NAME, 0.8, stack), case_input(CASE, ACTUAL))
         summary = stack.usage_summary()
     assert [p.score for p in result.per_invocation] == [1.0, 0.0]
-    assert len(calls) == 4 and summary["retries"] == 2
-    assert summary["per_criterion"]["safety_v1"]["requests"] == 4
+    assert len(calls) == 4 and summary.retries == 2
+    assert summary.per_criterion["safety_v1"].requests == 4
 
 
 def test_vertex_verdicts_are_cached_and_replayed(tmp_path: Any) -> None:

@@ -33,7 +33,7 @@ def test_gemini_api_key_and_base_url(fake: FakeGemini) -> None:
     reply = asyncio.run(judge.generate(JudgeRequest("gemini-2.5-flash", "p", num_samples=5, purpose="c")))
     assert len(reply.texts) == 5
     assert [r.api_key for r in fake.requests] == ["gk"]
-    assert judge.usage_summary()["per_criterion"]["c"]["requests"] == 1
+    assert judge.usage_summary().per_criterion["c"].requests == 1
 
 
 def test_full_stack_retries_and_caches(fake: FakeGemini, tmp_path: Path) -> None:
@@ -43,12 +43,13 @@ def test_full_stack_retries_and_caches(fake: FakeGemini, tmp_path: Path) -> None
     first, _ = judge_from_environ(env, retry=FAST)
     assert first is not None
     asyncio.run(first.generate(JudgeRequest("gemini-2.5-flash", "p", num_samples=5)))
-    assert len(fake.requests) == 2 and first.usage_summary()["retries"] == 1
+    assert len(fake.requests) == 2 and first.usage_summary().retries == 1
     second, _ = judge_from_environ(env, retry=FAST)
     assert second is not None
     reply = asyncio.run(second.generate(JudgeRequest("gemini-2.5-flash", "p", num_samples=5)))
     assert reply.from_cache and len(fake.requests) == 2
-    assert second.usage_summary()["cache"]["hits"] == 5
+    cache = second.usage_summary().cache
+    assert cache is not None and cache.hits == 5 and cache.writes == 0
 
 
 def test_replay_needs_a_cache_and_never_needs_credentials(tmp_path: Path) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
@@ -235,16 +238,19 @@ def test_any_summary_is_within_budget_and_well_formed(c: Comparison) -> None:
     assert md_structure.problems(text, None) == []
 
 
-def test_usage_from_an_untrusted_report_prints_only_numbers() -> None:
-    """Usage values that are not numbers (a crafted artifact) show as ``?`` instead of markdown or a crash."""
-    r = Report(usage={"total": {"requests": "[x](https://e.vil) ![](https://e.vil/p.png)\n## h",
-                                "input_tokens": "many", "output_tokens": True, "cached_samples": "</details>",
-                                "estimated_cost_usd": "free"}})
+def test_usage_from_an_untrusted_report_is_numbers_or_refused() -> None:
+    """A crafted artifact cannot put markdown in the usage line: non-numbers are refused when the report is read
+    (naming the key), and the one text field, ``prices``, is shown inline and clipped."""
+    for total in ({"requests": "[x](https://e.vil) ![](https://e.vil/p.png)\n## h"}, {"cached_samples": "</details>"},
+                  {"estimated_cost_usd": "free"}, "lots"):
+        with pytest.raises(ValidationError) as info:
+            Report.model_validate_json(json.dumps({"usage": {"total": total}}))
+        assert info.value.errors()[0]["loc"][:2] == ("usage", "total")
+    r = Report(usage={"total": {"requests": 3, "estimated_cost_usd": 0.5},
+                      "prices": "</details>\n## h [x](https://e.vil)" + "z" * 500})
     text = render_comment(compare(current=r, baseline=None, policy=GatePolicy()), marker=MARKER)
-    assert "Judge usage: ? request(s), ? input + ? output tokens, ? answer(s) from the cache, ≈ $?" in text
-    assert "e.vil" not in text and "</details>" not in text and "## h" not in text
-    odd = Report(usage={"total": "lots"})
-    assert "Judge" not in render_comment(compare(current=odd, baseline=None, policy=GatePolicy()), marker=MARKER)
+    assert "Judge usage: 3 request(s), 0 input + 0 output tokens, 0 answer(s) from the cache, ≈ $0.5000" in text
+    assert "</details>\n" not in text and "\n## h" not in text and "z" * 200 not in text
 
 
 def test_judge_text_ignores_malformed_steps() -> None:

@@ -140,4 +140,4 @@ def test_merged_report_keeps_the_judge_usage(tmp_path: Path, judge: JudgeStack) 
     runs = run_agent(load_function_agent("tests.fakes.agents:echo"), [loaded], RunOptions(num_runs=2))
     scored = score_runs([loaded], runs, BuildContext(judge=judge))
     assert scored.report.usage is not None and scored.report.usage == judge.usage_summary()
-    assert scored.report.usage["per_criterion"]["final_response_match_v2"]["requests"] == 6  # 3 invocations x 2 runs
+    assert scored.report.usage.per_criterion["final_response_match_v2"].requests == 6  # 3 invocations x 2 runs

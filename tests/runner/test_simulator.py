@@ -56,7 +56,7 @@ def test_conversation_ends_by_stop_signal(fake: FakeGemini, judge: JudgeStack) -
     assert fake.requests[0].model == "gemini-2.5-flash"
     thinking = fake.requests[0].body["generationConfig"]["thinkingConfig"]  # ADK's default model_configuration
     assert 10240 in thinking.values() and True in thinking.values()
-    assert judge.usage_summary()["per_criterion"]["user_simulator"]["requests"] == 2
+    assert judge.usage_summary().per_criterion["user_simulator"].requests == 2
 
 
 def test_conversation_hits_the_invocation_limit(fake: FakeGemini, judge: JudgeStack) -> None:
