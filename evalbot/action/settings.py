@@ -1,13 +1,27 @@
-"""Action settings: the ``INPUT_*`` and ``GITHUB_*`` variables and the event payload, parsed and validated once."""
+"""Action settings: the ``INPUT_*`` and ``GITHUB_*`` variables and the event payload, parsed and validated once.
+
+The inputs are one pydantic model, :class:`ActionInputs`: one field per action.yml input (the input ``eval-sets`` is
+the field ``eval_sets``), each with its type, default and validator. :func:`inputs_from_env` is the edge that reads
+the runner's ``INPUT_*`` variables into it; an invalid value becomes an InputError naming the input (``input
+judge-deadline: ...``) and saying what to give instead, which the Action reports with exit 2.
+
+**Adding an input is a one-field change:** declare it in action.yml and add one field to ActionInputs, typed with
+one of the validators below (``Text``, ``OptionalText``, ``Items``, ``Secret``, ``Flag``, ``Number(...)``,
+``Choice(...)``) and defaulted as action.yml says. tests/action/test_metadata.py checks that the fields and
+action.yml's inputs are the same set and that action.yml's defaults parse to the field defaults.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import Annotated, Any, Literal, cast, get_args
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticUseDefault
 
 from evalbot.compare.baseline import DEFAULT_BASELINE_PATH
 from evalbot.compare.gate import FailOn, JudgeFailures
@@ -23,35 +37,177 @@ DEFAULT_JUDGE_DEADLINE = 240.0
 """Seconds of judge calls a run may spend at most (see judges.deadline)."""
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
 _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off", ""}
+_SECRET = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
+_ARTIFACT = re.compile(r'^[^":<>|*?\\/\x00-\x1f\x7f]{1,200}$')
 
 
-@dataclass(frozen=True)
-class ActionInputs:
-    """The action's inputs (``with:``), as action.yml declares them."""
+# --- validators: how one input's raw string becomes its field's value ---
+# The runner passes every declared input as a string ("" when unset and defaulted to ""). Each validator raises
+# ValueError with the message the user sees after "input <name>: ".
 
-    eval_sets: tuple[str, ...] = ("evals",)
-    actuals: tuple[str, ...] = ()
-    config: str | None = None
-    baseline_path: str = DEFAULT_BASELINE_PATH
-    fail_on: FailOn | None = None
+
+def _blank_is_default(raw: Any) -> Any:
+    if raw == "":
+        raise PydanticUseDefault()
+    return raw
+
+
+def _blank_is_none(raw: Any) -> Any:
+    return None if raw == "" else raw
+
+
+def _items(raw: Any) -> Any:
+    """One item per line or comma; blanks dropped."""
+    if not isinstance(raw, str):
+        return raw
+    return tuple(part.strip() for part in re.split(r"[\n,]", raw) if part.strip())
+
+
+def _flag(raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    if raw.lower() not in _TRUE | _FALSE:
+        raise ValueError(f"{raw!r} is not true or false")
+    return raw.lower() in _TRUE
+
+
+def _token(value: str) -> str:
+    if value and not _SECRET.fullmatch(value):  # never echo a secret: only say what is wrong with it
+        raise ValueError("contains whitespace or control characters; expected a single-line token")
+    return value
+
+
+def _paths(raw: Any) -> Any:
+    """Items, at least one; empty means the default."""
+    if raw == "":
+        raise PydanticUseDefault()
+    if isinstance(raw, str) and not _items(raw):
+        raise ValueError(f"{raw!r} names no path; give eval set files, directories or globs")
+    return _items(raw)
+
+
+def _artifact_name(value: str) -> str:
+    if not _ARTIFACT.fullmatch(value):
+        raise ValueError(f"{value!r} is not an artifact name (1 to 200 characters, none of "
+                         '" : < > | * ? \\ / or control characters)')
+    return value
+
+
+def _comment_id(value: str) -> str:
+    if problem := problem_with_comment_id(value):
+        raise ValueError(problem)
+    return value
+
+
+def Number(kind: type[float], low: float, high: float) -> BeforeValidator:
+    """A number (an integer when ``kind`` is int) within ``low..high``; empty means the default."""
+
+    def check(raw: Any) -> Any:
+        if not isinstance(raw, str):
+            return raw
+        if not raw:
+            raise PydanticUseDefault()
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise ValueError(f"{raw!r} is not a{'n integer' if kind is int else ' number'}") from None
+        if not low <= value <= high:
+            raise ValueError(f"{raw} is outside {low:g}..{high:g}")
+        return value
+
+    return BeforeValidator(check)
+
+
+def Choice(allowed: tuple[str, ...]) -> BeforeValidator:
+    """One of ``allowed``, case-insensitive, ``-`` read as ``_``; empty means the default."""
+
+    def check(raw: Any) -> Any:
+        if not isinstance(raw, str):
+            return raw
+        if not raw:
+            raise PydanticUseDefault()
+        value = raw.lower().replace("-", "_")
+        if value not in allowed:
+            raise ValueError(f"{raw!r} is not one of {', '.join(allowed)}")
+        return value
+
+    return BeforeValidator(check)
+
+
+Text = Annotated[str, BeforeValidator(_blank_is_default)]
+"""A string; empty means the default."""
+OptionalText = Annotated[str | None, BeforeValidator(_blank_is_none)]
+"""A string; empty means none (no file, or: skip writing it)."""
+Items = Annotated[tuple[str, ...], BeforeValidator(_items)]
+"""Items one per line or comma-separated, blanks dropped."""
+Secret = Annotated[str, AfterValidator(_token), Field(repr=False)]
+"""A single-line token, kept out of reprs and error messages."""
+Flag = Annotated[bool, BeforeValidator(_flag)]
+"""true/yes/1/on or false/no/0/off (any case); empty is false."""
+
+
+class ActionInputs(BaseModel):
+    """The action's inputs (``with:``), one field per action.yml input, with action.yml's defaults."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", alias_generator=lambda name: name.replace("_", "-"), populate_by_name=True
+    )
+
+    eval_sets: Annotated[tuple[str, ...], BeforeValidator(_paths)] = ("evals",)
+    actuals: Items = ()
+    config: OptionalText = None
+    baseline_path: Text = DEFAULT_BASELINE_PATH
+    fail_on: Annotated[FailOn | None, Choice(FAIL_ON)] = None
     """None: the config's ``evalbot.fail_on``, else regression."""
-    tolerance: float | None = None
+    tolerance: Annotated[float | None, Number(float, 0.0, 1.0)] = None
     """None: the config's ``evalbot.tolerance``, else 0."""
-    github_token: str = field(default="", repr=False)
-    judge_api_key: str = field(default="", repr=False)
-    comment_template: str | None = None
-    comment_id: str = "default"
-    mode: str = "auto"
-    judge_concurrency: int = DEFAULT_CONCURRENCY
-    judge_cache: str | None = None
-    judge_failures: JudgeFailures | None = None
+    github_token: Secret = ""
+    judge_api_key: Secret = ""
+    comment_template: OptionalText = None
+    comment_id: Annotated[Text, AfterValidator(_comment_id)] = "default"
+    mode: Annotated[Literal["auto"] | Mode, Choice(MODES)] = "auto"
+    judge_concurrency: Annotated[int, Number(int, 1, 256)] = DEFAULT_CONCURRENCY
+    judge_cache: OptionalText = None
+    judge_failures: Annotated[JudgeFailures | None, Choice(JUDGE_FAILURES)] = None
     """None: the config's ``evalbot.judge_failures``, else block."""
-    judge_deadline: float = DEFAULT_JUDGE_DEADLINE
-    update_baseline: bool = False
-    artifact_name: str = "evalbot-report"
-    report_path: str = ".evalbot-out/report.json"
-    junit_path: str | None = ".evalbot-out/junit.xml"
-    html_path: str | None = ".evalbot-out/report.html"
+    judge_deadline: Annotated[float, Number(float, 1.0, 6 * 3600.0)] = DEFAULT_JUDGE_DEADLINE
+    update_baseline: Flag = False
+    artifact_name: Annotated[Text, AfterValidator(_artifact_name)] = "evalbot-report"
+    report_path: Text = ".evalbot-out/report.json"
+    junit_path: OptionalText = ".evalbot-out/junit.xml"
+    html_path: OptionalText = ".evalbot-out/report.html"
+
+
+def input_names() -> tuple[str, ...]:
+    """The inputs' names as action.yml spells them (kebab-case)."""
+    return tuple(field.alias or name for name, field in ActionInputs.model_fields.items())
+
+
+def _input(env: Mapping[str, str], name: str) -> str | None:
+    """``INPUT_<NAME>`` as the runner sets it (hyphens kept), or with underscores for local runs."""
+    for key in (f"INPUT_{name.upper()}", f"INPUT_{name.upper().replace('-', '_')}"):
+        if key in env:
+            return env[key].strip()
+    return None
+
+
+def input_error(name: str, message: str) -> InputError:
+    """The error for an unusable input: exit 2, naming the input."""
+    return InputError(f"input {name}", "", message)
+
+
+def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
+    """The inputs from the runner's ``INPUT_*`` variables; an invalid value raises InputError naming the input and
+    the fix (the first one, in action.yml's order)."""
+    raw = {name: value for name in input_names() if (value := _input(env, name)) is not None}
+    try:
+        return ActionInputs.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False, include_input=False)[0]
+    # raised outside the except block: the ValidationError holds the raw value, which may be a token
+    name = str(error["loc"][0]) if error["loc"] else "?"
+    cause = (error.get("ctx") or {}).get("error")
+    raise input_error(name, str(cause) if isinstance(cause, ValueError) else error["msg"])
 
 
 @dataclass(frozen=True)
@@ -98,95 +254,6 @@ class GitHubContext:
     workflow_run: WorkflowRun | None = None
 
 
-def _input(env: Mapping[str, str], name: str) -> str | None:
-    """``INPUT_<NAME>`` as the runner sets it (hyphens kept), or with underscores for local runs."""
-    for key in (f"INPUT_{name.upper()}", f"INPUT_{name.upper().replace('-', '_')}"):
-        if key in env:
-            return env[key].strip()
-    return None
-
-
-def _list(raw: str) -> tuple[str, ...]:
-    """One item per line or comma; blanks dropped."""
-    return tuple(part.strip() for part in re.split(r"[\n,]", raw) if part.strip())
-
-
-def _bad(name: str, message: str) -> InputError:
-    return InputError(f"input {name}", "", message)
-
-
-def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
-    """Parse and check every input; an invalid value raises InputError naming the input and the fix."""
-    d = ActionInputs()
-    values: dict[str, Any] = {}
-    raw = {name: _input(env, name) for name in _INPUT_NAMES}
-
-    def text(name: str) -> str | None:
-        value = raw[name]
-        return value if value else None
-
-    if raw["eval-sets"]:
-        values["eval_sets"] = _list(raw["eval-sets"])
-        if not values["eval_sets"]:
-            raise _bad("eval-sets", f"{raw['eval-sets']!r} names no path; give eval set files, directories or globs")
-    if raw["actuals"] is not None:
-        values["actuals"] = _list(raw["actuals"])
-    for name in ("config", "comment-template", "judge-cache"):
-        values[name.replace("-", "_")] = text(name)
-    for name in ("baseline-path", "artifact-name", "report-path"):
-        if text(name):
-            values[name.replace("-", "_")] = text(name)
-    for name in ("junit-path", "html-path"):
-        if raw[name] is not None:
-            values[name.replace("-", "_")] = text(name)
-    values["github_token"] = raw["github-token"] or ""
-    values["judge_api_key"] = raw["judge-api-key"] or ""
-    for name in ("github-token", "judge-api-key"):  # never echo a secret: only say what is wrong with it
-        if raw[name] and not _SECRET.fullmatch(raw[name] or ""):
-            raise _bad(name, "contains whitespace or control characters; expected a single-line token")
-    if raw["artifact-name"] and not _ARTIFACT.fullmatch(raw["artifact-name"] or ""):
-        raise _bad("artifact-name", f"{raw['artifact-name']!r} is not an artifact name (1 to 200 characters, none of "
-                   '" : < > | * ? \\ / or control characters)')
-    if raw["comment-id"] and (problem := problem_with_comment_id(raw["comment-id"] or "")):
-        raise _bad("comment-id", problem)
-    fail_on = (raw["fail-on"] or "").lower() or None
-    if fail_on is not None and fail_on not in FAIL_ON:
-        raise _bad("fail-on", f"{raw['fail-on']!r} is not one of {', '.join(FAIL_ON)}")
-    values["fail_on"] = fail_on
-    judge_failures = (raw["judge-failures"] or "").lower() or None
-    if judge_failures is not None and judge_failures not in JUDGE_FAILURES:
-        raise _bad("judge-failures", f"{raw['judge-failures']!r} is not one of {', '.join(JUDGE_FAILURES)}")
-    values["judge_failures"] = judge_failures
-    values["judge_deadline"] = _number(
-        "judge-deadline", raw["judge-deadline"], DEFAULT_JUDGE_DEADLINE, float, 1.0, 6 * 3600.0
-    )
-    values["comment_id"] = text("comment-id") or d.comment_id
-    mode = (raw["mode"] or d.mode).lower().replace("-", "_")
-    if mode not in MODES:
-        raise _bad("mode", f"{raw['mode']!r} is not one of {', '.join(MODES)}")
-    values["mode"] = mode
-    values["tolerance"] = _number("tolerance", raw["tolerance"], None, float, 0.0, 1.0)
-    values["judge_concurrency"] = int(
-        _number("judge-concurrency", raw["judge-concurrency"], DEFAULT_CONCURRENCY, int, 1, 256) or DEFAULT_CONCURRENCY
-    )
-    update = (raw["update-baseline"] or "false").lower()
-    if update not in _TRUE | _FALSE:
-        raise _bad("update-baseline", f"{raw['update-baseline']!r} is not true or false")
-    values["update_baseline"] = update in _TRUE
-    return replace(d, **values)
-
-
-_INPUT_NAMES = (
-    "eval-sets", "actuals", "config", "baseline-path", "fail-on", "tolerance", "github-token", "judge-api-key",
-    "comment-template", "comment-id", "mode", "judge-concurrency", "judge-cache", "update-baseline", "artifact-name",
-    "report-path", "junit-path", "judge-failures", "judge-deadline", "html-path",
-)  # fmt: skip
-
-
-_SECRET = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
-_ARTIFACT = re.compile(r'^[^":<>|*?\\/\x00-\x1f\x7f]{1,200}$')
-
-
 def check_paths(inputs: ActionInputs, workspace: Path) -> None:
     """Refuse path inputs that cannot work, before any work starts: outputs that are directories (or lie under a
     file), inputs that are directories or not regular files, a judge cache that is a file. Missing eval sets and
@@ -198,38 +265,26 @@ def check_paths(inputs: ActionInputs, workspace: Path) -> None:
     outputs = {"report-path": inputs.report_path, "junit-path": inputs.junit_path, "html-path": inputs.html_path}
     for name, raw in outputs.items():
         if raw is not None and (problem := problem_with_output(at(raw))):
-            raise _bad(name, problem.replace(repr(at(raw)), repr(raw)))
+            raise input_error(name, problem.replace(repr(at(raw)), repr(raw)))
     if Path(inputs.baseline_path).is_absolute() or ".." in Path(inputs.baseline_path).parts:
-        raise _bad("baseline-path", f"{inputs.baseline_path!r} must be a path inside the repository, relative to "
+        raise input_error("baseline-path", f"{inputs.baseline_path!r} must be a path inside the repository, relative to "
                    "its root (e.g. .evalbot/baseline.json)")
     # only a directory is refused here: what the workspace file is matters only where it is read or written
     # (pull requests read it at the base commit; a special file there is refused by that reader)
     if inputs.baseline_path.endswith(("/", "\\")) or Path(at(inputs.baseline_path)).is_dir():
-        raise _bad("baseline-path", f"{inputs.baseline_path!r} is a directory; give the baseline file's path "
+        raise input_error("baseline-path", f"{inputs.baseline_path!r} is a directory; give the baseline file's path "
                    "(e.g. .evalbot/baseline.json)")
     inputs_files = {"config": inputs.config, "comment-template": inputs.comment_template}
     for name, value in inputs_files.items():
         if value is None or Path(value).is_absolute() or ".." in Path(value).parts:
             continue  # a path outside the workspace is refused by the reader of that input, saying so
         if problem := problem_with_input(at(value)):
-            raise _bad(name, problem.replace(repr(at(value)), repr(value)))
+            raise input_error(name, problem.replace(repr(at(value)), repr(value)))
     for value in inputs.actuals:
         if Path(at(value)).exists() and (problem := problem_with_input(at(value))):
-            raise _bad("actuals", problem.replace(repr(at(value)), repr(value)))
+            raise input_error("actuals", problem.replace(repr(at(value)), repr(value)))
     if inputs.judge_cache is not None and (problem := problem_with_directory(at(inputs.judge_cache))):
-        raise _bad("judge-cache", problem.replace(repr(at(inputs.judge_cache)), repr(inputs.judge_cache)))
-
-
-def _number(name: str, raw: str | None, default: float | None, kind: type, low: float, high: float) -> float | None:
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise _bad(name, f"{raw!r} is not a{'n integer' if kind is int else ' number'}") from None
-    if not low <= value <= high:
-        raise _bad(name, f"{raw} is outside {low:g}..{high:g}")
-    return cast(float, value)
+        raise input_error("judge-cache", problem.replace(repr(at(inputs.judge_cache)), repr(inputs.judge_cache)))
 
 
 def _label(repo: Any, ref: Any) -> str | None:
@@ -305,9 +360,9 @@ def choose_mode(requested: str, ctx: GitHubContext) -> Mode:
     else:  # push, schedule, workflow_dispatch, merge_group, local runs
         mode = "push"
     if mode == "pull_request" and ctx.pull_request is None:
-        raise _bad("mode", f"pull_request mode needs a pull_request event, got {ctx.event_name or 'none'!r}")
+        raise input_error("mode", f"pull_request mode needs a pull_request event, got {ctx.event_name or 'none'!r}")
     if mode == "workflow_run" and ctx.workflow_run is None:
-        raise _bad("mode", f"workflow_run mode needs a workflow_run event, got {ctx.event_name or 'none'!r}")
+        raise input_error("mode", f"workflow_run mode needs a workflow_run event, got {ctx.event_name or 'none'!r}")
     return mode
 
 

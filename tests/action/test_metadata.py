@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import tomllib
@@ -12,7 +11,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from evalbot.action.publish import Outcome
-from evalbot.action.settings import ActionInputs, inputs_from_env
+from evalbot.action.settings import ActionInputs, input_names, inputs_from_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,9 +21,11 @@ def action() -> dict[str, Any]:
 
 
 def test_inputs_match_the_settings_fields() -> None:
-    """Every input maps to exactly one ActionInputs field (kebab-case -> snake_case) and back."""
+    """Every input maps to exactly one ActionInputs field (kebab-case -> snake_case) and back, and the settings
+    read each input by the name action.yml gives it."""
     names = {name.replace("-", "_") for name in action()["inputs"]}
-    assert names == {f.name for f in dataclasses.fields(ActionInputs)}
+    assert names == set(ActionInputs.model_fields)
+    assert set(input_names()) == set(action()["inputs"])
 
 
 def test_every_input_is_kebab_case_described_and_defaulted() -> None:

@@ -83,6 +83,49 @@ def test_bad_inputs_name_the_input(key: str, value: str, needle: str) -> None:
         inputs_from_env({key: value})
 
 
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"INPUT_JUDGE-DEADLINE": "soon"}, "input judge-deadline: 'soon' is not a number"),
+        ({"INPUT_JUDGE-DEADLINE": "nan"}, "input judge-deadline: nan is outside 1..21600"),
+        ({"INPUT_JUDGE-CONCURRENCY": "4.0"}, "input judge-concurrency: '4.0' is not an integer"),
+        ({"INPUT_EVAL-SETS": " ,\n,"}, "input eval-sets: ',\\n,' names no path; give eval set files, directories or globs"),
+        ({"INPUT_MODE": "Merge"}, "input mode: 'Merge' is not one of auto, pull_request, push, workflow_run, baseline"),
+        ({"INPUT_ARTIFACT-NAME": "a/b"}, "input artifact-name: 'a/b' is not an artifact name"),
+        ({"INPUT_COMMENT-ID": "x" * 300}, "input comment-id: "),
+    ],
+)
+def test_error_messages_name_the_input_and_the_fix(env: dict[str, str], message: str) -> None:
+    """The message is 'input <name>: <what is wrong and what to give>' (the Action prints it and exits 2)."""
+    with pytest.raises(InputError) as caught:
+        inputs_from_env(env)
+    assert str(caught.value).startswith(message)
+
+
+def test_a_bad_token_is_refused_without_echoing_it() -> None:
+    """A multi-line or control-character token is refused; neither the message nor its cause shows the value."""
+    with pytest.raises(InputError) as caught:
+        inputs_from_env({"INPUT_JUDGE-API-KEY": "AIza-secret\nsecond-line"})
+    assert str(caught.value).startswith("input judge-api-key: contains whitespace")
+    assert "secret" not in str(caught.value) and caught.value.__cause__ is None and caught.value.__context__ is None
+
+
+def test_hostile_input_values_are_refused_cleanly() -> None:
+    """A huge value, a lone surrogate (a non-UTF-8 byte in the environment) and markup give an InputError."""
+    for env in ({"INPUT_TOLERANCE": "9" * 100_000}, {"INPUT_MODE": "\udcff"}, {"INPUT_FAIL-ON": "<b>{{x}}</b>"}):
+        with pytest.raises(InputError) as caught:
+            inputs_from_env(env)
+        str(caught.value).encode("utf-8")  # printable: no lone surrogate reaches the log
+
+
+def test_undeclared_inputs_are_ignored_and_fields_are_frozen() -> None:
+    """Only action.yml's inputs are read (the runner warns about others); the settings cannot be changed later."""
+    got = inputs_from_env({"INPUT_SOMETHING-ELSE": "x", "INPUT_CONFIG": "cfg.json"})
+    assert got.config == "cfg.json"
+    with pytest.raises(ValueError, match="frozen"):
+        got.config = "other.json"  # type: ignore[misc]
+
+
 def test_pull_request_from_the_same_repository(tmp_path: Path) -> None:
     """base/head shas, number and label come from the payload; same repo is not a fork."""
     ctx = context_from_env(event_env(tmp_path, "pull_request", GITHUB_REPOSITORY="Codertocat/Hello-World"))
