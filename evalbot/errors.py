@@ -1,9 +1,12 @@
-"""Error types that say where the problem is, and the process exit codes."""
+"""Error types that say where the problem is, the process exit codes, and the one retry policy of transient
+failures (the judge's and GitHub's)."""
 
 from __future__ import annotations
 
 import difflib
+import random
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 EXIT_OK = 0
@@ -65,3 +68,53 @@ class InputError(EvalbotError):
 
 class ConfigError(EvalbotError):
     """A criterion or option in the evaluation config is invalid."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How evalbot retries a service's transient failures: the judge's (408/429/5xx, timeouts; ``judges/retry``)
+    and GitHub's (5xx, rate limits; ``forge/pygithub``). One policy, one set of defaults, for both.
+
+    Retry ``n`` (from 1) waits up to ``backoff(n)`` = ``base_delay * 2**(n-1)``, capped at ``max_delay``: the judge
+    waits a random time below it ("full jitter", ``delay``) but never less than the service's ``Retry-After``
+    (itself capped at ``max_retry_after``); GitHub's client waits ``backoff(n)`` itself, or the rate limit's reset,
+    and gives up rather than wait longer than ``max_wait``.
+    """
+
+    attempts: int = 6
+    """Tries in all, the first included (``retries`` = ``attempts - 1``)."""
+    timeout_attempts: int = 2
+    """Judge: tries of a call that keeps timing out, so a judge that accepts connections and never answers costs
+    one timeout and one retry per call, not ``attempts`` of them."""
+    base_delay: float = 1.0
+    """Seconds before the first retry; doubled for each next one."""
+    max_delay: float = 30.0
+    """Cap of the doubled delay."""
+    max_retry_after: float = 120.0
+    """Judge: the longest ``Retry-After`` honoured (a longer one is cut to this)."""
+    rate_limit_wait: float = 60.0
+    """GitHub: wait after a secondary rate limit answered without ``Retry-After`` (GitHub asks for a minute)."""
+    max_wait: float = 300.0
+    """GitHub: give up rather than wait longer than this for a rate limit to reset."""
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1 or self.timeout_attempts < 1:
+            raise ValueError("a retry policy needs at least one attempt")
+
+    @property
+    def retries(self) -> int:
+        """Retries after the first try."""
+        return self.attempts - 1
+
+    def backoff(self, attempt: int) -> float:
+        """The longest wait after failed try number ``attempt`` (1-based): ``base_delay * 2**(attempt-1)``,
+        capped at ``max_delay``."""
+        return float(min(self.max_delay, self.base_delay * (2 ** (attempt - 1))))
+
+    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds a judge call waits after failed try ``attempt``: uniform in ``[0, backoff(attempt)]``, but no
+        less than ``retry_after`` (capped at ``max_retry_after``)."""
+        wait = rng.uniform(0.0, self.backoff(attempt))
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, self.max_retry_after))
+        return wait

@@ -13,10 +13,10 @@ from evalbot.action import workflow as actions
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.criteria.base import BuildContext
+from evalbot.errors import RetryPolicy
 from evalbot.forge.base import ForgeError
 from evalbot.judges.factory import build_stack
 from evalbot.judges.gemini import GeminiJudge
-from evalbot.judges.retry import RetryPolicy
 from evalbot.pipeline import evaluate
 from evalbot.redact import forget_secrets, register_secret, scrub, strip_url_queries
 from evalbot.render.comment import comment_marker, render_comment

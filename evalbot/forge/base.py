@@ -1,4 +1,4 @@
-"""The Forge protocol: what evalbot asks of a code host, with typed errors and a retry policy."""
+"""The Forge protocol: what evalbot asks of a code host, with typed errors (retries follow ``errors.RetryPolicy``)."""
 
 from __future__ import annotations
 
@@ -33,24 +33,6 @@ class ForgeUnavailable(ForgeError):
 
 class ForgeConflict(ForgeError):
     """A write lost a race with another writer (stale sha) even after re-reading."""
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How hard to retry: GitHub asks for at least a minute's wait after a secondary rate limit."""
-
-    attempts: int = 5
-    """Retries after the first try, for 5xx and rate-limit answers."""
-    backoff_s: float = 1.0
-    """Exponential backoff factor (seconds) between retries of 5xx answers."""
-    secondary_rate_wait_s: float = 60.0
-    """Wait after a secondary rate limit answer without ``Retry-After``."""
-    max_wait_s: float = 300.0
-    """Give up instead of waiting longer than this for a rate limit to reset."""
-
-    def delay(self, attempt: int) -> float:
-        """Seconds to sleep before retry number ``attempt`` (1-based) when the host gave no hint."""
-        return float(self.backoff_s * (2 ** (attempt - 1)))
 
 
 @dataclass(frozen=True)

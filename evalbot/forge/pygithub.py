@@ -20,6 +20,7 @@ from github.PaginatedList import PaginatedList
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from evalbot.errors import RetryPolicy
 from evalbot.forge.archive import join_capped, unzip_in_memory
 from evalbot.forge.base import (
     COMMENT_MAX_CHARS,
@@ -29,7 +30,6 @@ from evalbot.forge.base import (
     ForgeForbidden,
     ForgeUnavailable,
     PullRef,
-    RetryPolicy,
     with_marker,
 )
 from evalbot.redact import scrub
@@ -160,10 +160,11 @@ class PyGithubForge:
         # upsert_comment retries it itself after re-listing. PATCH/PUT/DELETE are safe to repeat.
         urllib3_retry = _CountingRetry(
             counter=self.counter,
-            total=retry.attempts,
-            backoff_factor=retry.backoff_s,
-            secondary_rate_wait=retry.secondary_rate_wait_s,
-            max_rate_limit_wait=retry.max_wait_s,
+            total=retry.retries,
+            backoff_factor=retry.base_delay,
+            backoff_max=retry.max_delay,
+            secondary_rate_wait=retry.rate_limit_wait,
+            max_rate_limit_wait=retry.max_wait,
             allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"GET", "PATCH"},
         )
         self._gh = Github(
@@ -280,7 +281,7 @@ class PyGithubForge:
     def _create(self, number: int, marker: str, body: str) -> IssueComment:
         """POST the comment; on 5xx/rate limits re-list before trying again (POST is not idempotent)."""
         operation = f"comment on #{number}"
-        for attempt in range(self._policy.attempts + 1):
+        for attempt in range(self._policy.attempts):
             try:
                 created = self._issue(number).create_comment(body)
                 if self._bot_login is None and created.user is not None:
@@ -288,13 +289,13 @@ class PyGithubForge:
                 return created
             except (GithubException, requests.RequestException) as exc:
                 error = _translate(operation, exc)
-                if not isinstance(error, ForgeUnavailable) or attempt == self._policy.attempts:
+                if not isinstance(error, ForgeUnavailable) or attempt == self._policy.retries:
                     raise error from exc
                 hint = _retry_after(exc) if isinstance(exc, GithubException) else None
                 if hint is None and isinstance(exc, GithubException) and _is_rate_limit(exc):
-                    hint = self._policy.secondary_rate_wait_s
-                wait = hint if hint is not None else self._policy.delay(attempt + 1)
-                if wait > self._policy.max_wait_s:
+                    hint = self._policy.rate_limit_wait
+                wait = hint if hint is not None else self._policy.backoff(attempt + 1)
+                if wait > self._policy.max_wait:
                     raise error from exc
                 log.warning("%s failed (%s); retrying in %.1fs", operation, error, wait)
                 self._sleep(wait)
@@ -397,8 +398,9 @@ class PyGithubForge:
         """GET the short-lived storage URL the API redirected to, without our token, size-capped."""
         session = requests.Session()
         retries = Retry(
-            total=self._policy.attempts,
-            backoff_factor=self._policy.backoff_s,
+            total=self._policy.retries,
+            backoff_factor=self._policy.base_delay,
+            backoff_max=self._policy.max_delay,
             status_forcelist=range(500, 600),
             allowed_methods={"GET"},
         )

@@ -8,12 +8,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalbot.errors import ConfigError
+from evalbot.errors import ConfigError, RetryPolicy
 from evalbot.judges.base import Judge, JudgeReply, JudgeRequest, SafetyClient
 from evalbot.judges.cache import CachingJudge, DiskCache
 from evalbot.judges.deadline import DEFAULT_DEADLINE, DeadlineJudge
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY, LimitedJudge
-from evalbot.judges.retry import RetryingJudge, RetryPolicy
+from evalbot.judges.retry import RetryingJudge
 from evalbot.judges.safety_service import LayeredSafety, SafetyBackend
 from evalbot.judges.sampling import SamplingJudge
 from evalbot.judges.usage import MeteredJudge, UsageLedger

@@ -24,7 +24,7 @@ from evalbot.compare.model import Comparison, CriterionRow, EvalSetComparison
 from evalbot.errors import EvalbotError
 from evalbot.forge.base import COMMENT_MAX_CHARS
 from evalbot.render import mdsafe
-from evalbot.render.numbers import score_text
+from evalbot.render.numbers import p_value_text, score_text
 from evalbot.render.views import Limits, sections
 
 COMMENT_LIMIT = COMMENT_MAX_CHARS
@@ -110,9 +110,7 @@ def _number(value: object, spec: str = "") -> mdsafe.Safe:
 
 
 def _pvalue(value: float | None) -> mdsafe.Safe:
-    if value is None:
-        return mdsafe.Safe("")
-    return mdsafe.Safe("p < 0.001" if value < 0.001 else f"p = {value:.3f}")
+    return mdsafe.Safe(p_value_text(value) or "")
 
 
 def _row_note(row: CriterionRow | Mapping[str, Any]) -> mdsafe.Safe:

@@ -28,6 +28,7 @@ from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import CaseComparison, Comparison, CriterionRow, EvalSetComparison, MetricDelta
 from evalbot.render.comment import verdict
+from evalbot.render.numbers import p_value_text
 from evalbot.render.trajdiff import call_text, diff_calls
 from evalbot.render.views import ORDER, TITLES, judge_text, votes_text
 from evalbot.results import CriterionUsage, JudgeUsage, MetricResult, Report, TurnView, UsageRow
@@ -94,12 +95,6 @@ def delta_text(delta: float | None) -> tuple[str, str]:
     return f"{'▲' if delta > 0 else '▼'} {delta:+.3f}".replace("-", "−"), "up" if delta > 0 else "down"
 
 
-def pvalue(value: float | None) -> str | None:
-    if value is None:
-        return None
-    return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
-
-
 def row_data(row: CriterionRow) -> Data:
     shown, direction = delta_text(row.delta)
     return {
@@ -112,7 +107,7 @@ def row_data(row: CriterionRow) -> Data:
         "direction": direction,
         "change": row.change.replace("_", " "),
         "change_key": row.change,
-        "p": pvalue(row.p_value),
+        "p": p_value_text(row.p_value),
         "paired": row.paired,
         "scored": row.scored,
         "passed": row.passed,
@@ -144,7 +139,7 @@ def metric_data(name: str, result: MetricResult | None, delta: MetricDelta | Non
         "reason": clip(result.reason if result else None),
         "votes": votes_text(delta.current_votes) if delta else None,
         "baseline_votes": votes_text(delta.baseline_votes) if delta else None,
-        "p": pvalue(delta.p_value) if delta else None,
+        "p": p_value_text(delta.p_value) if delta else None,
     }
 
 
@@ -205,7 +200,7 @@ def case_data(case: CaseComparison, judged: frozenset[str]) -> Data:
     names = list(dict.fromkeys([*metrics, *deltas]))
     noise = [
         {"criterion": d.criterion, "votes": votes_text(d.current_votes), "baseline_votes": votes_text(d.baseline_votes),
-         "p": pvalue(d.p_value), "change": d.change.replace("_", " ")}
+         "p": p_value_text(d.p_value), "change": d.change.replace("_", " ")}
         for d in case.metrics if d.judged and (d.current_votes or d.baseline_votes)
     ]
     rows = [metric_data(n, metrics.get(n), deltas.get(n)) for n in names]

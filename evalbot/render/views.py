@@ -231,7 +231,7 @@ def case_view(es: EvalSetComparison, case: CaseComparison, limits: Limits, detai
     )
     for d in focus:
         if d.judged and (d.current_votes or d.baseline_votes):
-            p = f", Fisher exact p = {d.p_value:.3f}" if d.p_value is not None else ""
+            p = f", Fisher exact p = {score_text(d.p_value)}" if d.p_value is not None else ""
             view.votes.append(
                 f"{d.criterion}: judge votes (pass–fail) {votes_text(d.current_votes) or '?'}, "
                 f"baseline {votes_text(d.baseline_votes) or '?'}{p}"

@@ -14,9 +14,9 @@ from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import Comparison
 from evalbot.criteria.base import BuildContext
+from evalbot.errors import RetryPolicy
 from evalbot.judges.factory import MISSING_CREDENTIALS, build_stack
 from evalbot.judges.gemini import GeminiJudge
-from evalbot.judges.retry import RetryPolicy
 from evalbot.pipeline import evaluate
 from evalbot.render.comment import comment_marker, render_comment
 from evalbot.results import Report

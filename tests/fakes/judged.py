@@ -9,11 +9,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from evalbot.criteria.base import BuildContext, CaseInput, Criterion
+from evalbot.errors import RetryPolicy
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import CriterionSpec, parse_criterion
 from evalbot.judges.factory import JudgeStack, build_stack
 from evalbot.judges.gemini import GeminiJudge
-from evalbot.judges.retry import RetryPolicy
 from evalbot.results import MetricResult
 from tests.fakes.fake_gemini import FakeGemini
 

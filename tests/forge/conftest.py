@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from evalbot.forge.base import RetryPolicy
+from evalbot.errors import RetryPolicy
 from evalbot.forge.pygithub import PyGithubForge
 from tests.fakes.fake_github import APP_TOKEN, FakeGitHub
 
-FAST = RetryPolicy(attempts=3, backoff_s=0.01, secondary_rate_wait_s=0.01, max_wait_s=5.0)
+FAST = RetryPolicy(attempts=4, base_delay=0.01, rate_limit_wait=0.01, max_wait=5.0)
 
 
 @pytest.fixture

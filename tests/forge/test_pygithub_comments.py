@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from evalbot.forge.base import ForgeError, ForgeForbidden, ForgeUnavailable, RetryPolicy
+from evalbot.errors import RetryPolicy
+from evalbot.forge.base import ForgeError, ForgeForbidden, ForgeUnavailable
 from evalbot.forge.pygithub import PyGithubForge
 from tests.fakes.fake_github import READ_ONLY_TOKEN, SECONDARY_LIMIT, FakeGitHub, Token
 from tests.fakes.fake_github_routes import error
@@ -134,7 +135,7 @@ def test_secondary_rate_limit_on_post_is_retried(fake: FakeGitHub, make_forge: M
     fake.fail("POST", r"/issues/7/comments$", 403, body=error(403, SECONDARY_LIMIT))
     result = make_forge(sleep=waits.append).upsert_comment(number=7, marker=MARK, body="x")
     assert result.action == "created" and len(fake.comments_on(7)) == 1
-    assert waits == [0.01]  # the policy's secondary_rate_wait
+    assert waits == [0.01]  # the policy's rate_limit_wait
 
 
 def test_retry_after_header_is_honoured_for_post(fake: FakeGitHub, make_forge: Make) -> None:
@@ -166,7 +167,7 @@ def test_persistent_outage_becomes_forge_unavailable(fake: FakeGitHub, make_forg
     """After every retry is spent the error says GitHub is unavailable (the app maps it to exit 3)."""
     fake.fail("GET", r"/issues/7/comments$", 503, times=10)
     with pytest.raises(ForgeUnavailable):
-        make_forge(retry=RetryPolicy(attempts=2, backoff_s=0.0)).upsert_comment(number=7, marker=MARK, body="x")
+        make_forge(retry=RetryPolicy(attempts=3, base_delay=0.0)).upsert_comment(number=7, marker=MARK, body="x")
     assert fake.calls("issues/list-comments") == 3
 
 
@@ -193,7 +194,7 @@ def test_enterprise_base_url_is_honoured() -> None:
             token="ghs_fake_app_token",
             repository=ghe.repo,
             api_url=ghe.base_url,
-            retry=RetryPolicy(attempts=0),
+            retry=RetryPolicy(attempts=1),
             seconds_between_writes=None,
         )
         forge.upsert_comment(number=3, marker=MARK, body="on GHE")
@@ -238,3 +239,17 @@ def test_request_count_includes_retries(fake: FakeGitHub, make_forge: Make) -> N
     forge.upsert_comment(number=7, marker=MARK, body="x")
     assert fake.calls("issues/list-comments") == 4  # 1 + 2 retries, and the re-list after creating
     assert forge.api_requests == len(fake.exchanges) == 5
+
+
+def test_server_errors_on_post_wait_the_shared_policy_backoff(fake: FakeGitHub, make_forge: Make) -> None:
+    """Without a hint from GitHub the POST retries wait errors.RetryPolicy's doubling backoff (1 s, 2 s by default),
+    the same policy the judge retries with; its ``attempts`` count the first try."""
+    waits: list[float] = []
+    fake.fail("POST", r"/issues/7/comments$", 502, times=2)
+    result = make_forge(retry=RetryPolicy(), sleep=waits.append).upsert_comment(number=7, marker=MARK, body="x")
+    assert result.action == "created" and len(fake.comments_on(7)) == 1
+    assert waits == [1.0, 2.0]
+    fake.fail("POST", r"/issues/8/comments$", 502, times=10)
+    with pytest.raises(ForgeUnavailable):
+        make_forge(retry=RetryPolicy(attempts=2, base_delay=0.0)).upsert_comment(number=8, marker=MARK, body="x")
+    assert fake.calls("issues/create-comment") == 3 + 2

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from evalbot.criteria.base import BuildContext
+from evalbot.errors import RetryPolicy
 from evalbot.judges.base import JudgeCallError, JudgeReply, JudgeRequest, JudgeTimeout
 from evalbot.judges.deadline import DEFAULT_DEADLINE, DeadlineJudge
 from evalbot.judges.factory import DEFAULT_TIMEOUT, build_stack
 from evalbot.judges.gemini import DEFAULT_TIMEOUT as GEMINI_TIMEOUT
 from evalbot.judges.gemini import GeminiJudge
-from evalbot.judges.retry import RetryingJudge, RetryPolicy
+from evalbot.judges.retry import RetryingJudge
 from evalbot.pipeline import evaluate
 from tests.fakes.fake_gemini import FakeGemini, Recorded
 

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from evalbot.errors import ConfigError
+from evalbot.errors import ConfigError, RetryPolicy
 from evalbot.judges.base import JudgeRequest, ReplayMiss
 from evalbot.judges.factory import MISSING_CREDENTIALS, DeferredBackend, judge_from_environ
-from evalbot.judges.retry import RetryPolicy
 from tests.fakes.fake_gemini import FakeGemini
 
 FAST = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.01, max_retry_after=0.01)

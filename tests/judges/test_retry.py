@@ -7,9 +7,11 @@ import random
 
 import pytest
 
+from evalbot.errors import RetryPolicy
+from evalbot.forge.pygithub import DEFAULT_RETRY
 from evalbot.judges.base import JudgeCallError, JudgeRequest
 from evalbot.judges.gemini import GeminiJudge
-from evalbot.judges.retry import RetryingJudge, RetryPolicy
+from evalbot.judges.retry import RetryingJudge
 from tests.fakes.fake_gemini import FakeGemini
 
 MODEL = "gemini-2.5-flash"
@@ -77,3 +79,16 @@ def test_delay_is_jittered_exponential_and_capped() -> None:
         assert max(delays) > ceiling / 2  # really spread, not constant
     assert policy.delay(1, 5.0, rng) >= 5.0
     assert policy.delay(1, 500.0, rng) == 20.0
+
+
+def test_one_policy_for_judge_and_github() -> None:
+    """The judge's retrying layer and the GitHub client share errors.RetryPolicy and its defaults: 6 tries (5
+    retries), 1 s doubling to at most 30 s; fewer than one try is refused."""
+    policy = RetryPolicy()
+    assert RetryingJudge(GeminiJudge(api_key="k", base_url="http://127.0.0.1:9", timeout=1)).policy == policy
+    assert DEFAULT_RETRY == policy
+    assert (policy.attempts, policy.retries, policy.timeout_attempts) == (6, 5, 2)
+    assert [policy.backoff(n) for n in range(1, 8)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+    assert (policy.max_retry_after, policy.rate_limit_wait, policy.max_wait) == (120.0, 60.0, 300.0)
+    with pytest.raises(ValueError, match="at least one attempt"):
+        RetryPolicy(attempts=0)

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from evalbot.errors import RetryPolicy
 from evalbot.judges.factory import JudgeStack, build_stack
 from evalbot.judges.gemini import GeminiJudge
-from evalbot.judges.retry import RetryPolicy
 from tests.fakes import agents
 from tests.fakes.fake_gemini import FakeGemini
 
