@@ -87,7 +87,8 @@ def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: 
     """A pull request's gate: policy and template from the base commit ``ref``; the PR's own section is checked
     and every difference from the base's becomes a notice (see :mod:`evalbot.action.gate`)."""
     pr_settings, pr_config = loaded.settings()
-    overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures}
+    overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures,
+                 "block_flaky": inputs.block_flaky}
     pr_policy = policy_from_settings(pr_settings, source=str(pr_config or "action inputs"), overrides=overrides)
     pr_template = comment_template_text(
         inputs.comment_template, pr_settings, pr_config, root=ws.root, input_name="comment-template"
@@ -141,7 +142,13 @@ def baseline_update(report: Report, read: Callable[[], str | None], base: Baseli
         return BaselineUpdate(path=path, matches=False, differences=[f"the file cannot be used: {exc}"])
     if base is not None and same_scores(mine, base) and mine.commit == base.commit:
         return None  # not changed by the PR (or changed only in layout)
-    differences = baseline_differences(mine, build_baseline(report, commit=None, created_at=None))
+    # what `evalbot baseline --output FILE` writes on the PR's branch: this run, its histories continuing the base's
+    # (a hand-edited history, e.g. forged flips that would make later regressions "flaky", never matches); a file
+    # whose histories start afresh also matches: forgetting flips only makes the gate stricter
+    expected = build_baseline(report, commit=mine.commit, created_at=None, previous=base)
+    differences = baseline_differences(mine, expected)
+    if differences and not baseline_differences(mine, build_baseline(report, commit=None, created_at=None)):
+        differences = []
     return BaselineUpdate(
         path=path, matches=not differences, differences=differences[:MAX_DIFFERENCES],
         more=max(0, len(differences) - MAX_DIFFERENCES),
@@ -262,14 +269,22 @@ def refresh_baseline(
 ) -> list[str]:
     """Mode baseline writes the file; with update-baseline on the default branch it is also committed.
 
-    ``committed`` is the workspace's baseline as read before the run (push mode skips a commit of the same scores).
+    ``committed`` is the workspace's baseline as read before the run (the pushed commit's file, which an unreadable
+    one already stopped with exit 2): each case's history continues from it, so every push to the default branch
+    adds its run; a re-run of the same commit replaces its entry and, its results unchanged, commits nothing.
     """
     if mode == "push" and not inputs.update_baseline:
         return []
     if exit_code(report) == EXIT_INVALID_INPUT:
         return ["The baseline was not refreshed: some inputs are invalid or cases errored (see above)."]
     created = datetime.now(UTC).replace(microsecond=0).isoformat()
-    fresh = build_baseline(report, commit=ctx.sha or None, created_at=created)
+    notices: list[str] = []
+    if committed is not None and not committed.compatible:
+        notices.append(f"The previous baseline at {inputs.baseline_path} uses schema version "
+                       f"{committed.schema_version}: its case histories (flaky-case memory) cannot be carried "
+                       "forward, so they start afresh with this run.")
+        print(workflow.annotation("warning", notices[-1], title="evalbot baseline"), file=stream)
+    fresh = build_baseline(report, commit=ctx.sha or None, created_at=created, previous=committed)
     text = dump_baseline(fresh)
     if mode == "baseline":
         target = ws.path(inputs.baseline_path)
@@ -277,18 +292,20 @@ def refresh_baseline(
         target.write_text(text, encoding="utf-8")
         print(f"evalbot: wrote the baseline to {inputs.baseline_path}", file=stream)
     if not inputs.update_baseline:
-        return []
+        return notices
     if not on_default_branch(ctx) or forge is None or not ctx.default_branch:
-        return ["update-baseline applies only to pushes to the default branch with a github-token; not committed."]
+        return [*notices,
+                "update-baseline applies only to pushes to the default branch with a github-token; not committed."]
     if mode == "push" and committed is not None and same_scores(committed, fresh):
-        print("evalbot: the committed baseline already has these results; not committed again", file=stream)
-        return []
+        print("evalbot: the committed baseline already has these results (a re-run of the same commit); not "
+              "committed again", file=stream)
+        return notices
     try:
         sha = forge.commit_file(
             path=inputs.baseline_path, content=text, branch=ctx.default_branch, message=BASELINE_MESSAGE
         )
     except ForgeError as exc:
         print(workflow.annotation("warning", f"baseline not committed: {exc}", title="evalbot baseline"), file=stream)
-        return [f"The refreshed baseline could not be committed: {exc}"]
+        return [*notices, f"The refreshed baseline could not be committed: {exc}"]
     print(f"evalbot: baseline {'unchanged' if sha is None else 'committed as ' + sha[:12]}", file=stream)
-    return []
+    return notices

@@ -2,7 +2,7 @@
 
 Everything in a pull request's tree is the author's to change, including the ``evalbot`` section of
 ``test_config.json`` (``fail_on``, ``tolerance``, ``alpha``, ``block_inconclusive``, ``judge_failures``,
-``comment_template``) and the comment template itself. So on ``pull_request`` / ``pull_request_target`` runs the
+``block_flaky``, ``comment_template``) and the comment template itself. So on ``pull_request`` / ``pull_request_target`` runs the
 section and the template come from the base commit (the contents API, else ``git show``; unreadable is exit 3,
 never a fallback to the PR's copy). The PR's own section is still checked (a broken one would break main after the
 merge) and compared with the base's: every difference is a notice in the comment, taking effect after the merge.

@@ -6,7 +6,7 @@ the runner's ``INPUT_*`` variables into it; an invalid value becomes an InputErr
 judge-deadline: ...``) and saying what to give instead, which the Action reports with exit 2.
 
 **Adding an input is a one-field change:** declare it in action.yml and add one field to ActionInputs, typed with
-one of the validators below (``Text``, ``OptionalText``, ``Items``, ``Secret``, ``Flag``, ``Number(...)``,
+one of the validators below (``Text``, ``OptionalText``, ``Items``, ``Secret``, ``Flag``, ``OptionalFlag``, ``Number(...)``,
 ``Choice(...)``) and defaulted as action.yml says. tests/action/test_metadata.py checks that the fields and
 action.yml's inputs are the same set and that action.yml's defaults parse to the field defaults.
 """
@@ -69,6 +69,10 @@ def _flag(raw: Any) -> Any:
     if raw.lower() not in _TRUE | _FALSE:
         raise ValueError(f"{raw!r} is not true or false")
     return raw.lower() in _TRUE
+
+
+def _optional_flag(raw: Any) -> Any:
+    return None if raw == "" else _flag(raw)
 
 
 def _token(value: str) -> str:
@@ -144,6 +148,8 @@ Secret = Annotated[str, AfterValidator(_token), Field(repr=False)]
 """A single-line token, kept out of reprs and error messages."""
 Flag = Annotated[bool, BeforeValidator(_flag)]
 """true/yes/1/on or false/no/0/off (any case); empty is false."""
+OptionalFlag = Annotated[bool | None, BeforeValidator(_optional_flag)]
+"""Like Flag, but empty is None (the config decides)."""
 
 
 class ActionInputs(BaseModel):
@@ -170,6 +176,8 @@ class ActionInputs(BaseModel):
     judge_cache: OptionalText = None
     judge_failures: Annotated[JudgeFailures | None, Choice(JUDGE_FAILURES)] = None
     """None: the config's ``evalbot.judge_failures``, else block."""
+    block_flaky: OptionalFlag = None
+    """None: the config's ``evalbot.block_flaky``, else false."""
     judge_deadline: Annotated[float, Number(float, 1.0, 6 * 3600.0)] = DEFAULT_JUDGE_DEADLINE
     update_baseline: Flag = False
     artifact_name: Annotated[Text, AfterValidator(_artifact_name)] = "evalbot-report"

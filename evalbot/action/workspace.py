@@ -60,7 +60,8 @@ def policy_and_template(
 ) -> tuple[GatePolicy, str | None]:
     """The gate policy (inputs override the config's ``evalbot`` section) and the comment template text."""
     settings, config_path = section
-    overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures}
+    overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures,
+                 "block_flaky": inputs.block_flaky}
     policy = policy_from_settings(settings, source=str(config_path or "action inputs"), overrides=overrides)
     template = comment_template_text(
         inputs.comment_template, settings, config_path, root=ws.root, input_name="comment-template"

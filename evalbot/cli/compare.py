@@ -18,22 +18,27 @@ from evalbot.cli.agent import add_agent_args
 from evalbot.cli.evaluate import add_eval_args, evaluate_args, write_report, write_text
 from evalbot.compare.baseline import (
     DEFAULT_BASELINE_PATH,
+    HISTORY_LIMIT,
+    Baseline,
     build_baseline,
     create_command,
     dump_baseline,
+    parse_baseline,
     parse_spec,
     read_baseline,
 )
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy, policy_from_settings
-from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK
+from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EvalbotError, InputError
 from evalbot.git import run_git
 from evalbot.load import read_optional
 from evalbot.pipeline import exit_code, load_inputs
 from evalbot.render.comment import Links, comment_marker, render_comment, render_summary
 from evalbot.render.console import render_text
 from evalbot.render.html import render_html
-from evalbot.render.template_files import comment_template_text
+from evalbot.render.template_files import comment_template_text, read_regular_file
+
+MAX_BASELINE_BYTES = 100 * 1024 * 1024
 
 Command = Callable[[argparse.Namespace, Mapping[str, str]], int]
 
@@ -54,7 +59,7 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     inputs = load_inputs(args.paths, config=args.config)
     settings, config = inputs.settings()
     overrides = {"fail_on": args.fail_on, "tolerance": args.tolerance, "alpha": args.alpha,
-                 "judge_failures": args.judge_failures}
+                 "judge_failures": args.judge_failures, "block_flaky": args.block_flaky}
     policy: GatePolicy = policy_from_settings(settings, source=str(config or "command line"), overrides=overrides)
     raw_spec = args.baseline or settings.get("baseline_path") or DEFAULT_BASELINE_PATH
     spec = parse_spec(str(raw_spec), file_exists=lambda p: Path(p).is_file())
@@ -83,8 +88,50 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return comparison.gate.exit_code
 
 
+def _read_previous(path: str) -> Baseline | None:
+    """The baseline file at ``path`` (None when there is none); a regular file, size-capped."""
+    if not Path(path).exists() and not Path(path).is_symlink():
+        return None
+    data = read_regular_file(Path(path), root=None, where=path, what="baseline", limit=MAX_BASELINE_BYTES)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(path, "", "not valid UTF-8") from None
+    return parse_baseline(text, path)
+
+
+def previous_baseline(args: argparse.Namespace) -> tuple[Baseline | None, str]:
+    """The baseline whose case histories the new one continues (``--previous``, else the ``--output`` file when it
+    exists), and a line saying where the history comes from. A previous baseline that cannot be read stops the
+    command (its history would be lost silently otherwise) unless ``--reset-history`` is given."""
+    if args.reset_history:
+        return None, "history: started afresh (--reset-history)"
+    source = args.previous or args.output
+    flag = "--previous" if args.previous else "--output"
+    try:
+        if args.previous:
+            spec = parse_spec(args.previous, file_exists=lambda p: Path(p).is_file())
+            previous = read_baseline(spec, git=run_git, read_file=read_optional) if spec.ref else \
+                _read_previous(spec.path)
+            if previous is None:
+                raise InputError(args.previous, "", "no baseline there to continue the history from")
+        else:
+            previous = _read_previous(args.output)
+    except EvalbotError as exc:
+        raise EvalbotError(f"{flag} {source}: the previous baseline cannot be read, so its case histories (the "
+                           f"flaky-case memory) cannot be carried forward: {exc}. Fix or remove it, or pass "
+                           "--reset-history to start the history afresh") from None
+    if previous is None:
+        return None, "history: none yet (no previous baseline); each refresh adds one outcome per case"
+    if not previous.compatible:
+        return None, (f"warning: history started afresh: {source} uses baseline schema version "
+                      f"{previous.schema_version}, which this evalbot cannot carry forward")
+    return previous, f"history: carried forward from {source} (last {HISTORY_LIMIT} outcomes per case)"
+
+
 def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot baseline``: evaluate and write the baseline file (refused when inputs are invalid)."""
+    previous, history_note = previous_baseline(args)  # before evaluating: an unusable one fails fast
     report = evaluate_args(args, env)
     if exit_code(report) == EXIT_INVALID_INPUT and not args.allow_errors:
         print(render_text(report), file=sys.stderr)
@@ -96,11 +143,12 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         head = run_git(["rev-parse", "HEAD"])
         commit = head.stdout.strip() if head.returncode == 0 else None
     created_at = args.created_at or datetime.now(UTC).replace(microsecond=0).isoformat()
-    baseline = build_baseline(report, commit=commit, created_at=created_at)
+    baseline = build_baseline(report, commit=commit, created_at=created_at, previous=previous)
     write_text(args.output, dump_baseline(baseline), "--output")
     cases = sum(len(es.cases) for es in baseline.eval_sets.values())
     print(render_text(report))
     print(f"wrote {args.output}: {len(baseline.eval_sets)} eval set(s), {cases} case(s), commit {commit or 'unknown'}")
+    print(f"evalbot: {history_note}")
     return EXIT_OK
 
 
@@ -113,6 +161,10 @@ def add_parsers(sub: Any) -> None:
     base.add_argument("--commit", type=cli_args.commit, metavar="SHA", help="commit measured (default: $GITHUB_SHA, else git HEAD)")
     base.add_argument("--created-at", type=cli_args.timestamp, metavar="ISO8601", help="timestamp to record (default: now, UTC)")
     base.add_argument("--allow-errors", action="store_true", help="write it even if some inputs are invalid")
+    base.add_argument("--previous", type=cli_args.baseline_spec, metavar="FILE|REF:PATH",
+                      help="the baseline whose case histories to continue (default: the --output file, if it exists)")
+    base.add_argument("--reset-history", action="store_true",
+                      help="start every case's history afresh instead of continuing the previous baseline's")
 
     comp = sub.add_parser("compare", help="evaluate, compare with the baseline and render the PR comment")
     add_eval_args(comp)
@@ -128,6 +180,9 @@ def add_parsers(sub: Any) -> None:
     comp.add_argument("--fail-on", choices=["regression", "threshold", "never"], help="gate policy (default: regression)")
     comp.add_argument("--judge-failures", choices=["block", "warn"],
                       help="a judged verdict the judge could not give: block (exit 3, default) or warn")
+    comp.add_argument("--block-flaky", action=argparse.BooleanOptionalAction, default=None,
+                      help="block on a regressed case that also changed outcome on main within the baseline's "
+                      "history (default: the config's evalbot.block_flaky, else no)")
     comp.add_argument("--tolerance", type=cli_args.number(0, 1), metavar="X",
                       help="allowed fall of a criterion mean (default: 0)")
     comp.add_argument("--alpha", type=cli_args.number(0, 1, low_open=True, high_open=True), metavar="P",

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from evalbot import __version__
 from evalbot.compare.votes import Votes, invocation_votes
@@ -25,6 +25,13 @@ from evalbot.results import CaseResult, CriterionInfo, Report, Status, StrictMod
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE_PATH = ".evalbot/baseline.json"
+HISTORY_LIMIT = 10
+"""Outcomes of a case on main that the baseline keeps (the most recent refreshes, oldest first)."""
+STATUS_CODES: dict[str, str] = {"passed": "P", "failed": "F", "error": "E", "not_evaluated": "N", "informational": "I"}
+"""One character per outcome in a case's ``history``."""
+_HISTORY = rf"^[{''.join(STATUS_CODES.values())}]{{1,{HISTORY_LIMIT}}}$"
+_SPLIT = r"(?:[0-9]{1,6}-[0-9]{1,6}|\.)"
+_VOTE_HISTORY = rf"^{_SPLIT}(?: {_SPLIT}){{0,{HISTORY_LIMIT - 1}}}$"
 
 
 def create_command(
@@ -50,6 +57,16 @@ class BaselineMetric(_Model):
     status: Status
     votes: list[Votes | None] | None = None
     """Per invocation, for judged criteria whose results carry their votes."""
+    vote_history: str | None = Field(default=None, max_length=HISTORY_LIMIT * 14, pattern=_VOTE_HISTORY)
+    """Judged criteria: the judge's pass–fail votes on this case (summed over its invocations) in each of the last
+    refreshes on main, oldest first, space-separated (``5-0 5-0 2-3``; ``.`` for a run without votes)."""
+
+    @model_validator(mode="after")
+    def _last_split_is_this_run(self) -> BaselineMetric:
+        if self.vote_history is not None and self.vote_history.rsplit(" ", 1)[-1] != split_entry(self.votes):
+            raise ValueError(f"vote_history must end with this run's votes ({split_entry(self.votes)!r}); "
+                             "the file was edited by hand: refresh it with `evalbot baseline`")
+        return self
 
 
 class BaselineCase(_Model):
@@ -57,7 +74,19 @@ class BaselineCase(_Model):
 
     fingerprint: str | None = None
     status: Status
+    history: str | None = Field(default=None, max_length=HISTORY_LIMIT, pattern=_HISTORY)
+    """The case's outcome in each of the last refreshes on main, oldest first, one character each (P passed,
+    F failed, E error, N not evaluated, I informational); the last is this run's ``status``. Absent in baselines
+    written before evalbot kept it."""
     metrics: dict[str, BaselineMetric] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _last_outcome_is_this_run(self) -> BaselineCase:
+        if self.history is not None and self.history[-1] != STATUS_CODES[self.status]:
+            raise ValueError(f"history must end with this run's status ({self.status}: "
+                             f"{STATUS_CODES[self.status]!r}); the file was edited by hand: refresh it with "
+                             "`evalbot baseline`")
+        return self
 
 
 class BaselineCriterion(_Model):
@@ -115,24 +144,31 @@ def judge_model_of(info: CriterionInfo) -> str | None:
     return model if isinstance(model, str) else DEFAULT_JUDGE_MODEL
 
 
+def split_entry(votes: Sequence[Votes | None] | None) -> str:
+    """One run's entry in a ``vote_history``: pass–fail votes summed over the invocations, ``.`` without votes."""
+    present = [v for v in votes or () if v is not None]
+    if not present:
+        return "."
+    return f"{sum(v.yes for v in present)}-{sum(v.no for v in present)}"
+
+
 def _case(case: CaseResult, judged: set[str]) -> BaselineCase:
-    return BaselineCase(
-        fingerprint=case.fingerprint,
-        status=case.status,
-        metrics={
-            name: BaselineMetric(
-                score=m.score,
-                status=m.status,
-                votes=invocation_votes(m.per_invocation) if name in judged else None,
-            )
-            for name, m in case.metrics.items()
-            if not (m.status == "informational" and m.score is None)
-        },
-    )
+    metrics = {}
+    for name, m in case.metrics.items():
+        if m.status == "informational" and m.score is None:
+            continue
+        votes = invocation_votes(m.per_invocation) if name in judged else None
+        metrics[name] = BaselineMetric(score=m.score, status=m.status, votes=votes,
+                                       vote_history=split_entry(votes) if name in judged else None)
+    return BaselineCase(fingerprint=case.fingerprint, status=case.status, history=STATUS_CODES[case.status],
+                        metrics=metrics)
 
 
-def build_baseline(report: Report, *, commit: str | None, created_at: str | None) -> Baseline:
-    """The baseline of a run (the clock and the commit are passed in by the caller)."""
+def build_baseline(
+    report: Report, *, commit: str | None, created_at: str | None, previous: Baseline | None = None
+) -> Baseline:
+    """The baseline of a run (the clock and the commit are passed in by the caller), with each case's history
+    carried forward from ``previous`` (the baseline it replaces; see :func:`carry_history`)."""
     sets: dict[str, BaselineEvalSet] = {}
     models: set[str] = set()
     for key, es in zip(unique_keys([e.eval_set_id for e in report.eval_sets]), report.eval_sets, strict=True):
@@ -158,13 +194,67 @@ def build_baseline(report: Report, *, commit: str | None, created_at: str | None
             criteria=criteria,
             cases={k: _case(c, judged) for k, c in zip(case_keys, es.cases, strict=True)},
         )
-    return Baseline(
+    fresh = Baseline(
         evalbot_version=report.evalbot_version,
         commit=commit,
         created_at=created_at,
         judge_models=sorted(models),
         eval_sets=sets,
     )
+    return fresh if previous is None else carry_history(fresh, previous)
+
+
+def _joined(old: str | None, new: str, *, sep: str, replace_last: bool) -> str:
+    """``old`` followed by ``new`` (replacing old's last entry on a re-run of the same commit), capped."""
+    entries = old.split(sep) if sep and old else list(old or "")
+    if replace_last and entries:
+        entries.pop()
+    entries = [*entries, new][-HISTORY_LIMIT:]
+    return sep.join(entries)
+
+
+def _signature(es: BaselineEvalSet) -> dict[str, tuple[str, str | None, float | None]]:
+    return {name: (c.fingerprint, c.judge_model, c.threshold) for name, c in es.criteria.items()}
+
+
+def carry_history(fresh: Baseline, previous: Baseline) -> Baseline:
+    """``fresh`` with each case's history (and its judged criteria's vote history) continued from ``previous``.
+
+    A case continues its history only where it measures the same thing as before: the same eval set key and case
+    key, the same case fingerprint, and the eval set's criteria unchanged (fingerprints, judge models,
+    thresholds); otherwise its history starts again with this run, so a changed definition never looks like a
+    flip. A previous baseline without history (older evalbot) contributes its one recorded outcome. When
+    ``previous`` was written for the same commit (a re-run), this run replaces its last entry instead of adding
+    one. A previous baseline of another schema version has nothing to carry.
+    """
+    if not previous.compatible:
+        return fresh
+    rerun = fresh.commit is not None and fresh.commit == previous.commit
+    sets = {}
+    for key, es in fresh.eval_sets.items():
+        old_set = previous.eval_sets.get(key)
+        if old_set is None or _signature(old_set) != _signature(es):
+            sets[key] = es
+            continue
+        cases = {}
+        for case_key, case in es.cases.items():
+            old = old_set.cases.get(case_key)
+            if old is None or old.fingerprint is None or old.fingerprint != case.fingerprint:
+                cases[case_key] = case
+                continue
+            metrics = {}
+            for name, m in case.metrics.items():
+                prior = old.metrics.get(name)
+                if m.vote_history is not None and prior is not None:
+                    past = prior.vote_history or split_entry(prior.votes)
+                    m = m.model_copy(update={"vote_history": _joined(past, m.vote_history, sep=" ",
+                                                                     replace_last=rerun)})
+                metrics[name] = m
+            history = _joined(old.history or STATUS_CODES[old.status], STATUS_CODES[case.status], sep="",
+                              replace_last=rerun)
+            cases[case_key] = case.model_copy(update={"history": history, "metrics": metrics})
+        sets[key] = es.model_copy(update={"cases": cases})
+    return fresh.model_copy(update={"eval_sets": sets})
 
 
 def dump_baseline(baseline: Baseline) -> str:

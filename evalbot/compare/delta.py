@@ -21,6 +21,7 @@ from evalbot.compare.baseline import (
     judge_model_of,
     unique_keys,
 )
+from evalbot.compare.flaky import case_history
 from evalbot.compare.gate import GatePolicy, decide
 from evalbot.compare.judge_gaps import judge_gaps
 from evalbot.compare.model import (
@@ -142,8 +143,16 @@ def compare_case(
             )
         )
     category, reason = _category(cur, base, deltas)
+    history = case_history(base) if category == "regressed" else None
+    if history is not None and history.runs < 2:
+        history = None  # one recorded run says nothing about flakiness
+    if history is not None and history.flaky:
+        category = "flaky"
+        reason = ("regressed, but it also changed outcome on main within the baseline's history (flaky): "
+                  + ("blocking because block_flaky is set" if policy.block_flaky else "not blocking (block_flaky: false)"))
     return CaseComparison(
-        eval_id=key, category=category, reason=reason, baseline_status=base.status, current=cur, metrics=deltas
+        eval_id=key, category=category, reason=reason, baseline_status=base.status, current=cur, metrics=deltas,
+        history=history,
     )
 
 
@@ -261,13 +270,17 @@ def _invalid(report: Report) -> list[str]:
     return out
 
 
-def _gate_inputs(sets: Sequence[EvalSetComparison]) -> tuple[list[str], list[str]]:
+def _gate_inputs(sets: Sequence[EvalSetComparison]) -> tuple[list[str], list[str], list[str]]:
     regressions: list[str] = []
     inconclusive: list[str] = []
+    flaky: list[str] = []
     for es in sets:
         n = sum(1 for c in es.cases if c.category == "regressed")
         if n:
             regressions.append(f"{es.eval_set_id}: {n} case(s) regressed")
+        f = sum(1 for c in es.cases if c.category == "flaky")
+        if f:
+            flaky.append(f"{es.eval_set_id}: {f} case(s) regressed that also changed outcome on main (flaky)")
         m = sum(1 for c in es.cases if c.category == "inconclusive")
         if m:
             inconclusive.append(f"{es.eval_set_id}: {m} case(s) flipped on a split judge vote")
@@ -275,7 +288,7 @@ def _gate_inputs(sets: Sequence[EvalSetComparison]) -> tuple[list[str], list[str
             if row.change in ("regressed", "inconclusive"):
                 text = f"{es.eval_set_id}: {row.criterion} mean {row.delta or 0.0:+.3f} (sign test p = {row.p_value})"
                 (regressions if row.change == "regressed" else inconclusive).append(text)
-    return regressions, inconclusive
+    return regressions, inconclusive, flaky
 
 
 def _alerts(current: Report, policy: GatePolicy, baseline_error: str | None,
@@ -354,7 +367,7 @@ def compare(
     if accepting:
         for es in sets:
             for case in es.cases:
-                if case.category in ("regressed", "inconclusive"):
+                if case.category in ("regressed", "flaky", "inconclusive"):
                     case.category = "accepted"
                     case.reason = "accepted by this PR's baseline update"
     counts: dict[str, int] = {category: 0 for category in CATEGORIES}
@@ -362,9 +375,9 @@ def compare(
         for case in es.cases:
             counts[case.category] += 1
     counts["failing"] = current.totals.failed
-    regressions, inconclusive = _gate_inputs(sets)
+    regressions, inconclusive, flaky = _gate_inputs(sets)
     if accepting:
-        regressions, inconclusive = [], []  # the rows still show the means that moved
+        regressions, inconclusive, flaky = [], [], []  # the rows still show the means that moved
     alerts, unmeasured = _alerts(current, policy, baseline_error, missing_note)
     gate = decide(
         policy,
@@ -372,6 +385,7 @@ def compare(
         failing_cases=current.totals.failed,
         regressions=regressions,
         inconclusive=inconclusive,
+        flaky=flaky,
         have_baseline=baseline is not None,
         unmeasured=unmeasured,
         baseline_unreadable=f"baseline unreadable: {baseline_error}" if baseline_error else None,

@@ -32,6 +32,8 @@ class GatePolicy(BaseModel):
     ``block_inconclusive``. ``judge_failures`` says what a judged verdict the judge could not give (outage, timeout,
     unparseable answer) does: ``block`` (default) makes the run an ``error`` (exit 3), ``warn`` only says so in the
     headline. Missing judge credentials are always a warning (the first stage of a fork PR has no secrets).
+    A case that regresses although it also changed outcome on main within the baseline's history is *flaky*: shown
+    with its history, blocking only with ``block_flaky``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -42,6 +44,7 @@ class GatePolicy(BaseModel):
     noise_aware: bool = True
     block_inconclusive: bool = False
     judge_failures: JudgeFailures = "block"
+    block_flaky: bool = False
 
 
 POLICY_KEYS = frozenset(GatePolicy.model_fields)
@@ -113,6 +116,7 @@ def decide(
     regressions: list[str],
     inconclusive: list[str],
     have_baseline: bool,
+    flaky: list[str] | None = None,
     unmeasured: list[str] | None = None,
     baseline_unreadable: str | None = None,
 ) -> Gate:
@@ -143,6 +147,8 @@ def decide(
     blocking = list(regressions)
     if policy.block_inconclusive:
         blocking += [f"{reason} (inconclusive; blocking because block_inconclusive is set)" for reason in inconclusive]
+    if policy.block_flaky:
+        blocking += [f"{reason}; blocking because block_flaky is set" for reason in flaky or []]
     if blocking:
         return Gate(verdict="blocked", exit_code=EXIT_FAILED, reasons=blocking)
     if not have_baseline:

@@ -6,12 +6,13 @@ from typing import Literal, get_args
 
 from pydantic import Field
 
+from evalbot.compare.flaky import CaseHistory
 from evalbot.compare.gate import Gate, GatePolicy
 from evalbot.compare.votes import Votes
 from evalbot.results import CaseResult, Problem, Report, Status, StrictModel
 
 CaseCategory = Literal[
-    "regressed", "accepted", "inconclusive", "error", "fixed", "changed_definition", "new", "removed", "still_failing",
+    "regressed", "flaky", "accepted", "inconclusive", "error", "fixed", "changed_definition", "new", "removed", "still_failing",
     "not_evaluated", "unchanged",
 ]
 CATEGORIES: tuple[CaseCategory, ...] = get_args(CaseCategory)
@@ -53,6 +54,8 @@ class CaseComparison(StrictModel):
     baseline_status: Status | None = None
     current: CaseResult | None = None
     metrics: list[MetricDelta] = Field(default_factory=list)
+    history: CaseHistory | None = None
+    """The case's outcomes on main as the baseline records them (for regressed and flaky cases)."""
 
 
 class CriterionRow(StrictModel):

@@ -166,7 +166,9 @@ def verdict(comparison: Comparison) -> tuple[str, str]:
     """The icon and one-line verdict."""
     gate, n = comparison.gate, comparison.counts
     blocking = gate.verdict == "blocked" and comparison.policy.block_inconclusive
+    flaky_blocks = gate.verdict == "blocked" and comparison.policy.block_flaky
     extras = [f"{n[k]} {label}" for k, label in (
+        ("flaky", "regressed but flaky on main" + ("" if flaky_blocks else " (not blocking)")),
         ("accepted", "accepted by this PR's baseline update"), ("fixed", "fixed"),
         ("inconclusive", "inconclusive" if blocking else "inconclusive (not blocking)"),
         ("still_failing", "still failing"), ("new", "new"), ("changed_definition", "changed definition"),
@@ -179,7 +181,13 @@ def verdict(comparison: Comparison) -> tuple[str, str]:
         labels = [r.split(":", 1)[0] for r in gate.reasons if not r.startswith("also found")]
         return ICONS["error"], f"could not measure, not passing: {', '.join(labels) or 'see below'}"
     elif gate.verdict == "blocked":
-        lead = f"{n['regressed']} regressed" if n.get("regressed") else "; ".join(gate.reasons[:1])
+        if n.get("regressed"):
+            lead = f"{n['regressed']} regressed"
+        elif flaky_blocks and n.get("flaky"):
+            lead = f"{n['flaky']} regressed, flaky on main (blocking: block_flaky)"
+            extras = [e for e in extras if "flaky on main" not in e]
+        else:
+            lead = "; ".join(gate.reasons[:1])
         title = f"blocked: {lead}" + "".join(f" · {e}" for e in extras)
     elif comparison.baseline is None:
         t = comparison.report.totals

@@ -30,7 +30,7 @@ from evalbot.compare.model import CaseComparison, Comparison, CriterionRow, Eval
 from evalbot.render.comment import verdict
 from evalbot.render.numbers import p_value_text
 from evalbot.render.trajdiff import call_text, diff_calls
-from evalbot.render.views import ORDER, TITLES, judge_text, votes_text
+from evalbot.render.views import ORDER, TITLES, history_text, judge_text, votes_text
 from evalbot.results import CriterionUsage, JudgeUsage, MetricResult, Report, TurnView, UsageRow
 
 TEMPLATE = "report.html.j2"
@@ -121,6 +121,8 @@ def row_data(row: CriterionRow) -> Data:
 def tags(case: CaseComparison) -> list[str]:
     """The filters a case shows under (besides ``all``)."""
     out: list[str] = [case.category] if case.category in ("regressed", "fixed", "inconclusive") else []
+    if case.category == "flaky":
+        out.append("regressed")  # under the Regressed filter too, with its own badge
     if case.current is not None and case.current.status in ("failed", "error"):
         out.append("failing")
     return out
@@ -213,6 +215,7 @@ def case_data(case: CaseComparison, judged: frozenset[str]) -> Data:
         "baseline_status": (case.baseline_status or "—").replace("_", " "),
         "tags": " ".join(f"t-{t}" for t in tags(case)),
         "reason": clip(case.reason),
+        "history": history_text(case),
         "metrics": [m for m in rows if m not in info],
         "info": " · ".join(
             m["name"] + " " + m["current"] + (f" (baseline {m['baseline']})" if m["baseline"] not in ("—", m["current"])
@@ -249,7 +252,7 @@ def set_data(es: EvalSetComparison, judged: frozenset[str]) -> Data:
 def _open_first(sets: Sequence[Data]) -> None:
     """Expand the first OPEN_LIMIT regressed, inconclusive or errored cases."""
     budget = OPEN_LIMIT
-    for category in ("regressed", "inconclusive", "error"):
+    for category in ("regressed", "flaky", "inconclusive", "error"):
         for s in sets:
             for c in s["cases"]:
                 if budget and c["category"] == category:

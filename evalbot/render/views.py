@@ -69,6 +69,8 @@ class CaseView:
     summary: list[str]
     reason: str | None = None
     votes: list[str] = field(default_factory=list)
+    history: str | None = None
+    """The case's outcomes on main and what they say (regressed and flaky cases)."""
     detailed: bool = False
     turns: list[TurnDetail] = field(default_factory=list)
     more_turns: int = 0
@@ -89,6 +91,7 @@ class Section:
 
 TITLES = {
     "regressed": "Regressed",
+    "flaky": "Flaky on main, not blocking",
     "accepted": "Accepted by this PR's baseline update",
     "inconclusive": "Inconclusive, not blocking",
     "error": "Could not be evaluated",
@@ -99,9 +102,9 @@ TITLES = {
     "removed": "Removed",
     "not_evaluated": "Not evaluated",
 }
-ORDER = ("regressed", "accepted", "inconclusive", "error", "new", "still_failing", "fixed", "changed_definition", "removed",
-         "not_evaluated")
-DETAIL = frozenset({"regressed", "accepted", "inconclusive", "error", "new", "still_failing"})
+ORDER = ("regressed", "flaky", "accepted", "inconclusive", "error", "new", "still_failing", "fixed", "changed_definition",
+         "removed", "not_evaluated")
+DETAIL = frozenset({"regressed", "flaky", "accepted", "inconclusive", "error", "new", "still_failing"})
 """Sections whose cases get details (new and still-failing cases only when they fail)."""
 _TEXT_KEYS = ("rationale", "reasoning", "explanation", "reason")
 _LIST_KEYS = ("rubric_scores", "rubrics", "sentences", "labels", "samples")
@@ -227,6 +230,7 @@ def case_view(es: EvalSetComparison, case: CaseComparison, limits: Limits, detai
         category=case.category,
         summary=[metric_summary(d) for d in focus],
         reason=case.reason,
+        history=history_text(case),
         detailed=detailed,
     )
     for d in focus:
@@ -241,10 +245,24 @@ def case_view(es: EvalSetComparison, case: CaseComparison, limits: Limits, detai
     return view
 
 
+def history_text(case: CaseComparison) -> str | None:
+    """``History on main: ✓✓✗✓✓ (oldest first): failed 1 of 5 run(s), 2 flips in 4 transitions (50%); ✗ here``."""
+    if case.history is None:
+        return None
+    here = {"passed": "✓", "failed": "✗"}.get(case.current.status if case.current else "", "?")
+    return f"History on main: {case.history.describe()}; {here} in this run"
+
+
 def _wants_detail(case: CaseComparison) -> bool:
-    if case.category in ("regressed", "accepted", "inconclusive", "error"):
+    if case.category in ("regressed", "flaky", "accepted", "inconclusive", "error"):
         return True
     return case.category in DETAIL and case.current is not None and case.current.status in ("failed", "error")
+
+
+def _title(category: str, comparison: Comparison) -> str:
+    if category == "flaky" and comparison.policy.block_flaky:
+        return "Flaky on main, blocking (block_flaky)"
+    return TITLES[category]
 
 
 def sections(comparison: Comparison, limits: Limits) -> list[Section]:
@@ -268,9 +286,10 @@ def sections(comparison: Comparison, limits: Limits) -> list[Section]:
             elif len(views) - sum(v.detailed for v in views) >= limits.listed:
                 continue
             views.append(case_view(es, case, limits, detailed))
+        blocking = category == "regressed" or (category == "flaky" and comparison.policy.block_flaky)
         out.append(Section(
-            category=category, title=TITLES[category], total=len(members), cases=views,
-            more=len(members) - len(views), blocking=category == "regressed",
-            open=category in ("regressed", "accepted", "inconclusive", "error"),
+            category=category, title=_title(category, comparison), total=len(members), cases=views,
+            more=len(members) - len(views), blocking=blocking,
+            open=category in ("regressed", "flaky", "accepted", "inconclusive", "error"),
         ))
     return out

@@ -206,6 +206,7 @@ BAD_INPUTS: dict[str, Bad] = {
     "judge-failures": lambda tmp: ["maybe", "ignore"],
     "judge-deadline": lambda tmp: ["0", "-1", "x", "nan"],
     "update-baseline": lambda tmp: ["maybe"],
+    "block-flaky": lambda tmp: ["maybe", "2"],
     "artifact-name": lambda tmp: ["a/b", "x:y", "a\nb"],
     "report-path": lambda tmp: [".", "adir", "out/", "plain.txt/report.json"],
     "junit-path": lambda tmp: [".", "adir/", "plain.txt/junit.xml"],

@@ -38,7 +38,7 @@ def test_hand_edited_baseline_is_refused_with_the_differences(action: Action, ba
     case = honest["eval_sets"]["shop"]["cases"]["refund"]
     metric = case["metrics"]["tool_trajectory_avg_score"]
     metric.update(score=1.0, status="passed")
-    case["status"] = "passed"
+    case.update(status="passed", history="P")  # a history must end with the status it records
     (action.workspace / BASELINE).write_text(json.dumps(honest, indent=2), encoding="utf-8")
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
     assert run.code == 1, run.stdout + run.stderr
@@ -74,3 +74,19 @@ def test_pr_baseline_symlinked_to_dev_zero_is_refused(action: Action, baseline_t
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
     assert run.code == 1, run.stdout + run.stderr
     assert "outside the workspace" in action.github.comments_on(7)[0].body
+
+
+def test_forged_history_in_the_pr_baseline_is_not_accepted(action: Action, baseline_text: str) -> None:
+    """An honest refresh whose history was edited to invent flips on main (which would make later regressions
+    "flaky", not blocking) does not match the run: the regression blocks and the history difference is listed."""
+    make_baseline(action, baseline_text)
+    honest = json.loads(refresh_in_the_pr(action))
+    case = honest["eval_sets"]["shop"]["cases"]["order_status"]
+    assert case["history"] == "P"  # the PR's tree has no baseline here: started afresh (which also matches)
+    case["history"] = "PFPFPFP"
+    (action.workspace / BASELINE).write_text(json.dumps(honest, indent=2), encoding="utf-8")
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 1, run.stdout + run.stderr
+    body = action.github.comments_on(7)[0].body
+    assert "does not match this run" in body
+    assert '/eval\\_sets/shop/cases/order\\_status/history: "PFPFPFP" in the file, "PP" in this run' in body

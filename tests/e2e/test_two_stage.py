@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -124,7 +125,8 @@ def test_non_pull_request_runs_are_ignored(action: Action) -> None:
 
 
 def test_push_to_main_commits_the_refreshed_baseline_once(action: Action) -> None:
-    """update-baseline on the default branch commits through the contents API; an identical rerun does not."""
+    """update-baseline on the default branch commits through the contents API; each push adds its run to the case
+    histories (so a new commit with the same scores commits again), and a re-run of the same commit does not."""
     inputs = {"actuals": "actuals/good.json", "update-baseline": "true"}
     first = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="e" * 40)
     assert first.code == 0, first.stdout + first.stderr
@@ -132,10 +134,28 @@ def test_push_to_main_commits_the_refreshed_baseline_once(action: Action) -> Non
     assert b'"commit": "' + b"e" * 40 in action.github.files[("main", ".evalbot/baseline.json")]
     committed = action.github.files[("main", ".evalbot/baseline.json")]
     (action.workspace / ".evalbot").mkdir(exist_ok=True)
-    (action.workspace / ".evalbot" / "baseline.json").write_bytes(committed)  # the next push checks it out
-    same = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="f" * 40)
-    assert same.code == 0 and len(action.github.commits) == 1  # same scores: no commit for a new timestamp
+    (action.workspace / ".evalbot" / "baseline.json").write_bytes(committed)  # the re-run checks it out
+    same = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="e" * 40)
+    assert same.code == 0 and len(action.github.commits) == 1  # a re-run of the same commit: nothing new
     assert "already has these results" in same.stdout
+    following = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="f" * 40)
+    assert following.code == 0 and len(action.github.commits) == 2
+    cases = json.loads(action.github.files[("main", ".evalbot/baseline.json")])["eval_sets"]["shop"]["cases"]
+    assert {k: c["history"] for k, c in cases.items()} == {"greeting": "PP", "order_status": "PP", "refund": "PP"}
     topic = action.run("push", event("push"), inputs=inputs, ref="refs/heads/topic")
-    assert topic.code == 0 and len(action.github.commits) == 1
+    assert topic.code == 0 and len(action.github.commits) == 2
     assert "applies only to pushes to the default branch" in topic.summary
+
+
+def test_push_with_an_unreadable_baseline_keeps_the_history(action: Action) -> None:
+    """A push whose checked-out baseline cannot be read (here a forged history) is exit 2 naming the file and
+    pointer, and commits nothing: the histories it would have continued are not dropped silently."""
+    inputs = {"actuals": "actuals/good.json", "update-baseline": "true"}
+    assert action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="e" * 40).code == 0
+    data = json.loads(action.github.files[("main", ".evalbot/baseline.json")])
+    data["eval_sets"]["shop"]["cases"]["refund"]["history"] = "P" * 11
+    (action.workspace / ".evalbot").mkdir(exist_ok=True)
+    (action.workspace / ".evalbot" / "baseline.json").write_text(json.dumps(data), encoding="utf-8")
+    bad = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="f" * 40)
+    assert bad.code == 2 and len(action.github.commits) == 1, bad.stdout
+    assert any("/eval_sets/shop/cases/refund/history" in line for line in bad.annotations())
