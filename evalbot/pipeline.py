@@ -28,6 +28,7 @@ from evalbot.runner.base import Agent, RunSet
 from evalbot.runner.execute import RunOptions, run_agent
 from evalbot.runner.recording import FORMAT, is_recording, runs_from_data, write_recording
 from evalbot.scoring import score_run
+from evalbot.shard import Shard, plan, shard_eval_sets, shard_info
 
 Say = Callable[[str], None]
 """Where the pipeline tells the user what happened besides the report (the CLI prints it on stderr)."""
@@ -134,6 +135,7 @@ def evaluate(
     progress: Progress | None = None,
     criteria: CriteriaBuilder = build_criteria,
     say: Say | None = None,
+    shard: Shard | None = None,
 ) -> Report:
     """Evaluate eval sets (files, directories or globs, or inputs already loaded) and return the report.
 
@@ -141,8 +143,17 @@ def evaluate(
     the run that produced them, anything else as plain actual invocations.  ``criteria`` builds each eval set's
     criteria from its config (tests pass their own).  An explicit ``config`` that cannot be read raises InputError;
     every other problem is recorded in the report next to the results that could be computed.
+
+    With ``shard`` (``--shard K/N``) only that shard's cases are scored, or run by the agent, and the report says
+    which part of the run it holds (:mod:`evalbot.shard`; ``evalbot merge`` joins the parts).
     """
     inputs = source if isinstance(source, Inputs) else load_inputs(source, config=config)
+    if shard is not None:
+        run = plan(inputs.eval_sets, shard.count)
+        part = replace(inputs, eval_sets=shard_eval_sets(inputs.eval_sets, run, shard))
+        report = evaluate(part, actuals=actuals, agent=agent, ctx=ctx, progress=progress, criteria=criteria, say=say)
+        report.shard = shard_info(report, run, shard)
+        return report
     ctx = ctx or BuildContext()
     notices = judge_notices(ctx)
     if agent is not None:

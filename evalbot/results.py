@@ -326,6 +326,36 @@ def _per_model(per_criterion: Mapping[str, CriterionUsage]) -> dict[str, UsageRo
     return out
 
 
+MAX_SHARDS = 1000
+"""Most shards a run may be split into (a GitHub Actions matrix holds at most 256 jobs)."""
+
+
+class ShardSet(StrictModel):
+    """One eval set of a sharded run: every case of it (not only the shard's), with its expected invocations."""
+
+    eval_set_id: str
+    path: str
+    cases: list[tuple[str, int]] = Field(default_factory=list)
+    """``[eval_id, invocations]`` of every case, in the file's order."""
+
+
+class ShardInfo(StrictModel):
+    """Which part of a sharded run a report holds, and what the merge checks the parts agree on."""
+
+    index: int = Field(ge=1, le=MAX_SHARDS)
+    """K of ``--shard K/N`` (1-based)."""
+    count: int = Field(ge=1, le=MAX_SHARDS)
+    """N of ``--shard K/N``."""
+    config: str
+    """Fingerprint of every eval set's criteria and config (name, threshold, options, errors)."""
+    judge_models: list[str] = Field(default_factory=list)
+    """The judge models the configured judged criteria call."""
+    case_list: str
+    """Fingerprint of the full case list below (eval sets, case ids, invocation counts)."""
+    eval_sets: list[ShardSet] = Field(default_factory=list)
+    """The full case list of the run, from which every job derives the same partition."""
+
+
 class Report(StrictModel):
     """The whole run.  ``schema_version`` changes whenever a key is renamed or removed."""
 
@@ -337,6 +367,8 @@ class Report(StrictModel):
     totals: Totals = Field(default_factory=Totals)
     usage: JudgeUsage | None = None
     """Judge token usage and estimated cost, per criterion, per model and in total, when judged criteria ran."""
+    shard: ShardInfo | None = None
+    """Set on one part of a sharded run (``--shard K/N``); ``evalbot merge`` joins the parts into one report."""
 
 
 def clean_score(value: float | None) -> float | None:

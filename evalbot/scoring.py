@@ -8,7 +8,7 @@ import inspect
 import json
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from evalbot.criteria import build_criteria
@@ -238,11 +238,8 @@ def score_eval_set(
         loaded_case.release()  # a case parsed on demand from a large file is not kept once scored
         if scored is not None:
             scored(len(pending) > before)
-    known = [*EvalCase.model_fields, *(f.alias for f in EvalCase.model_fields.values() if f.alias)]
-    notices += [
-        unknown_key_notice(f"{loaded.path}: case {eval_id!r}", key, known, "ignored, as ADK ignores it")
-        for key, eval_id in extra_keys.items()
-    ]
+    notices += (unknown_case_key_notices(loaded.path, extra_keys) if loaded.case_notices is None
+                else loaded.case_notices)
     return EvalSetReport(
         eval_set_id=loaded.eval_set_id,
         path=loaded.path,
@@ -253,6 +250,15 @@ def score_eval_set(
         criteria=infos,
         cases=cases,
     )
+
+
+def unknown_case_key_notices(path: str, extra_keys: Mapping[str, str]) -> list[str]:
+    """One notice per unknown case key (``extra_keys``: key -> the first case holding it)."""
+    known = [*EvalCase.model_fields, *(f.alias for f in EvalCase.model_fields.values() if f.alias)]
+    return [
+        unknown_key_notice(f"{path}: case {eval_id!r}", key, known, "ignored, as ADK ignores it")
+        for key, eval_id in extra_keys.items()
+    ]
 
 
 def _finish_set(report: EvalSetReport) -> None:

@@ -16,6 +16,7 @@ from typing import NoReturn
 
 from evalbot.errors import EXIT_INVALID_INPUT
 from evalbot.paths import problem_with_comment_id, problem_with_directory, problem_with_input, problem_with_output
+from evalbot.shard import Shard
 
 _AGENT_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _PRINTABLE = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
@@ -155,3 +156,11 @@ def comment_id(raw: str) -> str:
     if problem:
         _fail(problem)
     return raw
+
+
+def shard(raw: str) -> Shard:
+    """``K/N``: job K of N of a sharded run (``1 <= K <= N``)."""
+    try:
+        return Shard.parse(raw)
+    except ValueError as exc:
+        _fail(str(exc))

@@ -9,6 +9,7 @@ import argparse
 import shlex
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from evalbot.compare.baseline import (
     DEFAULT_BASELINE_PATH,
     HISTORY_LIMIT,
     Baseline,
+    BaselineSpec,
     build_baseline,
     create_command,
     dump_baseline,
@@ -29,14 +31,16 @@ from evalbot.compare.baseline import (
 )
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy, policy_from_settings
-from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EvalbotError, InputError
+from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError, InputError
 from evalbot.git import run_git
 from evalbot.load import read_optional
-from evalbot.pipeline import exit_code, load_inputs
+from evalbot.pipeline import exit_code, load_inputs, settings_for
 from evalbot.render.comment import Links, comment_marker, render_comment, render_summary
 from evalbot.render.console import render_text
-from evalbot.render.html import render_html
+from evalbot.render.html import render_html, render_html_report
 from evalbot.render.template_files import comment_template_text, read_regular_file
+from evalbot.results import Report
+from evalbot.shard import MissingShards, merge_reports, part_files, read_part
 
 MAX_BASELINE_BYTES = 100 * 1024 * 1024
 
@@ -54,10 +58,18 @@ def cli_commands(args: argparse.Namespace, baseline: str, output: str) -> tuple[
     return reproduce, shlex.join(["evalbot", "baseline", *common, "--output", output])
 
 
-def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """``evalbot compare``: evaluate, compare with the baseline, print or write the comment, exit with the gate."""
-    inputs = load_inputs(args.paths, config=args.config)
-    settings, config = inputs.settings()
+@dataclass(frozen=True)
+class Yardstick:
+    """What a comparison is measured against: the gate policy, the baseline and the comment template."""
+
+    policy: GatePolicy
+    spec: BaselineSpec
+    baseline: Baseline | None
+    template: str | None
+
+
+def yardstick(args: argparse.Namespace, settings: dict[str, Any], config: Path | None) -> Yardstick:
+    """The policy (config section and flags), the baseline (file or REF:PATH) and the template of ``args``."""
     overrides = {"fail_on": args.fail_on, "tolerance": args.tolerance, "alpha": args.alpha,
                  "judge_failures": args.judge_failures, "block_flaky": args.block_flaky}
     policy: GatePolicy = policy_from_settings(settings, source=str(config or "command line"), overrides=overrides)
@@ -65,14 +77,19 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     spec = parse_spec(str(raw_spec), file_exists=lambda p: Path(p).is_file())
     baseline = read_baseline(spec, git=run_git, read_file=read_optional)
     template = comment_template_text(args.comment_template, settings, config)
-    report = evaluate_args(args, env, inputs)
-    comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=spec.label,
-                         create=create_command(spec.path, eval_sets=args.paths, actuals=args.actuals or ()))
+    return Yardstick(policy, spec, baseline, template)
+
+
+def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick) -> int:
+    """Compare ``report`` with the baseline, write the report, summary, HTML and comment; the gate's exit code."""
+    comparison = compare(current=report, baseline=ruler.baseline, policy=ruler.policy,
+                         baseline_source=ruler.spec.label,
+                         create=create_command(ruler.spec.path, eval_sets=args.paths, actuals=args.actuals or ()))
     for alert in comparison.alerts:
         print(f"evalbot: warning: {alert}", file=sys.stderr)
-    comparison.reproduce_command, comparison.refresh_command = cli_commands(args, spec.label, spec.path)
+    comparison.reproduce_command, comparison.refresh_command = cli_commands(args, ruler.spec.label, ruler.spec.path)
     links = Links(summary=args.summary, report=args.report)
-    comment = render_comment(comparison, marker=comment_marker(args.comment_id), links=links, template=template)
+    comment = render_comment(comparison, marker=comment_marker(args.comment_id), links=links, template=ruler.template)
     if args.report:
         write_report(report, args.report)
     if args.summary:
@@ -88,6 +105,39 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return comparison.gate.exit_code
 
 
+COMPARING = ("comment", "summary", "html", "baseline", "fail_on", "judge_failures", "block_flaky", "tolerance", "alpha",
+             "comment_template")
+
+
+def cmd_shard_part(args: argparse.Namespace, env: Mapping[str, str], output: str, flag: str) -> int:
+    """``compare`` / ``baseline`` with ``--shard K/N``: evaluate the shard and write its part of the report; comparing
+    (or writing the baseline) is ``evalbot merge``'s job once every part is there. Exit 0 unless inputs are
+    invalid."""
+    given = [f"--{name.replace('_', '-')}" for name in COMPARING if getattr(args, name, None) is not None]
+    if given:
+        raise ConfigError(f"--shard: a shard job only writes its part of the report; give {', '.join(given)} to "
+                          "`evalbot merge`, which joins the parts")
+    if not output:
+        raise ConfigError(f"--shard needs {flag} PART.json: where to write this shard's part of the report")
+    report = evaluate_args(args, env)
+    write_report(report, output, flag)
+    print(render_text(report))
+    print(f"wrote {output}: part {args.shard} of the run ({report.totals.cases} case(s)); join the parts with "
+          "`evalbot merge PART.json...`")
+    return EXIT_INVALID_INPUT if exit_code(report) == EXIT_INVALID_INPUT else EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``evalbot compare``: evaluate, compare with the baseline, print or write the comment, exit with the gate."""
+    if args.shard is not None:
+        return cmd_shard_part(args, env, args.report, "--report")
+    inputs = load_inputs(args.paths, config=args.config)
+    settings, config = inputs.settings()
+    ruler = yardstick(args, settings, config)
+    report = evaluate_args(args, env, inputs)
+    return finish_compare(args, report, ruler)
+
+
 def _read_previous(path: str) -> Baseline | None:
     """The baseline file at ``path`` (None when there is none); a regular file, size-capped."""
     if not Path(path).exists() and not Path(path).is_symlink():
@@ -100,13 +150,13 @@ def _read_previous(path: str) -> Baseline | None:
     return parse_baseline(text, path)
 
 
-def previous_baseline(args: argparse.Namespace) -> tuple[Baseline | None, str]:
+def previous_baseline(args: argparse.Namespace, output: str) -> tuple[Baseline | None, str]:
     """The baseline whose case histories the new one continues (``--previous``, else the ``--output`` file when it
     exists), and a line saying where the history comes from. A previous baseline that cannot be read stops the
     command (its history would be lost silently otherwise) unless ``--reset-history`` is given."""
     if args.reset_history:
         return None, "history: started afresh (--reset-history)"
-    source = args.previous or args.output
+    source = args.previous or output
     flag = "--previous" if args.previous else "--output"
     try:
         if args.previous:
@@ -116,7 +166,7 @@ def previous_baseline(args: argparse.Namespace) -> tuple[Baseline | None, str]:
             if previous is None:
                 raise InputError(args.previous, "", "no baseline there to continue the history from")
         else:
-            previous = _read_previous(args.output)
+            previous = _read_previous(output)
     except EvalbotError as exc:
         raise EvalbotError(f"{flag} {source}: the previous baseline cannot be read, so its case histories (the "
                            f"flaky-case memory) cannot be carried forward: {exc}. Fix or remove it, or pass "
@@ -129,10 +179,10 @@ def previous_baseline(args: argparse.Namespace) -> tuple[Baseline | None, str]:
     return previous, f"history: carried forward from {source} (last {HISTORY_LIMIT} outcomes per case)"
 
 
-def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """``evalbot baseline``: evaluate and write the baseline file (refused when inputs are invalid)."""
-    previous, history_note = previous_baseline(args)  # before evaluating: an unusable one fails fast
-    report = evaluate_args(args, env)
+def write_baseline(args: argparse.Namespace, env: Mapping[str, str], report: Report, output: str) -> int:
+    """Write the baseline of ``report`` (refused when inputs are invalid, unless --allow-errors), continuing the case
+    histories of the previous baseline."""
+    previous, history_note = previous_baseline(args, output)
     if exit_code(report) == EXIT_INVALID_INPUT and not args.allow_errors:
         print(render_text(report), file=sys.stderr)
         print("error: the run has invalid inputs or cases that could not be evaluated; fix them or pass "
@@ -144,12 +194,43 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         commit = head.stdout.strip() if head.returncode == 0 else None
     created_at = args.created_at or datetime.now(UTC).replace(microsecond=0).isoformat()
     baseline = build_baseline(report, commit=commit, created_at=created_at, previous=previous)
-    write_text(args.output, dump_baseline(baseline), "--output")
+    write_text(output, dump_baseline(baseline), "--output")
     cases = sum(len(es.cases) for es in baseline.eval_sets.values())
     print(render_text(report))
-    print(f"wrote {args.output}: {len(baseline.eval_sets)} eval set(s), {cases} case(s), commit {commit or 'unknown'}")
+    print(f"wrote {output}: {len(baseline.eval_sets)} eval set(s), {cases} case(s), commit {commit or 'unknown'}")
     print(f"evalbot: {history_note}")
     return EXIT_OK
+
+
+def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``evalbot baseline``: evaluate and write the baseline file (refused when inputs are invalid)."""
+    if args.shard is not None:
+        return cmd_shard_part(args, env, args.output, "--output")
+    previous_baseline(args, args.output)  # before evaluating: an unusable previous baseline fails fast
+    return write_baseline(args, env, evaluate_args(args, env), args.output)
+
+
+def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``evalbot merge``: join the parts of a sharded run into one report; then, as the unsharded command would,
+    write the baseline (--write-baseline), compare (--baseline / --comment / --summary) or print the results."""
+    try:
+        report = merge_reports([(str(path), read_part(path)) for path in part_files(args.parts)])
+    except MissingShards as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    if args.write_baseline:
+        if args.report:
+            write_report(report, args.report)
+        return write_baseline(args, env, report, args.write_baseline)
+    if any(getattr(args, name, None) is not None for name in ("baseline", "comment", "summary")):
+        settings, config = settings_for(args.paths, config=args.config) if args.paths else ({}, None)
+        return finish_compare(args, report, yardstick(args, settings, config))
+    if args.report:
+        write_report(report, args.report)
+    if args.html:
+        write_text(args.html, render_html_report(report))
+    print(render_text(report))
+    return exit_code(report)
 
 
 def add_parsers(sub: Any) -> None:
@@ -161,22 +242,55 @@ def add_parsers(sub: Any) -> None:
     base.add_argument("--commit", type=cli_args.commit, metavar="SHA", help="commit measured (default: $GITHUB_SHA, else git HEAD)")
     base.add_argument("--created-at", type=cli_args.timestamp, metavar="ISO8601", help="timestamp to record (default: now, UTC)")
     base.add_argument("--allow-errors", action="store_true", help="write it even if some inputs are invalid")
-    base.add_argument("--previous", type=cli_args.baseline_spec, metavar="FILE|REF:PATH",
-                      help="the baseline whose case histories to continue (default: the --output file, if it exists)")
-    base.add_argument("--reset-history", action="store_true",
-                      help="start every case's history afresh instead of continuing the previous baseline's")
+    _add_history_args(base)
 
     comp = sub.add_parser("compare", help="evaluate, compare with the baseline and render the PR comment")
     add_eval_args(comp)
     add_agent_args(comp)
+    comp.add_argument("--report", type=cli_args.output_file, metavar="OUT.json", help="write the JSON report here")
+    comp.add_argument("--html", type=cli_args.output_file, metavar="OUT.html",
+                      help="write the self-contained HTML report here")
+    _add_compare_outputs(comp)
+
+    merge = sub.add_parser("merge", help="join the reports of a sharded run (--shard K/N) into one, then compare")
+    merge.add_argument("parts", nargs="+", type=cli_args.eval_path, metavar="PART",
+                       help="the shard jobs' reports (files, or directories holding them)")
+    merge.add_argument("--report", type=cli_args.output_file, metavar="OUT.json", help="write the merged report here")
+    merge.add_argument("--html", type=cli_args.output_file, metavar="OUT.html",
+                       help="write the self-contained HTML report here")
+    merge.add_argument("--eval-sets", dest="paths", action="append", default=[], type=cli_args.eval_path,
+                       metavar="PATH", help="the run's eval sets, for their config's evalbot section (gate policy, "
+                       "template, baseline path) and the commands shown in the comment (repeatable)")
+    merge.add_argument("--actuals", action="append", default=[], type=cli_args.loaded_file, metavar="FILE",
+                       help="the recorded runs the shards scored, shown in the comment's commands (repeatable; "
+                       "not read)")
+    merge.add_argument("--config", type=cli_args.loaded_file, metavar="FILE",
+                       help="the test_config.json the shards used (its evalbot section sets the gate policy)")
+    _add_compare_outputs(merge)
+    merge.add_argument("--write-baseline", type=cli_args.output_file, metavar="FILE",
+                       help="write the baseline of the merged run here instead of comparing")
+    merge.add_argument("--commit", type=cli_args.commit, metavar="SHA",
+                       help="with --write-baseline: commit measured (default: $GITHUB_SHA, else git HEAD)")
+    merge.add_argument("--created-at", type=cli_args.timestamp, metavar="ISO8601",
+                       help="with --write-baseline: timestamp to record (default: now, UTC)")
+    merge.add_argument("--allow-errors", action="store_true",
+                       help="with --write-baseline: write it even if some inputs are invalid")
+    _add_history_args(merge)
+
+
+def _add_history_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--previous", type=cli_args.baseline_spec, metavar="FILE|REF:PATH",
+                        help="the baseline whose case histories to continue (default: the output file, if it exists)")
+    parser.add_argument("--reset-history", action="store_true",
+                        help="start every case's history afresh instead of continuing the previous baseline's")
+
+
+def _add_compare_outputs(comp: argparse.ArgumentParser) -> None:
     comp.add_argument("--baseline", type=cli_args.baseline_spec, metavar="FILE|REF:PATH",
                       help=f"baseline file, or REF:PATH read with git show (default: {DEFAULT_BASELINE_PATH})")
     comp.add_argument("--comment", type=cli_args.output_file, metavar="OUT.md",
                       help="write the comment here instead of printing it")
     comp.add_argument("--summary", type=cli_args.output_file, metavar="OUT.md", help="write the full job summary here")
-    comp.add_argument("--report", type=cli_args.output_file, metavar="OUT.json", help="write the JSON report here")
-    comp.add_argument("--html", type=cli_args.output_file, metavar="OUT.html",
-                      help="write the self-contained HTML report here")
     comp.add_argument("--fail-on", choices=["regression", "threshold", "never"], help="gate policy (default: regression)")
     comp.add_argument("--judge-failures", choices=["block", "warn"],
                       help="a judged verdict the judge could not give: block (exit 3, default) or warn")
@@ -193,4 +307,4 @@ def add_parsers(sub: Any) -> None:
                       help="id in the hidden comment marker")
 
 
-COMMANDS: dict[str, Command] = {"baseline": cmd_baseline, "compare": cmd_compare}
+COMMANDS: dict[str, Command] = {"baseline": cmd_baseline, "compare": cmd_compare, "merge": cmd_merge}

@@ -39,6 +39,8 @@ def add_eval_args(parser: argparse.ArgumentParser) -> None:
                         help="per judge call timeout (default 60; a timeout is retried once)")
     parser.add_argument("--judge-deadline", type=seconds, default=240.0, metavar="S",
                         help="seconds all judge calls of the run may take (default 240); later ones are not_evaluated")
+    parser.add_argument("--shard", type=cli_args.shard, metavar="K/N",
+                        help="evaluate only part K of N of the cases (a matrix job); `evalbot merge` joins the parts")
 
 
 def judge_context(args: argparse.Namespace, env: Mapping[str, str]) -> BuildContext:
@@ -72,7 +74,7 @@ def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipe
     try:
         return pipeline.evaluate(inputs if inputs is not None else args.paths, actuals=args.actuals,
                                  config=None if inputs is not None else args.config, agent=agent, ctx=ctx,
-                                 progress=bar, say=say)
+                                 progress=bar, say=say, shard=args.shard)
     finally:
         if bar is not None:
             bar.close()

@@ -71,3 +71,6 @@ class LoadedEvalSet:
     errors: tuple[InputError, ...] = ()
     notices: tuple[str, ...] = ()
     """Unknown keys at the eval set's top level (ignored, as ADK ignores them)."""
+    case_notices: tuple[str, ...] | None = None
+    """The notices about unknown keys of the cases when they were found before scoring (a shard scores only some of
+    the cases, but reports the whole set's notices); None: found while scoring."""

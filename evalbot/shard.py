@@ -1,0 +1,465 @@
+"""Sharded runs: the partition of a run's cases over N jobs, and the merge of the jobs' reports into one.
+
+``--shard K/N`` makes job K of N score (or run) only its part of the cases. Every job computes the same partition
+from the same data: the eval set ids, the case ids and each case's expected invocation count, never the order of
+files, the machine or the clock. Cases are dealt heaviest first to the least loaded shard, so the shards hold about
+the same number of invocations; a case is never split. Each part's report carries a :class:`ShardInfo`: the full case
+list (from which the merge recomputes the partition), and fingerprints of the config and the judge models. The merge
+refuses parts that disagree, overlap or leave cases out, naming what is wrong, and otherwise builds the report the
+unsharded run would have produced (timing aside): cases in file order, statuses, summaries and totals recomputed.
+
+Parts are untrusted data (in the fork-safe flow a pull request's jobs write them): ``read_part`` reads a regular file
+(no symlink, FIFO or device), size-capped, as strict UTF-8 JSON validated by the Report model (unknown keys and
+deep nesting refused), and the merge trusts nothing in it that it can recompute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+import os
+import re
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalbot.errors import EvalbotError, InputError, json_pointer
+from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
+from evalbot.judges.base import DEFAULT_JUDGE_MODEL, Usage
+from evalbot.judges.usage import UsageLedger
+from evalbot.render.template_files import read_regular_file
+from evalbot.results import (
+    MAX_SHARDS,
+    CacheUse,
+    CaseResult,
+    CriterionUsage,
+    EvalSetReport,
+    JudgeUsage,
+    Report,
+    ShardInfo,
+    ShardSet,
+    UsageRow,
+    case_status,
+    summarize_cases,
+    totals,
+)
+from evalbot.scoring import unknown_case_key_notices
+
+CaseKey = tuple[str, str]
+"""(eval_set_id, eval_id): what the partition is keyed by."""
+
+SCENARIO_INVOCATIONS = 5
+"""The weight of a simulated-user case: its length is known only once it has run."""
+
+MAX_LISTED = 20
+"""Cases named in one refusal message (the count of the rest follows)."""
+
+_SHARD = re.compile(r"^\s*(\d{1,4})\s*/\s*(\d{1,4})\s*$")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Job ``index`` of ``count`` (1-based): ``--shard 2/4`` is Shard(2, 4)."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, raw: str) -> Shard:
+        """``K/N`` with ``1 <= K <= N <= MAX_SHARDS``; anything else raises ValueError saying what is expected."""
+        match = _SHARD.fullmatch(raw)
+        if match is None:
+            raise ValueError(f"expected K/N such as 2/4 (job K of N), got {raw!r}")
+        index, count = int(match[1]), int(match[2])
+        if not 1 <= count <= MAX_SHARDS:
+            raise ValueError(f"expected N from 1 to {MAX_SHARDS} in K/N, got {raw!r}")
+        if not 1 <= index <= count:
+            raise ValueError(f"expected K from 1 to N in K/N, got {raw!r}")
+        return cls(index, count)
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+class MergeError(EvalbotError):
+    """The parts cannot be merged into one report: they disagree or overlap (input error, exit 2)."""
+
+
+class MissingShards(MergeError):
+    """The parts do not cover the run: shards or cases are missing (could not measure, exit 3)."""
+
+    def __init__(self, message: str, missing: Sequence[CaseKey]) -> None:
+        super().__init__(message)
+        self.missing = list(missing)
+
+
+def partition(cases: Iterable[tuple[str, str, int]], count: int) -> dict[CaseKey, int]:
+    """The shard (1-based) of every ``(eval_set_id, eval_id, invocations)``, balanced by invocations.
+
+    Heaviest case first to the least loaded shard (ties: the lower shard), cases of equal weight in id order: the
+    result depends on the ids and weights only. Cases sharing a key (the same eval set id in two files) stay together.
+    """
+    weights: dict[CaseKey, int] = {}
+    for set_id, eval_id, invocations in cases:
+        key = (set_id, eval_id)
+        weights[key] = weights.get(key, 0) + max(1, invocations)
+    loads = [(0, index) for index in range(1, count + 1)]
+    out: dict[CaseKey, int] = {}
+    for key, weight in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])):
+        load, index = heapq.heappop(loads)
+        out[key] = index
+        heapq.heappush(loads, (load + weight, index))
+    return out
+
+
+def _invocations(case: LoadedCase) -> tuple[str, int]:
+    parsed = case.case
+    if parsed is None:
+        return case.eval_id, 1
+    if parsed.conversation is not None:
+        return parsed.eval_id, len(parsed.conversation)
+    return parsed.eval_id, SCENARIO_INVOCATIONS
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A run's full case list and its partition."""
+
+    sets: list[ShardSet]
+    assignment: dict[CaseKey, int]
+    case_notices: list[tuple[str, ...]]
+    """Per eval set, the notices about its cases' unknown keys, found over all its cases (each shard scores some)."""
+
+
+def plan(eval_sets: Sequence[LoadedEvalSet], count: int) -> Plan:
+    """Read every case once (to count its invocations) and partition the run over ``count`` shards."""
+    sets: list[ShardSet] = []
+    notices: list[tuple[str, ...]] = []
+    for loaded in eval_sets:
+        listed: list[tuple[str, int]] = []
+        extra_keys: dict[str, str] = {}
+        for case in loaded.cases:
+            listed.append(_invocations(case))
+            if case.case is not None and case.case.model_extra:
+                for key in case.case.model_extra:
+                    extra_keys.setdefault(key, case.eval_id)
+            case.release()
+        sets.append(ShardSet(eval_set_id=loaded.eval_set_id, path=loaded.path, cases=listed))
+        notices.append(tuple(unknown_case_key_notices(loaded.path, extra_keys)))
+    return Plan(sets, partition(_weighted(sets), count), notices)
+
+
+def _weighted(sets: Sequence[ShardSet]) -> Iterable[tuple[str, str, int]]:
+    for s in sets:
+        for eval_id, invocations in s.cases:
+            yield s.eval_set_id, eval_id, invocations
+
+
+def shard_eval_sets(eval_sets: Sequence[LoadedEvalSet], run: Plan, shard: Shard) -> list[LoadedEvalSet]:
+    """The eval sets as shard ``shard`` sees them: only its cases, and the whole set's case notices."""
+    out = []
+    for loaded, listed, notices in zip(eval_sets, run.sets, run.case_notices, strict=True):
+        mine = tuple(case for case, (eval_id, _) in zip(loaded.cases, listed.cases, strict=True)
+                     if run.assignment[(loaded.eval_set_id, eval_id)] == shard.index)
+        out.append(replace(loaded, cases=mine, case_notices=notices))
+    return out
+
+
+def _digest(value: Any) -> str:
+    blob = json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def case_list_fingerprint(sets: Sequence[ShardSet]) -> str:
+    """Fingerprint of the full case list (eval set ids and paths, case ids and invocation counts, in order)."""
+    return _digest([[s.eval_set_id, s.path, [list(c) for c in s.cases]] for s in sets])
+
+
+def config_fingerprint(report: Report) -> str:
+    """Fingerprint of what decides the verdicts besides the runs: each eval set's config and criteria."""
+    return _digest([[es.eval_set_id, es.path, es.config, [c.model_dump(mode="json") for c in es.criteria]]
+                    for es in report.eval_sets])
+
+
+def judge_models(report: Report) -> list[str]:
+    """The judge models the configured judged criteria call (ADK's default when a criterion names none)."""
+    models: set[str] = set()
+    for es in report.eval_sets:
+        for criterion in es.criteria:
+            if not criterion.judged:
+                continue
+            options = criterion.options.get("judge_model_options", criterion.options.get("judgeModelOptions"))
+            model = None
+            if isinstance(options, dict):
+                model = options.get("judge_model", options.get("judgeModel"))
+            models.add(str(model) if model else DEFAULT_JUDGE_MODEL)
+    return sorted(models)
+
+
+def shard_info(report: Report, run: Plan, shard: Shard) -> ShardInfo:
+    """What part ``report`` is and what the merge checks (set on the part's report by the pipeline)."""
+    return ShardInfo(index=shard.index, count=shard.count, config=config_fingerprint(report),
+                     judge_models=judge_models(report), case_list=case_list_fingerprint(run.sets), eval_sets=run.sets)
+
+
+def _listed(keys: Sequence[CaseKey]) -> str:
+    shown = ", ".join(f"{set_id}/{eval_id}" for set_id, eval_id in keys[:MAX_LISTED])
+    return shown + (f" and {len(keys) - MAX_LISTED} more" if len(keys) > MAX_LISTED else "")
+
+
+def _agree(parts: Sequence[tuple[str, Report]], what: str, value: Any, fix: str) -> None:
+    """Refuse unless every part has the same ``value(report)``, naming the parts on each side."""
+    groups: dict[str, list[str]] = {}
+    for name, report in parts:
+        groups.setdefault(json.dumps(value(report), sort_keys=True, default=str), []).append(name)
+    if len(groups) > 1:
+        sides = "; ".join(f"{', '.join(names)}: {json.loads(key) if len(key) <= 80 else key[:77] + '...'}"
+                          for key, names in groups.items())
+        raise MergeError(f"the parts have different {what} ({sides}); {fix}")
+
+
+def _info(report: Report) -> ShardInfo:
+    assert report.shard is not None
+    return report.shard
+
+
+_SET_FIELDS = ("eval_set_id", "path", "config", "notices", "errors", "criteria")
+"""What every part must report alike about an eval set (the cases, statuses and summaries are merged)."""
+
+
+def merge_reports(parts: Sequence[tuple[str, Report]]) -> Report:
+    """One report from the parts of a sharded run (``(name, report)`` each; the name is used in messages).
+
+    Raises MergeError when the parts disagree or overlap, MissingShards when shards or cases are missing.
+    """
+    if not parts:
+        raise MergeError("no part to merge; give the reports the shard jobs wrote")
+    for name, report in parts:
+        if report.shard is None:
+            raise MergeError(f"{name} is not part of a sharded run (it has no shard section); merge only the "
+                             "reports written with --shard K/N")
+    fix = "run every shard of the same commit with the same evalbot, inputs and options, then merge again"
+    _agree(parts, "evalbot versions", lambda r: r.evalbot_version, fix)
+    _agree(parts, "report schema versions", lambda r: r.schema_version, fix)
+    _agree(parts, "shard counts (N of K/N)", lambda r: _info(r).count, fix)
+    for name, report in parts:
+        info = _info(report)
+        if case_list_fingerprint(info.eval_sets) != info.case_list:
+            raise MergeError(f"{name}: its case list does not match its own fingerprint (altered?); use the file "
+                             "the shard job wrote")
+    _agree(parts, "case lists (eval sets or cases differ)", lambda r: _info(r).case_list, fix)
+    _agree(parts, "configs (criteria fingerprint)", lambda r: _info(r).config, fix)
+    _agree(parts, "judge models", lambda r: _info(r).judge_models, fix)
+    for name, report in parts:
+        if config_fingerprint(report) != _info(report).config:
+            raise MergeError(f"{name}: its criteria do not match its config fingerprint (altered?); use the file "
+                             "the shard job wrote")
+    by_index: dict[int, str] = {}
+    for name, report in parts:
+        index = _info(report).index
+        if index in by_index:
+            raise MergeError(f"shard {index}/{_info(report).count} is given twice ({by_index[index]} and {name}); "
+                             "give each shard's part once")
+        by_index[index] = name
+    first = parts[0][1]
+    info = _info(first)
+    assignment = partition(_weighted(info.eval_sets), info.count)
+    return _merge(parts, info, assignment)
+
+
+def _merge(parts: Sequence[tuple[str, Report]], info: ShardInfo, assignment: dict[CaseKey, int]) -> Report:
+    found: dict[tuple[int, str], CaseResult] = {}
+    missing: list[CaseKey] = []
+    for name, report in parts:
+        index = _info(report).index
+        if len(report.eval_sets) != len(info.eval_sets):
+            raise MergeError(f"{name}: {len(report.eval_sets)} eval sets, but its case list has "
+                             f"{len(info.eval_sets)}; use the file the shard job wrote")
+        for i, (es, listed) in enumerate(zip(report.eval_sets, info.eval_sets, strict=True)):
+            if (es.eval_set_id, es.path) != (listed.eval_set_id, listed.path):
+                raise MergeError(f"{name}: eval set {i + 1} is {es.eval_set_id!r} ({es.path}), but the case list "
+                                 f"has {listed.eval_set_id!r} ({listed.path}); use the file the shard job wrote")
+            ids = {eval_id for eval_id, _ in listed.cases}
+            for case in es.cases:
+                key = (es.eval_set_id, case.eval_id)
+                if case.eval_id not in ids:
+                    raise MergeError(f"{name}: case {_listed([key])} is not in the run's case list")
+                if assignment[key] != index:
+                    raise MergeError(f"{name} (shard {index}/{info.count}) holds case {_listed([key])} of shard "
+                                     f"{assignment[key]}/{info.count}: the parts overlap; merge each shard's own "
+                                     "part")
+                if (i, case.eval_id) in found:
+                    raise MergeError(f"{name}: case {_listed([key])} appears twice; use the file the shard job "
+                                     "wrote")
+                found[(i, case.eval_id)] = case
+    present = {_info(r).index for _, r in parts}
+    for i, listed in enumerate(info.eval_sets):
+        for eval_id, _ in listed.cases:
+            if (i, eval_id) not in found:
+                missing.append((listed.eval_set_id, eval_id))
+    absent = sorted(set(range(1, info.count + 1)) - present)
+    if absent or missing:
+        shards = ", ".join(f"{k}/{info.count}" for k in absent)
+        head = f"shard {shards} missing" if absent else "cases missing from parts that were given"
+        if absent and len(absent) > 1:
+            head = f"shards {shards} missing"
+        raise MissingShards(
+            f"{head}: {len(missing)} case(s) not measured: {_listed(missing) or 'none listed'}; rerun the failed "
+            "shard jobs (a partial result is never a pass)", missing)
+    for i in range(len(info.eval_sets)):
+        _agree([(n, r) for n, r in parts], f"results for eval set {info.eval_sets[i].eval_set_id!r}",
+               lambda r, i=i: r.eval_sets[i].model_dump(mode="json", include=set(_SET_FIELDS)),
+               "run every shard with the same inputs, then merge again")
+    eval_sets = []
+    for i, listed in enumerate(info.eval_sets):
+        template = parts[0][1].eval_sets[i]
+        cases = [found[(i, eval_id)] for eval_id, _ in listed.cases]
+        merged = EvalSetReport(**{f: getattr(template, f) for f in _SET_FIELDS}, status="not_evaluated", cases=cases)
+        merged.metrics = summarize_cases(cases)
+        if cases:
+            merged.status = case_status([c.status for c in cases])
+        elif any(r.eval_sets[i].status == "error" for _, r in parts):
+            merged.status = "error"
+        eval_sets.append(merged)
+    return Report(
+        schema_version=parts[0][1].schema_version,
+        evalbot_version=parts[0][1].evalbot_version,
+        eval_sets=eval_sets,
+        errors=_union(p for _, r in parts for p in r.errors),
+        notices=_union(n for _, r in parts for n in r.notices),
+        totals=totals(eval_sets),
+        usage=merge_usage([r.usage for _, r in parts]),
+    )
+
+
+def _union(items: Iterable[Any]) -> list[Any]:
+    out: list[Any] = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def merge_usage(usages: Sequence[JudgeUsage | None]) -> JudgeUsage | None:
+    """The judge usage of the parts summed, as the one run would have reported it: when every criterion asked one
+    model, the per-(criterion, model) usage is booked in one ledger and summarized by it (costs computed from the
+    summed tokens, in the ledger's order); otherwise the rows and costs are added up. The cache's hits and writes
+    and the retries are summed; the cache directory and the prices note are the first part's."""
+    present = [u for u in usages if u is not None]
+    if not present:
+        return None
+    if all(len(row.models) == 1 for u in present for row in u.per_criterion.values()):
+        ledger = UsageLedger()
+        for usage in present:
+            for name, row in usage.per_criterion.items():
+                ledger.record(name, row.models[0], Usage(row.input_tokens, row.output_tokens, row.requests,
+                                                         row.cached_samples))
+        merged = ledger.summary()
+        merged.prices = present[0].prices
+    else:
+        merged = present[0].model_copy(deep=True)
+        for usage in present[1:]:
+            for name, row in usage.per_criterion.items():
+                into = merged.per_criterion.setdefault(name, CriterionUsage(estimated_cost_usd=0.0))
+                _add_row(into, row)
+                into.models += [m for m in row.models if m not in into.models]
+            _add_row(merged.total, usage.total)
+            for model, model_row in usage.per_model.items():
+                _add_row(merged.per_model.setdefault(model, UsageRow(estimated_cost_usd=0.0)), model_row)
+    caches = [u.cache for u in present if u.cache is not None]
+    if caches:
+        merged.cache = CacheUse(directory=caches[0].directory, hits=sum(c.hits for c in caches),
+                                writes=sum(c.writes for c in caches))
+    retries = [u.retries for u in present if u.retries is not None]
+    merged.retries = sum(retries) if retries else None
+    return merged
+
+
+def _add_row(into: CriterionUsage | UsageRow, row: CriterionUsage | UsageRow) -> None:
+    into.input_tokens += row.input_tokens
+    into.output_tokens += row.output_tokens
+    into.requests += row.requests
+    into.cached_samples += row.cached_samples
+    into.estimated_cost_usd = (None if into.estimated_cost_usd is None or row.estimated_cost_usd is None
+                               else into.estimated_cost_usd + row.estimated_cost_usd)
+
+
+MAX_PART_BYTES = 256 * 1024 * 1024
+"""Largest part file read."""
+MAX_PARTS = MAX_SHARDS
+"""Most part files a merge reads (one per shard)."""
+
+
+def part_from_bytes(data: bytes, name: str) -> Report:
+    """A part's report from its bytes (strict UTF-8 JSON, validated); anything else raises InputError naming
+    ``name`` and the JSON pointer."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return Report.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InputError(name, json_pointer(first["loc"]),
+                         f"not an evalbot report: {first['msg']}; give the report a shard job wrote") from None
+
+
+def read_part(path: Path, *, root: Path | None = None) -> Report:
+    """Read one part file: a regular file (inside ``root`` when given) of at most MAX_PART_BYTES."""
+    if path.is_symlink():
+        raise InputError(path, "", "part refused: a symlink; give the report file itself")
+    data = read_regular_file(path, root=root, where=str(path), what="part", limit=MAX_PART_BYTES)
+    return part_from_bytes(data, str(path))
+
+
+def part_files(paths: Sequence[str], *, root: Path | None = None) -> list[Path]:
+    """The part files among ``paths``: files as given, and the ``*.json`` files in directories (searched two levels
+    deep, as actions/download-artifact lays them out: one folder per artifact, or all in one with merge-multiple).
+    Symlinks, FIFOs and other special files are refused, never opened."""
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        try:
+            mode = path.lstat().st_mode
+        except OSError as exc:
+            raise InputError(raw, "", f"part not found or unreadable: {exc.strerror or exc}; give the shard "
+                                      "jobs' report files or the directory they were downloaded to") from None
+        if stat.S_ISDIR(mode):
+            out += _parts_in(path, depth=2)
+        elif stat.S_ISLNK(mode):
+            raise InputError(raw, "", "part refused: a symlink; give the report file itself")
+        else:
+            out.append(path)
+        if len(out) > MAX_PARTS:
+            raise InputError(raw, "", f"more than {MAX_PARTS} part files; give only the shard jobs' reports")
+    if root is not None:
+        for path in out:
+            if not path.resolve().is_relative_to(root.resolve()):
+                raise InputError(path, "", "part refused: outside the workspace")
+    return out
+
+
+def _parts_in(directory: Path, depth: int) -> list[Path]:
+    found: list[Path] = []
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError as exc:
+        raise InputError(directory, "", f"cannot list the directory: {exc.strerror or exc}") from None
+    for entry in entries[: MAX_PARTS * 4]:
+        path = Path(entry.path)
+        if entry.is_symlink():
+            if entry.name.endswith(".json"):
+                raise InputError(path, "", "part refused: a symlink; give the report file itself")
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if depth > 1:
+                found += _parts_in(path, depth - 1)
+        elif entry.name.endswith(".json"):
+            found.append(path)  # a FIFO or device is refused by read_part, never opened blocking
+        if len(found) > MAX_PARTS:
+            raise InputError(directory, "", f"more than {MAX_PARTS} part files; keep only the shard jobs' reports")
+    return found

@@ -1,0 +1,240 @@
+"""``--shard K/N`` and ``evalbot merge`` through the CLI: 1 job and 4 shards + merge give the same report and the
+same comment, byte for byte; every merge refusal names what is wrong; hostile part files are refused cleanly."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import evalbot.shard
+from evalbot.cli.commands import main
+from tests.fakes.suites import write_suite
+
+EXAMPLE = ["examples/evals", "--actuals", "examples/runs/pr.json", "--judge-cache", "examples/judge-cache",
+           "--judge-replay"]
+EXAMPLE_BASELINE = "examples/.evalbot/baseline.json"
+
+
+def _shards(tmp_path: Path, command: str, inputs: list[str], n: int = 4, *, out: str = "--report") -> list[Path]:
+    parts = []
+    for k in range(1, n + 1):
+        part = tmp_path / "parts" / f"part-{k}.json"
+        assert main([command, *inputs, "--shard", f"{k}/{n}", out, str(part)], {}) in ((0, 1) if command == "run" else (0,))
+        parts.append(part)
+    return parts
+
+
+def _same_files(a: Path, b: Path) -> None:
+    assert a.read_bytes() == b.read_bytes()
+
+
+def _aside(paths: list[Path], folder: Path) -> list[Path]:
+    """Move the one job's outputs aside, so that the merge writes (and the comment links) the same paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return [p.rename(folder / p.name) for p in paths]
+
+
+def test_example_one_job_equals_four_shards_merged(tmp_path: Path) -> None:
+    """The bundled example (judged criteria replayed from the cache): same report and byte-identical comment."""
+    report, comment = tmp_path / "report.json", tmp_path / "comment.md"
+    argv = ["compare", "--baseline", EXAMPLE_BASELINE, *EXAMPLE]
+    assert main([*argv, "--report", str(report), "--comment", str(comment)], {}) == 1
+    one = _aside([report, comment], tmp_path / "one")
+    parts = _shards(tmp_path, "compare", EXAMPLE)
+    code = main(["merge", *map(str, parts), "--baseline", EXAMPLE_BASELINE, "--eval-sets", "examples/evals",
+                 "--actuals", "examples/runs/pr.json", "--report", str(report), "--comment", str(comment)], {})
+    assert code == 1  # the example's regression blocks, as in the one job
+    _same_files(one[0], report)
+    _same_files(one[1], comment)
+    sizes = [len([c for es in json.loads(p.read_text())["eval_sets"] for c in es["cases"]]) for p in parts]
+    assert sum(sizes) == json.loads(report.read_text())["totals"]["cases"] == 6 and all(sizes)
+
+
+def test_generated_300_cases_one_job_equals_four_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """300 multi-turn cases in 3 eval sets: baseline, run and comparison are the same sharded and not."""
+    monkeypatch.chdir(tmp_path)
+    evals, main_run, pr_run = write_suite(Path("suite"))
+    base_inputs = [str(evals), "--actuals", str(main_run)]
+    stamp = ["--commit", "abc", "--created-at", "2026-01-01T00:00:00+00:00"]
+    assert main(["baseline", *base_inputs, "--output", "one/baseline.json", *stamp], {}) == 0
+    base_parts = _shards(tmp_path / "b", "baseline", base_inputs, out="--output")
+    assert main(["merge", *map(str, base_parts), "--write-baseline", "four/baseline.json", *stamp], {}) == 0
+    _same_files(Path("one/baseline.json"), Path("four/baseline.json"))
+
+    pr_inputs = [str(evals), "--actuals", str(pr_run)]
+    outputs = [Path("out/report.json"), Path("out/comment.md"), Path("out/summary.md")]
+    common = ["--baseline", "one/baseline.json", "--report", "out/report.json", "--comment", "out/comment.md",
+              "--summary", "out/summary.md"]
+    assert main(["compare", *pr_inputs, *common], {}) == 1  # the "pr" run regresses cases
+    one = _aside(outputs, tmp_path / "one")
+    parts = _shards(tmp_path / "c", "compare", pr_inputs)
+    sizes = [len([c for es in json.loads(p.read_text())["eval_sets"] for c in es["cases"]]) for p in parts]
+    assert sum(sizes) == 300 and max(sizes) - min(sizes) <= 10
+    assert main(["merge", *map(str, parts), "--eval-sets", str(evals), "--actuals", str(pr_run), *common], {}) == 1
+    for before, after in zip(one, outputs, strict=True):
+        _same_files(before, after)
+    report = json.loads(outputs[0].read_text())
+    assert report["shard"] is None and report["totals"]["cases"] == 300
+    assert any("unknown key 'owner'" in n for es in report["eval_sets"] for n in es["notices"])
+
+
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Four parts of the bundled example."""
+    return _shards(tmp_path_factory.mktemp("parts"), "run", EXAMPLE)
+
+
+def _edited(tmp_path: Path, part: Path, edit: Any, name: str | None = None) -> Path:
+    data = json.loads(part.read_text())
+    edit(data)
+    out = tmp_path / (name or part.name)
+    out.write_text(json.dumps(data))
+    return out
+
+
+def _merge(paths: list[Path], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["merge", *map(str, paths)], {})
+    return code, capsys.readouterr().err
+
+
+def test_merge_joins_a_directory_of_parts(parts: list[Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _merge([parts[0].parent], capsys)
+    assert code == 1 and err == ""  # the example has failing cases: run's exit code
+
+
+def test_missing_shard_is_exit_3_naming_the_shard_and_cases(parts: list[Path],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    lost = [c["eval_id"] for es in json.loads(parts[2].read_text())["eval_sets"] for c in es["cases"]]
+    code, err = _merge([parts[0], parts[1], parts[3]], capsys)
+    assert code == 3
+    assert "shard 3/4 missing" in err and all(case in err for case in lost), err
+
+
+def test_case_dropped_from_a_part_is_missing(parts: list[Path], tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    def drop(data: dict[str, Any]) -> None:
+        for es in data["eval_sets"]:
+            es["cases"] = es["cases"][1:]
+    code, err = _merge([_edited(tmp_path, parts[0], drop), *parts[1:]], capsys)
+    assert code == 3 and "cases missing" in err
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda d: d.update(evalbot_version="9.9.9"), "different evalbot versions"),
+    (lambda d: d["shard"].update(count=5), "different shard counts"),
+    (lambda d: d["shard"].update(judge_models=["gemini-other"]), "different judge models"),
+    (lambda d: d["shard"].update(config="0" * 32), "different configs"),
+    (lambda d: d["shard"]["eval_sets"][0]["cases"].pop(), "does not match its own fingerprint"),
+    (lambda d: d["eval_sets"][0]["criteria"][0].update(threshold=0.1), "do not match its config fingerprint"),
+    (lambda d: d.update(shard=None), "not part of a sharded run"),
+    (lambda d: d["eval_sets"][0]["notices"].append("forged"), "different results for eval set"),
+])
+def test_merge_refuses_parts_that_disagree(parts: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           edit: Any, message: str) -> None:
+    code, err = _merge([parts[0], _edited(tmp_path, parts[1], edit), *parts[2:]], capsys)
+    assert code == 2 and message in err and "part-2.json" in err, err
+
+
+def test_overlapping_parts_are_refused(parts: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _merge([parts[0], parts[0], *parts[1:]], capsys)
+    assert code == 2 and "shard 1/4 is given twice" in err
+    relabelled = _edited(tmp_path, parts[1], lambda d: d["shard"].update(index=3), "forged.json")
+    code, err = _merge([parts[0], relabelled, parts[3]], capsys)
+    assert code == 2 and "forged.json (shard 3/4) holds case" in err and "the parts overlap" in err
+
+
+def test_a_part_with_a_config_of_its_own_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "test_config.json"
+    config.write_text(json.dumps({"criteria": {"response_match_score": 0.1}}))
+    one = tmp_path / "1.json"
+    two = tmp_path / "2.json"
+    assert main(["run", *EXAMPLE, "--shard", "1/2", "--report", str(one)], {}) in (0, 1)
+    assert main(["run", *EXAMPLE, "--shard", "2/2", "--config", str(config), "--report", str(two)], {}) in (0, 1)
+    capsys.readouterr()
+    code, err = _merge([one, two], capsys)
+    assert code == 2 and "different configs" in err
+
+
+def test_old_report_without_shard_loads() -> None:
+    """Reports written before sharding existed have no ``shard`` key: they still load."""
+    from evalbot.results import Report
+
+    old = {"schema_version": 1, "evalbot_version": "0.0.9", "eval_sets": [], "errors": [], "notices": [],
+           "totals": {"cases": 0}, "usage": None}
+    assert Report.model_validate_json(json.dumps(old)).shard is None
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"\xff\xfe{}", "not an evalbot report"),
+    (b'{"eval_sets": ' + b"[" * 3000 + b"]" * 3000 + b"}", "not an evalbot report"),
+    (b'{"schema_version": 1, "hacked": true}', "not an evalbot report"),
+    (b'{"notices": ["\\ud800"]}', "not an evalbot report"),
+    (b"", "not an evalbot report"),
+])
+def test_hostile_part_content_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes,
+                                         message: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    code, err = _merge([bad], capsys)
+    assert code == 2 and "bad.json" in err and message in err, err
+
+
+def test_hostile_part_files_are_refused(parts: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    code, err = _merge([parts[0], fifo], capsys)
+    assert code == 2 and "not a regular file" in err
+    link = tmp_path / "link.json"
+    link.symlink_to(parts[1])
+    code, err = _merge([parts[0], link], capsys)
+    assert code == 2 and "symlink" in err
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    (folder / "evil.json").symlink_to("/etc/passwd")
+    code, err = _merge([folder], capsys)
+    assert code == 2 and "symlink" in err
+    monkeypatch.setattr(evalbot.shard, "MAX_PART_BYTES", 1000)
+    code, err = _merge(parts, capsys)
+    assert code == 2 and "limit 1,000" in err
+    code, err = _merge([tmp_path / "absent.json"], capsys)
+    assert code == 2 and "not found" in err
+
+
+def test_shard_flag_is_validated(capsys: pytest.CaptureFixture[str]) -> None:
+    for raw in ("0/3", "4/3", "x"):
+        with pytest.raises(SystemExit) as exc:
+            main(["run", *EXAMPLE, "--shard", raw], {})
+        assert exc.value.code == 2
+        assert "argument --shard" in capsys.readouterr().err
+
+
+def test_shard_of_compare_only_writes_its_part(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["compare", *EXAMPLE, "--shard", "1/2", "--comment", str(tmp_path / "c.md")], {})
+    assert code == 2 and "give --comment to `evalbot merge`" in capsys.readouterr().err
+    code = main(["compare", *EXAMPLE, "--shard", "1/2"], {})
+    assert code == 2 and "--shard needs --report PART.json" in capsys.readouterr().err
+
+
+def test_agent_runs_only_the_shards_cases(tmp_path: Path) -> None:
+    """With --agent each shard runs and records only its cases; merged, they are the whole run."""
+    folder = tmp_path / "suite"
+    evals, _, _ = write_suite(folder, cases=12, sets=2)
+    recorded: list[set[str]] = []
+    parts = []
+    for k in (1, 2, 3):
+        record, part = tmp_path / f"rec{k}.json", tmp_path / f"part{k}.json"
+        main(["run", str(evals), "--agent", "tests.fakes.agents:echo", "--shard", f"{k}/3", "--record", str(record),
+              "--report", str(part)], {})
+        data = json.loads(record.read_text())
+        recorded.append({c["eval_id"] for r in (data if isinstance(data, list) else [data])
+                         for c in r["eval_case_results"]})
+        parts.append(part)
+    assert sum(len(r) for r in recorded) == 12 and len(set().union(*recorded)) == 12
+    merged = tmp_path / "merged.json"
+    main(["merge", *map(str, parts), "--report", str(merged)], {})
+    assert json.loads(merged.read_text())["totals"]["cases"] == 12
