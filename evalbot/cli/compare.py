@@ -261,10 +261,10 @@ def add_parsers(sub: Any) -> None:
     merge.add_argument("--eval-sets", dest="paths", action="append", default=[], type=cli_args.eval_path,
                        metavar="PATH", help="the run's eval sets, for their config's evalbot section (gate policy, "
                        "template, baseline path) and the commands shown in the comment (repeatable)")
-    merge.add_argument("--actuals", action="append", default=[], type=cli_args.loaded_file, metavar="FILE",
+    merge.add_argument("--actuals", action="append", default=[], type=cli_args.input_file, metavar="FILE",
                        help="the recorded runs the shards scored, shown in the comment's commands (repeatable; "
                        "not read)")
-    merge.add_argument("--config", type=cli_args.loaded_file, metavar="FILE",
+    merge.add_argument("--config", type=cli_args.input_file, metavar="FILE",
                        help="the test_config.json the shards used (its evalbot section sets the gate policy)")
     _add_compare_outputs(merge)
     merge.add_argument("--write-baseline", type=cli_args.output_file, metavar="FILE",

@@ -63,6 +63,7 @@ BAD_BY_TYPE: dict[str, Bad] = {
     "timestamp": lambda tmp: ["yesterday", "", "2025-13-01"],
     "comment_id": lambda tmp: ["a>b", "", "x" * 101, "--> <!--"],
     "choices": lambda tmp: ["maybe", ""],
+    "shard": lambda tmp: ["0/4", "5/4", "x", "", "1/0", "-1/2", "2/1001"],
 }
 
 
