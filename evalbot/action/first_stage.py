@@ -25,17 +25,19 @@ from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy, policy_from_settings
 from evalbot.compare.model import BaselineUpdate, Comparison
 from evalbot.criteria.base import BuildContext
-from evalbot.errors import EXIT_INVALID_INPUT, InputError
+from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputError
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
 from evalbot.git import git_show
 from evalbot.judges.factory import judge_from_environ
 from evalbot.load import read_optional
 from evalbot.pipeline import Inputs, evaluate, exit_code, load_inputs
+from evalbot.render import mdsafe
 from evalbot.render.comment import comment_marker, render_comment, render_summary
 from evalbot.render.html import render_html
 from evalbot.render.junit import junit_suites, write_junit
 from evalbot.render.template_files import comment_template_text, read_regular_file
 from evalbot.results import Report, write_report_json
+from evalbot.shard import MissingShards, merge_reports, part_files, read_part
 
 log = logging.getLogger("evalbot")
 BASELINE_MESSAGE = "chore(evalbot): refresh eval baseline [skip ci]"
@@ -60,7 +62,37 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
             "import repository code there; score custom metrics in a pull_request job"
         )
     ctx = BuildContext(judge=judge, judge_unavailable_reason=notice, custom_code_refused=refused)
-    return evaluate(loaded, actuals=list(inputs.actuals), ctx=ctx)
+    return evaluate(loaded, actuals=list(inputs.actuals), ctx=ctx, shard=inputs.shard)
+
+
+def merged_parts(inputs: ActionInputs, ws: Workspace) -> Report:
+    """Mode merge: the report joined from the shard jobs' parts in the ``parts`` directory (untrusted files: regular
+    files inside the workspace, size-capped, validated; see evalbot.shard). Raises MissingShards or MergeError."""
+    root = ws.root
+    found = part_files([str(ws.path(inputs.parts))], root=root)
+    if not found:
+        raise MissingShards(f"no part in {inputs.parts}: no shard job's report was downloaded there (did the shard "
+                            "jobs run and upload their parts, and did actions/download-artifact put them there?)", [])
+    return merge_reports([(ws.relative(str(path)), read_part(path, root=root)) for path in found])
+
+
+def shard_job(inputs: ActionInputs, ws: Workspace, report: Report, stream: TextIO) -> Outcome:
+    """A matrix job (input shard): write its part of the report and nothing else: no comment, no gate, no baseline
+    (the merge job does those); exit 0 unless an input is invalid."""
+    write_report_files(report, inputs.model_copy(update={"junit_path": None}), ws)
+    invalid = exit_code(report) == EXIT_INVALID_INPUT
+    print(f"evalbot: shard {inputs.shard}: {report.totals.cases} case(s) evaluated; part written to "
+          f"{inputs.report_path} (upload it; a job with mode merge joins the parts)", file=stream)
+    return Outcome(verdict="invalid" if invalid else "passed", exit_code=EXIT_INVALID_INPUT if invalid else EXIT_OK,
+                   report_path=inputs.report_path)
+
+
+def missing_parts(ctx: GitHubContext, exc: MissingShards, stream: TextIO) -> Outcome:
+    """Parts missing: verdict error (exit 3) naming the shards and cases, never a partial pass."""
+    message = f"could not measure the whole run: {exc}"
+    print(workflow.annotation("error", message, title="evalbot merge"), file=stream)
+    summarize(ctx, f"## evalbot: error\n\n{mdsafe.inline(message, 4000)}\n", [])
+    return Outcome(verdict="error", exit_code=EXIT_UNAVAILABLE, report_path="")
 
 
 def read_text_at(forge: Forge | None, ws: Workspace, path: str, ref: str, what: str) -> str | None:
@@ -206,6 +238,13 @@ def first_stage(
     """pull_request, push and baseline modes."""
     ws = Workspace(ctx.workspace)
     loaded = load_inputs(eval_paths(inputs), config=inputs.config)
+    if inputs.shard is not None:
+        return shard_job(inputs, ws, evaluate_inputs(env, inputs, ws, loaded), stream)
+    if inputs.merging:
+        try:
+            merged: Report | None = merged_parts(inputs, ws)
+        except MissingShards as exc:
+            return missing_parts(ctx, exc, stream)
     pr = ctx.pull_request
     baseline_error = None
     gate: GateSettings | None = None
@@ -225,7 +264,7 @@ def first_stage(
         text = read_optional(str(ws.path(inputs.baseline_path)))  # unreadable is an error, not "no baseline"
         baseline = None if text is None else parse_baseline(text, inputs.baseline_path)
         source = inputs.baseline_path
-    report = evaluate_inputs(env, inputs, ws, loaded)
+    report = merged if inputs.merging and merged is not None else evaluate_inputs(env, inputs, ws, loaded)
     write_report_files(report, inputs, ws)
     update = None
     if mode == "pull_request" and pr is not None:

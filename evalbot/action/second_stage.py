@@ -25,8 +25,10 @@ from evalbot.compare.delta import compare
 from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
 from evalbot.forge.base import Forge, ForgeError
 from evalbot.pipeline import settings_for
+from evalbot.render import mdsafe
 from evalbot.render.comment import comment_marker, render_comment, render_summary
 from evalbot.results import Report
+from evalbot.shard import MissingShards, merge_reports, part_from_bytes
 
 log = logging.getLogger("evalbot")
 MAX_ARTIFACT_BYTES = 50 * 1024 * 1024
@@ -47,6 +49,20 @@ def report_from_artifact(files: Mapping[str, bytes], inputs: ActionInputs) -> Re
         raise InputError(
             f"{where}:{matches[0]}", json_pointer(first["loc"]), f"not an evalbot report: {first['msg']}"
         ) from None
+
+
+def report_from_parts(files: Mapping[str, bytes], inputs: ActionInputs) -> Report:
+    """The merged report of the parts (one per artifact matching the artifact-name pattern), each validated as
+    untrusted data; raises MissingShards (exit 3) or MergeError (exit 2) naming what is wrong."""
+    wanted = PurePosixPath(inputs.report_path).name
+    names = sorted(name for name in files if name.endswith(".json"))
+    if not names:
+        raise MissingShards(f"no part in the artifacts matching {inputs.artifact_name} (found: "
+                            f"{', '.join(sorted(files))[:500] or 'nothing'}); did the shard jobs upload their parts?",
+                            [])
+    preferred = [name for name in names if PurePosixPath(name).name == wanted] or names
+    where = f"artifact {inputs.artifact_name}"
+    return merge_reports([(f"{where}:{name}", part_from_bytes(files[name], f"{where}:{name}")) for name in preferred])
 
 
 def pr_baseline_at(forge: Forge, path: str, head_sha: str) -> str | None:
@@ -76,7 +92,16 @@ def second_stage(
         print(workflow.annotation("notice", note, title="evalbot"), file=stream)
         return Outcome(verdict="passed", exit_code=EXIT_OK, report_path=inputs.report_path)
     files = forge.download_artifact(run_id=run.id, name=inputs.artifact_name, max_bytes=MAX_ARTIFACT_BYTES)
-    report = report_from_artifact(files, inputs)
+    if "*" in inputs.artifact_name:  # the parts of a sharded run: merged, each read as untrusted data
+        try:
+            report = report_from_parts(files, inputs)
+        except MissingShards as exc:
+            message = f"could not measure the whole run of PR #{pull.number}: {exc}"
+            print(workflow.annotation("error", message, title="evalbot merge"), file=stream)
+            summarize(ctx, f"## evalbot: error\n\n{mdsafe.inline(message, 4000)}\n", [])
+            return Outcome(verdict="error", exit_code=EXIT_UNAVAILABLE)
+    else:
+        report = report_from_artifact(files, inputs)
     ws = Workspace(ctx.workspace)
     section = settings_for(eval_paths(inputs), config=inputs.config)
     policy, template = policy_and_template(inputs, ws, section)

@@ -28,9 +28,10 @@ from evalbot.compare.gate import FailOn, JudgeFailures
 from evalbot.errors import InputError
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
 from evalbot.paths import problem_with_comment_id, problem_with_directory, problem_with_input, problem_with_output
+from evalbot.shard import Shard
 
 Mode = Literal["pull_request", "push", "workflow_run", "baseline"]
-MODES: tuple[str, ...] = ("auto", *get_args(Mode))
+MODES: tuple[str, ...] = ("auto", "merge", *get_args(Mode))
 FAIL_ON: tuple[str, ...] = get_args(FailOn)
 JUDGE_FAILURES: tuple[str, ...] = get_args(JudgeFailures)
 DEFAULT_JUDGE_DEADLINE = 240.0
@@ -39,6 +40,8 @@ PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
 _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off", ""}
 _SECRET = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
 _ARTIFACT = re.compile(r'^[^":<>|*?\\/\x00-\x1f\x7f]{1,200}$')
+_ARTIFACT_PATTERN = re.compile(r'^[^":<>|?\\/\x00-\x1f\x7f]{1,200}$')
+"""An artifact name in which ``*`` stands for any characters (the parts of a sharded run: evalbot-part-*)."""
 
 
 # --- validators: how one input's raw string becomes its field's value ---
@@ -91,10 +94,18 @@ def _paths(raw: Any) -> Any:
 
 
 def _artifact_name(value: str) -> str:
-    if not _ARTIFACT.fullmatch(value):
-        raise ValueError(f"{value!r} is not an artifact name (1 to 200 characters, none of "
-                         '" : < > | * ? \\ / or control characters)')
+    if not _ARTIFACT_PATTERN.fullmatch(value) or value.strip("*") == "":
+        raise ValueError(f"{value!r} is not an artifact name or pattern (1 to 200 characters, none of "
+                         '" : < > | ? \\ / or control characters; * matches any characters, as in evalbot-part-*)')
     return value
+
+
+def _shard(raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    if not raw:
+        return None
+    return Shard.parse(raw)  # its ValueError says what K/N must be
 
 
 def _comment_id(value: str) -> str:
@@ -171,7 +182,7 @@ class ActionInputs(BaseModel):
     judge_api_key: Secret = ""
     comment_template: OptionalText = None
     comment_id: Annotated[Text, AfterValidator(_comment_id)] = "default"
-    mode: Annotated[Literal["auto"] | Mode, Choice(MODES)] = "auto"
+    mode: Annotated[Literal["auto", "merge"] | Mode, Choice(MODES)] = "auto"
     judge_concurrency: Annotated[int, Number(int, 1, 256)] = DEFAULT_CONCURRENCY
     judge_cache: OptionalText = None
     judge_failures: Annotated[JudgeFailures | None, Choice(JUDGE_FAILURES)] = None
@@ -184,6 +195,15 @@ class ActionInputs(BaseModel):
     report_path: Text = ".evalbot-out/report.json"
     junit_path: OptionalText = ".evalbot-out/junit.xml"
     html_path: OptionalText = ".evalbot-out/report.html"
+    shard: Annotated[Shard | None, BeforeValidator(_shard)] = None
+    """``K/N``: this job evaluates only part K of N of the cases and writes that part (no comment, no gate)."""
+    parts: Text = ".evalbot-parts"
+    """Where mode merge reads the shard jobs' parts (downloaded with actions/download-artifact)."""
+
+    @property
+    def merging(self) -> bool:
+        """Mode merge: the report is joined from the parts instead of evaluated."""
+        return self.mode == "merge"
 
 
 def input_names() -> tuple[str, ...]:
@@ -209,9 +229,14 @@ def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
     the fix (the first one, in action.yml's order)."""
     raw = {name: value for name in input_names() if (value := _input(env, name)) is not None}
     try:
-        return ActionInputs.model_validate(raw)
+        inputs = ActionInputs.model_validate(raw)
     except ValidationError as exc:
         error = exc.errors(include_url=False, include_input=False)[0]
+    else:
+        if inputs.shard is not None and inputs.mode in ("merge", "workflow_run", "baseline"):
+            raise input_error("shard", f"a shard job evaluates and uploads its part only; mode {inputs.mode} takes no "
+                              "shard (leave shard empty in that job)")
+        return inputs
     # raised outside the except block: the ValidationError holds the raw value, which may be a token
     name = str(error["loc"][0]) if error["loc"] else "?"
     cause = (error.get("ctx") or {}).get("error")
@@ -359,7 +384,7 @@ def context_from_env(env: Mapping[str, str]) -> GitHubContext:
 
 def choose_mode(requested: str, ctx: GitHubContext) -> Mode:
     """The mode to run in: the input when set, else derived from the triggering event."""
-    if requested != "auto":
+    if requested not in ("auto", "merge"):  # merge: the event decides, as for auto (the report is the parts')
         mode = cast(Mode, requested)
     elif ctx.event_name in PULL_REQUEST_EVENTS:
         mode = "pull_request"

@@ -7,6 +7,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal, Self, TypeVar
 from urllib.parse import quote
 
@@ -46,6 +47,8 @@ INSTALLATION_TOKEN_PREFIX = "ghs_"
 RAW = "application/vnd.github.raw+json"
 """Media type that makes the contents API return a file's bytes; needed for files over 1 MB."""
 MAX_PR_SCAN = 300
+MAX_ARTIFACTS = 256
+"""Most artifacts an artifact-name pattern may match (one per shard of a matrix)."""
 """Open PRs examined when looking for a head sha without an owner:branch hint."""
 
 T = TypeVar("T")
@@ -369,30 +372,53 @@ class PyGithubForge:
         return self._call(f"find the PR of {head_sha[:12]}", scan)
 
     def download_artifact(self, *, run_id: int, name: str, max_bytes: int) -> dict[str, bytes]:
-        """Files of artifact ``name`` from run ``run_id``, unzipped in memory (no paths touch disk)."""
+        """Files of artifact ``name`` from run ``run_id``, unzipped in memory (no paths touch disk).
+
+        A ``name`` with ``*`` is a pattern (the parts of a sharded run): every matching artifact is downloaded and its
+        files are keyed ``<artifact name>/<path>``; ``max_bytes`` caps them all together."""
         operation = f"download artifact {name!r} of run {run_id}"
+        pattern = "*" in name
         artifacts: PaginatedList[Artifact] = PaginatedList(
             Artifact,
             self._gh.requester,
             f"{self._repo.url}/actions/runs/{run_id}/artifacts",
-            {"name": name},
+            {} if pattern else {"name": name},
             list_item="artifacts",
         )
-        matches = self._call(operation, lambda: [a for a in artifacts if a.name == name and not a.expired])
+
+        wanted = re.compile(".*".join(map(re.escape, name.split("*"))), re.S)  # only * is special
+
+        def listed() -> list[Artifact]:
+            found = [a for a in artifacts if wanted.fullmatch(a.name) and not a.expired]
+            if not pattern:
+                return found[-1:]
+            latest: dict[str, Artifact] = {a.name: a for a in found}  # a re-run's upload replaces the first
+            return [latest[key] for key in sorted(latest)]
+
+        matches = self._call(operation, listed)
         if not matches:
             raise ForgeError(operation, "no such unexpired artifact; did the first workflow upload it?")
-        if matches[-1].size_in_bytes > max_bytes:
-            raise ForgeError(operation, f"artifact is {matches[-1].size_in_bytes} bytes, limit {max_bytes}")
-        url = matches[-1].archive_download_url
-        status, headers, _ = self._call(operation, lambda: self._gh.requester.requestJson("GET", url))
-        location = {k.lower(): v for k, v in headers.items()}.get("location")
-        if status != 302 or not location:
-            raise ForgeError(operation, "GitHub did not redirect to the archive (expired?)", status=status)
-        data = self._fetch_signed(location, max_bytes, operation)
-        try:
-            return unzip_in_memory(data, max_bytes)
-        except ValueError as exc:
-            raise ForgeError(operation, f"artifact unusable: {exc}") from exc
+        if len(matches) > MAX_ARTIFACTS:
+            raise ForgeError(operation, f"{len(matches)} artifacts match, limit {MAX_ARTIFACTS}")
+        size = sum(a.size_in_bytes for a in matches)
+        if size > max_bytes:
+            raise ForgeError(operation, f"artifact is {size} bytes, limit {max_bytes}")
+        files: dict[str, bytes] = {}
+        budget = max_bytes
+        for artifact in matches:
+            url = artifact.archive_download_url
+            status, headers, _ = self._call(operation, partial(self._gh.requester.requestJson, "GET", url))
+            location = {k.lower(): v for k, v in headers.items()}.get("location")
+            if status != 302 or not location:
+                raise ForgeError(operation, "GitHub did not redirect to the archive (expired?)", status=status)
+            data = self._fetch_signed(location, budget, operation)
+            try:
+                unpacked = unzip_in_memory(data, budget)
+            except ValueError as exc:
+                raise ForgeError(operation, f"artifact unusable: {exc}") from exc
+            budget -= sum(len(v) for v in unpacked.values())
+            files.update({f"{artifact.name}/{k}" if pattern else k: v for k, v in unpacked.items()})
+        return files
 
     def _fetch_signed(self, url: str, max_bytes: int, operation: str) -> bytes:
         """GET the short-lived storage URL the API redirected to, without our token, size-capped."""

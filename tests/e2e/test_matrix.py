@@ -1,0 +1,145 @@
+"""The matrix flow through entrypoint.py against the fake GitHub: four shard jobs upload their parts, one merge job
+posts the one comment and gates; the same in the fork-safe second stage; a missing shard is verdict error, exit 3.
+
+The comment and the report of the sharded run equal, byte for byte, those of the same run as one job.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.e2e.conftest import BASE_SHA, HEAD_SHA, Action, pull_request_event
+from tests.e2e.test_pull_request import make_baseline
+from tests.e2e.test_two_stage import RUN_ID, workflow_run_event
+from tests.fakes.fake_github import READ_ONLY_TOKEN, Pull
+
+ACTUALS = "actuals/regressed.json"
+N = 4
+
+
+def _one_job(action: Action, baseline_text: str) -> tuple[str, bytes]:
+    """The unsharded run on PR 7: its comment and its report."""
+    make_baseline(action, baseline_text)
+    run = action.run("pull_request", pull_request_event(number=7), inputs={"actuals": ACTUALS})
+    assert run.code == 1, run.stdout + run.stderr
+    (comment,) = action.github.comments_on(7)
+    return comment.body, (run.workspace / ".evalbot-out" / "report.json").read_bytes()
+
+
+def _shard_jobs(action: Action, *, number: int = 8, fork: bool = False) -> list[bytes]:
+    """The matrix: each job writes its part and nothing else (no comment, exit 0); the parts, as uploaded."""
+    parts = []
+    comments = len(action.github.comments)
+    for k in range(1, N + 1):
+        run = action.run("pull_request", pull_request_event(number=number, fork=fork),
+                         inputs={"actuals": ACTUALS, "shard": f"{k}/{N}"},
+                         **({"token": READ_ONLY_TOKEN, "judge_key": None} if fork else {}))
+        assert run.code == 0, run.stdout + run.stderr
+        assert run.outputs["verdict"] == "passed" and f"shard {k}/{N}" in run.stdout
+        part = run.workspace / ".evalbot-out" / "report.json"
+        assert json.loads(part.read_text())["shard"]["index"] == k
+        assert not (run.workspace / ".evalbot-out" / "junit.xml").exists()
+        parts.append(part.read_bytes())
+        shutil.rmtree(run.workspace / ".evalbot-out")
+    assert len(action.github.comments) == comments  # no shard job comments
+    return parts
+
+
+def _download(action: Action, parts: list[bytes], skip: int | None = None) -> None:
+    """What actions/download-artifact with pattern evalbot-part-* and path .evalbot-parts leaves: one folder per
+    artifact."""
+    for k, data in enumerate(parts, start=1):
+        if k != skip:
+            folder = action.workspace / ".evalbot-parts" / f"evalbot-part-{k}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "report.json").write_bytes(data)
+
+
+def test_four_shards_and_a_merge_job_post_the_one_jobs_comment(action: Action, baseline_text: str) -> None:
+    body, report = _one_job(action, baseline_text)
+    shutil.rmtree(action.workspace / ".evalbot-out")
+    parts = _shard_jobs(action)
+    _download(action, parts)
+    merge = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS, "mode": "merge"})
+    assert merge.code == 1, merge.stdout + merge.stderr  # the regression blocks, as in the one job
+    assert merge.outputs["verdict"] == "blocked" and merge.outputs["regressed"] == "1"
+    (comment,) = action.github.comments_on(8)
+    assert comment.body == body
+    assert (merge.workspace / ".evalbot-out" / "report.json").read_bytes() == report
+    assert (merge.workspace / ".evalbot-out" / "junit.xml").exists()
+    assert any("title=Regression" in a for a in merge.annotations())
+
+
+def test_a_missing_shard_is_error_exit_3_naming_it(action: Action, baseline_text: str) -> None:
+    make_baseline(action, baseline_text)
+    parts = _shard_jobs(action)
+    lost = [c["eval_id"] for es in json.loads(parts[0])["eval_sets"] for c in es["cases"]]
+    assert lost  # shard 1 holds a case (3 cases over 4 shards: one shard is empty)
+    _download(action, parts, skip=1)
+    merge = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS, "mode": "merge"})
+    assert merge.code == 3 and merge.outputs["verdict"] == "error", merge.stdout + merge.stderr
+    (error,) = merge.annotations()
+    assert "shard 1/4 missing" in error and all(case in error for case in lost)
+    assert "shard 1/4 missing" in merge.summary
+    assert action.github.comments_on(8) == []  # never a partial pass
+
+
+def test_hostile_parts_directory_is_refused(action: Action, baseline_text: str) -> None:
+    make_baseline(action, baseline_text)
+    parts = _shard_jobs(action)
+    _download(action, parts)
+    victim = action.workspace / ".evalbot-parts" / "evalbot-part-2" / "report.json"
+    victim.unlink()
+    victim.symlink_to(action.workspace / "evals" / "shop.evalset.json")
+    merge = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS, "mode": "merge"})
+    assert merge.code == 2 and merge.outputs["verdict"] == "invalid"
+    assert any("symlink" in a for a in merge.annotations())
+    victim.unlink()
+    victim.write_bytes(b'{"eval_sets": ' + b"[" * 5000 + b"]" * 5000 + b"}")
+    merge = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS, "mode": "merge"})
+    assert merge.code == 2 and any("not an evalbot report" in a for a in merge.annotations())
+    assert action.github.comments_on(8) == []
+
+
+def test_shard_input_is_validated(action: Action) -> None:
+    for inputs, message in (({"shard": "5/4"}, "input shard"), ({"shard": "1/4", "mode": "merge"}, "input shard")):
+        run = action.run("pull_request", pull_request_event(), inputs={"actuals": ACTUALS, **inputs})
+        assert run.code == 2 and any(message in a for a in run.annotations()), run.stdout
+
+
+def test_fork_safe_second_stage_merges_the_part_artifacts(action: Action, baseline_text: str) -> None:
+    """The fork's matrix uploads evalbot-part-1..4; the workflow_run stage downloads them by pattern, merges them as
+    untrusted data and posts the one comment."""
+    make_baseline(action, baseline_text)
+    parts = _shard_jobs(action, number=7, fork=True)
+    for k, data in enumerate(parts, start=1):
+        action.github.add_artifact(RUN_ID, f"evalbot-part-{k}", {"report.json": data})
+    action.github.add_artifact(RUN_ID, "unrelated", {"report.json": b"not json"})
+    action.github.add_pull(Pull(7, head_sha=HEAD_SHA, base_sha=BASE_SHA, head_ref="feature", head_owner="forker"))
+    second = action.run("workflow_run", workflow_run_event(), judge_key=None, sha="d" * 40, ref="refs/heads/main",
+                        inputs={"mode": "workflow_run", "artifact-name": "evalbot-part-*"})
+    assert second.code == 0, second.stdout + second.stderr
+    assert second.outputs["verdict"] == "blocked"
+    (comment,) = action.github.comments_on(7)
+    assert "refund" in comment.body
+    assert action.github.calls("blob") == N  # each part's archive, fetched from storage
+
+    action.github.artifacts.clear()  # shard 3's job failed: its artifact is missing
+    for k, data in enumerate(parts, start=1):
+        if k != 3:
+            action.github.add_artifact(RUN_ID, f"evalbot-part-{k}", {"report.json": data})
+    again = action.run("workflow_run", workflow_run_event(), judge_key=None,
+                       inputs={"mode": "workflow_run", "artifact-name": "evalbot-part-*"})
+    assert again.code == 3 and again.outputs["verdict"] == "error"
+    assert any("shard 3/4 missing" in a for a in again.annotations())
+
+
+def test_readme_matrix_workflow_names_the_inputs_used_here() -> None:
+    """The README's copy-paste matrix workflow uses the inputs this test drives (shard, mode merge, parts path)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Sharded runs"):]
+    for needle in ("shard: ${{ matrix.shard }}/4", "mode: merge", "pattern: evalbot-part-*", "path: .evalbot-parts",
+                   "artifact-name: evalbot-part-*"):
+        assert needle in section, needle
