@@ -316,6 +316,12 @@ def check_paths(inputs: ActionInputs, workspace: Path) -> None:
     for value in inputs.actuals:
         if Path(at(value)).exists() and (problem := problem_with_input(at(value))):
             raise input_error("actuals", problem.replace(repr(at(value)), repr(value)))
+    if Path(inputs.parts).is_absolute() or ".." in Path(inputs.parts).parts:
+        raise input_error("parts", f"{inputs.parts!r} must be a directory inside the workspace, relative to it "
+                          "(e.g. .evalbot-parts, where actions/download-artifact put the parts)")
+    if Path(at(inputs.parts)).exists() and not Path(at(inputs.parts)).is_dir():
+        raise input_error("parts", f"{inputs.parts!r} is not a directory; give the directory the parts were "
+                          "downloaded to")
     if inputs.judge_cache is not None and (problem := problem_with_directory(at(inputs.judge_cache))):
         raise input_error("judge-cache", problem.replace(repr(at(inputs.judge_cache)), repr(inputs.judge_cache)))
 

@@ -208,10 +208,12 @@ BAD_INPUTS: dict[str, Bad] = {
     "judge-deadline": lambda tmp: ["0", "-1", "x", "nan"],
     "update-baseline": lambda tmp: ["maybe"],
     "block-flaky": lambda tmp: ["maybe", "2"],
-    "artifact-name": lambda tmp: ["a/b", "x:y", "a\nb"],
+    "artifact-name": lambda tmp: ["a/b", "x:y", "a\nb", "*", "part-?"],
     "report-path": lambda tmp: [".", "adir", "out/", "plain.txt/report.json"],
     "junit-path": lambda tmp: [".", "adir/", "plain.txt/junit.xml"],
     "html-path": lambda tmp: [".", "adir", "plain.txt/report.html"],
+    "shard": lambda tmp: ["0/4", "5/4", "x", "1/0", "2", "1/1001"],
+    "parts": lambda tmp: ["/etc", "../parts", "plain.txt", "adir/../../x"],
 }
 
 
