@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evalbot.errors import EvalbotError, InputError, json_pointer
+from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL, Usage
 from evalbot.judges.usage import UsageLedger
@@ -269,7 +270,8 @@ def merge_reports(parts: Sequence[tuple[str, Report]]) -> Report:
     first = parts[0][1]
     info = _info(first)
     assignment = partition(_weighted(info.eval_sets), info.count)
-    return _merge(parts, info, assignment)
+    with gc_paused():
+        return _merge(parts, info, assignment)
 
 
 def _merge(parts: Sequence[tuple[str, Report]], info: ShardInfo, assignment: dict[CaseKey, int]) -> Report:
@@ -401,7 +403,8 @@ def part_from_bytes(data: bytes, name: str) -> Report:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
-        return Report.model_validate_json(data)
+        with gc_paused():  # millions of acyclic objects: the collector would rescan them over and over
+            return Report.model_validate_json(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise InputError(name, json_pointer(first["loc"]),

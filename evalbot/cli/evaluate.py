@@ -12,6 +12,7 @@ from evalbot.cli import args as cli_args
 from evalbot.cli.agent import agent_run
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import EvalbotError
+from evalbot.formats.jsonio import gc_paused
 from evalbot.judges.factory import judge_from_environ
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
 from evalbot.paths import problem_with_directory
@@ -85,7 +86,7 @@ def write_report(report: Report, path: str, flag: str = "--report") -> None:
     out = Path(path)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w", encoding="utf-8") as handle:
+        with out.open("w", encoding="utf-8") as handle, gc_paused():
             write_report_json(report, handle)
     except OSError as exc:
         raise EvalbotError(f"{flag} {path}: cannot write the file: {exc.strerror or exc}") from None

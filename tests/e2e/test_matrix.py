@@ -10,10 +10,13 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.e2e.conftest import BASE_SHA, HEAD_SHA, Action, pull_request_event
+import pytest
+
+from tests.e2e.conftest import BASE_SHA, HEAD_SHA, REPO, VALID, Action, pull_request_event
 from tests.e2e.test_pull_request import make_baseline
 from tests.e2e.test_two_stage import RUN_ID, workflow_run_event
-from tests.fakes.fake_github import READ_ONLY_TOKEN, Pull
+from tests.fakes.fake_gemini import FakeGemini
+from tests.fakes.fake_github import FakeGitHub, Pull
 
 ACTUALS = "actuals/regressed.json"
 N = 4
@@ -28,23 +31,26 @@ def _one_job(action: Action, baseline_text: str) -> tuple[str, bytes]:
     return comment.body, (run.workspace / ".evalbot-out" / "report.json").read_bytes()
 
 
-def _shard_jobs(action: Action, *, number: int = 8, fork: bool = False) -> list[bytes]:
-    """The matrix: each job writes its part and nothing else (no comment, exit 0); the parts, as uploaded."""
-    parts = []
-    comments = len(action.github.comments)
-    for k in range(1, N + 1):
-        run = action.run("pull_request", pull_request_event(number=number, fork=fork),
-                         inputs={"actuals": ACTUALS, "shard": f"{k}/{N}"},
-                         **({"token": READ_ONLY_TOKEN, "judge_key": None} if fork else {}))
-        assert run.code == 0, run.stdout + run.stderr
-        assert run.outputs["verdict"] == "passed" and f"shard {k}/{N}" in run.stdout
-        part = run.workspace / ".evalbot-out" / "report.json"
-        assert json.loads(part.read_text())["shard"]["index"] == k
-        assert not (run.workspace / ".evalbot-out" / "junit.xml").exists()
-        parts.append(part.read_bytes())
-        shutil.rmtree(run.workspace / ".evalbot-out")
-    assert len(action.github.comments) == comments  # no shard job comments
-    return parts
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+    """The matrix, run once for the module: each shard job of PR 8 writes its part and nothing else (no comment,
+    no GitHub request, exit 0); the parts as they are uploaded."""
+    tmp = tmp_path_factory.mktemp("matrix")
+    with FakeGitHub(repo=REPO) as github, FakeGemini(responder=lambda prompt, index, request: VALID) as gemini:
+        action = Action(tmp, github, gemini)
+        out = []
+        for k in range(1, N + 1):
+            run = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS,
+                                                                                  "shard": f"{k}/{N}"})
+            assert run.code == 0, run.stdout + run.stderr
+            assert run.outputs["verdict"] == "passed" and f"shard {k}/{N}" in run.stdout
+            part = run.workspace / ".evalbot-out" / "report.json"
+            assert json.loads(part.read_text())["shard"]["index"] == k
+            assert not (run.workspace / ".evalbot-out" / "junit.xml").exists()
+            out.append(part.read_bytes())
+            shutil.rmtree(run.workspace / ".evalbot-out")
+        assert github.comments == {} and github.exchanges == []  # a shard job neither comments nor asks GitHub
+    return out
 
 
 def _download(action: Action, parts: list[bytes], skip: int | None = None) -> None:
@@ -57,10 +63,10 @@ def _download(action: Action, parts: list[bytes], skip: int | None = None) -> No
             (folder / "report.json").write_bytes(data)
 
 
-def test_four_shards_and_a_merge_job_post_the_one_jobs_comment(action: Action, baseline_text: str) -> None:
+def test_four_shards_and_a_merge_job_post_the_one_jobs_comment(action: Action, baseline_text: str,
+                                                              parts: list[bytes]) -> None:
     body, report = _one_job(action, baseline_text)
     shutil.rmtree(action.workspace / ".evalbot-out")
-    parts = _shard_jobs(action)
     _download(action, parts)
     merge = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS, "mode": "merge"})
     assert merge.code == 1, merge.stdout + merge.stderr  # the regression blocks, as in the one job
@@ -72,9 +78,8 @@ def test_four_shards_and_a_merge_job_post_the_one_jobs_comment(action: Action, b
     assert any("title=Regression" in a for a in merge.annotations())
 
 
-def test_a_missing_shard_is_error_exit_3_naming_it(action: Action, baseline_text: str) -> None:
+def test_a_missing_shard_is_error_exit_3_naming_it(action: Action, baseline_text: str, parts: list[bytes]) -> None:
     make_baseline(action, baseline_text)
-    parts = _shard_jobs(action)
     lost = [c["eval_id"] for es in json.loads(parts[0])["eval_sets"] for c in es["cases"]]
     assert lost  # shard 1 holds a case (3 cases over 4 shards: one shard is empty)
     _download(action, parts, skip=1)
@@ -86,9 +91,8 @@ def test_a_missing_shard_is_error_exit_3_naming_it(action: Action, baseline_text
     assert action.github.comments_on(8) == []  # never a partial pass
 
 
-def test_hostile_parts_directory_is_refused(action: Action, baseline_text: str) -> None:
+def test_hostile_parts_directory_is_refused(action: Action, baseline_text: str, parts: list[bytes]) -> None:
     make_baseline(action, baseline_text)
-    parts = _shard_jobs(action)
     _download(action, parts)
     victim = action.workspace / ".evalbot-parts" / "evalbot-part-2" / "report.json"
     victim.unlink()
@@ -109,11 +113,11 @@ def test_shard_input_is_validated(action: Action) -> None:
         assert run.code == 2 and any(message in a for a in run.annotations()), run.stdout
 
 
-def test_fork_safe_second_stage_merges_the_part_artifacts(action: Action, baseline_text: str) -> None:
+def test_fork_safe_second_stage_merges_the_part_artifacts(action: Action, baseline_text: str,
+                                                          parts: list[bytes]) -> None:
     """The fork's matrix uploads evalbot-part-1..4; the workflow_run stage downloads them by pattern, merges them as
     untrusted data and posts the one comment."""
     make_baseline(action, baseline_text)
-    parts = _shard_jobs(action, number=7, fork=True)
     for k, data in enumerate(parts, start=1):
         action.github.add_artifact(RUN_ID, f"evalbot-part-{k}", {"report.json": data})
     action.github.add_artifact(RUN_ID, "unrelated", {"report.json": b"not json"})
