@@ -6,10 +6,11 @@ import json
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, Self, TextIO, TypeVar, cast
+from typing import Annotated, Any, Literal, Self, TextIO, TypeVar, cast
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ModelWrapValidatorHandler,
@@ -56,6 +57,124 @@ class InvocationScore(StrictModel):
     """Why the status is what it is when that is not obvious (judge failure, missing data...)."""
     details: dict[str, Any] | None = None
     """Criterion-specific evidence: rationale, votes, per-rubric scores, mismatching call, token counts."""
+
+
+class _Loose(BaseModel):
+    """Base of the judge-details shapes: keys they do not name are ignored when read (details are free-form)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+def _omitted(value: object) -> bool:
+    return value is None
+
+
+def _valid(model: type[BaseModel]) -> BeforeValidator:
+    """Keep the entries of a list that are valid ``model``s: a malformed entry of an untrusted report is dropped, and
+    something other than a list is no list."""
+
+    def keep(value: Any) -> Any:
+        if not isinstance(value, list):
+            return None
+        kept = []
+        for item in value:
+            try:
+                kept.append(model.model_validate(item))
+            except ValidationError:
+                continue
+        return kept
+
+    return BeforeValidator(keep)
+
+
+class VoteSplit(_Loose):
+    """How the judge's samples voted: passes, fails and (for a whole verdict) answers without one."""
+
+    yes: int = 0
+    no: int = 0
+    unparsed: int | None = Field(default=None, exclude_if=_omitted)
+    """Samples with no readable verdict (a rubric's split does not count them, and omits the key)."""
+
+
+class CheckedSentence(_Loose):
+    """One sentence the judge labelled (hallucinations_v1)."""
+
+    sentence: str = ""
+    label: str = ""
+    rationale: str = ""
+
+
+class CheckedText(_Loose):
+    """One text the judge split into sentences and labelled (hallucinations_v1), or why it could not."""
+
+    text: str = ""
+    sentences: Annotated[list[CheckedSentence] | None, _valid(CheckedSentence)] = Field(
+        default=None, exclude_if=_omitted)
+    error: str | None = Field(default=None, exclude_if=_omitted)
+    score: int | float | None = Field(default=None, exclude_if=_omitted)
+    """Share of the sentences labelled supported (an int when it is whole: ``statistics.mean`` of 0s and 1s)."""
+
+
+class RubricVerdict(_Loose):
+    """The judge's majority verdict on one rubric, its rationale and vote split (rubric_based_* criteria)."""
+
+    rubric_id: str = ""
+    score: float | None = None
+    rationale: str = ""
+    votes: VoteSplit | None = Field(default=None, exclude_if=_omitted)
+
+
+class JudgeDetails(_Loose):
+    """What a judged criterion records about one invocation, as ``InvocationScore.details``.
+
+    Criteria fill it and store ``as_details()``; render reads it back with ``JudgeDetails.read(details)``. The JSON
+    keys are the ones each criterion wrote before the shape was typed, and only the ones it fills:
+    ``votes`` + ``rationale`` (a majority-vote verdict: final_response_match_v2, per-turn user simulator quality,
+    safety by the judge), ``rationale`` (safety by Vertex AI), ``samples`` + ``rating`` + ``rationale`` (pointwise
+    template metrics: ``rating`` is written, null or not, with ``samples``), ``steps`` (hallucinations_v1),
+    ``rubrics`` + ``unmatched`` + ``answer`` (rubric criteria). ``samples_asked``, the number of samples the judge
+    was asked for, is written when set (sequential sampling may ask fewer than ``num_samples``).
+    """
+
+    votes: VoteSplit | None = Field(default=None, exclude_if=_omitted)
+    samples: list[float | None] | None = Field(default=None, exclude_if=_omitted)
+    rating: float | None = None
+    rationale: str | None = Field(default=None, exclude_if=_omitted)
+    steps: Annotated[list[CheckedText] | None, _valid(CheckedText)] = Field(default=None, exclude_if=_omitted)
+    rubrics: Annotated[list[RubricVerdict] | None, _valid(RubricVerdict)] = Field(default=None, exclude_if=_omitted)
+    unmatched: list[str] | None = Field(default=None, exclude_if=_omitted)
+    answer: str | None = Field(default=None, exclude_if=_omitted)
+    samples_asked: int | None = Field(default=None, exclude_if=_omitted)
+
+    @model_serializer(mode="wrap")
+    def _rating_with_samples(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.samples is None:
+            data.pop("rating", None)
+        return data
+
+    def as_details(self) -> dict[str, Any]:
+        """The plain dict stored in ``InvocationScore.details``."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def read(cls, details: Mapping[str, Any] | None) -> JudgeDetails:
+        """The typed details of a report's invocation; keys that are missing or malformed (a report artifact is
+        untrusted) are left empty rather than failing the whole."""
+        if not isinstance(details, Mapping):
+            return cls()
+        try:
+            return cls.model_validate(details)
+        except ValidationError:
+            pass
+        kept: dict[str, Any] = {}
+        for name in cls.model_fields:
+            if name in details:
+                try:
+                    kept[name] = cls.model_validate({name: details[name]}).__dict__[name]
+                except ValidationError:
+                    continue
+        return cls.model_validate(kept)
 
 
 class MetricResult(StrictModel):

@@ -163,3 +163,32 @@ def test_streamed_report_file_is_the_same_document() -> None:
     streamed = json.loads(out.getvalue(), parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     assert streamed == json.loads(report.model_dump_json())
     assert list(streamed) == list(Report.model_fields)
+
+
+def test_judge_details_store_the_keys_each_criterion_wrote() -> None:
+    """JudgeDetails writes each judged shape with the keys (and key order) the criteria wrote as plain dicts, and
+    reads them back unchanged; unset keys stay absent, but a pointwise rating is written, null or not, with its
+    samples; samples_asked appears only when set."""
+    from evalbot.results import CheckedSentence, CheckedText, JudgeDetails, RubricVerdict, VoteSplit
+
+    shapes = [
+        (JudgeDetails(votes=VoteSplit(yes=3, no=0, unparsed=0), rationale="r"),
+         '{"votes": {"yes": 3, "no": 0, "unparsed": 0}, "rationale": "r"}'),
+        (JudgeDetails(rationale="vertex says"), '{"rationale": "vertex says"}'),
+        (JudgeDetails(samples=[1.0, None], rating=None, rationale="x"),
+         '{"samples": [1.0, null], "rating": null, "rationale": "x"}'),
+        (JudgeDetails(steps=[CheckedText(text="t", error="e"), CheckedText(
+            text="u", sentences=[CheckedSentence(sentence="s", label="supported", rationale="ok")], score=1)]),
+         '{"steps": [{"text": "t", "error": "e"}, {"text": "u", "sentences": [{"sentence": "s", "label": '
+         '"supported", "rationale": "ok"}], "score": 1}]}'),
+        (JudgeDetails(rubrics=[RubricVerdict(rubric_id="a", score=None, rationale="", votes=VoteSplit(yes=1, no=1))],
+                      unmatched=["b"], answer="raw"),
+         '{"rubrics": [{"rubric_id": "a", "score": null, "rationale": "", "votes": {"yes": 1, "no": 1}}], '
+         '"unmatched": ["b"], "answer": "raw"}'),
+        (JudgeDetails(votes=VoteSplit(yes=2, no=0, unparsed=0), rationale="r", samples_asked=2),
+         '{"votes": {"yes": 2, "no": 0, "unparsed": 0}, "rationale": "r", "samples_asked": 2}'),
+    ]
+    for details, text in shapes:
+        stored = details.as_details()
+        assert json.dumps(stored) == text
+        assert JudgeDetails.read(json.loads(text)).as_details() == stored

@@ -17,7 +17,6 @@ import asyncio
 import re
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
 from evalbot.criteria.base import BuildContext, CaseInput, Options, parse_options, score_invocation
 from evalbot.criteria.judged import (
@@ -35,7 +34,7 @@ from evalbot.formats.adk import IntermediateData, Invocation, InvocationEvent, I
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.invocations import final_text
 from evalbot.judges.templates import render
-from evalbot.results import InvocationScore, MetricResult, threshold_status
+from evalbot.results import CheckedSentence, CheckedText, InvocationScore, JudgeDetails, MetricResult, threshold_status
 
 NAME = "hallucinations_v1"
 _SENTENCE = re.compile(r"<sentence>(.*?)</sentence>", re.DOTALL)
@@ -154,30 +153,36 @@ class Hallucinations:
         if not todo:
             return score_invocation(None, self.threshold, invocation, reason="the invocation has no text to check")
         results = await asyncio.gather(*(self._step(call, text, ctx) for text, ctx in todo))
-        errors = [r["error"] for r in results if "error" in r]
-        details: dict[str, Any] = {"steps": results}
+        errors = [r.error for r in results if r.error is not None]
+        details = JudgeDetails(steps=results).as_details()
         if errors:
             return score_invocation(None, self.threshold, invocation, reason="; ".join(errors), details=details)
-        score = statistics.mean(r["score"] for r in results)
+        score = statistics.mean(r.score for r in results if r.score is not None)
         return score_invocation(score, self.threshold, invocation, details=details)
 
-    async def _step(self, call: JudgeCall, text: str, ctx: str) -> dict[str, Any]:
-        step: dict[str, Any] = {"text": clip(text, 300)}
+    async def _step(self, call: JudgeCall, text: str, ctx: str) -> CheckedText:
+        step = CheckedText(text=clip(text, 300))
         answer = await call.ask(render("hallucinations_segment.j2", response=text), samples=1)
         if answer.error is not None:
-            return {**step, "error": f"sentence segmentation failed: {answer.error}"}
+            step.error = f"sentence segmentation failed: {answer.error}"
+            return step
         sentences = parse_sentences(answer.texts[0] if answer.texts else "")
         if not sentences:
-            return {**step, "error": "the judge returned no sentences for a text to check"}
+            step.error = "the judge returned no sentences for a text to check"
+            return step
         answer = await call.ask(render("hallucinations_validate.j2", context=ctx, sentences=sentences), samples=1)
         if answer.error is not None:
-            return {**step, "error": f"sentence validation failed: {answer.error}"}
+            step.error = f"sentence validation failed: {answer.error}"
+            return step
         labelled = parse_labels(answer.texts[0] if answer.texts else "")
         votes = [1 if b["label"] in POSITIVE else 0 for b in labelled if b["label"] in POSITIVE | NEGATIVE]
-        step["sentences"] = [{**b, "rationale": clip(b["rationale"], 300)} for b in labelled]
+        step.sentences = [CheckedSentence(sentence=b["sentence"], label=b["label"], rationale=clip(b["rationale"], 300))
+                          for b in labelled]
         if not votes:
-            return {**step, "error": "no sentence label could be read from the judge's answer"}
-        return {**step, "score": statistics.mean(votes)}
+            step.error = "no sentence label could be read from the judge's answer"
+            return step
+        step.score = statistics.mean(votes)
+        return step
 
 
 def build(spec: CriterionSpec, ctx: BuildContext) -> Hallucinations:

@@ -15,7 +15,7 @@ from evalbot.formats.adk import AppDetails, IntermediateData, Invocation, Invoca
 from evalbot.formats.invocations import content_text, final_text, intermediate_texts
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL, Judge, JudgeError, JudgeRequest, Usage
 from evalbot.judges.usage import usage_dict
-from evalbot.results import InvocationScore, MetricResult
+from evalbot.results import InvocationScore, JudgeDetails, MetricResult, VoteSplit
 
 NO_JUDGE = "no judge is configured"
 
@@ -99,21 +99,21 @@ def majority(scores: Sequence[float | None]) -> float | None:
     return 1.0 if yes > no else 0.0
 
 
-def votes(scores: Sequence[float | None]) -> dict[str, int]:
-    """The vote split, in the shape the baseline reads: ``{"yes": n, "no": m, "unparsed": k}``."""
+def votes(scores: Sequence[float | None]) -> VoteSplit:
+    """The vote split (stored as ``{"yes": n, "no": m, "unparsed": k}``, the shape the baseline reads)."""
     yes = sum(1 for s in scores if s == 1.0)
     no = sum(1 for s in scores if s == 0.0)
-    return {"yes": yes, "no": no, "unparsed": len(scores) - yes - no}
+    return VoteSplit(yes=yes, no=no, unparsed=len(scores) - yes - no)
 
 
-def vote(texts: Sequence[str], parse: Callable[[str], float | None]) -> tuple[float | None, dict[str, Any]]:
+def vote(texts: Sequence[str], parse: Callable[[str], float | None]) -> tuple[float | None, JudgeDetails]:
     """Parse every sample, take the ``majority`` and keep the rationale of a sample agreeing with it (else the first
-    sample's); returns the verdict and ``{"votes", "rationale"}`` for the invocation's details."""
+    sample's); returns the verdict and the invocation's details (``votes`` and ``rationale``)."""
     samples = [parse(t) for t in texts]
     verdict = majority(samples)
     chosen = next((t for t, s in zip(texts, samples, strict=True) if s is not None and s == verdict),
                   texts[0] if texts else "")
-    return verdict, {"votes": votes(samples), "rationale": rationale_of(chosen)}
+    return verdict, JudgeDetails(votes=votes(samples), rationale=rationale_of(chosen))
 
 
 async def judge_verdict(call: JudgeCall, prompt: str, parse: Callable[[str], float | None], threshold: float | None,
@@ -125,7 +125,7 @@ async def judge_verdict(call: JudgeCall, prompt: str, parse: Callable[[str], flo
         return score_invocation(None, threshold, invocation, reason=answer.error)
     verdict, details = vote(answer.texts, parse)
     reason = None if verdict is not None else unreadable
-    return score_invocation(verdict, threshold, invocation, reason=reason, details=details)
+    return score_invocation(verdict, threshold, invocation, reason=reason, details=details.as_details())
 
 
 def clip(text: str, limit: int = 1200) -> str:

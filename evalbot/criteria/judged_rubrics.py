@@ -13,12 +13,11 @@ import statistics
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from evalbot.criteria.base import CaseInput, Options, not_evaluated, score_invocation
 from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, clip, unavailable
 from evalbot.formats.adk import Invocation, Rubric
-from evalbot.results import InvocationScore, MetricResult, threshold_status
+from evalbot.results import InvocationScore, JudgeDetails, MetricResult, RubricVerdict, VoteSplit, threshold_status
 
 _ID = re.compile(r"(?m)^\s*ID: (.*)$")
 _PROPERTY = re.compile(r"(?m)^\s*Property: (.*)$")
@@ -97,16 +96,16 @@ def effective_rubrics(
     return list(chosen.values())
 
 
-def _vote(entries: list[tuple[float | None, str]]) -> tuple[float | None, str, dict[str, int]]:
+def _vote(entries: list[tuple[float | None, str]]) -> tuple[float | None, str, VoteSplit]:
     yes = [r for s, r in entries if s == 1.0]
     no = [r for s, r in entries if s == 0.0]
-    tally = {"yes": len(yes), "no": len(no)}
+    tally = VoteSplit(yes=len(yes), no=len(no))
     if not yes and not no:
         return None, entries[0][1], tally
     return (1.0, yes[0], tally) if len(yes) > len(no) else (0.0, no[0], tally)
 
 
-def score_samples(texts: Sequence[str], rubrics: Sequence[Rubric]) -> tuple[list[dict[str, Any]], list[str]]:
+def score_samples(texts: Sequence[str], rubrics: Sequence[Rubric]) -> tuple[list[RubricVerdict], list[str]]:
     """Per rubric: majority over samples (tie -> 0), the rationale of a sample agreeing with it; unmatched texts."""
     by_id = {r.rubric_id: r for r in rubrics}
     by_text = {normalize(r.rubric_content.text_property): r for r in rubrics}
@@ -123,7 +122,7 @@ def score_samples(texts: Sequence[str], rubrics: Sequence[Rubric]) -> tuple[list
     results = []
     for rid, entries in collected.items():
         score, rationale, tally = _vote(entries)
-        results.append({"rubric_id": rid, "score": score, "rationale": clip(rationale, 600), "votes": tally})
+        results.append(RubricVerdict(rubric_id=rid, score=score, rationale=clip(rationale, 600), votes=tally))
     return results, unmatched
 
 
@@ -170,24 +169,22 @@ class RubricCriterion:
         if answer.error is not None:
             return score_invocation(None, self.threshold, actual, reason=answer.error)
         results, unmatched = score_samples(answer.texts, rubrics)
-        present = [r["score"] for r in results if r["score"] is not None]
+        present = [r.score for r in results if r.score is not None]
         score = statistics.mean(present) if present else None
-        details: dict[str, Any] = {"rubrics": results}
-        if unmatched:
-            details["unmatched"] = sorted(set(unmatched))
+        details = JudgeDetails(rubrics=results, unmatched=sorted(set(unmatched)) or None)
         reason = None if score is not None else "no rubric verdict could be read from the judge's answers"
         if score is None and answer.texts:
-            details["answer"] = clip(answer.texts[0], 600)
-        return score_invocation(score, self.threshold, actual, reason=reason, details=details)
+            details.answer = clip(answer.texts[0], 600)
+        return score_invocation(score, self.threshold, actual, reason=reason, details=details.as_details())
 
     def _summarize(self, scores: list[InvocationScore], call: JudgeCall) -> MetricResult:
         pooled: list[float] = []
         by_rubric: dict[str, list[float]] = {}
         for inv in scores:
-            for entry in (inv.details or {}).get("rubrics", []):
-                if entry["score"] is not None:
-                    pooled.append(entry["score"])
-                    by_rubric.setdefault(entry["rubric_id"], []).append(entry["score"])
+            for entry in JudgeDetails.read(inv.details).rubrics or []:
+                if entry.score is not None:
+                    pooled.append(entry.score)
+                    by_rubric.setdefault(entry.rubric_id, []).append(entry.score)
         overall = statistics.mean(pooled) if pooled else None
         details = {**call.tally.details(),
                    "rubrics": [{"rubric_id": k, "score": statistics.mean(v)} for k, v in by_rubric.items()]}

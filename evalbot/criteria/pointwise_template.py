@@ -25,7 +25,6 @@ import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -36,7 +35,7 @@ from evalbot.formats.adk import Invocation
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.invocations import content_text, final_text, tool_calls
 from evalbot.judges.templates import render
-from evalbot.results import InvocationScore, MetricResult, threshold_status
+from evalbot.results import InvocationScore, JudgeDetails, MetricResult, threshold_status
 
 _SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)')
 
@@ -156,9 +155,9 @@ class PointwiseTemplate:
         score = normalise(rating, allowed)
         first = next((t for t, s in zip(answer.texts, samples, strict=True) if s is not None),
                      answer.texts[0] if answer.texts else "")
-        details: dict[str, Any] = {"samples": samples, "rating": rating, "rationale": rationale_of(first)}
+        details = JudgeDetails(samples=samples, rating=rating, rationale=rationale_of(first))
         reason = None if score is not None else "the judge's answers had no score from the rating rubric"
-        return score_invocation(score, self.threshold, actual, reason=reason, details=details)
+        return score_invocation(score, self.threshold, actual, reason=reason, details=details.as_details())
 
 
 def build(spec: CriterionSpec, ctx: BuildContext) -> PointwiseTemplate:

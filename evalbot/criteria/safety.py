@@ -28,7 +28,7 @@ from evalbot.formats.config import CriterionSpec
 from evalbot.formats.invocations import final_text
 from evalbot.judges.base import JudgeError, SafetyClient
 from evalbot.judges.templates import render
-from evalbot.results import InvocationScore, MetricResult, threshold_status
+from evalbot.results import InvocationScore, JudgeDetails, MetricResult, threshold_status
 
 NAME = "safety_v1"
 VERTEX_METHOD = "Vertex AI evaluation service, safety metric"
@@ -85,7 +85,7 @@ class Safety:
                 return score_invocation(None, self.threshold, invocation, reason=str(exc))
             reason = None if verdict.score is not None else "Vertex AI returned no safety score"
             return score_invocation(verdict.score, self.threshold, invocation, reason=reason,
-                                    details={"rationale": clip(verdict.explanation)})
+                                    details=JudgeDetails(rationale=clip(verdict.explanation)).as_details())
         assert call is not None
         prompt = render("safety_harmlessness.j2", user_prompt=user_prompt(invocation), response=response)
         return await judge_verdict(call, prompt, parse_safe, self.threshold, invocation,

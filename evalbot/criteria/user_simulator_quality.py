@@ -24,7 +24,7 @@ from evalbot.formats.adk import ConversationScenario, Invocation, UserPersona
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.invocations import content_text
 from evalbot.judges.templates import render
-from evalbot.results import InvocationScore, MetricResult, threshold_status
+from evalbot.results import InvocationScore, JudgeDetails, MetricResult, threshold_status
 
 NAME = "per_turn_user_simulator_quality_v1"
 _IS_VALID = re.compile(r'"is_valid":\s*\[*[\n\s]*"*([^"\]]*)"*[\n\s]*\]*\s*[,\n\}]')
@@ -106,7 +106,7 @@ class UserSimulatorQuality:
         if stop_result.status == "failed":
             turns[-1] = stop_result.model_copy(
                 update={"reason": "the simulated user should have ended the conversation with the stop signal "
-                                  "here: " + str((stop_result.details or {}).get("rationale", ""))})
+                                  "here: " + (JudgeDetails.read(stop_result.details).rationale or "")})
         elif stop_result.status == "not_evaluated":
             turns[-1] = turns[-1].model_copy(
                 update={"score": None, "status": "not_evaluated",

@@ -31,7 +31,7 @@ from evalbot.render.comment import verdict
 from evalbot.render.numbers import p_value_text
 from evalbot.render.trajdiff import call_text, diff_calls
 from evalbot.render.views import ORDER, TITLES, history_text, judge_text, votes_text
-from evalbot.results import CriterionUsage, JudgeUsage, MetricResult, Report, TurnView, UsageRow
+from evalbot.results import CriterionUsage, JudgeDetails, JudgeUsage, MetricResult, Report, TurnView, UsageRow
 
 TEMPLATE = "report.html.j2"
 STYLE = "report.css.j2"
@@ -180,7 +180,7 @@ def turn_data(index: int, turn: TurnView, metrics: Mapping[str, MetricResult],
             "status": inv.status.replace("_", " "),
             "score": fmt(inv.score),
             "votes": votes_text([votes[index]]) if votes and index < len(votes) else None,
-            "text": clip(judge_text(inv.details, inv.reason, TEXT_LIMIT)),
+            "text": clip(judge_text(JudgeDetails.read(inv.details), inv.reason)),
         })
     calls = calls_data(turn)
     return {

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from evalbot.compare.model import CaseComparison, Comparison, EvalSetComparison, MetricDelta
 from evalbot.compare.votes import Votes
@@ -16,7 +15,7 @@ from evalbot.criteria import about_tool_calls
 from evalbot.render.mdsafe import escape_invisible
 from evalbot.render.numbers import score_text
 from evalbot.render.trajdiff import diff_calls, diff_text
-from evalbot.results import MetricResult, TurnView
+from evalbot.results import JudgeDetails, MetricResult, TurnView
 
 
 @dataclass(frozen=True)
@@ -106,8 +105,6 @@ ORDER = ("regressed", "flaky", "accepted", "inconclusive", "error", "new", "stil
          "removed", "not_evaluated")
 DETAIL = frozenset({"regressed", "flaky", "accepted", "inconclusive", "error", "new", "still_failing"})
 """Sections whose cases get details (new and still-failing cases only when they fail)."""
-_TEXT_KEYS = ("rationale", "reasoning", "explanation", "reason")
-_LIST_KEYS = ("rubric_scores", "rubrics", "sentences", "labels", "samples")
 
 
 def votes_text(votes: Sequence[Votes | None] | None) -> str | None:
@@ -142,35 +139,16 @@ def _interesting(case: CaseComparison) -> list[MetricDelta]:
     return pick
 
 
-def _item_line(item: Mapping[str, Any]) -> str:
-    label = item.get("rubric_id") or item.get("id") or item.get("sentence") or ""
-    verdict = item.get("label", item.get("score", ""))
-    why = next((item[k] for k in _TEXT_KEYS if isinstance(item.get(k), str)), "")
-    return f"[{label}] {verdict}: {why}".strip()
-
-
-def judge_text(details: Mapping[str, Any] | None, reason: str | None, limit: int) -> str:
-    """The judge's rationale for one invocation from whatever the judged criterion recorded."""
+def judge_text(details: JudgeDetails, reason: str | None) -> str:
+    """The judge's rationale for one invocation (details read with ``JudgeDetails.read``), one part a line: the
+    reason, the rationale, each checked text with its labelled sentences, each rubric's verdict (the caller clips)."""
     parts: list[str] = [reason] if reason else []
-    for key in _TEXT_KEYS:
-        value = (details or {}).get(key)
-        if isinstance(value, str) and value not in parts:
-            parts.append(value)
-    steps = (details or {}).get("steps")
-    for step in steps if isinstance(steps, list) else []:
-        if isinstance(step, Mapping):
-            parts.append(f"Checked: {step.get('text', '')}" + (f" (error: {step['error']})" if "error" in step else ""))
-            sentences = step.get("sentences")
-            parts += [_item_line(s) for s in sentences if isinstance(s, Mapping)] if isinstance(sentences, list) else []
-    for key in _LIST_KEYS:
-        items = (details or {}).get(key)
-        for item in items if isinstance(items, list) else []:
-            if isinstance(item, Mapping):
-                parts.append(_item_line(item))
-            elif isinstance(item, str):
-                parts.append(item)
-        if sum(len(p) for p in parts) > limit:
-            break
+    if details.rationale is not None and details.rationale not in parts:
+        parts.append(details.rationale)
+    for step in details.steps or []:
+        parts.append(f"Checked: {step.text}" + (f" (error: {step.error})" if step.error is not None else ""))
+        parts += [f"[{s.sentence}] {s.label}: {s.rationale}".strip() for s in step.sentences or []]
+    parts += [f"[{r.rubric_id}] {r.score}: {r.rationale}".strip() for r in details.rubrics or []]
     return "\n".join(parts)
 
 
@@ -216,7 +194,7 @@ def _turn(
         inv = metric.per_invocation[i]
         votes = votes_text([delta.current_votes[i]]) if delta.current_votes and i < len(delta.current_votes) else None
         detail.notes.append(
-            JudgeNote(delta.criterion, inv.status, inv.score, votes, judge_text(inv.details, inv.reason, limits.text))
+            JudgeNote(delta.criterion, inv.status, inv.score, votes, judge_text(JudgeDetails.read(inv.details), inv.reason))
         )
     return detail
 

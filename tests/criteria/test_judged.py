@@ -9,6 +9,7 @@ from evalbot.criteria.base import BuildContext
 from evalbot.criteria.judged import majority, rationale_of, vote, votes
 from evalbot.formats.config import parse_config
 from evalbot.judges.factory import MISSING_CREDENTIALS
+from evalbot.results import VoteSplit
 from tests.fakes.judged import case_input, inv, run
 
 
@@ -23,7 +24,7 @@ def test_majority_tie_fails(scores: list[float | None], verdict: float | None) -
 
 def test_votes_and_rationale() -> None:
     """The vote split counts unparsed samples; the JSON reasoning field is preferred as rationale."""
-    assert votes([1.0, 0.0, None]) == {"yes": 1, "no": 1, "unparsed": 1}
+    assert votes([1.0, 0.0, None]) == VoteSplit(yes=1, no=1, unparsed=1)
     assert rationale_of('{"reasoning": "because \\"x\\"", "v": 1}') == 'because "x"'
     assert rationale_of("  plain words ") == "plain words"
 
@@ -31,10 +32,15 @@ def test_votes_and_rationale() -> None:
 def test_vote_keeps_the_rationale_of_an_agreeing_sample() -> None:
     """The verdict is the majority; the rationale comes from a sample that agrees, else from the first sample."""
     parse = {"yes": 1.0, "no": 0.0}.get
-    assert vote(["no", "yes", "yes"], parse) == (1.0, {"votes": {"yes": 2, "no": 1, "unparsed": 0}, "rationale": "yes"})
-    assert vote(["yes", "no"], parse) == (0.0, {"votes": {"yes": 1, "no": 1, "unparsed": 0}, "rationale": "no"})
-    assert vote(["??", "!!"], parse) == (None, {"votes": {"yes": 0, "no": 0, "unparsed": 2}, "rationale": "??"})
-    assert vote([], parse) == (None, {"votes": {"yes": 0, "no": 0, "unparsed": 0}, "rationale": ""})
+
+    def stored(texts: list[str]) -> tuple[float | None, dict[str, object]]:
+        verdict, details = vote(texts, parse)
+        return verdict, details.as_details()
+
+    assert stored(["no", "yes", "yes"]) == (1.0, {"votes": {"yes": 2, "no": 1, "unparsed": 0}, "rationale": "yes"})
+    assert stored(["yes", "no"]) == (0.0, {"votes": {"yes": 1, "no": 1, "unparsed": 0}, "rationale": "no"})
+    assert stored(["??", "!!"]) == (None, {"votes": {"yes": 0, "no": 0, "unparsed": 2}, "rationale": "??"})
+    assert stored([]) == (None, {"votes": {"yes": 0, "no": 0, "unparsed": 0}, "rationale": ""})
 
 
 def test_every_judged_criterion_without_credentials() -> None:

@@ -23,7 +23,15 @@ from evalbot.render.comment import (
 )
 from evalbot.render.mdsafe import width
 from evalbot.render.views import judge_text
-from evalbot.results import Problem, Report
+from evalbot.results import (
+    CheckedSentence,
+    CheckedText,
+    JudgeDetails,
+    Problem,
+    Report,
+    RubricVerdict,
+    VoteSplit,
+)
 from tests.fakes import markdown as md_structure
 from tests.fakes.comparisons import LINKS, MARKER, compared, small
 from tests.fakes.goldens import golden
@@ -255,5 +263,29 @@ def test_usage_from_an_untrusted_report_is_numbers_or_refused() -> None:
 
 def test_judge_text_ignores_malformed_steps() -> None:
     """Judge details of the wrong shape (a crafted artifact) add nothing instead of crashing the renderer."""
-    assert judge_text({"steps": 5, "rationale": "why"}, None, 100) == "why"
-    assert judge_text({"steps": [{"text": "t", "sentences": 3}]}, None, 100) == "Checked: t"
+    def text(details: object) -> str:
+        return judge_text(JudgeDetails.read(details), None)  # type: ignore[arg-type]
+
+    assert text({"steps": 5, "rationale": "why"}) == "why"
+    assert text({"steps": [{"text": "t", "sentences": 3}]}) == "Checked: t"
+    assert text({"rationale": ["not", "text"], "rubrics": [7, {"rubric_id": "r", "score": "high"}]}) == ""
+    assert text("not a mapping") == "" and text(None) == ""
+    mixed = {"steps": [{"text": "t", "sentences": [{"sentence": "s", "label": 5}, {"sentence": "a", "label": "ok"}]}],
+             "rubrics": [{"rubric_id": "r1", "score": 1.0, "rationale": "fine"}, {"rubric_id": ["x"]}]}
+    assert text(mixed) == "Checked: t\n[a] ok:\n[r1] 1.0: fine"
+
+
+def test_judge_text_of_each_judged_shape() -> None:
+    """What each judged criterion records reads back as the lines the comment shows."""
+    voted = JudgeDetails(votes=VoteSplit(yes=2, no=1, unparsed=0), rationale="same facts").as_details()
+    assert judge_text(JudgeDetails.read(voted), "why not") == "why not\nsame facts"
+    assert judge_text(JudgeDetails.read(voted), "same facts") == "same facts"
+    checked = JudgeDetails(steps=[CheckedText(text="It opens at 9.", error="boom"), CheckedText(
+        text="Shipping is free.", sentences=[CheckedSentence(sentence="Shipping is free.", label="unsupported",
+                                                             rationale="no such policy")], score=0)])
+    assert judge_text(JudgeDetails.read(checked.as_details()), None) == (
+        "Checked: It opens at 9. (error: boom)\nChecked: Shipping is free.\n"
+        "[Shipping is free.] unsupported: no such policy")
+    rubrics = JudgeDetails(rubrics=[RubricVerdict(rubric_id="polite", score=0.0, rationale="rude",
+                                                  votes=VoteSplit(yes=1, no=2))], unmatched=["x"], answer="raw")
+    assert judge_text(JudgeDetails.read(rubrics.as_details()), None) == "[polite] 0.0: rude"
