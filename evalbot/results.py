@@ -355,13 +355,22 @@ class Totals(StrictModel):
     error: int = 0
 
 
+def _absent_if_zero(value: object) -> bool:
+    return value == 0
+
+
 class TokenCounts(StrictModel):
-    """Judge tokens paid for, HTTP requests made and answers served from the cache (which cost nothing)."""
+    """Judge tokens paid for, HTTP requests made and answers served from the cache (which cost nothing); the
+    samples sequential sampling did not need to ask and the second requests it made (absent from the JSON when 0)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
     cached_samples: int = 0
+    saved_samples: int = Field(default=0, exclude_if=_absent_if_zero)
+    """Samples of majority votes not asked because the first ones decided (sequential sampling)."""
+    extra_requests: int = Field(default=0, exclude_if=_absent_if_zero)
+    """Second requests sequential sampling made where the first samples did not decide the vote."""
 
 
 class UsageRow(TokenCounts):

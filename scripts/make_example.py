@@ -143,6 +143,19 @@ def write_inputs() -> None:
         write_json(ROOT / f"runs/{run}.json", actuals)
 
 
+def alternating(yes: int, no: int) -> list[bool]:
+    """The votes in alternating order, the larger side first (3-2 is valid, invalid, valid, invalid, valid): a split
+    vote's first three samples do not decide it, so sequential sampling asks all five and shows the split."""
+    major, minor = (True, False) if yes >= no else (False, True)
+    big, small = max(yes, no), min(yes, no)
+    out: list[bool] = []
+    for i in range(big):
+        out.append(major)
+        if i < small:
+            out.append(minor)
+    return out
+
+
 class RecordedAnswers:
     """A judge backend answering from VOTES: finds which agent response the prompt is about."""
 
@@ -151,10 +164,11 @@ class RecordedAnswers:
         if response is None:
             raise SystemExit(f"no recorded votes for prompt:\n{request.prompt[:500]}")
         yes, no = VOTES[response]
-        labels = [True] * yes + [False] * no
+        labels = alternating(yes, no)
+        first = request.first_sample
         texts = tuple(
             json.dumps({"reasoning": WHY[ok], "is_the_agent_response_valid": "valid" if ok else "invalid"})
-            for ok in labels[: request.num_samples]
+            for ok in labels[first: first + request.num_samples]
         )
         return JudgeReply(texts, Usage(input_tokens=400, output_tokens=60 * len(texts), requests=1), 0)
 
@@ -164,7 +178,7 @@ def record_judge_answers() -> None:
     cache = ROOT / "judge-cache"
     shutil.rmtree(cache, ignore_errors=True)
     for run in ("main", "pr"):
-        stack = build_stack(RecordedAnswers(), cache_dir=cache)
+        stack = build_stack(RecordedAnswers(), cache_dir=cache, sampling="full")  # every sample, for either mode
         report = evaluate([str(ROOT / "evals")], actuals=[str(ROOT / f"runs/{run}.json")], ctx=BuildContext(judge=stack))
         bad = [c.eval_id for es in report.eval_sets for c in es.cases if c.status == "error"]
         if bad:

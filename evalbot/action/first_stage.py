@@ -12,7 +12,14 @@ from evalbot.action import workflow
 from evalbot.action.gate import GateSettings, config_candidates, policy_changes, settings_at, template_at
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, print_annotations, summarize
 from evalbot.action.settings import ActionInputs, GitHubContext, Mode, on_default_branch
-from evalbot.action.workspace import Workspace, eval_paths, label_at, policy_and_template, read_baseline_at
+from evalbot.action.workspace import (
+    Workspace,
+    eval_paths,
+    label_at,
+    policy_and_template,
+    policy_overrides,
+    read_baseline_at,
+)
 from evalbot.compare.baseline import (
     Baseline,
     baseline_differences,
@@ -28,6 +35,7 @@ from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputError
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
 from evalbot.git import git_show
+from evalbot.judges.base import DEFAULT_SAMPLING, Sampling
 from evalbot.judges.factory import judge_from_environ
 from evalbot.load import read_optional
 from evalbot.pipeline import Inputs, evaluate, exit_code, load_inputs
@@ -47,14 +55,16 @@ TRUSTED_EVENTS = frozenset({"pull_request_target", "workflow_run"})
 """Events whose runs hold secrets or a write token: custom metrics (repository code) are never imported there."""
 
 
-def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace, loaded: Inputs) -> Report:
-    """Score the eval sets with a judge when credentials are there (the judge-api-key input wins)."""
+def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace, loaded: Inputs,
+                    sampling: Sampling = DEFAULT_SAMPLING) -> Report:
+    """Score the eval sets with a judge when credentials are there (the judge-api-key input wins); ``sampling`` is
+    the gate policy's (the base commit's in a pull request)."""
     judge_env = dict(env)
     if inputs.judge_api_key:
         judge_env["GOOGLE_API_KEY"] = inputs.judge_api_key
     cache = str(ws.path(inputs.judge_cache)) if inputs.judge_cache else None
     judge, notice = judge_from_environ(judge_env, cache_dir=cache, concurrency=inputs.judge_concurrency,
-                                       deadline=inputs.judge_deadline)
+                                       deadline=inputs.judge_deadline, sampling=sampling)
     refused = None
     if env.get("GITHUB_EVENT_NAME") in TRUSTED_EVENTS:
         refused = (
@@ -119,8 +129,7 @@ def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: 
     """A pull request's gate: policy and template from the base commit ``ref``; the PR's own section is checked
     and every difference from the base's becomes a notice (see :mod:`evalbot.action.gate`)."""
     pr_settings, pr_config = loaded.settings()
-    overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures,
-                 "block_flaky": inputs.block_flaky}
+    overrides = policy_overrides(inputs)
     pr_policy = policy_from_settings(pr_settings, source=str(pr_config or "action inputs"), overrides=overrides)
     pr_template = comment_template_text(
         inputs.comment_template, pr_settings, pr_config, root=ws.root, input_name="comment-template"
@@ -264,7 +273,8 @@ def first_stage(
         text = read_optional(str(ws.path(inputs.baseline_path)))  # unreadable is an error, not "no baseline"
         baseline = None if text is None else parse_baseline(text, inputs.baseline_path)
         source = inputs.baseline_path
-    report = merged if inputs.merging and merged is not None else evaluate_inputs(env, inputs, ws, loaded)
+    report = (merged if inputs.merging and merged is not None
+              else evaluate_inputs(env, inputs, ws, loaded, policy.sampling))
     write_report_files(report, inputs, ws)
     update = None
     if mode == "pull_request" and pr is not None:

@@ -26,6 +26,7 @@ from pydantic_core import PydanticUseDefault
 from evalbot.compare.baseline import DEFAULT_BASELINE_PATH
 from evalbot.compare.gate import FailOn, JudgeFailures
 from evalbot.errors import InputError
+from evalbot.judges.base import SAMPLING_MODES, Sampling
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
 from evalbot.paths import problem_with_comment_id, problem_with_directory, problem_with_input, problem_with_output
 from evalbot.shard import Shard
@@ -190,6 +191,8 @@ class ActionInputs(BaseModel):
     block_flaky: OptionalFlag = None
     """None: the config's ``evalbot.block_flaky``, else false."""
     judge_deadline: Annotated[float, Number(float, 1.0, 6 * 3600.0)] = DEFAULT_JUDGE_DEADLINE
+    sampling: Annotated[Sampling | None, Choice(SAMPLING_MODES)] = None
+    """None: the config's ``evalbot.sampling``, else sequential."""
     update_baseline: Flag = False
     artifact_name: Annotated[Text, AfterValidator(_artifact_name)] = "evalbot-report"
     report_path: Text = ".evalbot-out/report.json"

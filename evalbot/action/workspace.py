@@ -55,13 +55,18 @@ def eval_paths(inputs: ActionInputs) -> list[str]:
     return list(inputs.eval_sets)
 
 
+def policy_overrides(inputs: ActionInputs) -> dict[str, Any]:
+    """The inputs that override the config's ``evalbot`` policy keys (None: not given)."""
+    return {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures,
+            "block_flaky": inputs.block_flaky, "sampling": inputs.sampling}
+
+
 def policy_and_template(
     inputs: ActionInputs, ws: Workspace, section: tuple[dict[str, Any], Path | None]
 ) -> tuple[GatePolicy, str | None]:
     """The gate policy (inputs override the config's ``evalbot`` section) and the comment template text."""
     settings, config_path = section
-    overrides = {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures,
-                 "block_flaky": inputs.block_flaky}
+    overrides = policy_overrides(inputs)
     policy = policy_from_settings(settings, source=str(config_path or "action inputs"), overrides=overrides)
     template = comment_template_text(
         inputs.comment_template, settings, config_path, root=ws.root, input_name="comment-template"

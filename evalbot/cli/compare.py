@@ -71,7 +71,8 @@ class Yardstick:
 def yardstick(args: argparse.Namespace, settings: dict[str, Any], config: Path | None) -> Yardstick:
     """The policy (config section and flags), the baseline (file or REF:PATH) and the template of ``args``."""
     overrides = {"fail_on": args.fail_on, "tolerance": args.tolerance, "alpha": args.alpha,
-                 "judge_failures": args.judge_failures, "block_flaky": args.block_flaky}
+                 "judge_failures": args.judge_failures, "block_flaky": args.block_flaky,
+                 "sampling": args.sampling}
     policy: GatePolicy = policy_from_settings(settings, source=str(config or "command line"), overrides=overrides)
     raw_spec = args.baseline or settings.get("baseline_path") or DEFAULT_BASELINE_PATH
     spec = parse_spec(str(raw_spec), file_exists=lambda p: Path(p).is_file())

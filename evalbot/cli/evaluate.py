@@ -10,9 +10,11 @@ from pathlib import Path
 from evalbot import pipeline
 from evalbot.cli import args as cli_args
 from evalbot.cli.agent import agent_run
+from evalbot.compare.gate import sampling_from_settings
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import EvalbotError
 from evalbot.formats.jsonio import gc_paused
+from evalbot.judges.base import DEFAULT_SAMPLING, SAMPLING_MODES, Sampling
 from evalbot.judges.factory import judge_from_environ
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
 from evalbot.paths import problem_with_directory
@@ -42,9 +44,19 @@ def add_eval_args(parser: argparse.ArgumentParser) -> None:
                         help="seconds all judge calls of the run may take (default 240); later ones are not_evaluated")
     parser.add_argument("--shard", type=cli_args.shard, metavar="K/N",
                         help="evaluate only part K of N of the cases (a matrix job); `evalbot merge` joins the parts")
+    parser.add_argument("--sampling", choices=SAMPLING_MODES,
+                        help="majority-vote criteria ask the fewest judge samples that could decide first, the rest "
+                        "only when needed (sequential, default), or all num_samples at once (full); same verdicts")
 
 
-def judge_context(args: argparse.Namespace, env: Mapping[str, str]) -> BuildContext:
+def run_sampling(args: argparse.Namespace, inputs: pipeline.Inputs | None = None) -> Sampling:
+    """``--sampling``, else the config's ``evalbot.sampling``, else sequential."""
+    settings, config = inputs.settings() if inputs is not None else pipeline.settings_for(args.paths, config=args.config)
+    return sampling_from_settings(settings, source=str(config or "command line"), override=args.sampling)
+
+
+def judge_context(args: argparse.Namespace, env: Mapping[str, str],
+                  sampling: Sampling = DEFAULT_SAMPLING) -> BuildContext:
     """The run's judge built from the environment, or why there is none."""
     cache = args.judge_cache or env.get("EVALBOT_JUDGE_CACHE") or None
     problem = problem_with_directory(cache) if cache and not args.judge_cache else None
@@ -57,13 +69,14 @@ def judge_context(args: argparse.Namespace, env: Mapping[str, str]) -> BuildCont
         concurrency=args.judge_concurrency,
         timeout=args.judge_timeout,
         deadline=args.judge_deadline if args.judge_deadline and args.judge_deadline > 0 else None,
+        sampling=sampling,
     )
     return BuildContext(judge=judge, judge_unavailable_reason=notice)
 
 
 def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipeline.Inputs | None = None) -> Report:
     """Score recorded runs, or run the agent first (--agent / --adk-agent): the pipeline, as every command calls it."""
-    ctx = judge_context(args, env)
+    ctx = judge_context(args, env, run_sampling(args, inputs))
     agent = agent_run(args)  # checks the agent options before anything is read
     bar = terminal_progress(sys.stderr)
 

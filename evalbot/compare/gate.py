@@ -17,6 +17,7 @@ from evalbot.errors import (
     json_pointer,
     printable,
 )
+from evalbot.judges.base import DEFAULT_SAMPLING, Sampling
 
 FailOn = Literal["regression", "threshold", "never"]
 JudgeFailures = Literal["block", "warn"]
@@ -34,6 +35,9 @@ class GatePolicy(BaseModel):
     headline. Missing judge credentials are always a warning (the first stage of a fork PR has no secrets).
     A case that regresses although it also changed outcome on main within the baseline's history is *flaky*: shown
     with its history, blocking only with ``block_flaky``.
+    ``sampling`` says how majority-vote criteria ask the judge: ``sequential`` (default) asks the fewest samples that
+    could decide the vote first and the rest only when needed, ``full`` asks all ``num_samples`` at once (ADK's way);
+    the verdicts are the same.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -45,6 +49,7 @@ class GatePolicy(BaseModel):
     block_inconclusive: bool = False
     judge_failures: JudgeFailures = "block"
     block_flaky: bool = False
+    sampling: Sampling = DEFAULT_SAMPLING
 
 
 POLICY_KEYS = frozenset(GatePolicy.model_fields)
@@ -96,6 +101,14 @@ def policy_from_settings(
             flag = f"--{field.replace('_', '-')}"
             raise InputError(flag, "", f"{err['msg']} (got {raw[field]!r}); fix the value of {flag}") from None
         raise InputError(source, pointers.get(field, ""), f"{field}: {err['msg']}") from None
+
+
+def sampling_from_settings(
+    settings: Mapping[str, Any], *, source: str, override: Sampling | None = None
+) -> Sampling:
+    """The run's ``sampling`` from a config's ``evalbot`` object (only that key is read) and the command line."""
+    own = {key: value for key, value in settings.items() if _normal_key(str(key)) == "sampling"}
+    return policy_from_settings(own, source=source, overrides={"sampling": override}).sampling
 
 
 class Gate(BaseModel):

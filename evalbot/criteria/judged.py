@@ -13,7 +13,7 @@ from pydantic import Field
 from evalbot.criteria.base import BuildContext, CaseInput, Options, not_evaluated, score_invocation
 from evalbot.formats.adk import AppDetails, IntermediateData, Invocation, InvocationEvents
 from evalbot.formats.invocations import content_text, final_text, intermediate_texts
-from evalbot.judges.base import DEFAULT_JUDGE_MODEL, Judge, JudgeError, JudgeRequest, Usage
+from evalbot.judges.base import DEFAULT_JUDGE_MODEL, Judge, JudgeError, JudgeRequest, StopRule, Usage
 from evalbot.judges.usage import usage_dict
 from evalbot.results import InvocationScore, JudgeDetails, MetricResult, VoteSplit
 
@@ -71,14 +71,16 @@ class JudgeCall:
         """A copy with its own usage tally (one per case)."""
         return JudgeCall(self.judge, self.options, self.purpose)
 
-    async def ask(self, prompt: str, samples: int | None = None) -> Answer:
-        """Ask for ``samples`` (default: num_samples) answers; a judge failure becomes ``Answer.error``."""
+    async def ask(self, prompt: str, samples: int | None = None, stop: StopRule | None = None) -> Answer:
+        """Ask for ``samples`` (default: num_samples) answers, fewer when ``stop`` says the first ones decide (and
+        the run samples sequentially); a judge failure becomes ``Answer.error``."""
         request = JudgeRequest(
             model=self.options.judge_model,
             prompt=prompt,
             config=self.options.judge_model_config or {},
             num_samples=samples or self.options.num_samples,
             purpose=self.purpose,
+            stop=stop,
         )
         try:
             reply = await self.judge.generate(request)
@@ -97,6 +99,37 @@ def majority(scores: Sequence[float | None]) -> float | None:
     if yes == no == 0:
         return None
     return 1.0 if yes > no else 0.0
+
+
+def majority_settled(scores: Sequence[float | None], remaining: int) -> bool:
+    """True when no answers to ``remaining`` more samples (each a pass, a fail or unparseable) could change the
+    ``majority`` of ``scores``: the full vote's verdict is already known."""
+    yes = sum(1 for s in scores if s == 1.0)
+    no = sum(1 for s in scores if s == 0.0)
+    if remaining <= 0:
+        return True
+    if yes > no:  # a pass survives the worst case: every missing sample a fail
+        return yes > no + remaining
+    if no > 0:  # a fail (a tie fails) survives the best case: every missing sample a pass
+        return yes + remaining <= no
+    return False  # no vote yet: the missing samples decide everything
+
+
+@dataclass(frozen=True)
+class MajorityRule:
+    """The stop rule of a majority vote over samples parsed by ``parse`` (see judges.sequential): ask
+    ``num_samples // 2 + 1`` first (3 of 5: enough for a unanimous vote to decide either way), stop as soon as
+    the vote is ``majority_settled``."""
+
+    parse: Callable[[str], float | None]
+
+    def first_round(self, num_samples: int) -> int:
+        """The fewest samples whose unanimous vote decides the majority, pass or fail."""
+        return num_samples // 2 + 1
+
+    def decided(self, texts: Sequence[str], num_samples: int) -> bool:
+        """Whether the answers so far settle the vote of all ``num_samples``."""
+        return majority_settled([self.parse(t) for t in texts], num_samples - len(texts))
 
 
 def votes(scores: Sequence[float | None]) -> VoteSplit:
@@ -118,9 +151,10 @@ def vote(texts: Sequence[str], parse: Callable[[str], float | None]) -> tuple[fl
 
 async def judge_verdict(call: JudgeCall, prompt: str, parse: Callable[[str], float | None], threshold: float | None,
                         invocation: Invocation, unreadable: str) -> InvocationScore:
-    """Ask ``call`` for its samples and score the invocation by their ``vote``; a failed call or answers without a
-    verdict leave it not_evaluated (reason: the judge's error, or ``unreadable``)."""
-    answer = await call.ask(prompt)
+    """Ask ``call`` for its samples (sequentially: the rest only when the first ones do not decide the majority) and
+    score the invocation by their ``vote``; a failed call or answers without a verdict leave it not_evaluated
+    (reason: the judge's error, or ``unreadable``)."""
+    answer = await call.ask(prompt, stop=MajorityRule(parse))
     if answer.error is not None:
         return score_invocation(None, threshold, invocation, reason=answer.error)
     verdict, details = vote(answer.texts, parse)

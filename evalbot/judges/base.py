@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
 
 from evalbot.results import JudgeUsage
 
@@ -17,6 +17,10 @@ class Usage:
     output_tokens: int = 0
     requests: int = 0
     cached_samples: int = 0
+    saved_samples: int = 0
+    """Samples sequential sampling did not ask (neither the judge nor the cache): the first ones decided the vote."""
+    extra_requests: int = 0
+    """Second requests sequential sampling made because the first samples did not decide the vote."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -24,7 +28,28 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.requests + other.requests,
             self.cached_samples + other.cached_samples,
+            self.saved_samples + other.saved_samples,
+            self.extra_requests + other.extra_requests,
         )
+
+
+Sampling = Literal["sequential", "full"]
+"""How majority-vote criteria ask for their samples: the fewest that could decide first (``sequential``, the
+default), or all ``num_samples`` in one request (``full``, as ADK does)."""
+SAMPLING_MODES: tuple[Sampling, ...] = ("sequential", "full")
+DEFAULT_SAMPLING: Sampling = "sequential"
+
+
+class StopRule(Protocol):
+    """When the samples asked so far already decide a request's verdict (a majority vote, for instance)."""
+
+    def first_round(self, num_samples: int) -> int:
+        """How many samples to ask first: the fewest whose answers could decide the verdict."""
+        ...
+
+    def decided(self, texts: Sequence[str], num_samples: int) -> bool:
+        """True when no answers to the samples not asked yet could change the verdict of ``texts``."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -33,6 +58,10 @@ class JudgeRequest:
 
     ``config`` holds google-genai ``GenerateContentConfig`` fields in snake_case (ADK's ``judge_model_config``);
     ``purpose`` names the criterion asking, for usage accounting only (it is not part of the cache key).
+    ``first_sample`` is the index of the first sample asked (the samples are ``first_sample ..
+    first_sample + num_samples - 1``): the cache keeps answers by index, backends ignore it.  ``stop`` lets the
+    run's sequential-sampling layer ask fewer samples when the first ones decide (see judges.sequential); layers
+    below it never see one.
     """
 
     model: str
@@ -40,15 +69,23 @@ class JudgeRequest:
     config: Mapping[str, Any] = field(default_factory=dict)
     num_samples: int = 1
     purpose: str = ""
+    first_sample: int = 0
+    stop: StopRule | None = field(default=None, compare=False)
 
     def with_samples(self, num_samples: int) -> JudgeRequest:
-        """The same request asking for another number of samples."""
-        return JudgeRequest(self.model, self.prompt, self.config, num_samples, self.purpose)
+        """The same request asking for another number of samples (from the same first index)."""
+        return replace(self, num_samples=num_samples)
+
+    def samples_from(self, first_sample: int, num_samples: int) -> JudgeRequest:
+        """The same prompt asking for samples ``first_sample .. first_sample + num_samples - 1``, without a stop
+        rule."""
+        return replace(self, first_sample=first_sample, num_samples=num_samples, stop=None)
 
 
 @dataclass(frozen=True)
 class JudgeReply:
-    """The sample texts (exactly ``num_samples`` of them), the usage paid for, and how many came from cache."""
+    """The sample texts (exactly ``num_samples`` of them, or fewer when the request's ``stop`` rule was met early),
+    the usage paid for, and how many came from cache."""
 
     texts: tuple[str, ...]
     usage: Usage = Usage()
@@ -64,7 +101,8 @@ class Judge(Protocol):
     """Anything that answers judge requests (the Gemini backend and the wrappers around it)."""
 
     async def generate(self, request: JudgeRequest) -> JudgeReply:
-        """Answer the request with ``request.num_samples`` texts, or raise JudgeError."""
+        """Answer the request with ``request.num_samples`` texts (fewer only where its ``stop`` rule was met), or
+        raise JudgeError."""
         ...
 
 

@@ -78,15 +78,15 @@ class DiskCache:
         except (OSError, ValueError):
             return {}
 
-    def get(self, key: str, samples: int) -> list[str | None]:
-        """The cached answers of samples ``0 .. samples-1`` (None where one is missing or unreadable)."""
+    def get(self, key: str, samples: int, first: int = 0) -> list[str | None]:
+        """The cached answers of samples ``first .. first+samples-1`` (None where one is missing or unreadable)."""
         # Queued answers first: the writer thread drops them from the queue only after their file is in place, so
         # an answer is either in this snapshot or already on disk (reading the file first could miss it in between).
         with self._queue_lock:
             queued = dict(self._unwritten.get(key, {}))
         found = self._read(key)
         found.update(queued)
-        texts = [found.get(i) for i in range(samples)]
+        texts = [found.get(i) for i in range(first, first + samples)]
         hits = sum(t is not None for t in texts)
         self.hits += hits
         self.misses += samples - hits
@@ -203,7 +203,8 @@ class CachingJudge:
     async def _generate(self, request: JudgeRequest) -> JudgeReply:
         key = cache_key(request.model, request.config, request.prompt)
         async with self._lock(key):
-            texts = self.cache.get(key, request.num_samples)
+            first = request.first_sample
+            texts = self.cache.get(key, request.num_samples, first)
             missing = [i for i, t in enumerate(texts) if t is None]
             cached = len(texts) - len(missing)
             if not missing:
@@ -219,7 +220,7 @@ class CachingJudge:
             for index, text in zip(missing, fresh.texts, strict=False):
                 texts[index] = text
             # An empty answer (blocked or truncated) is not a verdict: it is not cached, so a later run asks again.
-            answers = {i: answer for i in missing if (answer := texts[i])}
+            answers = {first + i: answer for i in missing if (answer := texts[i])}
             if answers:
                 self.cache.put_later(key, answers, model=request.model)
         usage = fresh.usage + Usage(cached_samples=cached)

@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalbot.errors import ConfigError, RetryPolicy
-from evalbot.judges.base import Judge, JudgeReply, JudgeRequest, SafetyClient
+from evalbot.judges.base import DEFAULT_SAMPLING, Judge, JudgeReply, JudgeRequest, SafetyClient, Sampling
 from evalbot.judges.cache import CachingJudge, DiskCache
 from evalbot.judges.deadline import DEFAULT_DEADLINE, DeadlineJudge
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY, LimitedJudge
 from evalbot.judges.retry import RetryingJudge
 from evalbot.judges.safety_service import LayeredSafety, SafetyBackend
 from evalbot.judges.sampling import SamplingJudge
+from evalbot.judges.sequential import SequentialJudge
 from evalbot.judges.usage import MeteredJudge, UsageLedger
 from evalbot.results import CacheUse, JudgeUsage
 
@@ -69,10 +70,12 @@ class DeferredBackend:
 
 @dataclass
 class JudgeStack:
-    """The run's judge: usage metering, cache, ``candidate_count`` sampling, retries, a concurrency limit.
+    """The run's judge: usage metering, sequential sampling, cache, ``candidate_count`` sampling, retries, a
+    concurrency limit.
 
-    Order of the layers, outermost first: Metered -> Caching -> Sampling -> Retrying -> Limited -> backend, so
-    cached answers skip everything, backoff waits do not hold a concurrency slot, and each HTTP attempt does.
+    Order of the layers, outermost first: Metered -> Sequential -> Caching -> Deadline -> Sampling -> Retrying ->
+    Limited -> backend, so each sequential round is served by index from the cache, cached answers skip everything
+    else, backoff waits do not hold a concurrency slot, and each HTTP attempt does.
     """
 
     top: Judge
@@ -86,6 +89,8 @@ class JudgeStack:
     configured; safety_v1 uses it (see add_safety_service)."""
     safety_retrying: RetryingJudge | None = None
     notes: list[str] = field(default_factory=list)
+    sampling: Sampling = DEFAULT_SAMPLING
+    """How majority-vote criteria ask for their samples (see judges.sequential)."""
 
     async def generate(self, request: JudgeRequest) -> JudgeReply:
         """Answer through every layer."""
@@ -127,9 +132,11 @@ def build_stack(
     concurrency: int = DEFAULT_CONCURRENCY,
     retry: RetryPolicy | None = None,
     deadline: float | None = None,
+    sampling: Sampling = DEFAULT_SAMPLING,
 ) -> JudgeStack:
     """Wrap ``backend`` (None only in replay mode) in the standard layers; ``deadline`` bounds the seconds spent on
-    network calls for the whole run (cached answers are served after it)."""
+    network calls for the whole run (cached answers are served after it); ``sampling`` ``full`` asks majority-vote
+    criteria for all their samples at once."""
     if replay and cache_dir is None:
         raise ConfigError(f"--judge-replay needs a judge cache: pass --judge-cache DIR or set {CACHE_ENV}")
     limiter = retrying = None
@@ -146,7 +153,8 @@ def build_stack(
     if inner is None:
         raise ConfigError("no judge backend and no cache to replay from")
     ledger = UsageLedger()
-    return JudgeStack(MeteredJudge(inner, ledger), ledger, limiter, retrying, cache, backend)
+    top = MeteredJudge(SequentialJudge(inner, sampling), ledger)
+    return JudgeStack(top, ledger, limiter, retrying, cache, backend, sampling=sampling)
 
 
 def _truthy(value: str | None) -> bool:
@@ -162,6 +170,7 @@ def judge_from_environ(
     timeout: float = DEFAULT_TIMEOUT,
     retry: RetryPolicy | None = None,
     deadline: float | None = DEFAULT_DEADLINE,
+    sampling: Sampling = DEFAULT_SAMPLING,
 ) -> tuple[JudgeStack | None, str | None]:
     """The judge for a run and None, or None and the reason there is none (no credentials and no replay).
 
@@ -174,7 +183,8 @@ def judge_from_environ(
     project = env.get("GOOGLE_CLOUD_PROJECT") or None
     location = env.get("GOOGLE_CLOUD_LOCATION") or None
     if replay:
-        replayed = build_stack(None, cache_dir=cache_dir, replay=True, concurrency=concurrency, retry=retry)
+        replayed = build_stack(None, cache_dir=cache_dir, replay=True, concurrency=concurrency, retry=retry,
+                               sampling=sampling)
         if project and location:  # safety_v1 replays the verdicts Vertex AI gave when the cache was recorded
             add_safety_service(replayed, None)
         return replayed, None
@@ -205,7 +215,7 @@ def judge_from_environ(
     else:
         backend = DeferredBackend(gemini)
     stack = build_stack(backend, cache_dir=cache_dir, replay=False, concurrency=concurrency, retry=retry,
-                        deadline=deadline)
+                        deadline=deadline, sampling=sampling)
     if project and location:
         from evalbot.judges.vertex_safety import VertexSafety  # lazily: google-genai is slow to import
 

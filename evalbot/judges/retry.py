@@ -46,10 +46,5 @@ class RetryingJudge:
                 continue
             if attempt > 1:
                 # Failed attempts were requests too.
-                u = reply.usage
-                reply = JudgeReply(
-                    reply.texts,
-                    Usage(u.input_tokens, u.output_tokens, u.requests + attempt - 1, u.cached_samples),
-                    reply.cached_samples,
-                )
+                reply = JudgeReply(reply.texts, reply.usage + Usage(requests=attempt - 1), reply.cached_samples)
             return reply

@@ -47,6 +47,8 @@ def usage_dict(usage: Usage, model: str | None = None) -> dict[str, Any]:
         "output_tokens": usage.output_tokens,
         "requests": usage.requests,
         "cached_samples": usage.cached_samples,
+        "saved_samples": usage.saved_samples,
+        "extra_requests": usage.extra_requests,
     }
     if model is not None:
         out["model"] = model
@@ -59,6 +61,8 @@ def _add(row: TokenCounts, usage: Usage) -> None:
     row.output_tokens += usage.output_tokens
     row.requests += usage.requests
     row.cached_samples += usage.cached_samples
+    row.saved_samples += usage.saved_samples
+    row.extra_requests += usage.extra_requests
 
 
 def _plus(total: float | None, cost: float | None) -> float | None:
@@ -112,8 +116,9 @@ def format_usage(summary: JudgeUsage) -> str:
     def line(name: str, row: CriterionUsage | UsageRow) -> str:
         cost = row.estimated_cost_usd
         money = f"~${cost:.4f}" if cost is not None else "cost unknown (unpriced model)"
+        sequential = f", {row.saved_samples} samples saved by sequential sampling" if row.saved_samples else ""
         return (f"{name}: {row.requests} requests, {row.input_tokens:,} input + {row.output_tokens:,} "
-                f"output tokens, {row.cached_samples} answers from cache, {money}")
+                f"output tokens, {row.cached_samples} answers from cache{sequential}, {money}")
 
     rows = [line(name, row) for name, row in summary.per_criterion.items()]
     rows.append(line("judge total", summary.total))

@@ -206,6 +206,7 @@ BAD_INPUTS: dict[str, Bad] = {
     "judge-cache": lambda tmp: ["plain.txt"],
     "judge-failures": lambda tmp: ["maybe", "ignore"],
     "judge-deadline": lambda tmp: ["0", "-1", "x", "nan"],
+    "sampling": lambda tmp: ["some", "half", "sequential\nfull"],
     "update-baseline": lambda tmp: ["maybe"],
     "block-flaky": lambda tmp: ["maybe", "2"],
     "artifact-name": lambda tmp: ["a/b", "x:y", "a\nb", "*", "part-?"],

@@ -32,10 +32,10 @@ def test_parse_verdict(text: str, score: float | None) -> None:
 
 
 def test_one_request_per_invocation_with_votes_and_rationale() -> None:
-    """Five samples come from one request; votes and the majority's reasoning are kept."""
+    """With full sampling, five samples come from one request; votes and the majority's reasoning are kept."""
     answers = ['{"reasoning": "r%d", "is_the_agent_response_valid": "%s"}' % (i, v)  # noqa: UP031
                for i, v in enumerate(["invalid", "valid", "valid", "invalid", "valid"])]
-    with judged(lambda p, i, r: answers[i]) as (fake, stack):
+    with judged(lambda p, i, r: answers[i], sampling="full") as (fake, stack):
         result = run(build(frm.build, NAME, CRIT, stack), case_input(CASE, ACTUAL))
     assert [r.candidate_count for r in fake.requests] == [5, 5]
     assert result.score == 1.0 and result.status == "passed"

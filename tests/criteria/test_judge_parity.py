@@ -15,6 +15,7 @@ from evalbot.criteria import (
     rubric_tool_use_quality,
     user_simulator_quality,
 )
+from evalbot.judges.base import Sampling
 from tests.fakes.fake_gemini import TaggedResponder
 from tests.fakes.judged import build, case_input, judged, run
 
@@ -32,14 +33,17 @@ def _close(a: float | None, b: float | None) -> bool:
     return (a is None and b is None) or (a is not None and b is not None and abs(a - b) < 1e-12)
 
 
+@pytest.mark.parametrize("sampling", ["full", "sequential"])
 @pytest.mark.parametrize("path", GOLDENS, ids=[p.stem for p in GOLDENS])
-def test_matches_adk_or_documented_deviation(path: Path) -> None:
-    """evalbot's verdicts equal ADK's recorded ones, or the documented deviation where evalbot is stricter."""
+def test_matches_adk_or_documented_deviation(path: Path, sampling: Sampling) -> None:
+    """evalbot's verdicts equal ADK's recorded ones, or the documented deviation where evalbot is stricter: with
+    full sampling (ADK's: every sample of every invocation asked) and with sequential sampling (the same answers in
+    the same order, fewer of them asked where the first ones decide)."""
     golden = json.loads(path.read_text(encoding="utf-8"))
     if golden["metric"] not in FACTORIES:
         pytest.skip(f"{golden['metric']} not implemented yet")
     responder = TaggedResponder(golden["answers"])
-    with judged(responder) as (fake, stack):
+    with judged(responder, sampling=sampling) as (fake, stack):
         criterion = build(FACTORIES[golden["metric"]], golden["metric"], golden["criterion"], stack)
         result = run(criterion, case_input(golden["eval_case"], golden["actual"]))
     expected = golden.get("evalbot_expected", golden["adk"])

@@ -6,12 +6,14 @@ import asyncio
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from evalbot.criteria.base import BuildContext, CaseInput, Criterion
 from evalbot.errors import RetryPolicy
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import CriterionSpec, parse_criterion
+from evalbot.judges.base import DEFAULT_SAMPLING, Sampling
 from evalbot.judges.factory import JudgeStack, build_stack
 from evalbot.judges.gemini import GeminiJudge
 from evalbot.results import MetricResult
@@ -21,13 +23,14 @@ FAST_RETRY = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.005, max_retr
 
 
 @contextmanager
-def judged(answers: Any = None) -> Iterator[tuple[FakeGemini, JudgeStack]]:
+def judged(answers: Any = None, sampling: Sampling = DEFAULT_SAMPLING,
+           cache_dir: Path | None = None) -> Iterator[tuple[FakeGemini, JudgeStack]]:
     """A fake Gemini server (responder = ``answers`` if given) and a judge stack pointed at it."""
     with FakeGemini() as fake:
         if answers is not None:
             fake.responder = answers
         backend = GeminiJudge(api_key="test", base_url=fake.url, timeout=5)
-        yield fake, build_stack(backend, retry=FAST_RETRY)
+        yield fake, build_stack(backend, retry=FAST_RETRY, sampling=sampling, cache_dir=cache_dir)
 
 
 def spec(name: str, criterion: Any) -> CriterionSpec:
