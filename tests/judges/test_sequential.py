@@ -12,7 +12,7 @@ import pytest
 from evalbot.criteria import final_response_match_v2 as frm
 from evalbot.criteria.judged import MajorityRule, majority, majority_settled
 from evalbot.judges.base import Sampling
-from evalbot.results import MetricResult
+from evalbot.results import MetricResult, UsageRow
 from tests.fakes.fake_gemini import FakeGemini, TaggedResponder
 from tests.fakes.judged import build, case_input, inv, judged, run
 
@@ -70,13 +70,13 @@ def _case(scripts: list[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def _judge(sampling: Sampling, scripts: list[str], cache: Path | None = None,
-           num_samples: int = 5) -> tuple[MetricResult, FakeGemini, dict[str, Any]]:
+           num_samples: int = 5) -> tuple[MetricResult, FakeGemini, UsageRow]:
     responder = TaggedResponder({tag: SCRIPTS[tag] for tag in scripts})
     criterion = {"threshold": 0.5, "judge_model_options": {"num_samples": num_samples}}
     case, actual = _case(scripts)
     with judged(responder, sampling=sampling, cache_dir=cache) as (fake, stack):
         result = run(build(frm.build, NAME, criterion, stack), case_input(case, actual))
-        usage = stack.usage_summary()["total"]
+        usage = stack.usage_summary().total
     assert responder.unrouted == []
     return result, fake, usage
 
@@ -98,13 +98,13 @@ def test_sequential_gives_the_full_verdict_for_fewer_samples(tag: str) -> None:
     asked = script[: sum(counts)]
     want = {"yes": asked.count(1.0), "no": asked.count(0.0), "unparsed": asked.count(None)}
     assert (s.details or {}).get("votes", want) == want  # unparseable-only invocations are not_evaluated
-    assert seq_usage["requests"] == len(counts) and full_usage["requests"] == 1
-    assert seq_usage["saved_samples"] == 5 - sum(counts) and seq_usage["extra_requests"] == len(counts) - 1
-    assert full_usage["saved_samples"] == 0 and full_usage["extra_requests"] == 0
+    assert seq_usage.requests == len(counts) and full_usage.requests == 1
+    assert seq_usage.saved_samples == 5 - sum(counts) and seq_usage.extra_requests == len(counts) - 1
+    assert full_usage.saved_samples == 0 and full_usage.extra_requests == 0
     if decided_early:
-        assert seq_usage["output_tokens"] < full_usage["output_tokens"]
+        assert seq_usage.output_tokens < full_usage.output_tokens
     else:
-        assert seq_usage["output_tokens"] == full_usage["output_tokens"]
+        assert seq_usage.output_tokens == full_usage.output_tokens
 
 
 def test_unanimous_and_split_invocations_in_one_case() -> None:
@@ -115,7 +115,7 @@ def test_unanimous_and_split_invocations_in_one_case() -> None:
     assert seq.score == full.score == 0.5 and seq.status == full.status
     assert [p.status for p in seq.per_invocation] == [p.status for p in full.per_invocation]
     assert sorted(r.candidate_count for r in seq_fake.requests) == [2, 2, 3, 3, 3, 3]
-    assert seq_usage["saved_samples"] == 4 and full_usage["requests"] == 4 and seq_usage["requests"] == 6
+    assert seq_usage.saved_samples == 4 and full_usage.requests == 4 and seq_usage.requests == 6
 
 
 def test_second_run_with_more_samples_asks_only_the_missing_ones(tmp_path: Path) -> None:
@@ -126,10 +126,10 @@ def test_second_run_with_more_samples_asks_only_the_missing_ones(tmp_path: Path)
     (path,) = tmp_path.glob("*/*.json")
     assert sorted(json.loads(path.read_text(encoding="utf-8"))["samples"]) == ["0", "1", "2"]
     full, fake2, usage2 = _judge("full", ["unanimous_pass"], cache=tmp_path)
-    assert [r.candidate_count for r in fake2.requests] == [2] and usage2["cached_samples"] == 3
+    assert [r.candidate_count for r in fake2.requests] == [2] and usage2.cached_samples == 3
     assert full.per_invocation[0].details == {"votes": {"yes": 5, "no": 0, "unparsed": 0}, "rationale": "fine"}
     again, fake3, usage3 = _judge("sequential", ["unanimous_pass"], cache=tmp_path)
-    assert fake3.requests == [] and usage3["cached_samples"] == 3 and usage3["saved_samples"] == 2
+    assert fake3.requests == [] and usage3.cached_samples == 3 and usage3.saved_samples == 2
     assert again.per_invocation[0].details == {"votes": {"yes": 3, "no": 0, "unparsed": 0}, "rationale": "fine"}
     more, fake4, _ = _judge("full", ["unanimous_pass"], cache=tmp_path, num_samples=9)
     assert [r.candidate_count for r in fake4.requests] == [4] and more.status == "passed"
@@ -145,7 +145,7 @@ def test_split_vote_read_from_an_existing_cache_file(tmp_path: Path) -> None:
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["format"] == 2 and sorted(data["samples"]) == ["0", "1", "2", "3", "4"]
     result, fake2, usage = _judge("sequential", ["fail_2_3_late"], cache=tmp_path)
-    assert fake2.requests == [] and usage["cached_samples"] == 5 and usage["extra_requests"] == 0
+    assert fake2.requests == [] and usage.cached_samples == 5 and usage.extra_requests == 0
     assert result.per_invocation[0].details == {"votes": {"yes": 2, "no": 3, "unparsed": 0}, "rationale": "wrong"}
 
 
