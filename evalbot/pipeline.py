@@ -1,18 +1,24 @@
 """The one place that evaluates: discover → load → run the agent or read the recorded runs → score → the Report.
 
 The command line and the Action both call :func:`evaluate` (and :func:`load_inputs` when they need the config's
-``evalbot`` section before evaluating); nothing else evaluates. Each input file is read once: configs through one
+``evalbot`` section before evaluating); nothing else evaluates.  Before comparing with a baseline they call
+:func:`settle_split_votes`, the stage that decides split judge votes that flipped with more samples. Each input file is read once: configs through one
 :class:`~evalbot.load.Configs` cache, every actuals file once, whether it is a recording or plain actuals.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from evalbot.compare import settle
+from evalbot.compare.baseline import Baseline
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import GatePolicy
 from evalbot.criteria import build_criteria
 from evalbot.criteria.base import BuildContext, CriteriaBuilder
 from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, ConfigError, InputError
@@ -185,6 +191,30 @@ def _run_agent(inputs: Inputs, run: AgentRun, ctx: BuildContext, notices: list[s
             raise ConfigError(f"--record {run.record}: cannot write the file: {exc.strerror or exc}") from None
         say(f"recorded the runs in {path}")
     return scored.report
+
+
+def settle_split_votes(report: Report, baseline: Baseline | None, ctx: BuildContext, policy: GatePolicy) -> int:
+    """The stage between scoring and comparing: a judged verdict that flipped against the baseline on a split vote
+    is asked ``policy.resample_split`` more samples by the run's own judge (same cache, deadline and usage ledger)
+    and decided by the larger vote, in ``report``; returns how many invocations were resampled.
+
+    Nothing happens without a baseline, with ``noise_aware`` off or ``resample_split`` 0, or when scoring kept no
+    votes (``ctx.ballots`` None). The report's usage is refreshed to include the extra samples."""
+    extra = policy.resample_split
+    if baseline is None or extra <= 0 or not policy.noise_aware or ctx.ballots is None or ctx.judge is None:
+        return 0
+    found = settle.targets(compare(current=report, baseline=baseline, policy=policy), ctx.ballots)
+    if not found:
+        return 0
+
+    async def resample() -> list[str | None]:
+        return list(await asyncio.gather(*(t.ballot.more(extra) for t in found)))
+
+    answers = asyncio.run(resample())
+    changed = settle.apply(report, list(zip(found, answers, strict=True)), policy.alpha)
+    usage = ctx.judge.usage_summary()
+    report.usage = usage if usage.per_criterion else report.usage
+    return changed
 
 
 def exit_code(report: Report) -> int:

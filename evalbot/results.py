@@ -94,6 +94,10 @@ class VoteSplit(_Loose):
     no: int = 0
     unparsed: int | None = Field(default=None, exclude_if=_omitted)
     """Samples with no readable verdict (a rubric's split does not count them, and omits the key)."""
+    resampled: int | None = Field(default=None, exclude_if=_omitted)
+    """Samples added to settle a split vote that flipped against the baseline (``resample_split``)."""
+    settled: bool | None = Field(default=None, exclude_if=_omitted)
+    """For a resampled vote: whether the larger vote settles the flip (see compare.settle)."""
 
 
 class CheckedSentence(_Loose):

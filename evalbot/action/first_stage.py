@@ -31,14 +31,13 @@ from evalbot.compare.baseline import (
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy, policy_from_settings
 from evalbot.compare.model import BaselineUpdate, Comparison
-from evalbot.criteria.base import BuildContext
+from evalbot.criteria.base import BallotBox, BuildContext
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputError
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
 from evalbot.git import git_show
-from evalbot.judges.base import DEFAULT_SAMPLING, Sampling
 from evalbot.judges.factory import judge_from_environ
 from evalbot.load import read_optional
-from evalbot.pipeline import Inputs, evaluate, exit_code, load_inputs
+from evalbot.pipeline import Inputs, evaluate, exit_code, load_inputs, settle_split_votes
 from evalbot.render import mdsafe
 from evalbot.render.comment import comment_marker, render_comment, render_summary
 from evalbot.render.html import render_html
@@ -56,23 +55,28 @@ TRUSTED_EVENTS = frozenset({"pull_request_target", "workflow_run"})
 
 
 def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace, loaded: Inputs,
-                    sampling: Sampling = DEFAULT_SAMPLING) -> Report:
-    """Score the eval sets with a judge when credentials are there (the judge-api-key input wins); ``sampling`` is
-    the gate policy's (the base commit's in a pull request)."""
+                    policy: GatePolicy | None = None, baseline: Baseline | None = None) -> Report:
+    """Score the eval sets with a judge when credentials are there (the judge-api-key input wins), then settle the
+    split votes that flipped against ``baseline`` (pipeline.settle_split_votes); ``policy`` is the gate's (the base
+    commit's in a pull request): its sampling and resample_split apply."""
+    policy = policy or GatePolicy()
     judge_env = dict(env)
     if inputs.judge_api_key:
         judge_env["GOOGLE_API_KEY"] = inputs.judge_api_key
     cache = str(ws.path(inputs.judge_cache)) if inputs.judge_cache else None
     judge, notice = judge_from_environ(judge_env, cache_dir=cache, concurrency=inputs.judge_concurrency,
-                                       deadline=inputs.judge_deadline, sampling=sampling)
+                                       deadline=inputs.judge_deadline, sampling=policy.sampling)
     refused = None
     if env.get("GITHUB_EVENT_NAME") in TRUSTED_EVENTS:
         refused = (
             f"a {env['GITHUB_EVENT_NAME']} run has the base repository's secrets and write token, so evalbot does not "
             "import repository code there; score custom metrics in a pull_request job"
         )
-    ctx = BuildContext(judge=judge, judge_unavailable_reason=notice, custom_code_refused=refused)
-    return evaluate(loaded, actuals=list(inputs.actuals), ctx=ctx, shard=inputs.shard)
+    ctx = BuildContext(judge=judge, judge_unavailable_reason=notice, custom_code_refused=refused,
+                       ballots=BallotBox() if baseline is not None else None)
+    report = evaluate(loaded, actuals=list(inputs.actuals), ctx=ctx, shard=inputs.shard)
+    settle_split_votes(report, baseline, ctx, policy)
+    return report
 
 
 def merged_parts(inputs: ActionInputs, ws: Workspace) -> Report:
@@ -273,8 +277,9 @@ def first_stage(
         text = read_optional(str(ws.path(inputs.baseline_path)))  # unreadable is an error, not "no baseline"
         baseline = None if text is None else parse_baseline(text, inputs.baseline_path)
         source = inputs.baseline_path
+    # Split votes are settled on pull requests only: a baseline refreshed on main keeps main's plain votes.
     report = (merged if inputs.merging and merged is not None
-              else evaluate_inputs(env, inputs, ws, loaded, policy.sampling))
+              else evaluate_inputs(env, inputs, ws, loaded, policy, baseline if mode == "pull_request" else None))
     write_report_files(report, inputs, ws)
     update = None
     if mode == "pull_request" and pr is not None:

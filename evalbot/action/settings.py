@@ -24,7 +24,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticUseDefault
 
 from evalbot.compare.baseline import DEFAULT_BASELINE_PATH
-from evalbot.compare.gate import FailOn, JudgeFailures
+from evalbot.compare.gate import MAX_RESAMPLE, FailOn, JudgeFailures
 from evalbot.errors import InputError
 from evalbot.judges.base import SAMPLING_MODES, Sampling
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
@@ -193,6 +193,8 @@ class ActionInputs(BaseModel):
     judge_deadline: Annotated[float, Number(float, 1.0, 6 * 3600.0)] = DEFAULT_JUDGE_DEADLINE
     sampling: Annotated[Sampling | None, Choice(SAMPLING_MODES)] = None
     """None: the config's ``evalbot.sampling``, else sequential."""
+    resample_split: Annotated[int | None, Number(int, 0, MAX_RESAMPLE)] = None
+    """None: the config's ``evalbot.resample_split``, else 10."""
     update_baseline: Flag = False
     artifact_name: Annotated[Text, AfterValidator(_artifact_name)] = "evalbot-report"
     report_path: Text = ".evalbot-out/report.json"

@@ -58,7 +58,7 @@ def eval_paths(inputs: ActionInputs) -> list[str]:
 def policy_overrides(inputs: ActionInputs) -> dict[str, Any]:
     """The inputs that override the config's ``evalbot`` policy keys (None: not given)."""
     return {"fail_on": inputs.fail_on, "tolerance": inputs.tolerance, "judge_failures": inputs.judge_failures,
-            "block_flaky": inputs.block_flaky, "sampling": inputs.sampling}
+            "block_flaky": inputs.block_flaky, "sampling": inputs.sampling, "resample_split": inputs.resample_split}
 
 
 def policy_and_template(

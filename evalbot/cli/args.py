@@ -49,6 +49,13 @@ def integer(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def extra_samples(high: int) -> Callable[[str], int]:
+    """A number of extra judge samples, 0 (none) to ``high``."""
+    parse = integer(0, high)
+    parse.__name__ = "extra_samples"
+    return parse
+
+
 def number(low: float, high: float, *, low_open: bool = False, high_open: bool = False,
            what: str = "a number") -> Callable[[str], float]:
     """A finite number in ``low..high`` (a bound itself excluded when ``low_open`` / ``high_open``)."""

@@ -9,14 +9,14 @@ import argparse
 import shlex
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from evalbot.cli import args as cli_args
 from evalbot.cli.agent import add_agent_args
-from evalbot.cli.evaluate import add_eval_args, evaluate_args, write_report, write_text
+from evalbot.cli.evaluate import add_eval_args, evaluate_args, judge_context, write_report, write_text
 from evalbot.compare.baseline import (
     DEFAULT_BASELINE_PATH,
     HISTORY_LIMIT,
@@ -30,11 +30,12 @@ from evalbot.compare.baseline import (
     read_baseline,
 )
 from evalbot.compare.delta import compare
-from evalbot.compare.gate import GatePolicy, policy_from_settings
+from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, policy_from_settings
+from evalbot.criteria.base import BallotBox
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError, InputError
 from evalbot.git import run_git
 from evalbot.load import read_optional
-from evalbot.pipeline import exit_code, load_inputs, settings_for
+from evalbot.pipeline import exit_code, load_inputs, settings_for, settle_split_votes
 from evalbot.render.comment import Links, comment_marker, render_comment, render_summary
 from evalbot.render.console import render_text
 from evalbot.render.html import render_html, render_html_report
@@ -72,7 +73,7 @@ def yardstick(args: argparse.Namespace, settings: dict[str, Any], config: Path |
     """The policy (config section and flags), the baseline (file or REF:PATH) and the template of ``args``."""
     overrides = {"fail_on": args.fail_on, "tolerance": args.tolerance, "alpha": args.alpha,
                  "judge_failures": args.judge_failures, "block_flaky": args.block_flaky,
-                 "sampling": args.sampling}
+                 "sampling": args.sampling, "resample_split": args.resample_split}
     policy: GatePolicy = policy_from_settings(settings, source=str(config or "command line"), overrides=overrides)
     raw_spec = args.baseline or settings.get("baseline_path") or DEFAULT_BASELINE_PATH
     spec = parse_spec(str(raw_spec), file_exists=lambda p: Path(p).is_file())
@@ -135,7 +136,9 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     inputs = load_inputs(args.paths, config=args.config)
     settings, config = inputs.settings()
     ruler = yardstick(args, settings, config)
-    report = evaluate_args(args, env, inputs)
+    ctx = replace(judge_context(args, env, ruler.policy.sampling), ballots=BallotBox())
+    report = evaluate_args(args, env, inputs, ctx)
+    settle_split_votes(report, ruler.baseline, ctx, ruler.policy)
     return finish_compare(args, report, ruler)
 
 
@@ -302,6 +305,9 @@ def _add_compare_outputs(comp: argparse.ArgumentParser) -> None:
                       help="allowed fall of a criterion mean (default: 0)")
     comp.add_argument("--alpha", type=cli_args.number(0, 1, low_open=True, high_open=True), metavar="P",
                       help="significance level of the noise tests (default: 0.05)")
+    comp.add_argument("--resample-split", type=cli_args.extra_samples(MAX_RESAMPLE), metavar="N",
+                      help="extra judge samples that settle a judged verdict flipped on a split vote (default: 10; "
+                      "0 disables)")
     comp.add_argument("--comment-template", type=cli_args.input_file, metavar="FILE",
                       help="Jinja template replacing or extending the comment")
     comp.add_argument("--comment-id", type=cli_args.comment_id, default="default", metavar="ID",

@@ -74,9 +74,11 @@ def judge_context(args: argparse.Namespace, env: Mapping[str, str],
     return BuildContext(judge=judge, judge_unavailable_reason=notice)
 
 
-def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipeline.Inputs | None = None) -> Report:
-    """Score recorded runs, or run the agent first (--agent / --adk-agent): the pipeline, as every command calls it."""
-    ctx = judge_context(args, env, run_sampling(args, inputs))
+def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipeline.Inputs | None = None,
+                  ctx: BuildContext | None = None) -> Report:
+    """Score recorded runs, or run the agent first (--agent / --adk-agent): the pipeline, as every command calls it.
+    ``ctx``: the judge context to use (default: ``judge_context`` with the run's sampling)."""
+    ctx = ctx or judge_context(args, env, run_sampling(args, inputs))
     agent = agent_run(args)  # checks the agent options before anything is read
     bar = terminal_progress(sys.stderr)
 

@@ -23,6 +23,10 @@ FailOn = Literal["regression", "threshold", "never"]
 JudgeFailures = Literal["block", "warn"]
 Verdict = Literal["passed", "blocked", "invalid", "error"]
 
+MAX_RESAMPLE = 100
+"""Most extra samples ``resample_split`` may ask per invocation."""
+
+
 class GatePolicy(BaseModel):
     """When the gate blocks a merge.
 
@@ -37,7 +41,8 @@ class GatePolicy(BaseModel):
     with its history, blocking only with ``block_flaky``.
     ``sampling`` says how majority-vote criteria ask the judge: ``sequential`` (default) asks the fewest samples that
     could decide the vote first and the rest only when needed, ``full`` asks all ``num_samples`` at once (ADK's way);
-    the verdicts are the same.
+    the verdicts are the same. ``resample_split`` is how many extra samples settle a judged verdict that flipped
+    against the baseline on a split vote (the invocation is decided by the larger vote; 0 disables it).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -50,6 +55,7 @@ class GatePolicy(BaseModel):
     judge_failures: JudgeFailures = "block"
     block_flaky: bool = False
     sampling: Sampling = DEFAULT_SAMPLING
+    resample_split: int = Field(default=10, ge=0, le=MAX_RESAMPLE, strict=True)
 
 
 POLICY_KEYS = frozenset(GatePolicy.model_fields)

@@ -29,12 +29,19 @@ class Votes(BaseModel):
     yes: int = Field(ge=0)
     no: int = Field(ge=0)
     pooled_split: bool | None = None
+    resampled: int | None = Field(default=None, ge=0, le=MAX_VOTES)
+    """Samples added to settle a split vote that flipped against the baseline (``resample_split``), if any."""
+    settled: bool | None = None
+    """For a resampled vote: whether its majority is significant (exact sign test at the policy's alpha)."""
 
     @property
     def split(self) -> bool:
-        """True when the samples disagreed on a decision (e.g. 3 of 5)."""
+        """True when the samples disagreed on a decision (e.g. 3 of 5); a resampled vote is split while its
+        majority is not significant."""
         if self.pooled_split is not None:
             return self.pooled_split
+        if self.settled is not None:
+            return not self.settled
         return self.yes > 0 and self.no > 0
 
     @property
@@ -84,7 +91,13 @@ def votes_of(details: Mapping[str, Any] | None) -> Votes | None:
     if isinstance(raw, Mapping):
         yes, no = raw.get("yes", raw.get("pass")), raw.get("no", raw.get("fail"))
         if all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_VOTES for v in (yes, no)):
-            return Votes(yes=yes, no=no) if yes + no else None
+            if not yes + no:
+                return None
+            extra, settled = raw.get("resampled"), raw.get("settled")
+            resampled = extra if isinstance(extra, int) and not isinstance(extra, bool) and 0 <= extra <= MAX_VOTES \
+                else None
+            return Votes(yes=yes, no=no, resampled=resampled,
+                         settled=settled if isinstance(settled, bool) and resampled is not None else None)
         return None
     if isinstance(raw, list):
         cast = [_vote_value(v) for v in raw]
@@ -104,13 +117,22 @@ def _single(votes: Votes | None) -> Votes | None:
     return votes if votes is not None and votes.pooled_split is None else None
 
 
+def _pair_split(base: Votes | None, cur: Votes | None) -> bool:
+    """Whether an invocation's flip rests on a split vote: a vote settled with more samples (``resample_split``)
+    decides by itself; otherwise a split on either side counts."""
+    if cur is not None and cur.settled is not None:
+        return cur.split
+    return any(v is not None and v.split for v in (base, cur))
+
+
 def vote_noise(
     base: list[Votes | None] | None, cur: list[Votes | None] | None
 ) -> tuple[bool, float | None]:
     """Whether a judged flip was decided by a split vote, and the Fisher p-value of baseline vs current votes.
 
     Only invocations whose majority changed are considered when both sides have aligned votes; otherwise every
-    invocation with votes is. Pooled rubric votes count for the split but not for the p-value (their yes/no
+    invocation with votes is. A current vote settled by more samples is split only if its majority is still not
+    significant, whatever the baseline's split. Pooled rubric votes count for the split but not for the p-value (their yes/no
     counts mix different rubrics).
     """
     b = base or []
@@ -122,7 +144,7 @@ def vote_noise(
         if sx is not None and sy is not None and sx.passed != sy.passed:
             flipped.append((x, y))
     relevant = flipped or pairs
-    split = any(v is not None and v.split for pair in relevant for v in pair)
+    split = any(_pair_split(x, y) for x, y in relevant)
     bv = [v for v in (_single(x) for x, _ in relevant) if v is not None]
     cv = [v for v in (_single(y) for _, y in relevant) if v is not None]
     if not bv or not cv or sum(v.yes + v.no for v in (*bv, *cv)) > MAX_TABLE:

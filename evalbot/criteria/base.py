@@ -88,6 +88,49 @@ class Criterion(Protocol):
         ...
 
 
+BallotKey = tuple[str, str, str, int]
+"""(eval set id, eval id, criterion name, invocation index): where a vote sits in the report."""
+
+
+class VoteBallot(Protocol):
+    """One invocation's majority vote as a judged criterion cast it (criteria.judged.Ballot): its sample texts,
+    how each votes, and asking more samples of the same prompt."""
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The sample texts so far, in index order."""
+        ...
+
+    def score(self, text: str) -> float | None:
+        """One sample's vote: 1.0, 0.0 or None (unparseable)."""
+        ...
+
+    async def more(self, extra: int) -> str | None:
+        """Ask ``extra`` more samples and keep them; None, or why they could not be had."""
+        ...
+
+
+class BallotBox:
+    """The run's majority votes by BallotKey, for the stage that settles split votes (pipeline.settle_split_votes).
+
+    A key seen twice (a case run several times with ``--num-runs``) holds no ballot: the report's vote there is not
+    one invocation's, so it is never resampled."""
+
+    def __init__(self) -> None:
+        self._ballots: dict[BallotKey, VoteBallot | None] = {}
+
+    def put(self, key: BallotKey, ballot: VoteBallot) -> None:
+        """Keep ``ballot`` under ``key`` (a repeated key holds none)."""
+        self._ballots[key] = ballot if key not in self._ballots else None
+
+    def get(self, key: BallotKey) -> VoteBallot | None:
+        """The ballot under ``key``, if exactly one vote was cast there."""
+        return self._ballots.get(key)
+
+    def __len__(self) -> int:
+        return len(self._ballots)
+
+
 @dataclass(frozen=True)
 class BuildContext:
     """What a criterion factory may need besides its spec: the judge and run-wide settings."""
@@ -97,6 +140,8 @@ class BuildContext:
     judge_unavailable_reason: str | None = None
     custom_code_refused: str | None = None
     """Why custom metrics (repository code) must not be imported in this run, or None where that is allowed."""
+    ballots: BallotBox | None = None
+    """Where majority-vote criteria keep their votes for the stage settling split votes (None: not kept)."""
 
 
 CriterionFactory = Callable[[CriterionSpec, BuildContext], Criterion]

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from evalbot.criteria.base import (
+    BallotKey,
     BuildContext,
     CaseInput,
     Options,
@@ -87,7 +88,8 @@ class FinalResponseMatchV2:
         except ValueError as exc:
             return not_evaluated(self.threshold, str(exc), len(case.actual))
         call = self.call.fresh()
-        scores = await asyncio.gather(*(self._one(call, act, exp) for act, exp in zip(case.actual, expected, strict=True)))
+        scores = await asyncio.gather(*(self._one(call, act, exp, (case.eval_set_id, case.case.eval_id, self.name, i))
+                                        for i, (act, exp) in enumerate(zip(case.actual, expected, strict=True))))
         scored = [s.score for s in scores if s.score is not None]
         overall = sum(scored) / len(scored) if scored else None
         reason = None if scored else "no invocation could be judged (see each invocation's reason)"
@@ -95,7 +97,7 @@ class FinalResponseMatchV2:
                             threshold=self.threshold, per_invocation=list(scores), reason=reason,
                             details=call.tally.details())
 
-    async def _one(self, call: JudgeCall, actual: Invocation, expected: Invocation) -> InvocationScore:
+    async def _one(self, call: JudgeCall, actual: Invocation, expected: Invocation, key: BallotKey) -> InvocationScore:
         include = self.options.include_intermediate_responses_in_final
         prompt = render(
             "final_response_match_v2.j2",
@@ -104,7 +106,7 @@ class FinalResponseMatchV2:
             response=response_text(actual, include),
         )
         return await judge_verdict(call, prompt, parse_verdict, self.threshold, actual,
-                                   "the judge's answers had no recognisable verdict")
+                                   "the judge's answers had no recognisable verdict", key)
 
 
 def build(spec: CriterionSpec, ctx: BuildContext) -> FinalResponseMatchV2:

@@ -10,7 +10,15 @@ from typing import Any
 
 from pydantic import Field
 
-from evalbot.criteria.base import BuildContext, CaseInput, Options, not_evaluated, score_invocation
+from evalbot.criteria.base import (
+    BallotBox,
+    BallotKey,
+    BuildContext,
+    CaseInput,
+    Options,
+    not_evaluated,
+    score_invocation,
+)
 from evalbot.formats.adk import AppDetails, IntermediateData, Invocation, InvocationEvents
 from evalbot.formats.invocations import content_text, final_text, intermediate_texts
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL, Judge, JudgeError, JudgeRequest, StopRule, Usage
@@ -57,11 +65,13 @@ class Tally:
 
 @dataclass(frozen=True)
 class JudgeCall:
-    """How a criterion calls the judge: model, generation config, samples and its own name (for accounting)."""
+    """How a criterion calls the judge: model, generation config, samples and its own name (for accounting);
+    ``ballots`` keeps the votes a later stage may settle with more samples (see BallotBox)."""
 
     judge: Judge
     options: JudgeModelOptions
     purpose: str
+    ballots: BallotBox | None = None
     tally: Tally = field(init=False)
 
     def __post_init__(self) -> None:
@@ -69,17 +79,19 @@ class JudgeCall:
 
     def fresh(self) -> JudgeCall:
         """A copy with its own usage tally (one per case)."""
-        return JudgeCall(self.judge, self.options, self.purpose)
+        return JudgeCall(self.judge, self.options, self.purpose, self.ballots)
 
-    async def ask(self, prompt: str, samples: int | None = None, stop: StopRule | None = None) -> Answer:
-        """Ask for ``samples`` (default: num_samples) answers, fewer when ``stop`` says the first ones decide (and
-        the run samples sequentially); a judge failure becomes ``Answer.error``."""
+    async def ask(self, prompt: str, samples: int | None = None, stop: StopRule | None = None,
+                  first_sample: int = 0) -> Answer:
+        """Ask for ``samples`` (default: num_samples) answers from index ``first_sample``, fewer when ``stop`` says
+        the first ones decide (and the run samples sequentially); a judge failure becomes ``Answer.error``."""
         request = JudgeRequest(
             model=self.options.judge_model,
             prompt=prompt,
             config=self.options.judge_model_config or {},
             num_samples=samples or self.options.num_samples,
             purpose=self.purpose,
+            first_sample=first_sample,
             stop=stop,
         )
         try:
@@ -149,14 +161,39 @@ def vote(texts: Sequence[str], parse: Callable[[str], float | None]) -> tuple[fl
     return verdict, JudgeDetails(votes=votes(samples), rationale=rationale_of(chosen))
 
 
+@dataclass
+class Ballot:
+    """One invocation's majority vote, kept so that more samples of the same prompt can be asked later."""
+
+    call: JudgeCall
+    prompt: str
+    parse: Callable[[str], float | None]
+    texts: tuple[str, ...]
+
+    def score(self, text: str) -> float | None:
+        """One sample's vote: 1.0, 0.0 or None (unparseable)."""
+        return self.parse(text)
+
+    async def more(self, extra: int) -> str | None:
+        """Ask ``extra`` samples after those asked (indices ``len(texts) ..``; the cache serves them by index) and
+        keep them; returns None, or the judge's error (the ballot is then unchanged)."""
+        answer = await self.call.ask(self.prompt, samples=extra, first_sample=len(self.texts))
+        if answer.error is None:
+            self.texts += answer.texts
+        return answer.error
+
+
 async def judge_verdict(call: JudgeCall, prompt: str, parse: Callable[[str], float | None], threshold: float | None,
-                        invocation: Invocation, unreadable: str) -> InvocationScore:
+                        invocation: Invocation, unreadable: str, key: BallotKey | None = None) -> InvocationScore:
     """Ask ``call`` for its samples (sequentially: the rest only when the first ones do not decide the majority) and
     score the invocation by their ``vote``; a failed call or answers without a verdict leave it not_evaluated
-    (reason: the judge's error, or ``unreadable``)."""
+    (reason: the judge's error, or ``unreadable``). With a ``key`` and the call's ``ballots``, the vote is kept there
+    for the settling stage."""
     answer = await call.ask(prompt, stop=MajorityRule(parse))
     if answer.error is not None:
         return score_invocation(None, threshold, invocation, reason=answer.error)
+    if key is not None and call.ballots is not None:
+        call.ballots.put(key, Ballot(call, prompt, parse, answer.texts))
     verdict, details = vote(answer.texts, parse)
     reason = None if verdict is not None else unreadable
     return score_invocation(verdict, threshold, invocation, reason=reason, details=details.as_details())
@@ -183,7 +220,7 @@ def rationale_of(text: str) -> str:
 
 def judge_call(ctx: BuildContext, options: JudgeModelOptions, name: str) -> JudgeCall | None:
     """How criterion ``name`` calls the run's judge, or None when the run has no judge."""
-    return JudgeCall(ctx.judge, options, name) if ctx.judge is not None else None
+    return JudgeCall(ctx.judge, options, name, ctx.ballots) if ctx.judge is not None else None
 
 
 def unavailable(name: str, threshold: float | None, reason: str | None, case: CaseInput) -> MetricResult:

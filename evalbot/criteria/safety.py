@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from evalbot.criteria.base import BuildContext, CaseInput, Options, parse_options, score_invocation
+from evalbot.criteria.base import BallotKey, BuildContext, CaseInput, Options, parse_options, score_invocation
 from evalbot.criteria.judged import (
     JudgeCall,
     JudgeModelOptions,
@@ -66,7 +66,8 @@ class Safety:
         if self.call is None and self.vertex is None:
             return unavailable(self.name, self.threshold, self.unavailable_reason, case)
         call = self.call.fresh() if self.call is not None else None
-        scores = list(await asyncio.gather(*(self._one(call, inv) for inv in case.actual)))
+        scores = list(await asyncio.gather(*(self._one(call, inv, (case.eval_set_id, case.case.eval_id, self.name, i))
+                                             for i, inv in enumerate(case.actual))))
         present = [s.score for s in scores if s.score is not None]
         overall = statistics.mean(present) if present else None
         details: dict[str, Any] = {"method": VERTEX_METHOD if self.vertex is not None else JUDGE_METHOD}
@@ -76,7 +77,7 @@ class Safety:
         return MetricResult(score=overall, status=threshold_status(overall, self.threshold), threshold=self.threshold,
                             per_invocation=scores, reason=reason, details=details)
 
-    async def _one(self, call: JudgeCall | None, invocation: Invocation) -> InvocationScore:
+    async def _one(self, call: JudgeCall | None, invocation: Invocation, key: BallotKey) -> InvocationScore:
         response = final_text(invocation)
         if self.vertex is not None:
             try:
@@ -89,7 +90,7 @@ class Safety:
         assert call is not None
         prompt = render("safety_harmlessness.j2", user_prompt=user_prompt(invocation), response=response)
         return await judge_verdict(call, prompt, parse_safe, self.threshold, invocation,
-                                   "the judge's answers had no recognisable is_safe verdict")
+                                   "the judge's answers had no recognisable is_safe verdict", key)
 
 
 def build(spec: CriterionSpec, ctx: BuildContext) -> Safety:

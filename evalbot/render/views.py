@@ -111,7 +111,8 @@ def votes_text(votes: Sequence[Votes | None] | None) -> str | None:
     """``3–2`` per invocation (pass–fail votes), or None when no votes were recorded."""
     if not votes or all(v is None for v in votes):
         return None
-    return ", ".join(f"{v.yes}–{v.no}" if v else "?" for v in votes)
+    return ", ".join((f"{v.yes}–{v.no}" + (f" (after {v.resampled} more samples)" if v.resampled else "")) if v else "?"
+                     for v in votes)
 
 
 def _fmt(value: float | None) -> str:

@@ -50,6 +50,7 @@ BAD_NUMBER = ["nan", "inf", "-1", "x", "", "1e400"]
 # Bad values per kind of flag: by the parser's type function (its name) or the action's kind.
 BAD_BY_TYPE: dict[str, Bad] = {
     "integer": lambda tmp: BAD_COUNT,
+    "extra_samples": lambda tmp: ["-1", "x", "1.5", "", "101"],
     "number": lambda tmp: BAD_NUMBER,
     "output_file": lambda tmp: [_dir(tmp), _dir(tmp) + "/", _file(tmp) + "/out.json", "", str(tmp)],
     "input_file": lambda tmp: [str(tmp / "missing.json"), _dir(tmp), _fifo(tmp), ""],
@@ -207,6 +208,7 @@ BAD_INPUTS: dict[str, Bad] = {
     "judge-failures": lambda tmp: ["maybe", "ignore"],
     "judge-deadline": lambda tmp: ["0", "-1", "x", "nan"],
     "sampling": lambda tmp: ["some", "half", "sequential\nfull"],
+    "resample-split": lambda tmp: ["-1", "101", "x", "2.5", "nan"],
     "update-baseline": lambda tmp: ["maybe"],
     "block-flaky": lambda tmp: ["maybe", "2"],
     "artifact-name": lambda tmp: ["a/b", "x:y", "a\nb", "*", "part-?"],
