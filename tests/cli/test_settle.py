@@ -168,3 +168,30 @@ def test_a_ballot_cast_twice_is_never_resampled() -> None:
     assert box.get(("s", "c", "m", 0)) is ballot
     box.put(("s", "c", "m", 0), ballot)
     assert box.get(("s", "c", "m", 0)) is None and len(box) == 1
+
+
+@pytest.mark.parametrize(("given", "extra_requests"), [({}, [10]), ({"resample-split": "0"}, []),
+                                                        ({"sampling": "full"}, [10])])
+def test_the_action_settles_with_its_inputs(given: dict[str, str], extra_requests: list[int], proj: Path,
+                                            fake: FakeGemini, capsys: pytest.CaptureFixture[str]) -> None:
+    """The Action's first stage runs the same stage with the policy its inputs override (sampling, resample-split)."""
+    from evalbot.action.first_stage import evaluate_inputs
+    from evalbot.action.settings import inputs_from_env
+    from evalbot.action.workspace import Workspace, policy_and_template
+    from evalbot.compare.baseline import parse_baseline
+    from evalbot.pipeline import load_inputs
+
+    _compare(fake, [I] * 10, capsys, on_main=[V] * 5, baseline_flags=("--sampling", "full"))
+    baseline = parse_baseline(Path("base.json").read_text(encoding="utf-8"), "base.json")
+    fake.reset()
+    fake.responder = TaggedResponder(scripts([I] * 10, [V] * 5))
+    inputs = inputs_from_env({"INPUT_EVAL-SETS": "evals", "INPUT_ACTUALS": "runs/pr.json",
+                              **{f"INPUT_{k.upper()}": v for k, v in given.items()}})
+    ws = Workspace(proj)
+    loaded = load_inputs(["evals"])
+    policy, _ = policy_and_template(inputs, ws, loaded.settings())
+    report = evaluate_inputs({"GOOGLE_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": fake.url}, inputs, ws, loaded,
+                             policy, baseline)
+    first = [5] if given.get("sampling") == "full" else [3, 2]
+    assert [r.candidate_count for r in fake.requests] == first + extra_requests
+    assert _votes(report.model_dump(mode="json"))["no"] == 3 + len(extra_requests) * 10
