@@ -186,7 +186,9 @@ def record_judge_answers() -> None:
 
 
 def make_baseline() -> None:
-    """``evalbot baseline`` on the main run, replaying the recorded judge answers."""
+    """``evalbot baseline`` on the main run, replaying the recorded judge answers: a fresh file (its case histories
+    hold this one run, not the previous example's)."""
+    (ROOT / ".evalbot" / "baseline.json").unlink(missing_ok=True)
     code = evalbot_main([
         "baseline", "examples/evals", "--actuals", "examples/runs/main.json",
         "--judge-cache", "examples/judge-cache", "--judge-replay",
