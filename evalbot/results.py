@@ -453,6 +453,8 @@ def _per_model(per_criterion: Mapping[str, CriterionUsage]) -> dict[str, UsageRo
         acc.output_tokens += row.output_tokens
         acc.requests += row.requests
         acc.cached_samples += row.cached_samples
+        acc.saved_samples += row.saved_samples
+        acc.extra_requests += row.extra_requests
         acc.estimated_cost_usd = (None if acc.estimated_cost_usd is None or row.estimated_cost_usd is None
                                   else acc.estimated_cost_usd + row.estimated_cost_usd)
     return out

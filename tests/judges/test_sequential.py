@@ -172,3 +172,25 @@ def test_averaging_criteria_still_ask_for_every_sample() -> None:
         result = run(build(rubric.build, "rubric_based_final_response_quality_v1", criterion, stack),
                      case_input(case, [inv("t0", "q", "an answer")]))
     assert result.status == "passed" and [r.candidate_count for r in fake.requests] == [5]
+
+
+def test_usage_report_keeps_the_samples_saved() -> None:
+    """Report.usage carries saved_samples and extra_requests (absent from the JSON while 0); reading a report back
+    derives the per-model rows with them."""
+    from evalbot.judges.base import Usage
+    from evalbot.judges.usage import UsageLedger
+    from evalbot.results import JudgeUsage
+
+    ledger = UsageLedger()
+    ledger.record(NAME, "gemini-2.5-flash", Usage(400, 180, 1, 0, saved_samples=2))
+    ledger.record(NAME, "gemini-2.5-flash", Usage(800, 300, 2, 0, extra_requests=1))
+    summary = ledger.summary()
+    data = json.loads(summary.model_dump_json())
+    assert data["total"]["saved_samples"] == 2 and data["total"]["extra_requests"] == 1
+    assert data["per_criterion"][NAME]["saved_samples"] == 2
+    again = JudgeUsage.model_validate(data)
+    assert again.per_model["gemini-2.5-flash"].saved_samples == 2
+    assert again.per_model["gemini-2.5-flash"].extra_requests == 1
+    plain = UsageLedger()
+    plain.record(NAME, "gemini-2.5-flash", Usage(400, 300, 1))
+    assert "saved_samples" not in json.loads(plain.summary().model_dump_json())["total"]
