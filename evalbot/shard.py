@@ -360,7 +360,7 @@ def merge_usage(usages: Sequence[JudgeUsage | None]) -> JudgeUsage | None:
         for usage in present:
             for name, row in usage.per_criterion.items():
                 ledger.record(name, row.models[0], Usage(row.input_tokens, row.output_tokens, row.requests,
-                                                         row.cached_samples))
+                                                         row.cached_samples, row.saved_samples, row.extra_requests))
         merged = ledger.summary()
         merged.prices = present[0].prices
     else:
@@ -387,6 +387,8 @@ def _add_row(into: CriterionUsage | UsageRow, row: CriterionUsage | UsageRow) ->
     into.output_tokens += row.output_tokens
     into.requests += row.requests
     into.cached_samples += row.cached_samples
+    into.saved_samples += row.saved_samples
+    into.extra_requests += row.extra_requests
     into.estimated_cost_usd = (None if into.estimated_cost_usd is None or row.estimated_cost_usd is None
                                else into.estimated_cost_usd + row.estimated_cost_usd)
 

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from evalbot.cli.commands import main as evalbot_main
-from evalbot.criteria.base import BuildContext
+from evalbot.compare.baseline import build_baseline
+from evalbot.compare.gate import GatePolicy
+from evalbot.criteria.base import BallotBox, BuildContext
 from evalbot.judges.base import JudgeReply, JudgeRequest, Usage
 from evalbot.judges.factory import build_stack
-from evalbot.pipeline import evaluate
+from evalbot.pipeline import evaluate, settle_split_votes
 
 ROOT = Path(__file__).resolve().parent.parent / "examples"
 COMMIT = "4f2c9e1d8b7a6c5e4f3a2b1c0d9e8f7a6b5c4d3e"
@@ -97,6 +99,10 @@ VOTES: dict[str, tuple[int, int]] = {
     "We are open from 9am to 5pm on weekdays, and some Saturdays too.": (2, 3),
     "You can return any item within 30 days of delivery.": (5, 0),
 }
+MORE_VOTES: dict[str, list[bool]] = {
+    # samples 5..14 of the PR's split answer, asked when evalbot settles its flip: 5-5, so 7-8 stays split
+    "We are open from 9am to 5pm on weekdays, and some Saturdays too.": [True, False] * 5,
+}
 WHY = {
     True: "The response gives the same facts as the reference; wording differences do not matter.",
     False: "The response adds or changes a fact the reference does not support, so it does not match.",
@@ -164,7 +170,7 @@ class RecordedAnswers:
         if response is None:
             raise SystemExit(f"no recorded votes for prompt:\n{request.prompt[:500]}")
         yes, no = VOTES[response]
-        labels = alternating(yes, no)
+        labels = alternating(yes, no) + MORE_VOTES.get(response, [])
         first = request.first_sample
         texts = tuple(
             json.dumps({"reasoning": WHY[ok], "is_the_agent_response_valid": "valid" if ok else "invalid"})
@@ -174,15 +180,22 @@ class RecordedAnswers:
 
 
 def record_judge_answers() -> None:
-    """Score both runs once with the recorded answers behind evalbot's on-disk cache."""
+    """Score both runs once with the recorded answers behind evalbot's on-disk cache; the PR run's split flip is
+    settled as `evalbot compare` settles it (resample_split 10), so its extra samples are recorded too."""
     cache = ROOT / "judge-cache"
     shutil.rmtree(cache, ignore_errors=True)
+    baseline = None
     for run in ("main", "pr"):
         stack = build_stack(RecordedAnswers(), cache_dir=cache, sampling="full")  # every sample, for either mode
-        report = evaluate([str(ROOT / "evals")], actuals=[str(ROOT / f"runs/{run}.json")], ctx=BuildContext(judge=stack))
+        ctx = BuildContext(judge=stack, ballots=BallotBox())
+        report = evaluate([str(ROOT / "evals")], actuals=[str(ROOT / f"runs/{run}.json")], ctx=ctx)
         bad = [c.eval_id for es in report.eval_sets for c in es.cases if c.status == "error"]
         if bad:
             raise SystemExit(f"{run}: cases in error: {bad}")
+        if baseline is None:
+            baseline = build_baseline(report, commit=COMMIT, created_at=CREATED_AT)
+        elif settle_split_votes(report, baseline, ctx, GatePolicy()) != 1:
+            raise SystemExit("pr: the split flip of faq / store_hours was not resampled")
 
 
 def make_baseline() -> None:

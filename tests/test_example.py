@@ -28,7 +28,7 @@ def test_quickstart_comment(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert code == 1
     assert "Regressed (1)" in out and "<b>orders / refund_damaged_item</b>" in out and "↳ amount: 25.0 → 250.0" in out
-    assert "Inconclusive, not blocking (1)" in out and "judge votes (pass–fail) 2–3, baseline 3–2" in out
+    assert "Inconclusive, not blocking (1)" in out and "judge votes (pass–fail) 7–8 (after 10 more samples), baseline 3–2" in out
     assert "**orders / track\\_package**" in out and "Still failing (1)" in out
     assert "answer(s) replayed from the cache, no requests made" in out
     golden("comment_example.md", out)

@@ -73,7 +73,8 @@ def yardstick(args: argparse.Namespace, settings: dict[str, Any], config: Path |
     """The policy (config section and flags), the baseline (file or REF:PATH) and the template of ``args``."""
     overrides = {"fail_on": args.fail_on, "tolerance": args.tolerance, "alpha": args.alpha,
                  "judge_failures": args.judge_failures, "block_flaky": args.block_flaky,
-                 "sampling": args.sampling, "resample_split": args.resample_split}
+                 # merge judges nothing: it has neither flag
+                 "sampling": getattr(args, "sampling", None), "resample_split": getattr(args, "resample_split", None)}
     policy: GatePolicy = policy_from_settings(settings, source=str(config or "command line"), overrides=overrides)
     raw_spec = args.baseline or settings.get("baseline_path") or DEFAULT_BASELINE_PATH
     spec = parse_spec(str(raw_spec), file_exists=lambda p: Path(p).is_file())
@@ -108,7 +109,7 @@ def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick) -
 
 
 COMPARING = ("comment", "summary", "html", "baseline", "fail_on", "judge_failures", "block_flaky", "tolerance", "alpha",
-             "comment_template")
+             "comment_template", "resample_split")
 
 
 def cmd_shard_part(args: argparse.Namespace, env: Mapping[str, str], output: str, flag: str) -> int:
