@@ -34,6 +34,7 @@ from evalbot.compare.model import BaselineUpdate, Comparison
 from evalbot.criteria.base import BallotBox, BuildContext
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputError
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
+from evalbot.formats.jsonio import gc_paused
 from evalbot.git import git_show
 from evalbot.judges.factory import judge_from_environ
 from evalbot.load import read_optional
@@ -83,11 +84,13 @@ def merged_parts(inputs: ActionInputs, ws: Workspace) -> Report:
     """Mode merge: the report joined from the shard jobs' parts in the ``parts`` directory (untrusted files: regular
     files inside the workspace, size-capped, validated; see evalbot.shard). Raises MissingShards or MergeError."""
     root = ws.root
-    found = part_files([str(ws.path(inputs.parts))], root=root)
-    if not found:
+    where = ws.path(inputs.parts)
+    found = part_files([str(where)], root=root) if where.exists() or where.is_symlink() else []
+    if not found:  # every shard job failed before uploading, or the download step found nothing
         raise MissingShards(f"no part in {inputs.parts}: no shard job's report was downloaded there (did the shard "
                             "jobs run and upload their parts, and did actions/download-artifact put them there?)", [])
-    return merge_reports([(ws.relative(str(path)), read_part(path, root=root)) for path in found])
+    with gc_paused():
+        return merge_reports([(ws.relative(str(path)), read_part(path, root=root)) for path in found])
 
 
 def shard_job(inputs: ActionInputs, ws: Workspace, report: Report, stream: TextIO) -> Outcome:

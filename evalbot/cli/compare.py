@@ -33,6 +33,7 @@ from evalbot.compare.delta import compare
 from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, policy_from_settings
 from evalbot.criteria.base import BallotBox
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError, InputError
+from evalbot.formats.jsonio import gc_paused
 from evalbot.git import run_git
 from evalbot.load import read_optional
 from evalbot.pipeline import exit_code, load_inputs, settings_for, settle_split_votes
@@ -219,7 +220,8 @@ def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot merge``: join the parts of a sharded run into one report; then, as the unsharded command would,
     write the baseline (--write-baseline), compare (--baseline / --comment / --summary) or print the results."""
     try:
-        report = merge_reports([(str(path), read_part(path)) for path in part_files(args.parts)])
+        with gc_paused():  # the parts' millions of acyclic objects: no collector passes over them while they load
+            report = merge_reports([(str(path), read_part(path)) for path in part_files(args.parts)])
     except MissingShards as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE

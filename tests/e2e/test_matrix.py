@@ -89,6 +89,10 @@ def test_a_missing_shard_is_error_exit_3_naming_it(action: Action, baseline_text
     assert "shard 1/4 missing" in error and all(case in error for case in lost)
     assert "shard 1/4 missing" in merge.summary
     assert action.github.comments_on(8) == []  # never a partial pass
+    shutil.rmtree(action.workspace / ".evalbot-parts")  # every shard failed: download-artifact found nothing
+    merge = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS, "mode": "merge"})
+    assert merge.code == 3 and merge.outputs["verdict"] == "error"
+    assert any("no part in .evalbot-parts" in a for a in merge.annotations())
 
 
 def test_hostile_parts_directory_is_refused(action: Action, baseline_text: str, parts: list[bytes]) -> None:
