@@ -74,7 +74,7 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
             "import repository code there; score custom metrics in a pull_request job"
         )
     ctx = BuildContext(judge=judge, judge_unavailable_reason=notice, custom_code_refused=refused,
-                       ballots=BallotBox() if baseline is not None else None)
+                       ballots=BallotBox() if baseline is not None and policy.resample_split > 0 else None)
     report = evaluate(loaded, actuals=list(inputs.actuals), ctx=ctx, shard=inputs.shard)
     settle_split_votes(report, baseline, ctx, policy)
     return report

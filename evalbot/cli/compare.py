@@ -138,7 +138,8 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     inputs = load_inputs(args.paths, config=args.config)
     settings, config = inputs.settings()
     ruler = yardstick(args, settings, config)
-    ctx = replace(judge_context(args, env, ruler.policy.sampling), ballots=BallotBox())
+    settles = ruler.baseline is not None and ruler.policy.resample_split > 0 and ruler.policy.noise_aware
+    ctx = replace(judge_context(args, env, ruler.policy.sampling), ballots=BallotBox() if settles else None)
     report = evaluate_args(args, env, inputs, ctx)
     settle_split_votes(report, ruler.baseline, ctx, ruler.policy)
     return finish_compare(args, report, ruler)
