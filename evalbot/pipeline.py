@@ -59,17 +59,22 @@ class Inputs:
     configs: Configs
     files: list[Path]
 
+    def case_line(self, path: str, eval_id: str) -> int | None:
+        """The line of a case's id in its eval set file, noted while loading it (``load_inputs(lines=True)``)."""
+        return next((es.case_line(eval_id) for es in self.eval_sets if es.path == path), None)
+
     def settings(self) -> tuple[dict[str, Any], Path | None]:
         """The config's ``evalbot`` section (gate policy, comment template, baseline path) and its file."""
         return self.configs.settings(self.files)
 
 
-def load_inputs(paths: Sequence[str], *, config: str | None = None) -> Inputs:
+def load_inputs(paths: Sequence[str], *, config: str | None = None, lines: bool = False) -> Inputs:
     """Discover and load the eval sets; an explicit ``config`` that cannot be read raises InputError (nothing could
-    be scored as intended), every other problem is recorded next to the results that can still be computed."""
+    be scored as intended), every other problem is recorded next to the results that can still be computed.
+    ``lines``: note where each case sits in its file (:meth:`Inputs.case_line`, for annotations)."""
     configs = Configs(Path(config) if config else None)
     files, errors = discover(paths)
-    return Inputs([load_eval_set(f, configs) for f in files], errors, configs, files)
+    return Inputs([load_eval_set(f, configs, lines=lines) for f in files], errors, configs, files)
 
 
 def settings_for(paths: Sequence[str], *, config: str | None = None) -> tuple[dict[str, Any], Path | None]:

@@ -10,6 +10,7 @@ import pytest
 
 from evalbot.load import discover, load_eval_set
 from tests.fakes.builders import Writer, case, eval_set, inv
+from tests.fakes.file_opens import opened_files
 
 GOOD = eval_set("good", case("a"), case("b"))
 SCENARIO = {"starting_prompt": "hi", "conversation_plan": "ask and stop"}
@@ -220,6 +221,18 @@ def test_cases_are_parsed_on_use_and_released(write: Writer) -> None:
     good.release()
     assert good.case is not model and good.case == model
     assert bad.case is None and bad.error is not None and bad.error.pointer == "/eval_cases/1/conversation/0/tool_calls"
+
+
+def test_a_usual_eval_set_file_is_opened_once_even_as_its_cases_are_parsed(write: Writer) -> None:
+    """Below KEEP_TEXT_CHARS an ASCII file's text is kept: parsing, releasing and re-parsing cases opens nothing."""
+    path = write("s.evalset.json", eval_set("s", case("a"), case("b")))
+    with opened_files() as opened:
+        loaded = load_eval_set(path)
+        for c in loaded.cases:
+            assert c.case is not None
+            c.release()
+            assert c.case is not None
+    assert [p for p in opened if p.name == "s.evalset.json"] == [path.absolute()]
 
 
 def test_non_ascii_eval_set_is_kept_in_memory_and_parses(write: Writer) -> None:

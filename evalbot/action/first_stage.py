@@ -253,7 +253,7 @@ def first_stage(
 ) -> Outcome:
     """pull_request, push and baseline modes."""
     ws = Workspace(ctx.workspace)
-    loaded = load_inputs(eval_paths(inputs), config=inputs.config)
+    loaded = load_inputs(eval_paths(inputs), config=inputs.config, lines=True)  # lines: for the annotations
     if inputs.shard is not None:
         return shard_job(inputs, ws, evaluate_inputs(env, inputs, ws, loaded), stream)
     if inputs.merging:
@@ -298,7 +298,7 @@ def first_stage(
         comparison.reproduce_command, comparison.refresh_command = commands(inputs, pr.base_sha)
     html_path = write_html(comparison, inputs, ws)
     link = links(ctx, inputs)
-    print_annotations(comparison, read_text=ws.read, display=ws.relative, stream=stream)
+    print_annotations(comparison, line_of=loaded.case_line, display=ws.relative, stream=stream)
     notices: list[str] = []
     published = None
     if mode == "pull_request" and pr is not None:

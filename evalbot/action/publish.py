@@ -101,14 +101,14 @@ def regressed_cases(comparison: Comparison) -> list[tuple[str, str, str]]:
 def annotation_lines(
     report: Report,
     *,
-    read_text: Callable[[str], str | None],
+    line_of: Callable[[str, str], int | None],
     limit: int = ANNOTATION_LIMIT,
     regressed: Sequence[tuple[str, str, str]] = (),
     display: Callable[[str], str] = str,
     failing_level: Level = "error",
 ) -> list[str]:
     """``::error`` lines for regressed, failing and errored cases (chosen by ``render.annotations``)."""
-    found = find_annotations(report, read_text=read_text, limit=limit, regressed=regressed, display=display,
+    found = find_annotations(report, line_of=line_of, limit=limit, regressed=regressed, display=display,
                              failing_level=failing_level)
     return [workflow.annotation_line(a) for a in found]
 
@@ -116,7 +116,7 @@ def annotation_lines(
 def print_annotations(
     comparison: Comparison,
     *,
-    read_text: Callable[[str], str | None],
+    line_of: Callable[[str, str], int | None],
     display: Callable[[str], str],
     stream: TextIO,
 ) -> None:
@@ -130,7 +130,7 @@ def print_annotations(
         print(workflow.annotation(level, alert, title="evalbot could not measure"), file=stream)
     lines = annotation_lines(
         comparison.report,
-        read_text=read_text,
+        line_of=line_of,
         display=display,
         regressed=regressed_cases(comparison),
         failing_level="error" if comparison.policy.fail_on == "threshold" else "warning",

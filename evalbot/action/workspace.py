@@ -40,12 +40,6 @@ class Workspace:
         except ValueError:
             return raw
 
-    def read(self, raw: str) -> str | None:
-        try:
-            return self.path(raw).read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError):
-            return None
-
     def git(self, args: list[str]) -> GitResult:
         return run_git(args, cwd=self.root)
 

@@ -306,11 +306,17 @@ def scan_document(text: str, visit: Callable[[str, int], int]) -> None:
         raise json.JSONDecodeError("Extra data", text, rest)
 
 
-class Slices:
-    """Re-reads parts of a JSON file's text by offset, so a large file's text need not stay in memory.
+KEEP_TEXT_CHARS = 1 << 20
+"""Files up to this many characters keep their text for their slices (read once); larger ASCII files are read back
+by offset."""
 
-    A pure-ASCII text is read back from the file (character offsets are byte offsets); any other text is kept.
-    A file that changed since it was scanned raises ValueError when a slice no longer decodes.
+
+class Slices:
+    """Re-reads parts of a large JSON file's text by offset, so its text need not stay in memory.
+
+    A pure-ASCII text longer than KEEP_TEXT_CHARS is read back from the file (character offsets are byte offsets);
+    any other text is kept, so a usual eval set file is opened once.  A file that changed since it was scanned
+    raises ValueError when a slice no longer decodes.
     """
 
     def __init__(self, text: str, path: Path) -> None:
@@ -318,7 +324,7 @@ class Slices:
         self._file = path.absolute()  # re-read even if the working directory changes meanwhile
         self._text: str | None = text
         self._shift = 0
-        if text.isascii():
+        if len(text) > KEEP_TEXT_CHARS and text.isascii():
             with self._file.open("rb") as f:
                 self._shift = 3 if f.read(3) == b"\xef\xbb\xbf" else 0
             self._text = None

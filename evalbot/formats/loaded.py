@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from evalbot.errors import InputError
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import EvalConfig, default_config
+from evalbot.formats.lines import CaseLines
 
 
 class LoadedCase:
@@ -74,3 +75,10 @@ class LoadedEvalSet:
     case_notices: tuple[str, ...] | None = None
     """The notices about unknown keys of the cases when they were found before scoring (a shard scores only some of
     the cases, but reports the whole set's notices); None: found while scoring."""
+    lines: CaseLines | None = None
+    """Where each case's id sits in the file (for annotations), from the text read when loading; None when not asked
+    for or when the file could not be read."""
+
+    def case_line(self, eval_id: str) -> int | None:
+        """The 1-based line of the case's ``"eval_id"`` in the file, when known."""
+        return self.lines.line(eval_id) if self.lines is not None else None

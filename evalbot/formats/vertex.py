@@ -26,7 +26,7 @@ from typing import Any
 from evalbot.errors import InputError, json_pointer
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import Content, EvalCase, FunctionCall, IntermediateData, Invocation, Part
-from evalbot.formats.jsonio import loads, read_json, read_text
+from evalbot.formats.jsonio import loads, parse_json, read_json, read_text
 from evalbot.formats.loaded import LoadedCase
 
 KNOWN = ("prompt", "response", "reference", "predicted_trajectory", "reference_trajectory")
@@ -146,13 +146,14 @@ def _csv_rows(text: str, path: Path) -> list[_Row]:
     return rows
 
 
-def _read_rows(path: Path) -> list[_Row]:
+def _read_rows(path: Path, text: str | None, data: Any) -> list[_Row]:
     if path.name.endswith(".csv"):
-        rows = _csv_rows(read_text(path), path)
+        rows = _csv_rows(read_text(path) if text is None else text, path)
     elif path.name.endswith(".jsonl"):
-        rows = _jsonl_rows(read_text(path))
+        rows = _jsonl_rows(read_text(path) if text is None else text)
     else:
-        data = read_json(path)
+        if data is None:
+            data = read_json(path) if text is None else parse_json(text, path)
         if isinstance(data, dict) and isinstance(data.get("rows"), list):
             data = data["rows"]
         if not isinstance(data, list):
@@ -326,9 +327,10 @@ def cases_from_rows(rows: list[Any], path: Path) -> tuple[str, list[LoadedCase]]
     return _cases(_json_rows(rows), path)
 
 
-def load_dataset(path: Path) -> tuple[str, list[LoadedCase]]:
-    """Eval cases from a ``.jsonl``, ``.csv`` or ``.json`` (list, or ``{"rows": [...]}``) dataset file."""
-    return _cases(_read_rows(path), path)
+def load_dataset(path: Path, text: str | None = None, data: Any = None) -> tuple[str, list[LoadedCase]]:
+    """Eval cases from a ``.jsonl``, ``.csv`` or ``.json`` (list, or ``{"rows": [...]}``) dataset file (``text``:
+    the file's text, ``data``: a JSON file decoded, when the caller has read it already)."""
+    return _cases(_read_rows(path, text, data), path)
 
 
 def _actuals(rows: list[_Row], path: Path) -> Actuals:
@@ -355,6 +357,7 @@ def _actuals(rows: list[_Row], path: Path) -> Actuals:
     return actuals
 
 
-def load_actuals(path: Path) -> Actuals:
-    """Actual runs from a Vertex dataset file (``.jsonl``, ``.csv`` or ``.json``)."""
-    return _actuals(_read_rows(path), path)
+def load_actuals(path: Path, text: str | None = None, data: Any = None) -> Actuals:
+    """Actual runs from a Vertex dataset file (``.jsonl``, ``.csv`` or ``.json``; ``text`` and ``data`` as for
+    load_dataset)."""
+    return _actuals(_read_rows(path, text, data), path)

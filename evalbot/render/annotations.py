@@ -5,8 +5,6 @@ The Action prints them as workflow commands (``action/workflow.py``); nothing he
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -53,19 +51,10 @@ def failing_summary(case: CaseResult) -> str:
     return "; ".join(parts) or (case.reason or case.status)
 
 
-def case_line(text: str, eval_id: str) -> int | None:
-    """1-based line of ``"eval_id": "<id>"`` (or camelCase ``evalId``) in an eval set file's text."""
-    pattern = re.compile(r'"eval_?[iI]d"\s*:\s*' + re.escape(json.dumps(eval_id)))
-    for number, line in enumerate(text.splitlines(), 1):
-        if pattern.search(line):
-            return number
-    return None
-
-
 def find_annotations(
     report: Report,
     *,
-    read_text: Callable[[str], str | None],
+    line_of: Callable[[str, str], int | None],
     limit: int = ANNOTATION_LIMIT,
     regressed: Sequence[tuple[str, str, str]] = (),
     display: Callable[[str], str] = str,
@@ -73,19 +62,14 @@ def find_annotations(
 ) -> list[Annotation]:
     """Annotations for regressed, failing and errored cases, on their eval set file and line.
 
-    ``read_text(path)`` returns an eval set file's text (or None) so the case's line can be found;
+    ``line_of(path, eval_id)`` gives the case's line in its eval set file (the loader found it; None if unknown);
     ``regressed`` holds (eval set path, eval_id, message) from the baseline comparison, shown first.
     ``display`` turns a report path into the workspace-relative path annotations need; failing (not
     regressed) cases are annotated at ``failing_level`` (a warning when they do not block the merge).
     At most ``limit`` errors are emitted, then one notice saying how many more there were.
     """
-    texts: dict[str, str | None] = {}
-
     def where(path: str, eval_id: str | None) -> int | None:
-        if path not in texts:
-            texts[path] = read_text(path)
-        text = texts[path]
-        return case_line(text, eval_id) if text and eval_id else None
+        return line_of(path, eval_id) if eval_id else None
 
     found: list[tuple[str, str | None, str, str, Level]] = [
         (path, eval_id, "Regression", message, "error") for path, eval_id, message in regressed

@@ -12,6 +12,7 @@ from evalbot.action.second_stage import report_from_artifact
 from evalbot.action.settings import inputs_from_env
 from evalbot.errors import InputError
 from evalbot.forge.base import ForgeUnavailable
+from tests.fakes.file_opens import opened_files
 from tests.fakes.forge import ScriptedForge, pr_env
 from tests.fakes.runner_files import parse_outputs
 
@@ -87,3 +88,20 @@ def test_unreadable_workspace_baseline_is_an_input_error(tmp_path: Path) -> None
     out = io.StringIO()
     assert run(env, out=out, forge=ScriptedForge()) == 2
     assert "baseline.json" in out.getvalue() and "cannot read the file" in out.getvalue()
+
+
+def test_the_eval_set_file_is_read_once_and_annotations_still_have_lines(tmp_path: Path) -> None:
+    """Loading reads the eval set file once; the annotations' line numbers come from that read, not another."""
+    env = {**pr_env(tmp_path), "INPUT_ACTUALS": "actuals/regressed.json"}
+    eval_set = (Path(env["GITHUB_WORKSPACE"]) / "evals" / "shop.evalset.json").resolve()
+    out = io.StringIO()
+    with opened_files() as opened:
+        run(env, out=out, forge=ScriptedForge())
+    assert [p for p in opened if p.resolve() == eval_set] == [eval_set]
+    annotated = [line for line in out.getvalue().splitlines() if "file=evals/shop.evalset.json,line=" in line]
+    assert annotated, out.getvalue()
+    text = eval_set.read_text().splitlines()
+    for line in annotated:
+        number = int(line.split("line=")[1].split(",")[0])
+        eval_id = line.split("::")[-1].split(":")[0].split(" ")[0]
+        assert text[number - 1].strip() == f'"eval_id": "{eval_id}",', (line, text[number - 1])

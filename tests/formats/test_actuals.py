@@ -10,6 +10,7 @@ import pytest
 from evalbot.errors import InputError
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.invocations import final_text, tool_calls
+from evalbot.formats.jsonio import KEEP_TEXT_CHARS
 from evalbot.load import load_actuals
 from tests.fakes.builders import Writer, inv
 
@@ -163,8 +164,8 @@ def test_malformed_plain_mapping_reports_json_message(write: Writer) -> None:
 
 
 def test_ascii_file_is_read_back_by_offset_and_a_changed_file_is_an_error(write: Writer) -> None:
-    """Slices of an ASCII file (BOM or not) are re-read from disk; a file rewritten mid-run is a clear error."""
-    doc = json.dumps({"x": [inv("q1")]})
+    """Slices of a large ASCII file (BOM or not) are re-read from disk; a file rewritten mid-run is a clear error."""
+    doc = json.dumps({"x": [inv("q1")]}) + " " * KEEP_TEXT_CHARS  # trailing whitespace: larger than what is kept
     path = write("a.json", b"\xef\xbb\xbf" + doc.encode())
     loaded = load_actuals(path)
     found = loaded.find("s", "x")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from evalbot.action.publish import annotation_lines
-from evalbot.render.annotations import case_line, failing_summary
+from evalbot.formats.lines import CaseLines
+from evalbot.render.annotations import failing_summary
 from evalbot.render.junit import junit_suites
 from evalbot.results import CaseResult, EvalSetReport, MetricResult, Problem, Report
 
@@ -51,18 +53,17 @@ def test_unusable_inputs_become_errored_cases() -> None:
     assert suites[-1].name == "(inputs)" and suites[-1].cases[0].error == "not JSON"
 
 
-def test_case_line_finds_snake_and_camel_keys() -> None:
-    """The eval case's line is found for eval_id and evalId, and only for the exact id."""
-    assert case_line(EVAL_SET_TEXT, "bad") == 8
-    assert case_line('{\n "evalId": "x"\n}', "x") == 2
-    assert case_line(EVAL_SET_TEXT, "ba") is None
+def lines_of(text: str) -> Callable[[str, str], int | None]:
+    """Where annotations look a case up: the lines the loader found in the file's text."""
+    found = CaseLines(text)
+    return lambda path, eval_id: found.line(eval_id)
 
 
 def test_annotations_point_at_the_case_line_relative_to_the_workspace() -> None:
     """Failed and errored cases get ::error annotations with file, line and title."""
     lines = annotation_lines(
         report(case("ok", "passed"), case("bad", "failed", 0.5), case("boom", "error", None, "judge timeout")),
-        read_text=lambda path: EVAL_SET_TEXT,
+        line_of=lines_of(EVAL_SET_TEXT),
         display=lambda path: "evals/shop.evalset.json",
     )
     assert lines == [
@@ -75,7 +76,7 @@ def test_regressions_come_first_and_are_not_repeated() -> None:
     """A regressed case is annotated once, as a regression, before plain failures."""
     lines = annotation_lines(
         report(case("bad", "failed", 0.5), case("boom", "error", None, "x")),
-        read_text=lambda path: None,
+        line_of=lambda path, eval_id: None,
         regressed=[("evals/shop.evalset.json", "bad", "bad: 0.9 -> 0.5")],
     )
     assert lines[0] == "::error file=evals/shop.evalset.json,title=Regression::bad: 0.9 -> 0.5"
@@ -85,7 +86,7 @@ def test_regressions_come_first_and_are_not_repeated() -> None:
 def test_annotation_cap_with_a_notice() -> None:
     """Only the first 10 errors are emitted (GitHub drops the rest), then a notice with the remainder."""
     many = report(*(case(f"c{i}", "failed", 0.1) for i in range(13)))
-    lines = annotation_lines(many, read_text=lambda path: None)
+    lines = annotation_lines(many, line_of=lambda path, eval_id: None)
     assert len(lines) == 11
     assert lines[-1] == "::notice::3 more failing cases: see the job summary"
 
@@ -100,7 +101,7 @@ def test_non_blocking_failures_can_be_warnings() -> None:
     """With fail-on regression, still-failing cases are warnings while regressions stay errors."""
     lines = annotation_lines(
         report(case("bad", "failed", 0.5), case("worse", "failed", 0.1)),
-        read_text=lambda path: None,
+        line_of=lambda path, eval_id: None,
         regressed=[("evals/shop.evalset.json", "worse", "worse regressed")],
         failing_level="warning",
     )
