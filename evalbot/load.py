@@ -30,6 +30,7 @@ from evalbot.formats.jsonio import (
     refuse_special,
     scan_array,
     scan_document,
+    scan_object,
     skip_value,
     validate,
 )
@@ -272,8 +273,18 @@ def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase], tupl
     slices = Slices(text, path)
 
     def visit_case(i: int, start: int) -> int:
-        raw, end = decode_value(text, start)
-        cases.append(LoadedCase(_case_id(raw, i), source=partial(_parse_case, slices, start, end, i)))
+        # Only the case's id is decoded here; the rest is skipped (syntax checked, nothing built), so the case's
+        # JSON is decoded once, when the case is parsed from its slice.
+        ids: dict[str, Any] = {}
+
+        def member(key: str, at: int) -> int:
+            if key in ("eval_id", "evalId"):
+                ids[key], end = decode_value(text, at)
+                return end
+            return skip_value(text, at)
+
+        end = scan_object(text, start, member) if text[start : start + 1] == "{" else skip_value(text, start)
+        cases.append(LoadedCase(_case_id(ids, i), source=partial(_parse_case, slices, start, end, i)))
         return end
 
     def visit(key: str, start: int) -> int:

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from evalbot.load import discover, load_eval_set
+from evalbot.formats.jsonio import KEEP_TEXT_CHARS
+from evalbot.load import discover, load_actuals, load_eval_set
 from tests.fakes.builders import Writer, case, eval_set, inv
 from tests.fakes.file_opens import opened_files
 
@@ -278,3 +279,32 @@ def test_legacy_ids_do_not_depend_on_the_working_directory(
     monkeypatch.chdir(tmp_path)
     if not any((p / ".git").exists() for p in (tmp_path, *tmp_path.parents)):
         assert load_eval_set(Path("loose/t.test.json")).eval_set_id == "loose/t.test.json"
+
+
+def test_each_streamed_case_is_decoded_once(write: Writer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading and scoring-time parsing build each case's JSON value once (json's decoder is observed, not
+    replaced); InputError pointers of a bad case are unchanged."""
+    built: list[str] = []
+    decode = json.JSONDecoder.raw_decode
+
+    def observed(self: json.JSONDecoder, s: str, idx: int = 0) -> tuple[Any, int]:
+        value, end = decode(self, s, idx)
+        if isinstance(value, dict) and "eval_id" in value:
+            built.append(value["eval_id"])
+        elif isinstance(value, list) and value and isinstance(value[0], dict) and "user_content" in value[0]:
+            built.append("actuals:" + value[0]["invocation_id"])
+        return value, end
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", observed)
+    for size in (0, KEEP_TEXT_CHARS):  # text kept, and read back by offset
+        built.clear()
+        doc = json.dumps(eval_set("s", case("a"), case("b"), case("bad", inv(tool_calls=[])))) + " " * size
+        loaded = load_eval_set(write(f"s{size}.evalset.json", doc))
+        assert built == []
+        parsed = [(c.case is not None, c.error.pointer if c.error else None) for c in loaded.cases]
+        assert parsed == [(True, None), (True, None), (False, "/eval_cases/2/conversation/0/tool_calls")]
+        assert sorted(built) == ["a", "b", "bad"]
+        built.clear()
+        actuals = load_actuals(write(f"a{size}.json", json.dumps({"a": [inv("q", invocation_id="i1")]}) + " " * size))
+        assert built == []
+        assert isinstance(actuals.find("s", "a"), list) and built == ["actuals:i1"]

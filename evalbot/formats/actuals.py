@@ -25,6 +25,7 @@ from evalbot.formats.jsonio import (
     has_surrogate,
     parse_json,
     scan_document,
+    skip_value,
     validate,
 )
 
@@ -193,11 +194,12 @@ def lazy_mapping(text: str, path: Path) -> Actuals | None:
     def visit(eval_id: str, start: int) -> int:
         if eval_id in _NOT_A_MAPPING or has_surrogate(eval_id):  # has_surrogate: parse_json names it
             raise _OtherShape
-        value, end = decode_value(text, start)
-        if isinstance(value, list):
+        if text[start : start + 1] == "[":  # decoded once, when the case is scored; here only skipped
+            end = skip_value(text, start)
             entries.defer((None, eval_id), partial(_parse_later, slices, start, end, eval_id))
-        else:
-            entries[(None, eval_id)] = _invocations(value, path, [eval_id])
+            return end
+        value, end = decode_value(text, start)  # not a list: an error on this entry, decoded once here
+        entries[(None, eval_id)] = _invocations(value, path, [eval_id])
         return end
 
     try:

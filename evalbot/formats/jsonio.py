@@ -244,9 +244,14 @@ _DECODER = json.JSONDecoder()
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
+_SKIPPER = json.JSONDecoder(object_pairs_hook=len)
+"""json's own decoder, but each object becomes its member count: the objects are never built."""
+
+
 def skip_value(text: str, idx: int) -> int:
-    """The end of the JSON value starting at ``idx`` (decoded and dropped at once: nothing is kept)."""
-    return int(_DECODER.raw_decode(text, idx)[1])
+    """The end of the JSON value starting at ``idx``, its syntax checked exactly as json.loads checks it, without
+    building its objects (about 1.5-2x faster than decoding it; measured on ADK cases and actuals)."""
+    return int(_SKIPPER.raw_decode(text, idx)[1])
 
 
 def decode_value(text: str, idx: int) -> tuple[Any, int]:
