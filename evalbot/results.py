@@ -6,27 +6,24 @@ import json
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal, Self, TextIO, TypeVar, cast
+from typing import Annotated, Any, Literal, Self, TextIO, cast
 
 from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
-    ModelWrapValidatorHandler,
-    PrivateAttr,
     SerializerFunctionWrapHandler,
-    TypeAdapter,
     ValidationError,
-    computed_field,
     model_serializer,
     model_validator,
 )
-from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from evalbot import __version__
 from evalbot.redact import ScrubbingWriter  # a judge or proxy may have echoed a key into a reason
-from evalbot.turnpack import CallRow, TurnRow, pack, unpack
+from evalbot.turnpack import PackedTurns, built
+from evalbot.turnpack import ToolCallView as ToolCallView  # the turn models are part of the report
+from evalbot.turnpack import TurnView as TurnView
 
 SCHEMA_VERSION = 1
 
@@ -192,29 +189,11 @@ class MetricResult(StrictModel):
     details: dict[str, Any] | None = None
 
 
-class ToolCallView(StrictModel):
-    """A tool call as shown in reports: name and arguments."""
-
-    name: str | None
-    args: Any = None
-
-
-class TurnView(StrictModel):
-    """What a reviewer needs to see of one turn: the prompt, expected vs actual calls and responses."""
-
-    invocation_id: str | None = None
-    user: str = ""
-    expected_response: str | None = None
-    actual_response: str | None = None
-    expected_tool_calls: list[ToolCallView] | None = None
-    actual_tool_calls: list[ToolCallView] = Field(default_factory=list)
-
-
 class CaseResult(StrictModel):
     """Every criterion's verdict on one eval case, and the case verdict.
 
-    ``turns`` is stored packed (see :mod:`evalbot.turnpack`): reading it builds the TurnView objects afresh, and
-    assigning it (or passing ``turns=`` when the model is built or read from JSON) packs them.
+    ``turns`` is stored packed (:class:`evalbot.turnpack.PackedTurns`): reading it builds the TurnView objects
+    afresh; given to the constructor or read from JSON it is packed; assign a ``PackedTurns`` to keep it packed.
     """
 
     eval_id: str
@@ -223,88 +202,8 @@ class CaseResult(StrictModel):
     metrics: dict[str, MetricResult] = Field(default_factory=dict)
     fingerprint: str | None = None
     """Hash of the case's definition (expected conversation or scenario), for baseline comparison."""
-    _turns: bytes | list[TurnRow] | None = PrivateAttr(default=None)
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _with_turns(cls, data: Any, handler: ModelWrapValidatorHandler[CaseResult]) -> CaseResult:
-        if not isinstance(data, dict) or "turns" not in data:
-            return handler(data)
-        fields = {k: v for k, v in data.items() if k != "turns"}
-        turns = data["turns"]
-        if not isinstance(turns, list):
-            raise ValidationError.from_exception_data(cls.__name__, [InitErrorDetails(
-                type=PydanticCustomError("list_type", "turns must be a list of turns"), loc=("turns",), input=turns)])
-        result = handler(fields)
-        try:
-            result.turns = _TURN_LIST.validate_python(turns)
-        except ValidationError as exc:  # errors located under "turns", as when it was a plain field
-            raise ValidationError.from_exception_data(cls.__name__, [_under_turns(e) for e in exc.errors()]) from None
-        return result
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def turns(self) -> list[TurnView]:
-        """Expected vs actual per turn, kept for cases a reviewer may need to read (empty for others)."""
-        if self._turns is None:
-            return []
-        return [turn_from_row(row) for row in unpack(self._turns)]
-
-    @turns.setter
-    def turns(self, views: Sequence[TurnView]) -> None:
-        self.set_turn_rows([_row_of(v) for v in views])
-
-    def set_turn_rows(self, rows: list[TurnRow]) -> None:
-        """Keep these turns (packed); no rows keeps none."""
-        self._turns = pack(rows) if rows else None
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """As BaseModel.model_copy; ``update`` may also give ``turns`` (packed like an assignment)."""
-        new_turns = None
-        if update is not None and "turns" in update:
-            new_turns = _TURN_LIST.validate_python(update["turns"])
-            update = {k: v for k, v in update.items() if k != "turns"}
-        copied = super().model_copy(update=update, deep=deep)
-        if new_turns is not None:
-            copied.turns = new_turns
-        return copied
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CaseResult):
-            return NotImplemented
-        if self.__dict__ != other.__dict__:
-            return False
-        return self._turns == other._turns or self.turns == other.turns  # equal turns may pack to other bytes
-
-
-_TURN_LIST = TypeAdapter(list[TurnView])
-
-
-def _under_turns(error: ErrorDetails) -> InitErrorDetails:
-    details = InitErrorDetails(type=error["type"], loc=("turns", *error["loc"]), input=error["input"])
-    if "ctx" in error:
-        details["ctx"] = error["ctx"]
-    return details
-
-
-def _calls_of(views: Sequence[ToolCallView]) -> list[CallRow]:
-    return [(v.name, v.args) for v in views]
-
-
-def _row_of(view: TurnView) -> TurnRow:
-    expected = None if view.expected_tool_calls is None else _calls_of(view.expected_tool_calls)
-    return (view.invocation_id, view.user, view.expected_response, view.actual_response, expected,
-            _calls_of(view.actual_tool_calls))
-
-
-def turn_from_row(row: TurnRow) -> TurnView:
-    """The TurnView of a packed turn's row."""
-    invocation_id, user, expected_response, actual_response, expected, actual = row
-    return turn_view(
-        invocation_id, user, expected_response, actual_response,
-        None if expected is None else [tool_call_view(n, a) for n, a in expected],
-        [tool_call_view(n, a) for n, a in actual],
-    )
+    turns: PackedTurns = Field(default_factory=PackedTurns)
+    """Expected vs actual per turn, kept for cases a reviewer may need to read (empty for others)."""
 
 
 class MetricSummary(StrictModel):
@@ -517,22 +416,6 @@ def clean_score(value: float | None) -> float | None:
     return float(value)
 
 
-_new = object.__new__
-_set = object.__setattr__
-_M = TypeVar("_M", bound=StrictModel)
-
-
-def _built(cls: type[_M], values: dict[str, Any]) -> _M:
-    # What model_construct does, with every field given: no validation, no per-object fields-set (the shared set
-    # names every field, so pydantic's bookkeeping on assignment or model_copy is a no-op on it).
-    obj = _new(cls)
-    _set(obj, "__dict__", values)
-    _set(obj, "__pydantic_fields_set__", _ALL_FIELDS[cls])
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
-    return obj
-
-
 def invocation_score(
     invocation_id: str | None,
     score: float | None,
@@ -541,7 +424,7 @@ def invocation_score(
     details: dict[str, Any] | None = None,
 ) -> InvocationScore:
     """An InvocationScore built without validation: ``score`` must come from clean_score."""
-    return _built(
+    return built(
         InvocationScore,
         {"invocation_id": invocation_id, "score": score, "status": status, "reason": reason, "details": details},
     )
@@ -556,38 +439,11 @@ def metric_result(
     details: dict[str, Any] | None = None,
 ) -> MetricResult:
     """A MetricResult built without validation: ``score`` must come from clean_score."""
-    return _built(
+    return built(
         MetricResult,
         {"score": score, "status": status, "threshold": threshold, "per_invocation": per_invocation,
          "reason": reason, "details": details},
     )
-
-
-def tool_call_view(name: str | None, args: Any) -> ToolCallView:
-    """A ToolCallView built without validation."""
-    return _built(ToolCallView, {"name": name, "args": args})
-
-
-def turn_view(
-    invocation_id: str | None,
-    user: str,
-    expected_response: str | None,
-    actual_response: str | None,
-    expected_tool_calls: list[ToolCallView] | None,
-    actual_tool_calls: list[ToolCallView],
-) -> TurnView:
-    """A TurnView built without validation."""
-    return _built(
-        TurnView,
-        {"invocation_id": invocation_id, "user": user, "expected_response": expected_response,
-         "actual_response": actual_response, "expected_tool_calls": expected_tool_calls,
-         "actual_tool_calls": actual_tool_calls},
-    )
-
-
-_ALL_FIELDS: dict[type[StrictModel], set[str]] = {
-    cls: set(cls.model_fields) for cls in (InvocationScore, MetricResult, ToolCallView, TurnView)
-}
 
 
 def threshold_status(score: float | None, threshold: float | None) -> Status:

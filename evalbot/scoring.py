@@ -30,9 +30,8 @@ from evalbot.results import (
     case_status,
     summarize_cases,
     totals,
-    turn_from_row,
 )
-from evalbot.turnpack import CallRow, TurnRow
+from evalbot.turnpack import CallRow, PackedTurns, TurnRow, turn_from_row
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +146,7 @@ def _score_case(
             "re-record the run or fix the eval case"
         )
         mismatch = CaseResult(eval_id=case.eval_id, status="error", reason=reason, fingerprint=fp)
-        mismatch.set_turn_rows(_case_turns(case_input))
+        mismatch.turns = PackedTurns(_case_turns(case_input))
         return mismatch
     result = CaseResult(eval_id=case.eval_id, status="not_evaluated", fingerprint=fp)
     judged = False
@@ -166,7 +165,7 @@ def _score_case(
     # Turns are what reviewers read for cases that did not pass; a passing case without judged criteria is never
     # shown in detail (a judged one can be, as an inconclusive flip), so large runs do not carry its transcript.
     if judged or case_status([m.status for m in result.metrics.values()]) != "passed":
-        result.set_turn_rows(_case_turns(case_input))
+        result.turns = PackedTurns(_case_turns(case_input))
     return result
 
 

@@ -1,16 +1,21 @@
-"""A case's turns (prompts, responses, expected and actual tool calls) packed into one compact bytes object.
+"""The report models' speed machinery: a case's turns packed into one compact bytes object, and models built
+without validation on the scoring hot path.  :mod:`evalbot.results` declares plain models and uses these.
 
 A large run keeps the turns of every case that did not pass, for the PR comment.  As Python objects they cost
 about 16 KB per 3-turn case (each tool call's arguments are a tree of small dicts, lists and strings); packed with
 ``marshal`` the same data is one bytes object of about 3 KB that is built faster than the objects it replaces.
 The packed form lives only in memory (``marshal``'s format is specific to the Python version): reports are written
-and read as JSON.
+and read as JSON, where ``turns`` is a plain list of turns.
 """
 
 from __future__ import annotations
 
 import marshal
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 CallRow = tuple[str | None, Any]
 """A tool call: name and arguments (JSON values)."""
@@ -35,3 +40,158 @@ def unpack(packed: bytes | list[TurnRow]) -> list[TurnRow]:
         rows: list[TurnRow] = marshal.loads(packed)
         return rows
     return packed
+
+
+# --- models built without validation ---
+
+_M = TypeVar("_M", bound=BaseModel)
+_ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
+_new = object.__new__
+_set = object.__setattr__
+
+
+def built(cls: type[_M], values: dict[str, Any]) -> _M:
+    """What ``cls.model_construct(**values)`` does when ``values`` names every field, about twice as fast: no
+    validation, and one fields-set shared by every object of the class (it names every field, so pydantic's
+    bookkeeping on assignment or model_copy is a no-op on it).  The caller guarantees the values are valid."""
+    obj = _new(cls)
+    _set(obj, "__dict__", values)
+    fields = _ALL_FIELDS.get(cls)
+    if fields is None:
+        fields = _ALL_FIELDS[cls] = set(cls.model_fields)
+    _set(obj, "__pydantic_fields_set__", fields)
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+# --- the turn models and their packed form ---
+
+
+class ToolCallView(BaseModel):
+    """A tool call as shown in reports: name and arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None
+    args: Any = None
+
+
+class TurnView(BaseModel):
+    """What a reviewer needs to see of one turn: the prompt, expected vs actual calls and responses."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    invocation_id: str | None = None
+    user: str = ""
+    expected_response: str | None = None
+    actual_response: str | None = None
+    expected_tool_calls: list[ToolCallView] | None = None
+    actual_tool_calls: list[ToolCallView] = Field(default_factory=list)
+
+
+def tool_call_view(name: str | None, args: Any) -> ToolCallView:
+    """A ToolCallView built without validation."""
+    return built(ToolCallView, {"name": name, "args": args})
+
+
+def turn_view(
+    invocation_id: str | None,
+    user: str,
+    expected_response: str | None,
+    actual_response: str | None,
+    expected_tool_calls: list[ToolCallView] | None,
+    actual_tool_calls: list[ToolCallView],
+) -> TurnView:
+    """A TurnView built without validation."""
+    return built(
+        TurnView,
+        {"invocation_id": invocation_id, "user": user, "expected_response": expected_response,
+         "actual_response": actual_response, "expected_tool_calls": expected_tool_calls,
+         "actual_tool_calls": actual_tool_calls},
+    )
+
+
+def _calls_of(views: Sequence[ToolCallView]) -> list[CallRow]:
+    return [(v.name, v.args) for v in views]
+
+
+def row_of(view: TurnView) -> TurnRow:
+    """A turn's row, as packed."""
+    expected = None if view.expected_tool_calls is None else _calls_of(view.expected_tool_calls)
+    return (view.invocation_id, view.user, view.expected_response, view.actual_response, expected,
+            _calls_of(view.actual_tool_calls))
+
+
+def turn_from_row(row: TurnRow) -> TurnView:
+    """The TurnView of a packed turn's row."""
+    invocation_id, user, expected_response, actual_response, expected, actual = row
+    return turn_view(
+        invocation_id, user, expected_response, actual_response,
+        None if expected is None else [tool_call_view(n, a) for n, a in expected],
+        [tool_call_view(n, a) for n, a in actual],
+    )
+
+
+class PackedTurns(Sequence[TurnView]):
+    """A case's turns, packed: a read-only sequence of TurnView built afresh on each read.
+
+    As a pydantic field type it validates from a list of turns (models or dicts; errors located under the field),
+    passes a PackedTurns through as it is, and serialises as the list of turns.  Two are equal when their turns
+    are (equal turns may pack to different bytes, e.g. arguments' keys in another order).
+    """
+
+    __slots__ = ("_count", "_packed")
+
+    def __init__(self, rows: list[TurnRow] | None = None) -> None:
+        self._packed = pack(rows) if rows else None
+        self._count = len(rows) if rows else 0
+
+    @classmethod
+    def of(cls, views: Iterable[TurnView]) -> PackedTurns:
+        """The turns of these views, packed."""
+        return cls([row_of(v) for v in views])
+
+    def rows(self) -> list[TurnRow]:
+        """The turns' rows (new objects)."""
+        return unpack(self._packed) if self._packed is not None else []
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[TurnView]:
+        return iter([turn_from_row(row) for row in self.rows()])
+
+    @overload
+    def __getitem__(self, index: int) -> TurnView: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TurnView]: ...
+    def __getitem__(self, index: int | slice) -> TurnView | list[TurnView]:
+        return list(self)[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedTurns) and self._packed == other._packed:
+            return True
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PackedTurns({list(self)!r})"
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        views = handler.generate_schema(list[TurnView])
+
+        def validate(value: Any, validate_views: core_schema.ValidatorFunctionWrapHandler) -> PackedTurns:
+            if isinstance(value, PackedTurns):
+                return value
+            if not isinstance(value, list):
+                raise PydanticCustomError("list_type", "turns must be a list of turns")
+            return cls.of(validate_views(value))
+
+        return core_schema.no_info_wrap_validator_function(
+            validate, views, serialization=core_schema.plain_serializer_function_ser_schema(list, return_schema=views)
+        )

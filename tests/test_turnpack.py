@@ -1,4 +1,4 @@
-"""Packed turns: CaseResult keeps its turns as one compact bytes object and gives them back unchanged."""
+"""Packed turns: CaseResult keeps its turns as one compact bytes object (PackedTurns) and gives them back unchanged."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import sys
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from evalbot.results import CaseResult, Report, ToolCallView, TurnView
-from evalbot.turnpack import TurnRow, pack, unpack
+from evalbot.turnpack import PackedTurns, TurnRow, pack, unpack
 
 ARGS: dict[str, Any] = {"id": "8858", "count": 3, "ratio": 0.5, "ok": None,
                         "filters": {"active": False, "tags": ["room", "日本語", ""]}}
@@ -40,32 +40,36 @@ def test_unmarshallable_rows_are_kept_as_they_are() -> None:
 
 
 def test_case_turns_assign_read_and_json_round_trip() -> None:
-    """Assigned turns read back equal, serialise under "turns", and a report read from JSON has them again."""
+    """Assigned turns read back equal, serialise under "turns", and a report read from JSON has them again, packed."""
     case = CaseResult(eval_id="c", status="failed")
-    assert case.turns == [] and "turns" in case.model_dump()
-    case.turns = [_turn(), _turn(expected=False)]
-    assert case.turns == [_turn(), _turn(expected=False)]
+    assert case.turns == [] and "turns" in case.model_dump() and not case.turns
+    case.turns = PackedTurns.of([_turn(), _turn(expected=False)])
+    assert case.turns == [_turn(), _turn(expected=False)] and len(case.turns) == 2
+    assert case.turns[1] == _turn(expected=False) and case.turns[:1] == [_turn()]
     dumped = json.loads(case.model_dump_json())
     assert dumped["turns"][0]["actual_tool_calls"][1] == {"name": "lookup", "args": ARGS}
     assert dumped["turns"][1]["expected_tool_calls"] is None
     again = CaseResult.model_validate_json(case.model_dump_json())
-    assert again == case and again.turns == case.turns
+    assert again == case and again.turns == case.turns and isinstance(again.turns, PackedTurns)
+    assert case.model_dump()["turns"] == [_turn().model_dump(), _turn(expected=False).model_dump()]
 
 
 def test_case_turns_given_at_construction() -> None:
-    """turns= given to the constructor (as models or as dicts) is kept like an assignment."""
-    a = CaseResult(eval_id="c", status="failed", turns=[_turn()])  # type: ignore[call-arg]
+    """turns= given to the constructor (as models or as dicts) is packed; a PackedTurns is kept as it is."""
+    a = CaseResult(eval_id="c", status="failed", turns=[_turn()])  # type: ignore[arg-type]
     b = CaseResult.model_validate({"eval_id": "c", "status": "failed", "turns": [_turn().model_dump()]})
-    assert a.turns == b.turns == [_turn()]
+    assert a.turns == b.turns == [_turn()] and isinstance(a.turns, PackedTurns) and isinstance(b.turns, PackedTurns)
+    packed = PackedTurns.of([_turn()])
+    assert CaseResult(eval_id="c", status="failed", turns=packed).turns is packed
 
 
 def test_equality_looks_at_turn_content() -> None:
     """Cases differ when their turns differ, and are equal when only the args' key order differs."""
     a, b = CaseResult(eval_id="c", status="failed"), CaseResult(eval_id="c", status="failed")
-    a.turns = [_turn({"x": 1, "y": 2})]
-    b.turns = [_turn({"y": 2, "x": 1})]
-    assert a == b
-    b.turns = [_turn({"x": 1, "y": 3})]
+    a.turns = PackedTurns.of([_turn({"x": 1, "y": 2})])
+    b.turns = PackedTurns.of([_turn({"y": 2, "x": 1})])
+    assert a == b and a.turns == [_turn({"y": 2, "x": 1})]
+    b.turns = PackedTurns.of([_turn({"x": 1, "y": 3})])
     assert a != b
 
 
@@ -90,10 +94,17 @@ def test_bad_turns_error_points_into_the_turns() -> None:
 
 
 def test_model_copy_can_replace_turns() -> None:
-    """model_copy(update={"turns": ...}) packs the new turns; without it the copy keeps the original's."""
+    """model_copy(update={"turns": ...}) replaces the turns; without it the copy keeps the original's."""
     case = CaseResult(eval_id="c", status="failed")
-    case.turns = [_turn()]
-    assert case.model_copy().turns == [_turn()]
-    replaced = case.model_copy(update={"turns": [_turn(expected=False)], "status": "passed"})
+    case.turns = PackedTurns.of([_turn()])
+    assert case.model_copy().turns == [_turn()] and case.model_copy(deep=True) == case
+    replaced = case.model_copy(update={"turns": PackedTurns.of([_turn(expected=False)]), "status": "passed"})
     assert replaced.turns == [_turn(expected=False)] and replaced.status == "passed"
     assert case.turns == [_turn()]
+
+
+def test_the_report_models_are_plain() -> None:
+    """The speed machinery lives in turnpack: CaseResult overrides no pydantic method and has no validator."""
+    assert CaseResult.model_copy is BaseModel.model_copy and CaseResult.__eq__ is BaseModel.__eq__
+    decorators = CaseResult.__pydantic_decorators__
+    assert not (decorators.model_validators or decorators.field_validators or decorators.computed_fields)

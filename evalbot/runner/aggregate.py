@@ -30,6 +30,7 @@ from evalbot.results import (
     MetricResult,
     Report,
     Status,
+    TurnView,
     case_status,
     mean,
     summarize_cases,
@@ -37,6 +38,7 @@ from evalbot.results import (
 )
 from evalbot.runner.base import CaseRun, RunSet
 from evalbot.scoring import problem, score_run, turn_views
+from evalbot.turnpack import PackedTurns
 
 RUN_LEVEL = ("failure", "latency")
 """Criteria that still score a run whose agent failed (with the failed call flagged), besides the informational ones."""
@@ -155,7 +157,7 @@ def _merge_case(scored: list[CaseResult], case_runs: list[CaseRun], num_runs: in
     if num_runs == 1 and case_runs[0].outcome == "ok":
         return first
     by_metric: dict[str, list[tuple[int, MetricResult]]] = {}
-    turns = []
+    turns: list[TurnView] = []
     statuses: list[Status] = []
     reasons: list[str] = []
     for case_run in case_runs:
@@ -183,7 +185,7 @@ def _merge_case(scored: list[CaseResult], case_runs: list[CaseRun], num_runs: in
     pooled = CaseResult(eval_id=first.eval_id, status=case_status(statuses) if statuses else "not_evaluated",
                         reason="; ".join(dict.fromkeys(reasons)) or None, metrics=merged,
                         fingerprint=first.fingerprint)
-    pooled.turns = turns
+    pooled.turns = PackedTurns.of(turns)
     return pooled
 
 

@@ -156,7 +156,7 @@ def test_custom_template_can_replace_the_default() -> None:
     c = small()
     current = c.eval_sets[0].cases[0].current
     assert current is not None
-    turns = current.turns  # a case's turns are rebuilt on every read: change a copy, then assign it back
+    turns = list(current.turns)  # a case's turns are rebuilt on every read: change a copy, then assign it back
     turns[0].actual_response = "@org/team <!-- evalbot id=default -->"
     current.turns = turns
     text = render_comment(c, marker=MARKER, template=tpl)
