@@ -232,7 +232,7 @@ def _loaded(
     case_lines: CaseLines | None,
 ) -> LoadedEvalSet:
     kept, dup_errors = _drop_duplicates(cases, path, id_at)
-    return LoadedEvalSet(shown, eval_set_id, tuple(kept), cfg, tuple(dup_errors), notices, case_lines)
+    return LoadedEvalSet(shown, eval_set_id, tuple(kept), cfg, tuple(dup_errors), notices, lines=case_lines)
 
 
 def _case_id(raw: Any, i: int) -> str:
