@@ -25,6 +25,7 @@ from evalbot.action.settings import (
 )
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_UNAVAILABLE, EvalbotError, InputError
 from evalbot.forge.base import Forge, ForgeUnavailable
+from evalbot.judges.factory import SECRET_ENV
 from evalbot.redact import ScrubbingWriter, register_secret
 
 log = logging.getLogger("evalbot")
@@ -53,7 +54,7 @@ def run(
 ) -> int:
     """Run the action; returns the exit code (0 ok, 1 blocked, 2 invalid input, 3 GitHub unavailable, 70 a bug)."""
     for name in ("INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN", "INPUT_JUDGE-API-KEY", "INPUT_JUDGE_API_KEY",
-                 "GITHUB_TOKEN", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
+                 "GITHUB_TOKEN", *SECRET_ENV):
         register_secret(env.get(name))
     raw = out or sys.stdout
     stream = cast(TextIO, ScrubbingWriter(raw))  # logs and annotations never carry a secret

@@ -14,6 +14,7 @@ from evalbot.cli import args as cli_args
 from evalbot.cli import compare as cli_compare
 from evalbot.cli.evaluate import add_eval_args, evaluate_args, write_report, write_text
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EvalbotError
+from evalbot.judges.factory import SECRET_ENV
 from evalbot.pipeline import exit_code
 from evalbot.redact import register_secret
 from evalbot.render.console import render_text
@@ -54,7 +55,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     environ = os.environ if env is None else env
-    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GITHUB_TOKEN"):
+    for name in (*SECRET_ENV, "GITHUB_TOKEN"):
         register_secret(environ.get(name))  # masked in the report, the comment and the judge cache
     commands = {"run": cmd_run, **cli_compare.COMMANDS}
     try:

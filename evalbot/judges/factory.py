@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalbot.errors import ConfigError, RetryPolicy
-from evalbot.judges.base import DEFAULT_SAMPLING, Judge, JudgeReply, JudgeRequest, SafetyClient, Sampling
+from evalbot.judges.base import DEFAULT_SAMPLING, Judge, JudgeCallError, JudgeReply, JudgeRequest, SafetyClient, Sampling
 from evalbot.judges.cache import CachingJudge, DiskCache
 from evalbot.judges.deadline import DEFAULT_DEADLINE, DeadlineJudge
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY, LimitedJudge
@@ -26,7 +26,9 @@ DEFAULT_TIMEOUT = 60.0
 CACHE_ENV = "EVALBOT_JUDGE_CACHE"
 MISSING_CREDENTIALS = (
     "no judge credentials: set GOOGLE_API_KEY or GEMINI_API_KEY (Gemini API), or GOOGLE_GENAI_USE_VERTEXAI=true "
-    "with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION (Vertex AI); judged criteria are not evaluated"
+    "with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION (Vertex AI), or OPENAI_API_KEY / OPENAI_BASE_URL "
+    "(OpenAI-compatible), or AZURE_OPENAI_API_KEY with AZURE_OPENAI_ENDPOINT (Azure OpenAI); judged criteria "
+    "are not evaluated"
 )
 """The one message shown (once per judged criterion) when no judge can be built."""
 
@@ -161,6 +163,92 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in {"1", "true", "yes", "on"}
 
 
+OPENAI_PREFIX = "openai/"
+AZURE_PREFIX = "azure/"
+DEFAULT_AZURE_API_VERSION = "2024-10-21"
+"""Azure OpenAI's API version when OPENAI_API_VERSION is not set (a generally available one with JSON mode)."""
+OPENAI_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT",
+              "OPENAI_API_VERSION")
+SECRET_ENV = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY")
+"""The judge API keys the front ends register with evalbot.redact."""
+
+
+class RoutingJudge:
+    """Sends each request to the backend its model name picks.
+
+    ``azure/<deployment>`` goes to Azure OpenAI, ``openai/<model>`` to the OpenAI-compatible server (OpenAI itself
+    or OPENAI_BASE_URL), any other name to Gemini, or, when no Gemini credentials are set but OPENAI_BASE_URL is,
+    to that server under its own name (a local server or a LiteLLM proxy names its models as it likes). A name
+    whose backend is not configured fails that request (not_evaluated, with what to set).
+    """
+
+    def __init__(self, *, gemini: Judge | None = None, openai: Judge | None = None, azure: Judge | None = None,
+                 openai_takes_all: bool = False) -> None:
+        self.gemini = gemini
+        self.openai = openai
+        self.azure = azure
+        self.openai_takes_all = openai_takes_all
+
+    @property
+    def built(self) -> bool:
+        """Whether some backend was built (a request reached it; see DeferredBackend)."""
+        backends = [b for b in (self.gemini, self.openai, self.azure) if b is not None]
+        return any(b.built if isinstance(b, DeferredBackend) else True for b in backends)
+
+    def backend_for(self, model: str) -> Judge:
+        """The backend for ``model``; raises JudgeCallError (permanent) when it is not configured."""
+        if model.startswith(AZURE_PREFIX):
+            if self.azure is None:
+                raise JudgeCallError(f"judge model {model!r} is an Azure OpenAI deployment, but AZURE_OPENAI_ENDPOINT "
+                                     "and AZURE_OPENAI_API_KEY are not set")
+            return self.azure
+        if model.startswith(OPENAI_PREFIX):
+            if self.openai is None:
+                raise JudgeCallError(f"judge model {model!r} is an OpenAI model, but neither OPENAI_API_KEY nor "
+                                     "OPENAI_BASE_URL is set")
+            return self.openai
+        if self.gemini is not None:
+            return self.gemini
+        if self.openai is not None and self.openai_takes_all:
+            return self.openai
+        raise JudgeCallError(f"judge model {model!r} is served by Gemini, but no Gemini credentials are set "
+                             "(GOOGLE_API_KEY or GEMINI_API_KEY); name an openai/<model> or azure/<deployment> "
+                             "judge_model, or set OPENAI_BASE_URL to send every judge model to that server")
+
+    async def generate(self, request: JudgeRequest) -> JudgeReply:
+        """Answer through the backend the model name picks."""
+        return await self.backend_for(request.model).generate(request)
+
+
+def _openai_backends(env: Mapping[str, str], timeout: float) -> tuple[Judge | None, Judge | None]:
+    """The OpenAI-compatible backend (OPENAI_API_KEY and/or OPENAI_BASE_URL) and the Azure OpenAI one
+    (AZURE_OPENAI_ENDPOINT with AZURE_OPENAI_API_KEY, OPENAI_API_VERSION), each built on its first request."""
+    key = env.get("OPENAI_API_KEY") or None
+    base_url = env.get("OPENAI_BASE_URL") or None
+    openai_backend: Judge | None = None
+    if key or base_url:
+        def build_openai() -> Judge:
+            from evalbot.judges.openai_chat import OpenAIJudge  # lazily: only runs that reach it import openai
+
+            return OpenAIJudge(api_key=key, base_url=base_url, prefix=OPENAI_PREFIX, timeout=timeout)
+
+        openai_backend = DeferredBackend(build_openai)
+    endpoint = env.get("AZURE_OPENAI_ENDPOINT") or None
+    azure_key = env.get("AZURE_OPENAI_API_KEY") or None
+    azure_backend: Judge | None = None
+    if endpoint and azure_key:
+        version = env.get("OPENAI_API_VERSION") or DEFAULT_AZURE_API_VERSION
+
+        def build_azure() -> Judge:
+            from evalbot.judges.openai_chat import OpenAIJudge  # lazily: openai is an optional extra, slow to import
+
+            return OpenAIJudge(api_key=azure_key, azure_endpoint=endpoint, api_version=version, prefix=AZURE_PREFIX,
+                               timeout=timeout)
+
+        azure_backend = DeferredBackend(build_azure)
+    return openai_backend, azure_backend
+
+
 def judge_from_environ(
     env: Mapping[str, str],
     *,
@@ -175,8 +263,8 @@ def judge_from_environ(
     """The judge for a run and None, or None and the reason there is none (no credentials and no replay).
 
     Reads only ``env``: GOOGLE_API_KEY / GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_CLOUD_PROJECT,
-    GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL / GOOGLE_VERTEX_BASE_URL and EVALBOT_JUDGE_CACHE (used when
-    ``cache_dir`` is None). Replay mode never builds a network backend.
+    GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL / GOOGLE_VERTEX_BASE_URL, the OpenAI variables of OPENAI_ENV
+    and EVALBOT_JUDGE_CACHE (used when ``cache_dir`` is None). Replay mode never builds a network backend.
     """
     if cache_dir is None and env.get(CACHE_ENV):
         cache_dir = env[CACHE_ENV]
@@ -188,11 +276,11 @@ def judge_from_environ(
         if project and location:  # safety_v1 replays the verdicts Vertex AI gave when the cache was recorded
             add_safety_service(replayed, None)
         return replayed, None
+    openai_backend, azure_backend = _openai_backends(env, timeout)
     api_key = env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY") or None
     vertex = _truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI"))
-    if vertex and not (project or api_key):
-        return None, MISSING_CREDENTIALS
-    if not vertex and not api_key:
+    gemini_configured = bool(project or api_key) if vertex else bool(api_key)
+    if not gemini_configured and openai_backend is None and azure_backend is None:
         return None, MISSING_CREDENTIALS
     if vertex and project:
         api_key = None  # Vertex AI: a project (with application default credentials) and an API key exclude each other
@@ -205,17 +293,22 @@ def judge_from_environ(
             api_key=api_key, vertexai=vertex, project=project, location=location, base_url=base_url, timeout=timeout
         )
 
-    backend: Judge
-    if vertex:
+    gemini_backend: Judge | None = None
+    if gemini_configured and vertex:
         # Vertex AI looks up application default credentials: a failure must stop the run at once.
         try:
-            backend = gemini()
+            gemini_backend = gemini()
         except Exception as exc:  # google-genai validates credentials and options eagerly
             raise ConfigError(f"cannot set up the judge client: {type(exc).__name__}: {exc}") from exc
-    else:
-        backend = DeferredBackend(gemini)
+    elif gemini_configured:
+        gemini_backend = DeferredBackend(gemini)
+    backend = RoutingJudge(gemini=gemini_backend, openai=openai_backend, azure=azure_backend,
+                           openai_takes_all=bool(env.get("OPENAI_BASE_URL")))
     stack = build_stack(backend, cache_dir=cache_dir, replay=False, concurrency=concurrency, retry=retry,
                         deadline=deadline, sampling=sampling)
+    if env.get("OPENAI_BASE_URL"):  # another server than OpenAI's: its models cost what it charges, unknown here
+        everything = gemini_backend is None
+        stack.ledger.unpriced = lambda model: model.startswith(OPENAI_PREFIX) or everything
     if project and location:
         from evalbot.judges.vertex_safety import VertexSafety  # lazily: google-genai is slow to import
 

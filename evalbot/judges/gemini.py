@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import email.utils
 import json
 import threading
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -25,6 +23,7 @@ from evalbot.judges.base import (
     JudgeTimeout,
     Usage,
 )
+from evalbot.judges.retry import parse_retry_after
 from evalbot.redact import scrub
 
 DEFAULT_TIMEOUT = 60.0
@@ -51,22 +50,6 @@ def _in_thread(build: Callable[[], Any]) -> concurrent.futures.Future[Any]:
 
     threading.Thread(target=run, name="evalbot-genai-client", daemon=True).start()
     return future
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def _retry_delay_from_details(details: Any) -> float | None:

@@ -4,7 +4,9 @@ as ``errors.RetryPolicy`` (the one policy, shared with the GitHub client) says."
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -48,3 +50,19 @@ class RetryingJudge:
                 # Failed attempts were requests too.
                 reply = JudgeReply(reply.texts, reply.usage + Usage(requests=attempt - 1), reply.cached_samples)
             return reply
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,7 @@ from evalbot.judges.base import Judge, JudgeReply, JudgeRequest, Usage
 from evalbot.results import CriterionUsage, JudgeUsage, TokenCounts, UsageRow
 
 PRICES_AS_OF = "2025-09"
-PRICES_NOTE = f"estimated from Gemini list prices as of {PRICES_AS_OF}"
+PRICES_NOTE = f"estimated from Gemini and OpenAI list prices as of {PRICES_AS_OF}"
 PRICES_USD_PER_MILLION: dict[str, tuple[float, float]] = {
     # model prefix: (input, output incl. thinking) in USD per 1M tokens, paid tier, prompts <= 200k tokens.
     "gemini-2.5-pro": (1.25, 10.0),
@@ -22,7 +23,19 @@ PRICES_USD_PER_MILLION: dict[str, tuple[float, float]] = {
     "gemini-2.0-flash": (0.10, 0.40),
     "gemini-1.5-pro": (1.25, 5.0),
     "gemini-1.5-flash": (0.075, 0.30),
+    # OpenAI models, as named to evalbot (openai/<model>); standard tier, uncached input.
+    "openai/gpt-5": (1.25, 10.0),
+    "openai/gpt-5-mini": (0.25, 2.0),
+    "openai/gpt-5-nano": (0.05, 0.40),
+    "openai/gpt-4.1": (2.0, 8.0),
+    "openai/gpt-4.1-mini": (0.40, 1.60),
+    "openai/gpt-4.1-nano": (0.10, 0.40),
+    "openai/gpt-4o": (2.50, 10.0),
+    "openai/gpt-4o-mini": (0.15, 0.60),
+    "openai/o3": (2.0, 8.0),
+    "openai/o4-mini": (1.10, 4.40),
 }
+"""Azure deployments (azure/<name>) and other servers' models have no price here: their cost is unknown."""
 
 
 def price(model: str) -> tuple[float, float] | None:
@@ -71,9 +84,11 @@ def _plus(total: float | None, cost: float | None) -> float | None:
 
 @dataclass
 class UsageLedger:
-    """Usage recorded per (criterion, model)."""
+    """Usage recorded per (criterion, model); ``unpriced`` names the models whose list price does not apply (e.g.
+    every model of a self-hosted server reached through OPENAI_BASE_URL): their cost is unknown."""
 
     entries: dict[tuple[str, str], Usage] = field(default_factory=dict)
+    unpriced: Callable[[str], bool] = field(default=lambda model: False)
 
     def record(self, purpose: str, model: str, usage: Usage) -> None:
         """Add one reply's usage."""
@@ -87,7 +102,7 @@ class UsageLedger:
         per_model: dict[str, UsageRow] = {}
         total = UsageRow(estimated_cost_usd=0.0)
         for (purpose, model), usage in sorted(self.entries.items()):
-            cost = estimated_cost(usage, model)
+            cost = None if self.unpriced(model) else estimated_cost(usage, model)
             for row in (per_criterion.setdefault(purpose, CriterionUsage(estimated_cost_usd=0.0)),
                         per_model.setdefault(model, UsageRow(estimated_cost_usd=0.0)), total):
                 _add(row, usage)

@@ -1,5 +1,5 @@
 """Judge failures decide nothing silently: every failure mode of the judge (through the real google-genai client and
-the fake Gemini server) is counted, named in the comment's headline, and blocks (exit 3) unless judge_failures is
+the fake Gemini server, and through the real openai client and the fake Chat Completions server) is counted, named in the comment's headline, and blocks (exit 3) unless judge_failures is
 warn; missing credentials warn. The other half, through entrypoint.py, is in tests/e2e/test_judge_outage.py."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from evalbot.compare.model import Comparison
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import RetryPolicy
 from evalbot.judges.factory import MISSING_CREDENTIALS, build_stack
-from evalbot.judges.gemini import GeminiJudge
 from evalbot.pipeline import evaluate
 from evalbot.render.comment import comment_marker, render_comment
 from evalbot.results import Report
 from tests.fakes.fake_gemini import FakeError, FakeGemini, Recorded, Scripted
+from tests.fakes.judged import BACKENDS, fake_server, judge_backend
 
 DATA = Path(__file__).parents[1] / "e2e" / "data"
 VALID = '{"reasoning": "same facts", "is_the_agent_response_valid": "valid"}'
@@ -28,11 +28,13 @@ FAST = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.005, max_retry_afte
 MARK = comment_marker()
 
 
-def scored(fake: FakeGemini | None, *, timeout: float = 5.0, reason: str | None = None) -> Report:
-    """The e2e eval set (3 cases, final_response_match_v2 with 1 sample) scored with a judge on ``fake``."""
+def scored(fake: FakeGemini | None, *, timeout: float = 5.0, reason: str | None = None,
+           backend: str = "gemini") -> Report:
+    """The e2e eval set (3 cases, final_response_match_v2 with 1 sample) scored with a ``backend`` judge on
+    ``fake``."""
     stack = None
     if fake is not None:
-        stack = build_stack(GeminiJudge(api_key="k", base_url=fake.url, timeout=timeout), retry=FAST)
+        stack = build_stack(judge_backend(backend, fake, timeout=timeout), retry=FAST)
     ctx = BuildContext(judge=stack, judge_unavailable_reason=reason)
     return evaluate([str(DATA / "evals")], actuals=[str(DATA / "actuals" / "good.json")], ctx=ctx)
 
@@ -75,13 +77,14 @@ def headline(comparison: Comparison) -> str:
     return "\n".join(body.splitlines()[1:4])
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("mode", ["401", "429", "503", "garbled", "empty_candidates", "no_verdict", "timeout"])
-def test_each_judge_failure_mode_is_named_and_blocks_or_warns(mode: str, main_baseline: object) -> None:
+def test_each_judge_failure_mode_is_named_and_blocks_or_warns(mode: str, backend: str, main_baseline: object) -> None:
     """block: verdict error, exit 3, the headline names the count and the cause; warn: exit 0 with that warning,
     and never a plain "no regressions"."""
-    with FakeGemini() as fake:
+    with fake_server(backend) as fake:
         words, timeout = set_up(mode, fake)
-        report = scored(fake, timeout=timeout)
+        report = scored(fake, timeout=timeout, backend=backend)
     judged = [c.metrics["final_response_match_v2"].status for c in report.eval_sets[0].cases]
     assert judged == ["not_evaluated"] * 3
     blocked = compare(current=report, baseline=main_baseline, policy=GatePolicy())  # type: ignore[arg-type]
@@ -107,11 +110,13 @@ def test_missing_credentials_warn_in_the_headline(main_baseline: object) -> None
     assert "judged criteria not measured: 3 of 3 judged verdict(s) not evaluated — no judge credentials" in top
 
 
-def test_a_partial_outage_counts_only_the_missing_verdicts(main_baseline: object) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_partial_outage_counts_only_the_missing_verdicts(backend: str, main_baseline: object) -> None:
     """One call of three fails: "1 of 3", the other verdicts kept."""
-    with FakeGemini(responder=lambda prompt, index, request: VALID) as fake:
+    with fake_server(backend) as fake:
+        fake.responder = lambda prompt, index, request: VALID
         fake.fault(401, count=1, message="API key not valid")
-        report = scored(fake)
+        report = scored(fake, backend=backend)
     c = compare(current=report, baseline=main_baseline, policy=GatePolicy())  # type: ignore[arg-type]
     assert c.gate.exit_code == 3
     assert c.gate.reasons[0].startswith("judge unavailable: 1 of 3 judged verdict(s) not evaluated — "

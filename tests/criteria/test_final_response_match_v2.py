@@ -9,7 +9,7 @@ import pytest
 from evalbot.criteria import final_response_match_v2 as frm
 from evalbot.judges.factory import MISSING_CREDENTIALS, build_stack
 from tests.fakes.fake_gemini import FakeError
-from tests.fakes.judged import build, case_input, inv, judged, run
+from tests.fakes.judged import Judged, build, case_input, inv, run
 
 NAME = "final_response_match_v2"
 CRIT = {"threshold": 0.5, "judge_model_options": {"num_samples": 5}}
@@ -31,11 +31,11 @@ def test_parse_verdict(text: str, score: float | None) -> None:
     assert frm.parse_verdict(text) == score
 
 
-def test_one_request_per_invocation_with_votes_and_rationale() -> None:
+def test_one_request_per_invocation_with_votes_and_rationale(judged_on: Judged) -> None:
     """With full sampling, five samples come from one request; votes and the majority's reasoning are kept."""
     answers = ['{"reasoning": "r%d", "is_the_agent_response_valid": "%s"}' % (i, v)  # noqa: UP031
                for i, v in enumerate(["invalid", "valid", "valid", "invalid", "valid"])]
-    with judged(lambda p, i, r: answers[i], sampling="full") as (fake, stack):
+    with judged_on(lambda p, i, r: answers[i], sampling="full") as (fake, stack):
         result = run(build(frm.build, NAME, CRIT, stack), case_input(CASE, ACTUAL))
     assert [r.candidate_count for r in fake.requests] == [5, 5]
     assert result.score == 1.0 and result.status == "passed"
@@ -53,14 +53,14 @@ def test_missing_judge_is_not_evaluated_with_one_message() -> None:
     assert [p.status for p in result.per_invocation] == ["not_evaluated", "not_evaluated"]
 
 
-def test_judge_outage_after_retries_is_not_evaluated_never_zero() -> None:
+def test_judge_outage_after_retries_is_not_evaluated_never_zero(judged_on: Judged) -> None:
     """Persistent 503s leave the invocation not_evaluated with the reason; the other invocation still counts."""
     def answer(prompt: str, i: int, rec: object) -> str:
         if "answer one" in prompt:
             raise FakeError(503, "overloaded")
         return '{"is_the_agent_response_valid": "invalid"}'
 
-    with judged(answer) as (fake, stack):
+    with judged_on(answer) as (fake, stack):
         result = run(build(frm.build, NAME, CRIT, stack), case_input(CASE, ACTUAL))
     assert sum(1 for r in fake.requests if "answer one" in r.prompt) == 2  # retried once (FAST_RETRY)
     statuses = sorted(p.status for p in result.per_invocation)
@@ -70,18 +70,18 @@ def test_judge_outage_after_retries_is_not_evaluated_never_zero() -> None:
     assert result.score == 0.0  # computed from the judged invocation only
 
 
-def test_unparseable_answers_are_not_evaluated() -> None:
+def test_unparseable_answers_are_not_evaluated(judged_on: Judged) -> None:
     """A judge that never gives a verdict leaves the invocation (and the case) not_evaluated, with a reason."""
-    with judged(lambda p, i, r: "I think it is fine.") as (_, stack):
+    with judged_on(lambda p, i, r: "I think it is fine.") as (_, stack):
         result = run(build(frm.build, NAME, CRIT, stack), case_input(CASE, ACTUAL))
     assert result.status == "not_evaluated" and result.reason
     assert all("no recognisable verdict" in (p.reason or "") for p in result.per_invocation)
 
 
-def test_scenario_case_is_not_evaluated() -> None:
+def test_scenario_case_is_not_evaluated(judged_on: Judged) -> None:
     """A conversation-scenario case has no reference answer to compare with."""
     scenario = {"eval_id": "s", "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "p"}}
-    with judged() as (fake, stack):
+    with judged_on() as (fake, stack):
         result = run(build(frm.build, NAME, CRIT, stack), case_input(scenario, ACTUAL))
     assert result.status == "not_evaluated" and "expected conversation" in (result.reason or "")
     assert fake.requests == []
@@ -95,9 +95,9 @@ def test_replay_miss_is_not_evaluated(tmp_path: Path) -> None:
     assert all("replay mode" in (p.reason or "") for p in result.per_invocation)
 
 
-def test_prompt_carries_user_reference_and_response() -> None:
+def test_prompt_carries_user_reference_and_response(judged_on: Judged) -> None:
     """The judge sees the expected invocation's user text, the reference and the agent's answer."""
-    with judged(lambda p, i, r: '{"is_the_agent_response_valid": "valid"}') as (fake, stack):
+    with judged_on(lambda p, i, r: '{"is_the_agent_response_valid": "valid"}') as (fake, stack):
         run(build(frm.build, NAME, {**CRIT, "include_intermediate_responses_in_final": True}, stack),
             case_input(CASE, [inv("t1", "q1", "answer one", intermediate_data={
                 "intermediate_responses": [["sub", [{"text": "thinking aloud"}]]]}), ACTUAL[1]]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from evalbot.criteria import hallucinations as hal
 from evalbot.formats.adk import Invocation
 from tests.fakes.fake_gemini import FakeError, Recorded
-from tests.fakes.judged import build, case_input, inv, judged, run, text, unfence
+from tests.fakes.judged import Judged, build, case_input, inv, run, text, unfence
 
 NAME = "hallucinations_v1"
 CASE = {"eval_id": "c", "conversation": [inv("t", "q", "r")]}
@@ -47,12 +47,12 @@ def test_steps_follow_adk_order_and_context() -> None:
     assert [s for s, _ in hal.steps(invocation, intermediate=False)] == ["It is 20C."]
 
 
-def test_scores_sentences_and_keeps_evidence() -> None:
+def test_scores_sentences_and_keeps_evidence(judged_on: Judged) -> None:
     """Each sentence's label counts; the step details keep sentences, labels and rationales."""
     actual = [inv("t", "Weather?", "It is 20C. It will snow.",
                   intermediate_data={"tool_uses": [{"name": "get_weather", "args": {}}],
                                      "tool_responses": [{"name": "get_weather", "response": {"temp": 20}}]})]
-    with judged(_judge) as (fake, stack):
+    with judged_on(_judge) as (fake, stack):
         result = run(build(hal.build, NAME, {"threshold": 0.6}, stack), case_input(CASE, actual))
     assert result.score == 0.5 and result.status == "failed"
     assert len(fake.requests) == 2 and all(r.candidate_count == 1 for r in fake.requests)
@@ -61,7 +61,7 @@ def test_scores_sentences_and_keeps_evidence() -> None:
     assert [s["label"] for s in step["sentences"]] == ["supported", "unsupported"]
 
 
-def test_failed_step_makes_invocation_not_evaluated() -> None:
+def test_failed_step_makes_invocation_not_evaluated(judged_on: Judged) -> None:
     """A failed call on any step is reported, not dropped (ADK would score the remaining steps)."""
     def judge(prompt: str, index: int, rec: Recorded) -> str:
         if "Checking" in prompt and "Text to split" in prompt:
@@ -70,7 +70,7 @@ def test_failed_step_makes_invocation_not_evaluated() -> None:
 
     actual = [inv("t", "Weather?", "It is 20C.", intermediate_data={"invocation_events": [
         {"author": "a", "content": text("model", "Checking.")}]})]
-    with judged(judge) as (_, stack):
+    with judged_on(judge) as (_, stack):
         result = run(build(hal.build, NAME, {"threshold": 0.5, "evaluate_intermediate_nl_responses": True}, stack),
                      case_input(CASE, actual))
     only = result.per_invocation[0]
@@ -78,8 +78,8 @@ def test_failed_step_makes_invocation_not_evaluated() -> None:
     assert result.status == "not_evaluated"
 
 
-def test_no_text_is_not_evaluated() -> None:
+def test_no_text_is_not_evaluated(judged_on: Judged) -> None:
     """An invocation without any response text cannot be checked and says so."""
-    with judged(_judge) as (fake, stack):
+    with judged_on(_judge) as (fake, stack):
         result = run(build(hal.build, NAME, {"threshold": 0.5}, stack), case_input(CASE, [inv("t", "q")]))
     assert result.per_invocation[0].reason == "the invocation has no text to check" and fake.requests == []

@@ -17,7 +17,7 @@ from evalbot.criteria import (
 )
 from evalbot.judges.base import Sampling
 from tests.fakes.fake_gemini import TaggedResponder
-from tests.fakes.judged import build, case_input, judged, run
+from tests.fakes.judged import Judged, build, case_input, run
 
 GOLDENS = sorted((Path(__file__).parent.parent / "data" / "judge_parity").glob("*.json"))
 FACTORIES: dict[str, Any] = {
@@ -35,15 +35,15 @@ def _close(a: float | None, b: float | None) -> bool:
 
 @pytest.mark.parametrize("sampling", ["full", "sequential"])
 @pytest.mark.parametrize("path", GOLDENS, ids=[p.stem for p in GOLDENS])
-def test_matches_adk_or_documented_deviation(path: Path, sampling: Sampling) -> None:
+def test_matches_adk_or_documented_deviation(path: Path, sampling: Sampling, judged_on: Judged) -> None:
     """evalbot's verdicts equal ADK's recorded ones, or the documented deviation where evalbot is stricter: with
     full sampling (ADK's: every sample of every invocation asked) and with sequential sampling (the same answers in
-    the same order, fewer of them asked where the first ones decide)."""
+    the same order, fewer of them asked where the first ones decide), on each judge backend."""
     golden = json.loads(path.read_text(encoding="utf-8"))
     if golden["metric"] not in FACTORIES:
         pytest.skip(f"{golden['metric']} not implemented yet")
     responder = TaggedResponder(golden["answers"])
-    with judged(responder, sampling=sampling) as (fake, stack):
+    with judged_on(responder, sampling=sampling) as (fake, stack):
         criterion = build(FACTORIES[golden["metric"]], golden["metric"], golden["criterion"], stack)
         result = run(criterion, case_input(golden["eval_case"], golden["actual"]))
     expected = golden.get("evalbot_expected", golden["adk"])

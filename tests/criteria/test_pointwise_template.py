@@ -8,7 +8,7 @@ from evalbot.criteria import BrokenCriterion, build_criteria
 from evalbot.criteria import pointwise_template as pw
 from evalbot.criteria.base import BuildContext
 from evalbot.formats.config import parse_config
-from tests.fakes.judged import case_input, inv, judged, run, unfence
+from tests.fakes.judged import Judged, case_input, inv, run, unfence
 
 TEMPLATE = {
     "criteria": {"Follows trajectory": "The response matches the tools that were called."},
@@ -27,9 +27,9 @@ def _criteria(options: dict[str, Any], judge: Any) -> list[Any]:
     return built
 
 
-def test_declared_under_any_name_and_scored() -> None:
+def test_declared_under_any_name_and_scored(judged_on: Judged) -> None:
     """A criterion with metric_prompt_template is a judge metric: inputs reach the prompt, the score is read."""
-    with judged(lambda p, i, r: '{"explanation": "calls match", "score": 1}') as (fake, stack):
+    with judged_on(lambda p, i, r: '{"explanation": "calls match", "score": 1}') as (fake, stack):
         (criterion, *_) = _criteria({"metric_prompt_template": TEMPLATE}, stack)
         result = run(criterion, case_input(CASE, ACTUAL))
     prompt = fake.requests[0].prompt
@@ -40,10 +40,10 @@ def test_declared_under_any_name_and_scored() -> None:
     assert (result.per_invocation[0].details or {})["rationale"] == "calls match"
 
 
-def test_sample_mean_and_out_of_rubric_scores() -> None:
+def test_sample_mean_and_out_of_rubric_scores(judged_on: Judged) -> None:
     """Several samples average; a score not in the rubric is unparsed."""
     answers = ['{"score": 1}', '{"score": 0}', '{"score": 7}', '{"score": 1}']
-    with judged(lambda p, i, r: answers[i]) as (_, stack):
+    with judged_on(lambda p, i, r: answers[i]) as (_, stack):
         (criterion, *_) = _criteria({"metric_prompt_template": TEMPLATE,
                                      "judge_model_options": {"num_samples": 4}}, stack)
         result = run(criterion, case_input(CASE, ACTUAL))
@@ -70,9 +70,9 @@ def test_bad_templates_are_config_errors() -> None:
 FIVE_POINT = {**TEMPLATE, "rating_rubric": {str(k): f"rating {k}" for k in range(1, 6)}}
 
 
-def test_ratings_are_normalised_onto_the_unit_interval() -> None:
+def test_ratings_are_normalised_onto_the_unit_interval(judged_on: Judged) -> None:
     """A 1-5 rubric's rating 4 scores 0.75 (report scores stay in [0, 1]); the rating itself is kept."""
-    with judged(lambda p, i, r: '{"explanation": "mostly", "score": 4}') as (_, stack):
+    with judged_on(lambda p, i, r: '{"explanation": "mostly", "score": 4}') as (_, stack):
         (criterion, *_) = _criteria({"metric_prompt_template": FIVE_POINT}, stack)
         result = run(criterion, case_input(CASE, ACTUAL))
     assert result.score == 0.75 and result.status == "passed"

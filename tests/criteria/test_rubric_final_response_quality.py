@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evalbot.criteria import rubric_final_response_quality as frq
 from evalbot.criteria.judged_rubrics import normalize, parse_answer
-from tests.fakes.judged import build, case_input, inv, judged, run
+from tests.fakes.judged import Judged, build, case_input, inv, run
 
 NAME = "rubric_based_final_response_quality_v1"
 CONCISE = {"rubric_id": "concise", "rubric_content": {"text_property": "The response is concise."}}
@@ -26,7 +26,7 @@ def test_normalize_strips_decoration() -> None:
     assert normalize("**The  response’s tone — polite.**") == normalize("The response's tone - polite.")
 
 
-def test_typed_rubrics_only_and_prompt_content() -> None:
+def test_typed_rubrics_only_and_prompt_content(judged_on: Judged) -> None:
     """Untyped and other-typed case rubrics are not asked about; the prompt shows the answer and tool steps."""
     case = {"eval_id": "c", "rubrics": [
         {"rubric_id": "untyped", "rubric_content": {"text_property": "UNTYPED RUBRIC"}},
@@ -36,7 +36,7 @@ def test_typed_rubrics_only_and_prompt_content() -> None:
     actual = [inv("t1", "weather?", "Sunny in Paris.", intermediate_data={
         "tool_uses": [{"name": "get_weather", "args": {"city": "Paris"}, "id": "c1"}],
         "tool_responses": [{"name": "get_weather", "response": {"sky": "clear"}, "id": "c1"}]})]
-    with judged(lambda p, i, r: _answer("yes") + "\n\nID: typed\nProperty: TYPED\nRationale: ok\nVerdict: no") as (
+    with judged_on(lambda p, i, r: _answer("yes") + "\n\nID: typed\nProperty: TYPED\nRationale: ok\nVerdict: no") as (
             fake, stack):
         result = run(build(frq.build, NAME, {"threshold": 0.5, "rubrics": [CONCISE]}, stack), case_input(case, actual))
     prompt = fake.requests[0].prompt
@@ -48,21 +48,21 @@ def test_typed_rubrics_only_and_prompt_content() -> None:
     assert rubrics["concise"]["rationale"] == "five words" and rubrics["concise"]["votes"] == {"yes": 5, "no": 0}
 
 
-def test_duplicate_rubric_id_is_reported() -> None:
+def test_duplicate_rubric_id_is_reported(judged_on: Judged) -> None:
     """The same id with different texts in two scopes makes the case not_evaluated with the reason."""
     case = {"eval_id": "c", "rubrics": [{"rubric_id": "concise", "type": "FINAL_RESPONSE_QUALITY",
                                          "rubric_content": {"text_property": "Different text."}}],
             "conversation": [inv("t1", "q", "x")]}
-    with judged() as (fake, stack):
+    with judged_on() as (fake, stack):
         result = run(build(frq.build, NAME, {"threshold": 0.5, "rubrics": [CONCISE]}, stack),
                      case_input(case, [inv("t1", "q", "y")]))
     assert result.status == "not_evaluated" and "defined twice" in (result.reason or "")
     assert fake.requests == []
 
 
-def test_unmatched_and_unparsed_answers_are_explained() -> None:
+def test_unmatched_and_unparsed_answers_are_explained(judged_on: Judged) -> None:
     """Verdicts on unknown rubrics are listed; no usable verdict makes the invocation not_evaluated."""
-    with judged(lambda p, i, r: "ID: other\nProperty: Something else\nRationale: r\nVerdict: yes") as (_, stack):
+    with judged_on(lambda p, i, r: "ID: other\nProperty: Something else\nRationale: r\nVerdict: yes") as (_, stack):
         result = run(build(frq.build, NAME, {"threshold": 0.5, "rubrics": [CONCISE]}, stack),
                      case_input({"eval_id": "c", "conversation": [inv("t1", "q", "x")]}, [inv("t1", "q", "y")]))
     inv_score = result.per_invocation[0]

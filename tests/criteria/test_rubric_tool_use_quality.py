@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from evalbot.criteria import rubric_tool_use_quality as tuq
-from tests.fakes.judged import build, case_input, inv, judged, run
+from tests.fakes.judged import Judged, build, case_input, inv, run
 
 NAME = "rubric_based_tool_use_quality_v1"
 RUBRIC = {"rubric_id": "city", "rubric_content": {"text_property": "The agent asks for the right city."}}
 
 
-def test_tool_calls_from_events_are_paired_by_id() -> None:
+def test_tool_calls_from_events_are_paired_by_id(judged_on: Judged) -> None:
     """Calls and responses recorded as events reach the prompt, each response next to its call."""
     events = [
         {"author": "a", "content": {"role": "model", "parts": [
@@ -20,7 +20,7 @@ def test_tool_calls_from_events_are_paired_by_id() -> None:
             {"function_response": {"id": "x2", "name": "lookup", "response": {"r": "R-SECOND"}}}]}},
     ]
     answer = "ID: city\nProperty: The agent asks for the right city.\nRationale: yes\nVerdict: yes"
-    with judged(lambda p, i, r: answer) as (fake, stack):
+    with judged_on(lambda p, i, r: answer) as (fake, stack):
         result = run(build(tuq.build, NAME, {"threshold": 1.0, "rubrics": [RUBRIC]}, stack),
                      case_input({"eval_id": "c", "conversation": [inv("t", "q")]},
                                 [inv("t", "where?", "ok", intermediate_data={"invocation_events": events})]))
@@ -29,10 +29,10 @@ def test_tool_calls_from_events_are_paired_by_id() -> None:
     assert result.status == "passed" and result.score == 1.0
 
 
-def test_no_tools_is_said_plainly() -> None:
+def test_no_tools_is_said_plainly(judged_on: Judged) -> None:
     """An invocation without tool calls tells the judge so instead of showing an empty list."""
     answer = "ID: city\nProperty: The agent asks for the right city.\nRationale: none\nVerdict: no"
-    with judged(lambda p, i, r: answer) as (fake, stack):
+    with judged_on(lambda p, i, r: answer) as (fake, stack):
         result = run(build(tuq.build, NAME, {"threshold": 0.5, "rubrics": [RUBRIC]}, stack),
                      case_input({"eval_id": "c", "conversation": [inv("t", "q")]}, [inv("t", "q", "a")]))
     assert "No tools were called." in fake.requests[0].prompt

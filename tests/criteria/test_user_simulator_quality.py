@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evalbot.criteria import user_simulator_quality as usq
 from tests.fakes.fake_gemini import FakeError, Recorded
-from tests.fakes.judged import build, case_input, inv, judged, run, unfence
+from tests.fakes.judged import Judged, build, case_input, inv, run, unfence
 
 NAME = "per_turn_user_simulator_quality_v1"
 SCENARIO = {"eval_id": "s", "conversation_scenario": {
@@ -24,9 +24,9 @@ def test_parse_valid() -> None:
     assert usq.parse_valid("no json") is None
 
 
-def test_turns_and_passing_stop_check() -> None:
+def test_turns_and_passing_stop_check(judged_on: Judged) -> None:
     """Turn 1 by exact match, turn 2 by the judge, and a passing stop check changes nothing."""
-    with judged(lambda p, i, r: '{"reasoning": "fine", "is_valid": true}') as (fake, stack):
+    with judged_on(lambda p, i, r: '{"reasoning": "fine", "is_valid": true}') as (fake, stack):
         result = run(build(usq.build, NAME, {"threshold": 0.5, "stop_signal": "<bye>"}, stack),
                      case_input(SCENARIO, ACTUAL))
     assert [p.score for p in result.per_invocation] == [1.0, 1.0] and result.score == 1.0
@@ -34,34 +34,34 @@ def test_turns_and_passing_stop_check() -> None:
     assert "novice" in fake.requests[0].prompt.lower()
 
 
-def test_failed_stop_check_replaces_last_turn() -> None:
+def test_failed_stop_check_replaces_last_turn(judged_on: Judged) -> None:
     """When the conversation should have ended, the last turn fails with that explanation."""
     def judge(prompt: str, index: int, rec: Recorded) -> str:
         ok = _message(prompt) != "</finished>"
         return '{"reasoning": "%s", "is_valid": %s}' % ("r", "true" if ok else "false")  # noqa: UP031
 
-    with judged(judge) as (_, stack):
+    with judged_on(judge) as (_, stack):
         result = run(build(usq.build, NAME, {"threshold": 0.5}, stack), case_input(SCENARIO, ACTUAL))
     last = result.per_invocation[-1]
     assert last.status == "failed" and "stop signal" in (last.reason or "") and result.score == 0.5
 
 
-def test_stop_check_outage_is_not_evaluated() -> None:
+def test_stop_check_outage_is_not_evaluated(judged_on: Judged) -> None:
     """If the stop check cannot be judged, the last turn is not_evaluated (not passed, not failed)."""
     def judge(prompt: str, index: int, rec: Recorded) -> str:
         if _message(prompt) == "</finished>":
             raise FakeError(400, "no")
         return '{"is_valid": true}'
 
-    with judged(judge) as (_, stack):
+    with judged_on(judge) as (_, stack):
         result = run(build(usq.build, NAME, {"threshold": 0.5}, stack), case_input(SCENARIO, ACTUAL))
     assert [p.status for p in result.per_invocation] == ["passed", "not_evaluated"]
     assert result.score == 1.0
 
 
-def test_needs_a_scenario() -> None:
+def test_needs_a_scenario(judged_on: Judged) -> None:
     """A fixed conversation has no plan to check against."""
-    with judged() as (fake, stack):
+    with judged_on() as (fake, stack):
         result = run(build(usq.build, NAME, {"threshold": 0.5}, stack),
                      case_input({"eval_id": "c", "conversation": ACTUAL}, ACTUAL))
     assert result.status == "not_evaluated" and "conversation_scenario" in (result.reason or "")

@@ -1,13 +1,16 @@
-"""Test helpers for judged criteria: a judge stack on a fake Gemini server, cases and results."""
+"""Test helpers for judged criteria: a judge stack on a fake Gemini or OpenAI-compatible server, cases and results."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+import pytest
 
 from evalbot.criteria.base import BuildContext, CaseInput, Criterion
 from evalbot.errors import RetryPolicy
@@ -18,19 +21,48 @@ from evalbot.judges.factory import JudgeStack, build_stack
 from evalbot.judges.gemini import GeminiJudge
 from evalbot.results import MetricResult
 from tests.fakes.fake_gemini import FakeGemini
+from tests.fakes.fake_openai import FakeOpenAI
 
 FAST_RETRY = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.005, max_retry_after=0.005)
+HAVE_OPENAI = importlib.util.find_spec("openai") is not None
+BACKENDS = [
+    pytest.param("gemini", id="gemini"),
+    pytest.param("openai", id="openai", marks=pytest.mark.skipif(
+        not HAVE_OPENAI, reason="the openai client is not installed (pip install -e '.[dev]' installs it)")),
+]
+"""The judge backends every judged test runs on: ``@pytest.mark.parametrize("backend", BACKENDS)``."""
+
+
+def fake_server(backend: str) -> FakeGemini:
+    """A (not yet started) fake server speaking ``backend``'s wire protocol."""
+    return FakeOpenAI() if backend == "openai" else FakeGemini()
+
+
+def judge_backend(backend: str, fake: FakeGemini, *, timeout: float = 5) -> Any:
+    """The real client of ``backend`` pointed at ``fake`` (for models named as test configs name them: the OpenAI
+    backend serves every model name, as with OPENAI_BASE_URL and no Gemini key)."""
+    if backend == "openai":
+        from evalbot.judges.openai_chat import OpenAIJudge
+
+        return OpenAIJudge(api_key="test-openai-key", base_url=fake.url, timeout=timeout)
+    return GeminiJudge(api_key="test", base_url=fake.url, timeout=timeout)
 
 
 @contextmanager
-def judged(answers: Any = None, sampling: Sampling = DEFAULT_SAMPLING,
-           cache_dir: Path | None = None) -> Iterator[tuple[FakeGemini, JudgeStack]]:
-    """A fake Gemini server (responder = ``answers`` if given) and a judge stack pointed at it."""
-    with FakeGemini() as fake:
+def judged(answers: Any = None, sampling: Sampling = DEFAULT_SAMPLING, cache_dir: Path | None = None,
+           backend: str = "gemini") -> Iterator[tuple[FakeGemini, JudgeStack]]:
+    """A fake server of ``backend`` (responder = ``answers`` if given) and a judge stack pointed at it."""
+    with fake_server(backend) as fake:
         if answers is not None:
             fake.responder = answers
-        backend = GeminiJudge(api_key="test", base_url=fake.url, timeout=5)
-        yield fake, build_stack(backend, retry=FAST_RETRY, sampling=sampling, cache_dir=cache_dir)
+        yield fake, build_stack(judge_backend(backend, fake), retry=FAST_RETRY, sampling=sampling, cache_dir=cache_dir)
+
+
+class Judged(Protocol):
+    """The ``judged`` fixture: ``judged(answers)`` on the backend the test is parametrized with."""
+
+    def __call__(self, answers: Any = None, sampling: Sampling = DEFAULT_SAMPLING,
+                 cache_dir: Path | None = None) -> AbstractContextManager[tuple[FakeGemini, JudgeStack]]: ...
 
 
 def spec(name: str, criterion: Any) -> CriterionSpec:
