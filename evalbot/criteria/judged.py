@@ -21,7 +21,7 @@ from evalbot.criteria.base import (
 )
 from evalbot.formats.adk import AppDetails, IntermediateData, Invocation, InvocationEvents
 from evalbot.formats.invocations import content_text, final_text, intermediate_texts
-from evalbot.judges.base import DEFAULT_JUDGE_MODEL, Judge, JudgeError, JudgeRequest, StopRule, Usage
+from evalbot.judges.base import DEFAULT_JUDGE_MODEL, JudgeError, JudgeRequest, RunJudge, StopRule, Usage
 from evalbot.judges.usage import usage_dict
 from evalbot.results import InvocationScore, JudgeDetails, MetricResult, VoteSplit
 
@@ -53,6 +53,8 @@ class Tally:
 
     model: str
     usage: Usage = field(default_factory=Usage)
+    cost: Callable[[Usage, str], float | None] | None = None
+    """The run judge's estimate (None: list prices by model name; see RunJudge.estimated_cost)."""
 
     def add(self, answer: Answer) -> None:
         """Book one answer's usage."""
@@ -60,7 +62,10 @@ class Tally:
 
     def details(self) -> dict[str, Any]:
         """``{"judge": {model, tokens, requests, cached samples, estimated cost}}`` for MetricResult.details."""
-        return {"judge": usage_dict(self.usage, self.model)}
+        row = usage_dict(self.usage, self.model)
+        if self.cost is not None:
+            row["estimated_cost_usd"] = self.cost(self.usage, self.model)
+        return {"judge": row}
 
 
 @dataclass(frozen=True)
@@ -68,14 +73,14 @@ class JudgeCall:
     """How a criterion calls the judge: model, generation config, samples and its own name (for accounting);
     ``ballots`` keeps the votes a later stage may settle with more samples (see BallotBox)."""
 
-    judge: Judge
+    judge: RunJudge
     options: JudgeModelOptions
     purpose: str
     ballots: BallotBox | None = None
     tally: Tally = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tally", Tally(self.options.judge_model))
+        object.__setattr__(self, "tally", Tally(self.options.judge_model, cost=self.judge.estimated_cost))
 
     def fresh(self) -> JudgeCall:
         """A copy with its own usage tally (one per case)."""

@@ -141,6 +141,11 @@ class RunJudge(Judge, Protocol):
         cache's hits and the retry count: what becomes ``Report.usage``."""
         ...
 
+    def estimated_cost(self, usage: Usage, model: str) -> float | None:
+        """USD cost of ``usage`` on ``model`` from list prices, or None when unknown (no list price, or a server
+        reached through OPENAI_BASE_URL whose prices evalbot cannot know)."""
+        ...
+
 
 class JudgeError(Exception):
     """The judge could not answer; the message says why in words fit for a report."""

@@ -9,7 +9,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalbot.errors import ConfigError, RetryPolicy
-from evalbot.judges.base import DEFAULT_SAMPLING, Judge, JudgeCallError, JudgeReply, JudgeRequest, SafetyClient, Sampling
+from evalbot.judges.base import (
+    DEFAULT_SAMPLING,
+    Judge,
+    JudgeCallError,
+    JudgeReply,
+    JudgeRequest,
+    SafetyClient,
+    Sampling,
+    Usage,
+)
 from evalbot.judges.cache import CachingJudge, DiskCache
 from evalbot.judges.deadline import DEFAULT_DEADLINE, DeadlineJudge
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY, LimitedJudge
@@ -17,7 +26,7 @@ from evalbot.judges.retry import RetryingJudge
 from evalbot.judges.safety_service import LayeredSafety, SafetyBackend
 from evalbot.judges.sampling import SamplingJudge
 from evalbot.judges.sequential import SequentialJudge
-from evalbot.judges.usage import MeteredJudge, UsageLedger
+from evalbot.judges.usage import MeteredJudge, UsageLedger, estimated_cost
 from evalbot.results import CacheUse, JudgeUsage
 
 DEFAULT_TIMEOUT = 60.0
@@ -97,6 +106,10 @@ class JudgeStack:
     async def generate(self, request: JudgeRequest) -> JudgeReply:
         """Answer through every layer."""
         return await self.top.generate(request)
+
+    def estimated_cost(self, usage: Usage, model: str) -> float | None:
+        """Cost from list prices, None for unknown models and for those of the ledger's unpriced servers."""
+        return None if self.ledger.unpriced(model) else estimated_cost(usage, model)
 
     def usage_summary(self) -> JudgeUsage:
         """Token usage and estimated cost per criterion, per model and in total (UsageLedger.summary), with the

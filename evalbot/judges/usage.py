@@ -13,7 +13,8 @@ from evalbot.judges.base import Judge, JudgeReply, JudgeRequest, Usage
 from evalbot.results import CriterionUsage, JudgeUsage, TokenCounts, UsageRow
 
 PRICES_AS_OF = "2025-09"
-PRICES_NOTE = f"estimated from Gemini and OpenAI list prices as of {PRICES_AS_OF}"
+PRICES_NOTE = f"estimated from Gemini list prices as of {PRICES_AS_OF}"
+PRICES_NOTE_OPENAI = f"estimated from Gemini and OpenAI list prices as of {PRICES_AS_OF}"
 PRICES_USD_PER_MILLION: dict[str, tuple[float, float]] = {
     # model prefix: (input, output incl. thinking) in USD per 1M tokens, paid tier, prompts <= 200k tokens.
     "gemini-2.5-pro": (1.25, 10.0),
@@ -108,7 +109,9 @@ class UsageLedger:
                 _add(row, usage)
                 row.estimated_cost_usd = _plus(row.estimated_cost_usd, cost)
             per_criterion[purpose].models.append(model)
-        return JudgeUsage(per_criterion=per_criterion, total=total, prices=PRICES_NOTE, per_model=per_model)
+        openai = any(model.startswith("openai/") for model in per_model)
+        return JudgeUsage(per_criterion=per_criterion, total=total, prices=PRICES_NOTE_OPENAI if openai else PRICES_NOTE,
+                          per_model=per_model)
 
 
 class MeteredJudge:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from evalbot.criteria.judged import JudgeCall, JudgeModelOptions
+
 pytest.importorskip("openai", reason="the openai client is not installed (pip install -e '.[dev]' installs it)")
 
 from evalbot.errors import RetryPolicy
@@ -26,7 +28,7 @@ from evalbot.judges.base import (
 )
 from evalbot.judges.factory import MISSING_CREDENTIALS, build_stack, judge_from_environ
 from evalbot.judges.openai_chat import OpenAIJudge, chat_parameters
-from evalbot.judges.usage import estimated_cost, price
+from evalbot.judges.usage import UsageLedger, estimated_cost, price
 from evalbot.redact import forget_secrets, register_secret
 from tests.fakes.fake_gemini import FakeError, FakeGemini, Scripted
 from tests.fakes.fake_openai import FakeOpenAI
@@ -200,7 +202,9 @@ def test_environment_routes_models_to_their_backend(tmp_path: Path) -> None:
         assert [(r.model, r.api_key) for r in oa.requests] == [("gpt-4.1-mini", KEY)]
         assert [(r.model, r.api_key) for r in az.requests] == [("dep", "az-key-123")]
         assert [(r.model, r.api_key) for r in gem.requests] == [("gemini-2.5-flash", "gk-123456")]
-        assert judge.usage_summary()["per_criterion"]["c"]["requests"] == 3
+        summary = judge.usage_summary()
+        assert summary.per_criterion["c"].requests == 3
+        assert summary.per_criterion["c"].models == ["azure/dep", "gemini-2.5-flash", "openai/gpt-4.1-mini"]
 
 
 def test_a_base_url_alone_serves_every_model_name_and_prices_none(server: FakeOpenAI) -> None:
@@ -212,7 +216,13 @@ def test_a_base_url_alone_serves_every_model_name_and_prices_none(server: FakeOp
     asyncio.run(judge.generate(JudgeRequest("openai/gpt-4.1-mini", "p", purpose="c")))
     assert [r.model for r in server.requests] == ["gemini-2.5-flash", "gpt-4.1-mini"]
     summary = judge.usage_summary()
-    assert summary["total"]["estimated_cost_usd"] is None and summary["per_criterion"]["c"]["estimated_cost_usd"] is None
+    assert summary.total.estimated_cost_usd is None and summary.per_criterion["c"].estimated_cost_usd is None
+    call = JudgeCall(judge, JudgeModelOptions(judge_model="gemini-2.5-flash"), "c")  # a case's details: unknown too
+    asyncio.run(call.ask("p"))
+    assert call.tally.details()["judge"]["estimated_cost_usd"] is None and call.tally.usage.requests == 1
+    priced, _ = judge_from_environ({"GOOGLE_API_KEY": "gk-123456", "OPENAI_BASE_URL": server.url})
+    assert priced is not None and priced.estimated_cost(Usage(10, 10), "gemini-2.5-flash") is not None
+    assert priced.estimated_cost(Usage(10, 10), "openai/gpt-4.1") is None  # served by that other server
 
 
 def test_unconfigured_backends_fail_the_request_with_what_to_set(server: FakeOpenAI) -> None:
@@ -237,6 +247,11 @@ def test_openai_prices_and_unknown_models() -> None:
     assert price("azure/my-deployment") is None and price("llama3") is None
     assert estimated_cost(Usage(1_000_000, 1_000_000), "openai/gpt-4o-mini") == pytest.approx(0.75)
     assert estimated_cost(Usage(10, 10), "azure/gpt-4o") is None
+    ledger = UsageLedger()
+    ledger.record("c", "gemini-2.5-flash", Usage(10, 10, 1))
+    assert "OpenAI" not in ledger.summary().prices
+    ledger.record("c", "openai/gpt-4.1", Usage(10, 10, 1))
+    assert "Gemini and OpenAI list prices" in ledger.summary().prices
 
 
 def test_cached_answers_never_import_openai(server: FakeOpenAI, tmp_path: Path) -> None:
