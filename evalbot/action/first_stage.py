@@ -57,13 +57,18 @@ TRUSTED_EVENTS = frozenset({"pull_request_target", "workflow_run"})
 
 def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace, loaded: Inputs,
                     policy: GatePolicy | None = None, baseline: Baseline | None = None) -> Report:
-    """Score the eval sets with a judge when credentials are there (the judge-api-key input wins), then settle the
-    split votes that flipped against ``baseline`` (pipeline.settle_split_votes); ``policy`` is the gate's (the base
-    commit's in a pull request): its sampling and resample_split apply."""
+    """Score the eval sets with a judge when credentials are there (the judge-api-key, openai-api-key and
+    openai-base-url inputs win over the environment), then settle the split votes that flipped against ``baseline``
+    (pipeline.settle_split_votes); ``policy`` is the gate's (the base commit's in a pull request): its sampling and
+    resample_split apply."""
     policy = policy or GatePolicy()
     judge_env = dict(env)
     if inputs.judge_api_key:
         judge_env["GOOGLE_API_KEY"] = inputs.judge_api_key
+    if inputs.openai_api_key:
+        judge_env["OPENAI_API_KEY"] = inputs.openai_api_key
+    if inputs.openai_base_url:
+        judge_env["OPENAI_BASE_URL"] = inputs.openai_base_url
     cache = str(ws.path(inputs.judge_cache)) if inputs.judge_cache else None
     judge, notice = judge_from_environ(judge_env, cache_dir=cache, concurrency=inputs.judge_concurrency,
                                        deadline=inputs.judge_deadline, sampling=policy.sampling)

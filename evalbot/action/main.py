@@ -54,7 +54,7 @@ def run(
 ) -> int:
     """Run the action; returns the exit code (0 ok, 1 blocked, 2 invalid input, 3 GitHub unavailable, 70 a bug)."""
     for name in ("INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN", "INPUT_JUDGE-API-KEY", "INPUT_JUDGE_API_KEY",
-                 "GITHUB_TOKEN", *SECRET_ENV):
+                 "INPUT_OPENAI-API-KEY", "INPUT_OPENAI_API_KEY", "GITHUB_TOKEN", *SECRET_ENV):
         register_secret(env.get(name))
     raw = out or sys.stdout
     stream = cast(TextIO, ScrubbingWriter(raw))  # logs and annotations never carry a secret
@@ -68,8 +68,9 @@ def run(
     except InputError as exc:
         print(workflow.annotation("error", str(exc), title="evalbot input"), file=stream)
         return EXIT_INVALID_INPUT
-    if inputs.judge_api_key:
-        print(workflow.add_mask(inputs.judge_api_key), file=raw)  # the runner must see the value to mask it
+    for secret in (inputs.judge_api_key, inputs.openai_api_key):
+        if secret:
+            print(workflow.add_mask(secret), file=raw)  # the runner must see the value to mask it
     print(f"evalbot: mode {mode}, repository {ctx.repository or '?'}", file=stream, flush=True)
     if ctx.workspace.is_dir():
         os.chdir(ctx.workspace)  # as the runner does: input paths are relative to the workspace

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast, get_args
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticUseDefault
@@ -92,6 +93,18 @@ def _paths(raw: Any) -> Any:
     if isinstance(raw, str) and not _items(raw):
         raise ValueError(f"{raw!r} names no path; give eval set files, directories or globs")
     return _items(raw)
+
+
+def _base_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    parts = urlsplit(value) if _SECRET.fullmatch(value) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("is not an http(s) URL; give the server's OpenAI-compatible root, e.g. "
+                         "http://localhost:8000/v1")
+    if parts.username or parts.password:  # never echo it: the credentials would be in the message
+        raise ValueError("holds credentials; give the key in openai-api-key (from a secret) instead")
+    return value
 
 
 def _artifact_name(value: str) -> str:
@@ -181,6 +194,10 @@ class ActionInputs(BaseModel):
     """None: the config's ``evalbot.tolerance``, else 0."""
     github_token: Secret = ""
     judge_api_key: Secret = ""
+    openai_api_key: Secret = ""
+    """OPENAI_API_KEY of the judge's OpenAI-compatible backend (openai/<model> judge names)."""
+    openai_base_url: Annotated[OptionalText, AfterValidator(_base_url)] = None
+    """OPENAI_BASE_URL: another OpenAI-compatible server (vLLM, Ollama, llama.cpp, a LiteLLM proxy)."""
     comment_template: OptionalText = None
     comment_id: Annotated[Text, AfterValidator(_comment_id)] = "default"
     mode: Annotated[Literal["auto", "merge"] | Mode, Choice(MODES)] = "auto"

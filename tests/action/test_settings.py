@@ -200,3 +200,18 @@ def test_unreadable_event_file_says_which(tmp_path: Path) -> None:
 def test_no_event_means_push_mode() -> None:
     """Outside Actions (no event) the run evaluates and reports."""
     assert choose_mode("auto", context_from_env({})) == "push"
+
+
+def test_openai_inputs() -> None:
+    """openai-api-key is a secret token; openai-base-url an http(s) URL without credentials (never echoed)."""
+    inputs = inputs_from_env({"INPUT_OPENAI-API-KEY": "sk-abc123456", "INPUT_OPENAI-BASE-URL": "http://h:8000/v1"})
+    assert (inputs.openai_api_key, inputs.openai_base_url) == ("sk-abc123456", "http://h:8000/v1")
+    assert "sk-abc123456" not in repr(inputs)
+    assert inputs_from_env({}).openai_base_url is None
+    with pytest.raises(InputError, match="input openai-api-key: contains whitespace"):
+        inputs_from_env({"INPUT_OPENAI-API-KEY": "sk-a b"})
+    with pytest.raises(InputError) as caught:
+        inputs_from_env({"INPUT_OPENAI-BASE-URL": "https://me:s3cretpass@proxy.example/v1"})
+    assert str(caught.value).startswith("input openai-base-url: holds credentials") and "s3cret" not in str(caught.value)
+    with pytest.raises(InputError, match="input openai-base-url: is not an http"):
+        inputs_from_env({"INPUT_OPENAI-BASE-URL": "file:///etc/passwd"})
