@@ -200,6 +200,8 @@ BAD_INPUTS: dict[str, Bad] = {
     "tolerance": lambda tmp: ["2", "x", "-0.1", "nan"],
     "github-token": lambda tmp: ["a b", "tok\nen"],
     "judge-api-key": lambda tmp: ["k\nx", "k y"],
+    "openai-api-key": lambda tmp: ["sk\nx", "sk y", "sk\x00"],
+    "openai-base-url": lambda tmp: ["ftp://h/v1", "localhost:8000", "http://u:p@h/v1", "http://h /v1", "http://", "x" * 5000],
     "comment-template": lambda tmp: ["adir", "missing.md", "pipe.json"],
     "comment-id": lambda tmp: ["a b", "<!--", "x" * 101],
     "mode": lambda tmp: ["sometimes"],
