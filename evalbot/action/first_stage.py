@@ -21,6 +21,7 @@ from evalbot.action.workspace import (
     read_baseline_at,
 )
 from evalbot.compare.baseline import (
+    VOLATILE_FIELDS,
     Baseline,
     baseline_differences,
     build_baseline,
@@ -248,8 +249,9 @@ def write_html(comparison: Comparison, inputs: ActionInputs, ws: Workspace) -> s
 
 
 def same_scores(old: Baseline, new: Baseline) -> bool:
-    """Whether two baselines hold the same results (only when and where they were measured differ)."""
-    volatile = {"commit", "created_at"}
+    """Whether two baselines hold the same results (only when and where they were measured, and the judge's cost,
+    differ)."""
+    volatile = set(VOLATILE_FIELDS)
     return old.model_dump(exclude=volatile) == new.model_dump(exclude=volatile)
 
 

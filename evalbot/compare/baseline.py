@@ -21,7 +21,7 @@ from evalbot.errors import InputError
 from evalbot.formats.jsonio import describe, parse_json, pointer_for
 from evalbot.git import GitRunner, git_show
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL
-from evalbot.results import CaseResult, CriterionInfo, Report, Status, StrictModel
+from evalbot.results import CaseResult, CriterionInfo, JudgeUsage, Report, Status, StrictModel, TokenCounts
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE_PATH = ".evalbot/baseline.json"
@@ -109,6 +109,43 @@ class BaselineEvalSet(_Model):
     cases: dict[str, BaselineCase] = Field(default_factory=dict)
 
 
+MAX_COUNT = 10**12
+"""Largest token or request count a baseline may claim (a forged file cannot make the comment print nonsense)."""
+
+
+class BaselineUsageRow(_Model):
+    """Judge usage of the main run (one criterion, or the total): what the comment compares a PR's cost with."""
+
+    requests: int = Field(default=0, ge=0, le=MAX_COUNT)
+    input_tokens: int = Field(default=0, ge=0, le=MAX_COUNT)
+    output_tokens: int = Field(default=0, ge=0, le=MAX_COUNT)
+    cached_samples: int = Field(default=0, ge=0, le=MAX_COUNT)
+    estimated_cost_usd: float | None = Field(default=None, ge=0, le=1e12, allow_inf_nan=False)
+    """None when a model's price is unknown (never shown as 0)."""
+
+
+class BaselineUsage(_Model):
+    """The main run's judge usage and estimated cost, per criterion and in total."""
+
+    total: BaselineUsageRow = Field(default_factory=BaselineUsageRow)
+    per_criterion: dict[str, BaselineUsageRow] = Field(default_factory=dict, max_length=10_000)
+
+
+def usage_summary(usage: JudgeUsage | None) -> BaselineUsage | None:
+    """What the baseline keeps of a run's ``Report.usage`` (None: the run used no judge)."""
+    if usage is None:
+        return None
+
+    def row(r: TokenCounts, cost: float | None) -> BaselineUsageRow:
+        return BaselineUsageRow(requests=r.requests, input_tokens=r.input_tokens, output_tokens=r.output_tokens,
+                                cached_samples=r.cached_samples, estimated_cost_usd=cost)
+
+    return BaselineUsage(
+        total=row(usage.total, usage.total.estimated_cost_usd),
+        per_criterion={name: row(r, r.estimated_cost_usd) for name, r in usage.per_criterion.items()},
+    )
+
+
 class Baseline(_Model):
     """The whole baseline file."""
 
@@ -118,6 +155,8 @@ class Baseline(_Model):
     created_at: str | None = None
     judge_models: list[str] = Field(default_factory=list)
     eval_sets: dict[str, BaselineEvalSet] = Field(default_factory=dict)
+    usage: BaselineUsage | None = None
+    """The main run's judge usage and estimated cost (the PR comment shows the change against it)."""
 
     @property
     def compatible(self) -> bool:
@@ -200,6 +239,7 @@ def build_baseline(
         created_at=created_at,
         judge_models=sorted(models),
         eval_sets=sets,
+        usage=usage_summary(report.usage),
     )
     return fresh if previous is None else carry_history(fresh, previous)
 
@@ -326,8 +366,9 @@ def read_baseline(
     return parse_baseline(text, spec.label)
 
 
-VOLATILE_FIELDS = frozenset({"commit", "created_at"})
-"""Fields of a baseline that say when and where it was measured, not what (ignored when matching a run)."""
+VOLATILE_FIELDS = frozenset({"commit", "created_at", "usage"})
+"""Fields of a baseline that say when and where it was measured and what it cost, not what it measured (ignored
+when matching a run: a refresh replaying the judge cache costs nothing)."""
 
 
 def _diff(path: str, ours: object, theirs: object, out: list[str]) -> None:

@@ -394,6 +394,7 @@ def compare(
         policy=policy, baseline=info, baseline_source=baseline_source, create_command=command, baseline_note=note,
         baseline_error=baseline_error, alerts=alerts, eval_sets=sets, counts=counts, gate=gate, report=current,
         baseline_update=update, invisible_ids=invisible_ids(sets),
+        baseline_usage=baseline.usage if baseline is not None and compatible else None,
     )
 
 

@@ -6,6 +6,7 @@ from typing import Literal, get_args
 
 from pydantic import Field
 
+from evalbot.compare.baseline import BaselineUsage
 from evalbot.compare.flaky import CaseHistory
 from evalbot.compare.gate import Gate, GatePolicy
 from evalbot.compare.votes import Votes
@@ -160,3 +161,5 @@ class Comparison(StrictModel):
     """The command that reproduces this comparison locally."""
     refresh_command: str | None = None
     """The command that rewrites the baseline file from this run (for a PR that intends the change)."""
+    baseline_usage: BaselineUsage | None = None
+    """The baseline run's judge usage and cost, when the baseline records it (the comment shows the change)."""

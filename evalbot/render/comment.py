@@ -130,6 +130,80 @@ def _row_note(row: CriterionRow | Mapping[str, Any]) -> mdsafe.Safe:
     return mdsafe.Safe(" · ".join(notes))
 
 
+def _count(value: object) -> int:
+    """A non-negative count from plain (possibly untrusted) data; anything else counts as 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def money(value: object) -> str:
+    """``0.0123 USD``, or ``unknown`` when the price is not known (never a cost of 0 for an unknown price). No
+    dollar sign: two on one line start a math span on GitHub."""
+    real = _real(value)
+    return "unknown" if real is None or real != real or real < 0 else f"{real:.4f} USD"
+
+
+def cost_change(current: object, baseline: object) -> str:
+    """``+0.0023 USD (+23%)`` from the baseline run's cost to this run's; ``unknown`` when either is unknown."""
+    cur, base = _real(current), _real(baseline)
+    if cur is None or base is None:
+        return "unknown"
+    diff = cur - base
+    sign = "−" if diff < -5e-5 else "+" if diff > 5e-5 else "±"
+    pct = f" ({diff / base:+.0%})".replace("-", "−") if base > 0 and abs(diff) > 5e-5 else ""
+    return f"{sign}{abs(diff):.4f} USD{pct}"
+
+
+def usage_view(usage: Mapping[str, Any] | None, baseline: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The comment's judge cost block from ``Report.usage`` and the baseline run's usage, both as plain data (the
+    report is an untrusted artifact in the second stage: only counts and numbers are taken from it, preformatted).
+
+    None when the run used no judge. ``rows``: per criterion then the total, with tokens, cost, the baseline run's
+    cost and the change; ``saved``: samples answered by the cache and not asked thanks to sequential sampling.
+    """
+    if not isinstance(usage, Mapping) or not isinstance(usage.get("total"), Mapping):
+        return None
+    raw_per, base = usage.get("per_criterion"), baseline if isinstance(baseline, Mapping) else None
+    per: Mapping[str, Any] = raw_per if isinstance(raw_per, Mapping) else {}
+    raw_base_per = base.get("per_criterion") if base is not None else None
+    base_per: Mapping[str, Any] = raw_base_per if isinstance(raw_base_per, Mapping) else {}
+    total = usage["total"]
+
+    def row(name: str, r: Mapping[str, Any], b: Any) -> dict[str, Any]:
+        b = b if isinstance(b, Mapping) else None
+        return {
+            "name": name, "requests": f"{_count(r.get('requests')):,}", "input": f"{_count(r.get('input_tokens')):,}",
+            "output": f"{_count(r.get('output_tokens')):,}", "cached": f"{_count(r.get('cached_samples')):,}",
+            "cost": money(r.get("estimated_cost_usd")),
+            "baseline_cost": money(b.get("estimated_cost_usd")) if b is not None else "—",
+            "change": cost_change(r.get("estimated_cost_usd"), b.get("estimated_cost_usd")) if b is not None else "—",
+        }
+
+    rows = [row(str(n), r, base_per.get(n)) for n, r in per.items() if isinstance(r, Mapping)]
+    rows.append(row("total", total, base.get("total") if base is not None else None))
+    cached = _count(total.get("cached_samples"))
+    saved_by_sampling = _count(total.get("saved_samples"))
+    saved = [f"{cached:,} sample(s) answered by the judge cache (not paid for)"]
+    if saved_by_sampling:
+        saved.append(f"{saved_by_sampling:,} sample(s) not asked: sequential sampling had its majority")
+    requests = _count(total.get("requests"))
+    cost = total.get("estimated_cost_usd")
+    if requests == 0:
+        summary = f"Judge: {cached:,} answer(s) replayed from the cache, no requests made"
+    else:
+        summary = (f"Judge cost ≈ {money(cost)} · {requests:,} request(s), {_count(total.get('input_tokens')):,} "
+                   f"input + {_count(total.get('output_tokens')):,} output tokens · {cached:,} from the cache")
+    if saved_by_sampling:
+        summary += f" · {saved_by_sampling:,} saved by sequential sampling"
+    if base is not None and isinstance(base.get("total"), Mapping):
+        base_cost = base["total"].get("estimated_cost_usd")
+        summary += f" · baseline run ≈ {money(base_cost)} (change {cost_change(cost, base_cost)})"
+    prices = usage.get("prices")
+    return {
+        "summary": summary, "rows": rows, "saved": "Saved: " + "; ".join(saved) + ".",
+        "prices": prices if isinstance(prices, str) else None,
+    }
+
+
 def _link(label: str, target: str | None) -> mdsafe.Safe:
     if not target:
         return mdsafe.Safe("")
@@ -222,7 +296,8 @@ def environment(custom_template: str | None = None) -> jinja2.Environment:
         inline=mdsafe.inline, html=mdsafe.html, cell=mdsafe.cell, code=mdsafe.code, span=mdsafe.span, score=_score,
         delta=_delta, pvalue=_pvalue, number=_number, link=_link, row_note=_row_note,
     )
-    env.globals.update(set_counts=set_counts, visible_rows=visible_rows, row_badges=ROW_BADGES, version=__version__)
+    env.globals.update(set_counts=set_counts, visible_rows=visible_rows, row_badges=ROW_BADGES, version=__version__,
+                       usage_view=usage_view)
     return env
 
 

@@ -24,10 +24,11 @@ import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from evalbot import __version__
+from evalbot.compare.baseline import BaselineUsage
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import CaseComparison, Comparison, CriterionRow, EvalSetComparison, MetricDelta
-from evalbot.render.comment import verdict
+from evalbot.render.comment import cost_change, money, verdict
 from evalbot.render.numbers import p_value_text
 from evalbot.render.trajdiff import call_text, diff_calls
 from evalbot.render.views import ORDER, TITLES, history_text, judge_text, votes_text
@@ -260,15 +261,24 @@ def _open_first(sets: Sequence[Data]) -> None:
                     budget -= 1
 
 
-def _usage(usage: JudgeUsage | None) -> list[Data]:
-    """Judge usage rows: one per criterion, then the total (``?`` for the cost of an unpriced model)."""
+def _usage(usage: JudgeUsage | None, baseline: BaselineUsage | None = None) -> list[Data]:
+    """Judge usage rows: one per criterion, then the total ("unknown" for the cost of an unpriced model), with the
+    baseline run's cost and the change when the baseline records them."""
     if usage is None:
         return []
     named: list[tuple[str, CriterionUsage | UsageRow]] = [*usage.per_criterion.items(), ("total", usage.total)]
-    return [{"name": name, "requests": f"{row.requests:,}", "input_tokens": f"{row.input_tokens:,}",
-             "output_tokens": f"{row.output_tokens:,}", "cached_samples": f"{row.cached_samples:,}",
-             "cost": "?" if row.estimated_cost_usd is None else f"${row.estimated_cost_usd:.4f}"}
-            for name, row in named]
+    base_rows = {**(baseline.per_criterion if baseline else {}), "total": baseline.total} if baseline else {}
+    out = []
+    for name, row in named:
+        base = base_rows.get(name)
+        out.append({
+            "name": name, "requests": f"{row.requests:,}", "input_tokens": f"{row.input_tokens:,}",
+            "output_tokens": f"{row.output_tokens:,}", "cached_samples": f"{row.cached_samples:,}",
+            "cost": money(row.estimated_cost_usd),
+            "baseline_cost": "—" if base is None else money(base.estimated_cost_usd),
+            "change": "—" if base is None else cost_change(row.estimated_cost_usd, base.estimated_cost_usd),
+        })
+    return out
 
 
 def context(comparison: Comparison) -> Data:
@@ -305,7 +315,7 @@ def context(comparison: Comparison) -> Data:
         "counts": [{"key": k, "label": k.replace("_", " "), "n": v} for k, v in comparison.counts.items() if v],
         "filters": filters,
         "sets": sets,
-        "usage": _usage(comparison.report.usage),
+        "usage": _usage(comparison.report.usage, comparison.baseline_usage),
         "csp": f"default-src 'none'; style-src {style_hash}; script-src {script_hash}; img-src 'none'; "
                "base-uri 'none'; form-action 'none'",
         "style_hash": style_hash,

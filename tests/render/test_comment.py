@@ -257,8 +257,9 @@ def test_usage_from_an_untrusted_report_is_numbers_or_refused() -> None:
     r = Report(usage={"total": {"requests": 3, "estimated_cost_usd": 0.5},
                       "prices": "</details>\n## h [x](https://e.vil)" + "z" * 500})
     text = render_comment(compare(current=r, baseline=None, policy=GatePolicy()), marker=MARKER)
-    assert "Judge usage: 3 request(s), 0 input + 0 output tokens, 0 answer(s) from the cache, ≈ $0.5000" in text
-    assert "</details>\n" not in text and "\n## h" not in text and "z" * 200 not in text
+    assert "Judge cost ≈ 0.5000 USD · 3 request(s), 0 input + 0 output tokens · 0 from the cache" in text
+    assert "</details>\n## h" not in text and "\n## h" not in text and "z" * 200 not in text
+    assert text.count("</details>") == text.count("<details>")  # the prices text closed nothing
 
 
 def test_judge_text_ignores_malformed_steps() -> None:

@@ -190,7 +190,7 @@ def test_long_text_is_clipped_with_a_pointer_to_the_json_report() -> None:
 
 def test_usage_rows_are_the_criteria_then_the_total() -> None:
     """One row per judged criterion and the total (not the summary's other keys: ``cache`` is no criterion); the
-    cost of an unpriced model shows as ``?``."""
+    cost of an unpriced model shows as ``unknown``."""
     usage = {"per_criterion": {
         "b<i>": {"requests": 1200, "input_tokens": 5, "output_tokens": 6, "cached_samples": 7, "models": ["m"],
                  "estimated_cost_usd": 0.25},
@@ -199,12 +199,14 @@ def test_usage_rows_are_the_criteria_then_the_total() -> None:
         "cache": {"directory": "d", "hits": 7, "writes": 0}, "retries": 2}
     pr = report(eval_set("s", [case("c", {JUDGE: metric(1.0, 0.8, votes=[(3, 0)])})]), usage=usage)
     rows = context(compared(None, pr))["usage"]
+    none = {"baseline_cost": "—", "change": "—"}  # no baseline here
     assert rows == [
         {"name": "b<i>", "requests": "1,200", "input_tokens": "5", "output_tokens": "6", "cached_samples": "7",
-         "cost": "$0.2500"},
-        {"name": "a", "requests": "1", "input_tokens": "0", "output_tokens": "0", "cached_samples": "0", "cost": "?"},
+         "cost": "0.2500 USD", **none},
+        {"name": "a", "requests": "1", "input_tokens": "0", "output_tokens": "0", "cached_samples": "0",
+         "cost": "unknown", **none},
         {"name": "total", "requests": "1,201", "input_tokens": "5", "output_tokens": "6", "cached_samples": "7",
-         "cost": "?"}]
+         "cost": "unknown", **none}]
     text = render_html(compared(None, pr))
     assert "<td>b&lt;i&gt;</td><td>1,200</td>" in text and "<td>cache</td>" not in text
 
