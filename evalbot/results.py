@@ -6,7 +6,7 @@ import json
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal, Self, TextIO, cast
+from typing import Annotated, Any, Literal, Protocol, Self, TextIO, cast
 
 from pydantic import (
     BaseModel,
@@ -262,6 +262,23 @@ def _absent_if_zero(value: object) -> bool:
     return value == 0
 
 
+class Counts(Protocol):
+    """What a usage row adds up: judges.base.Usage and the rows below."""
+
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def requests(self) -> int: ...
+    @property
+    def cached_samples(self) -> int: ...
+    @property
+    def saved_samples(self) -> int: ...
+    @property
+    def extra_requests(self) -> int: ...
+
+
 class TokenCounts(StrictModel):
     """Judge tokens paid for, HTTP requests made and answers served from the cache (which cost nothing); the
     samples sequential sampling did not need to ask and the second requests it made (absent from the JSON when 0)."""
@@ -274,6 +291,20 @@ class TokenCounts(StrictModel):
     """Samples of majority votes not asked because the first ones decided (sequential sampling)."""
     extra_requests: int = Field(default=0, exclude_if=_absent_if_zero)
     """Second requests sequential sampling made where the first samples did not decide the vote."""
+
+    def add_counts(self, other: Counts) -> None:
+        """Add ``other``'s counts to these (a judge call's ``Usage``, another row)."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.requests += other.requests
+        self.cached_samples += other.cached_samples
+        self.saved_samples += other.saved_samples
+        self.extra_requests += other.extra_requests
+
+
+def plus_cost(total: float | None, cost: float | None) -> float | None:
+    """A sum of estimated costs: unknown (None) as soon as one part is unknown, never 0."""
+    return None if total is None or cost is None else total + cost
 
 
 class UsageRow(TokenCounts):
@@ -348,14 +379,8 @@ def _per_model(per_criterion: Mapping[str, CriterionUsage]) -> dict[str, UsageRo
     out: dict[str, UsageRow] = {}
     for row in per_criterion.values():
         acc = out.setdefault(row.models[0], UsageRow(estimated_cost_usd=0.0))
-        acc.input_tokens += row.input_tokens
-        acc.output_tokens += row.output_tokens
-        acc.requests += row.requests
-        acc.cached_samples += row.cached_samples
-        acc.saved_samples += row.saved_samples
-        acc.extra_requests += row.extra_requests
-        acc.estimated_cost_usd = (None if acc.estimated_cost_usd is None or row.estimated_cost_usd is None
-                                  else acc.estimated_cost_usd + row.estimated_cost_usd)
+        acc.add_counts(row)
+        acc.estimated_cost_usd = plus_cost(acc.estimated_cost_usd, row.estimated_cost_usd)
     return out
 
 

@@ -46,6 +46,7 @@ from evalbot.results import (
     ShardSet,
     UsageRow,
     case_status,
+    plus_cost,
     summarize_cases,
     totals,
 )
@@ -383,14 +384,8 @@ def merge_usage(usages: Sequence[JudgeUsage | None]) -> JudgeUsage | None:
 
 
 def _add_row(into: CriterionUsage | UsageRow, row: CriterionUsage | UsageRow) -> None:
-    into.input_tokens += row.input_tokens
-    into.output_tokens += row.output_tokens
-    into.requests += row.requests
-    into.cached_samples += row.cached_samples
-    into.saved_samples += row.saved_samples
-    into.extra_requests += row.extra_requests
-    into.estimated_cost_usd = (None if into.estimated_cost_usd is None or row.estimated_cost_usd is None
-                               else into.estimated_cost_usd + row.estimated_cost_usd)
+    into.add_counts(row)
+    into.estimated_cost_usd = plus_cost(into.estimated_cost_usd, row.estimated_cost_usd)
 
 
 MAX_PART_BYTES = 256 * 1024 * 1024

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from evalbot.redact import scrub
 from evalbot.results import JudgeUsage
 
 
@@ -165,6 +166,15 @@ class JudgeCallError(JudgeError):
         self.status = status
         self.transient = transient
         self.retry_after = retry_after
+
+
+def scrubbed(exc: JudgeCallError, secrets: tuple[str, ...]) -> JudgeCallError:
+    """``exc`` with the secrets taken out of its message (a server or proxy may echo the key in an error body);
+    ``exc`` itself when its message held none."""
+    message = scrub(str(exc), secrets)
+    if message == str(exc):
+        return exc
+    return type(exc)(message, status=exc.status, transient=exc.transient, retry_after=exc.retry_after)
 
 
 class JudgeTimeout(JudgeCallError):

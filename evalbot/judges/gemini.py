@@ -22,6 +22,7 @@ from evalbot.judges.base import (
     JudgeRequest,
     JudgeTimeout,
     Usage,
+    scrubbed,
 )
 from evalbot.judges.retry import parse_retry_after
 from evalbot.redact import scrub
@@ -178,10 +179,9 @@ class GeminiJudge:
         try:
             return await self._generate(request)
         except JudgeCallError as exc:
-            message = scrub(str(exc), self._secret)  # a judge or proxy may echo the key in its error body
-            if message == str(exc):
+            clean = scrubbed(exc, self._secret)
+            if clean is exc:
                 raise
-            clean = type(exc)(message, status=exc.status, transient=exc.transient, retry_after=exc.retry_after)
             raise clean from None
 
     async def _generate(self, request: JudgeRequest) -> JudgeReply:

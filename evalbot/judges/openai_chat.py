@@ -25,6 +25,7 @@ from evalbot.judges.base import (
     JudgeRequest,
     JudgeTimeout,
     Usage,
+    scrubbed,
 )
 from evalbot.judges.retry import parse_retry_after
 from evalbot.redact import scrub
@@ -174,11 +175,10 @@ class OpenAIJudge:
         try:
             return await self._generate(request)
         except JudgeCallError as exc:
-            message = scrub(str(exc), self._secret)  # a server or proxy may echo the key in its error body
-            if message == str(exc):
+            clean = scrubbed(exc, self._secret)
+            if clean is exc:
                 raise
-            raise type(exc)(message, status=exc.status, transient=exc.transient,
-                            retry_after=exc.retry_after) from None
+            raise clean from None
 
     async def _generate(self, request: JudgeRequest) -> JudgeReply:
         params, ignored = chat_parameters(request.config, request.num_samples, max_tokens_field=self.max_tokens_field)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalbot.judges.base import Judge, JudgeReply, JudgeRequest, Usage
-from evalbot.results import CriterionUsage, JudgeUsage, TokenCounts, UsageRow
+from evalbot.results import CriterionUsage, JudgeUsage, UsageRow, plus_cost
 
 PRICES_AS_OF = "2025-09"
 PRICES_NOTE = f"estimated from Gemini list prices as of {PRICES_AS_OF}"
@@ -70,19 +70,6 @@ def usage_dict(usage: Usage, model: str | None = None) -> dict[str, Any]:
     return out
 
 
-def _add(row: TokenCounts, usage: Usage) -> None:
-    row.input_tokens += usage.input_tokens
-    row.output_tokens += usage.output_tokens
-    row.requests += usage.requests
-    row.cached_samples += usage.cached_samples
-    row.saved_samples += usage.saved_samples
-    row.extra_requests += usage.extra_requests
-
-
-def _plus(total: float | None, cost: float | None) -> float | None:
-    return None if total is None or cost is None else total + cost
-
-
 @dataclass
 class UsageLedger:
     """Usage recorded per (criterion, model); ``unpriced`` names the models whose list price does not apply (e.g.
@@ -106,8 +93,8 @@ class UsageLedger:
             cost = None if self.unpriced(model) else estimated_cost(usage, model)
             for row in (per_criterion.setdefault(purpose, CriterionUsage(estimated_cost_usd=0.0)),
                         per_model.setdefault(model, UsageRow(estimated_cost_usd=0.0)), total):
-                _add(row, usage)
-                row.estimated_cost_usd = _plus(row.estimated_cost_usd, cost)
+                row.add_counts(usage)
+                row.estimated_cost_usd = plus_cost(row.estimated_cost_usd, cost)
             per_criterion[purpose].models.append(model)
         openai = any(model.startswith("openai/") for model in per_model)
         return JudgeUsage(per_criterion=per_criterion, total=total, prices=PRICES_NOTE_OPENAI if openai else PRICES_NOTE,
