@@ -40,8 +40,7 @@ from evalbot.git import git_show
 from evalbot.judges.factory import judge_from_environ
 from evalbot.load import read_optional
 from evalbot.pipeline import Inputs, evaluate, exit_code, load_inputs, settle_split_votes
-from evalbot.render import mdsafe
-from evalbot.render.comment import comment_marker, render_comment, render_summary
+from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.render.html import render_html
 from evalbot.render.junit import junit_suites, write_junit
 from evalbot.render.template_files import comment_template_text, read_regular_file
@@ -110,12 +109,23 @@ def shard_job(inputs: ActionInputs, ws: Workspace, report: Report, stream: TextI
                    report_path=inputs.report_path)
 
 
-def missing_parts(ctx: GitHubContext, exc: MissingShards, stream: TextIO) -> Outcome:
-    """Parts missing: verdict error (exit 3) naming the shards and cases, never a partial pass."""
-    message = f"could not measure the whole run: {exc}"
-    print(workflow.annotation("error", message, title="evalbot merge"), file=stream)
-    summarize(ctx, f"## evalbot: error\n\n{mdsafe.inline(message, 4000)}\n", [])
-    return Outcome(verdict="error", exit_code=EXIT_UNAVAILABLE, report_path="")
+def missing_parts(
+    ctx: GitHubContext, inputs: ActionInputs, mode: Mode, forge: Forge | None, exc: MissingShards, stream: TextIO
+) -> Outcome:
+    """Parts missing: verdict error (exit 3) naming the shards and cases, never a partial pass. On a pull request
+    the comment says so in its headline (replacing any earlier comment, which may have been green)."""
+    print(workflow.annotation("error", f"could not measure the whole run: {exc}", title="evalbot merge"), file=stream)
+    link = links(ctx, inputs)
+    pr = ctx.pull_request
+    published = None
+    if mode == "pull_request" and pr is not None:
+        marker = comment_marker(inputs.comment_id)
+        body = render_unmeasured(str(exc), marker=marker, links=link, commit=pr.head_sha)
+        published = post_comment(forge, number=pr.number, marker=marker, body=body, stream=stream)
+    summarize(ctx, render_unmeasured(str(exc), marker="", links=link),
+              [published.notice] if published is not None and published.notice else [])
+    return Outcome(verdict="error", exit_code=EXIT_UNAVAILABLE, report_path="",
+                   comment_url=published.comment_url if published is not None else "")
 
 
 def read_text_at(forge: Forge | None, ws: Workspace, path: str, ref: str, what: str) -> str | None:
@@ -267,7 +277,7 @@ def first_stage(
         try:
             merged: Report | None = merged_parts(inputs, ws)
         except MissingShards as exc:
-            return missing_parts(ctx, exc, stream)
+            return missing_parts(ctx, inputs, mode, forge, exc, stream)
     pr = ctx.pull_request
     baseline_error = None
     gate: GateSettings | None = None

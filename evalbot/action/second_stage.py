@@ -25,8 +25,7 @@ from evalbot.compare.delta import compare
 from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
 from evalbot.forge.base import Forge, ForgeError
 from evalbot.pipeline import settings_for
-from evalbot.render import mdsafe
-from evalbot.render.comment import comment_marker, render_comment, render_summary
+from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.results import Report
 from evalbot.shard import MissingShards, merge_reports, part_from_bytes
 
@@ -96,10 +95,15 @@ def second_stage(
         try:
             report = report_from_parts(files, inputs)
         except MissingShards as exc:
-            message = f"could not measure the whole run of PR #{pull.number}: {exc}"
-            print(workflow.annotation("error", message, title="evalbot merge"), file=stream)
-            summarize(ctx, f"## evalbot: error\n\n{mdsafe.inline(message, 4000)}\n", [])
-            return Outcome(verdict="error", exit_code=EXIT_UNAVAILABLE)
+            print(workflow.annotation("error", f"could not measure the whole run of PR #{pull.number}: {exc}",
+                                      title="evalbot merge"), file=stream)
+            link = links(ctx, inputs)
+            marker = comment_marker(inputs.comment_id)
+            published = post_comment(forge, number=pull.number, marker=marker, stream=stream,
+                                     body=render_unmeasured(str(exc), marker=marker, links=link, commit=run.head_sha))
+            summarize(ctx, render_unmeasured(str(exc), marker="", links=link),
+                      [published.notice] if published.notice else [])
+            return Outcome(verdict="error", exit_code=EXIT_UNAVAILABLE, comment_url=published.comment_url)
     else:
         report = report_from_artifact(files, inputs)
     ws = Workspace(ctx.workspace)

@@ -37,7 +37,7 @@ from evalbot.formats.jsonio import gc_paused
 from evalbot.git import run_git
 from evalbot.load import read_optional
 from evalbot.pipeline import exit_code, load_inputs, settings_for, settle_split_votes
-from evalbot.render.comment import Links, comment_marker, render_comment, render_summary
+from evalbot.render.comment import Links, comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.render.console import render_text
 from evalbot.render.html import render_html, render_html_report
 from evalbot.render.template_files import comment_template_text, read_regular_file
@@ -225,6 +225,12 @@ def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             report = merge_reports([(str(path), read_part(path)) for path in part_files(args.parts)])
     except MissingShards as exc:
         print(f"error: {exc}", file=sys.stderr)
+        # The comment and summary files say so in their headline: a stale file from an earlier run never stands in.
+        links = Links(summary=args.summary, report=args.report)
+        for path, marker, flag in ((args.summary, "", "--summary"),
+                                   (args.comment, comment_marker(args.comment_id), "--comment")):
+            if path:
+                write_text(path, render_unmeasured(str(exc), marker=marker, links=links), flag)
         return EXIT_UNAVAILABLE
     if args.write_baseline:
         if args.report:

@@ -434,6 +434,21 @@ def render_comment(
     return fallback(comparison, marker, links)
 
 
+def render_unmeasured(
+    message: str, *, marker: str, links: Links | None = None, commit: str | None = None
+) -> str:
+    """The comment (or, with an empty marker, the summary) of a run that could not be measured at all, e.g. a
+    sharded run whose parts are missing: the headline says so, never a stale or partial result."""
+    links = links or Links()
+    headline = message.split(":", 1)[0].strip() or "see below"
+    where = " · ".join(x for x in (_link("job summary", links.summary), _link("report", links.report)) if x)
+    text = _render(environment(), "unmeasured.md.j2", {
+        "icon": ICONS["error"], "headline": headline, "message": message,
+        "commit": commit[:12] if commit else None, "where": mdsafe.Safe(where),
+    })
+    return enforce_marker(tidy(text), marker)
+
+
 def render_summary(comparison: Comparison, *, links: Links | None = None, target: int = SUMMARY_TARGET) -> str:
     """The job summary: everything that fits in ``target`` UTF-8 bytes (and never more than 1 MiB)."""
     links = links or Links()

@@ -87,12 +87,34 @@ def test_a_missing_shard_is_error_exit_3_naming_it(action: Action, baseline_text
     assert merge.code == 3 and merge.outputs["verdict"] == "error", merge.stdout + merge.stderr
     (error,) = merge.annotations()
     assert "shard 1/4 missing" in error and all(case in error for case in lost)
-    assert "shard 1/4 missing" in merge.summary
-    assert action.github.comments_on(8) == []  # never a partial pass
+    assert "could not measure, not passing: shard 1/4 missing" in merge.summary
+    (comment,) = action.github.comments_on(8)  # never a partial pass: the headline says what is missing
+    headline = comment.body.splitlines()[1]
+    assert headline == "### ⛔ evalbot: could not measure, not passing: shard 1/4 missing", comment.body
+    assert all(case in comment.body for case in lost) and "Regression" not in comment.body
     shutil.rmtree(action.workspace / ".evalbot-parts")  # every shard failed: download-artifact found nothing
     merge = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS, "mode": "merge"})
     assert merge.code == 3 and merge.outputs["verdict"] == "error"
     assert any("no part in .evalbot-parts" in a for a in merge.annotations())
+    (comment,) = action.github.comments_on(8)  # the same sticky comment, updated
+    assert "could not measure, not passing: no part in .evalbot-parts" in comment.body
+
+
+def test_a_missing_shard_replaces_an_earlier_green_comment(action: Action, baseline_text: str,
+                                                            parts: list[bytes]) -> None:
+    """A PR whose earlier run passed, then a new push whose shard job failed: the old green comment must not stand
+    for the new commit."""
+    make_baseline(action, baseline_text)
+    first = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": "actuals/good.json"})
+    assert first.code == 0, first.stdout + first.stderr
+    (green,) = action.github.comments_on(8)
+    assert "✅" in green.body.splitlines()[1]
+    _download(action, parts, skip=2)
+    merge = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS, "mode": "merge"})
+    assert merge.code == 3 and merge.outputs["comment-url"]
+    (comment,) = action.github.comments_on(8)
+    assert comment.id == green.id and "⛔ evalbot: could not measure, not passing: shard 2/4 missing" in comment.body
+    assert "✅" not in comment.body
 
 
 def test_hostile_parts_directory_is_refused(action: Action, baseline_text: str, parts: list[bytes]) -> None:
@@ -142,6 +164,9 @@ def test_fork_safe_second_stage_merges_the_part_artifacts(action: Action, baseli
                        inputs={"mode": "workflow_run", "artifact-name": "evalbot-part-*"})
     assert again.code == 3 and again.outputs["verdict"] == "error"
     assert any("shard 3/4 missing" in a for a in again.annotations())
+    (comment,) = action.github.comments_on(7)  # the earlier blocked comment now says the run was not measured
+    assert comment.body.splitlines()[1] == "### ⛔ evalbot: could not measure, not passing: shard 3/4 missing"
+    assert "refund" not in comment.body.split("missing:", 1)[0]
 
 
 def test_readme_matrix_workflow_names_the_inputs_used_here() -> None:

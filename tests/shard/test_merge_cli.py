@@ -116,6 +116,20 @@ def test_missing_shard_is_exit_3_naming_the_shard_and_cases(parts: list[Path],
     assert "shard 3/4 missing" in err and all(case in err for case in lost), err
 
 
+def test_missing_shard_overwrites_the_comment_and_summary_files(parts: list[Path], tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A stale comment file from an earlier (passing) run must not be posted for this one."""
+    comment, summary = tmp_path / "comment.md", tmp_path / "summary.md"
+    comment.write_text("<!-- evalbot id=default -->\n### ✅ evalbot: passed\n")
+    summary.write_text("### ✅ evalbot: passed\n")
+    code = main(["merge", str(parts[0]), str(parts[3]), "--comment", str(comment), "--summary", str(summary)], {})
+    assert code == 3, capsys.readouterr().err
+    lines = comment.read_text().splitlines()
+    assert lines[:2] == ["<!-- evalbot id=default -->",
+                         "### ⛔ evalbot: could not measure, not passing: shards 2/4, 3/4 missing"]
+    assert summary.read_text().startswith("### ⛔ evalbot: could not measure, not passing: shards 2/4, 3/4 missing")
+
+
 def test_case_dropped_from_a_part_is_missing(parts: list[Path], tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     def drop(data: dict[str, Any]) -> None:
