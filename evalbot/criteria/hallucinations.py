@@ -33,7 +33,7 @@ from evalbot.criteria.judged import (
 from evalbot.formats.adk import IntermediateData, Invocation, InvocationEvent, InvocationEvents
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.invocations import final_text
-from evalbot.judges.templates import render
+from evalbot.judges.templates import echoes_example, render
 from evalbot.results import CheckedSentence, CheckedText, InvocationScore, JudgeDetails, MetricResult, threshold_status
 
 NAME = "hallucinations_v1"
@@ -174,7 +174,11 @@ class Hallucinations:
         if answer.error is not None:
             step.error = f"sentence validation failed: {answer.error}"
             return step
-        labelled = parse_labels(answer.texts[0] if answer.texts else "")
+        validated = answer.texts[0] if answer.texts else ""
+        if echoes_example(validated):
+            step.error = "sentence validation: the judge repeated the prompt's example answer instead of labelling"
+            return step
+        labelled = parse_labels(validated)
         votes = [1 if b["label"] in POSITIVE else 0 for b in labelled if b["label"] in POSITIVE | NEGATIVE]
         step.sentences = [CheckedSentence(sentence=b["sentence"], label=b["label"], rationale=clip(b["rationale"], 300))
                           for b in labelled]

@@ -22,6 +22,7 @@ from evalbot.criteria.base import (
 from evalbot.formats.adk import AppDetails, IntermediateData, Invocation, InvocationEvents
 from evalbot.formats.invocations import content_text, final_text, intermediate_texts
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL, JudgeError, JudgeRequest, RunJudge, StopRule, Usage
+from evalbot.judges.templates import echoes_example
 from evalbot.judges.usage import usage_dict
 from evalbot.results import InvocationScore, JudgeDetails, MetricResult, VoteSplit
 
@@ -194,14 +195,31 @@ async def judge_verdict(call: JudgeCall, prompt: str, parse: Callable[[str], flo
     score the invocation by their ``vote``; a failed call or answers without a verdict leave it not_evaluated
     (reason: the judge's error, or ``unreadable``). With a ``key`` and the call's ``ballots``, the vote is kept there
     for the settling stage."""
+    parse = ignoring_echoes(parse)
     answer = await call.ask(prompt, stop=MajorityRule(parse))
     if answer.error is not None:
         return score_invocation(None, threshold, invocation, reason=answer.error)
     if key is not None and call.ballots is not None:
         call.ballots.put(key, Ballot(call, prompt, parse, answer.texts))
     verdict, details = vote(answer.texts, parse)
-    reason = None if verdict is not None else unreadable
+    reason = None if verdict is not None else echo_reason(answer.texts) or unreadable
     return score_invocation(verdict, threshold, invocation, reason=reason, details=details.as_details())
+
+
+def ignoring_echoes(parse: Callable[[str], float | None]) -> Callable[[str], float | None]:
+    """``parse``, except that an answer echoing the prompt's answer format is no vote (``echoes_example``)."""
+    def read(text: str) -> float | None:
+        return None if echoes_example(text) else parse(text)
+    return read
+
+
+def echo_reason(texts: Sequence[str]) -> str | None:
+    """The reason an invocation was not judged when its samples echoed the prompt, else None."""
+    echoed = sum(1 for t in texts if echoes_example(t))
+    if not echoed:
+        return None
+    return (f"the judge repeated the prompt's example answer instead of judging ({echoed} of {len(texts)} "
+            "sample(s)); use a judge model that follows instructions")
 
 
 def clip(text: str, limit: int = 1200) -> str:

@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from evalbot.criteria.base import CaseInput, Options, not_evaluated, score_invocation
-from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, clip, unavailable
+from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, clip, echo_reason, unavailable
 from evalbot.formats.adk import Invocation, Rubric
+from evalbot.judges.templates import echoes_example
 from evalbot.results import InvocationScore, JudgeDetails, MetricResult, RubricVerdict, VoteSplit, threshold_status
 
 _ID = re.compile(r"(?m)^\s*ID: (.*)$")
@@ -112,7 +113,7 @@ def score_samples(texts: Sequence[str], rubrics: Sequence[Rubric]) -> tuple[list
     collected: dict[str, list[tuple[float | None, str]]] = {}
     unmatched: list[str] = []
     for text in texts:
-        for item in parse_answer(text):
+        for item in [] if echoes_example(text) else parse_answer(text):
             rubric = by_id.get(item.rubric_id) if item.rubric_id else None
             rubric = rubric or by_text.get(normalize(item.prop))
             if rubric is None:
@@ -172,7 +173,8 @@ class RubricCriterion:
         present = [r.score for r in results if r.score is not None]
         score = statistics.mean(present) if present else None
         details = JudgeDetails(rubrics=results, unmatched=sorted(set(unmatched)) or None)
-        reason = None if score is not None else "no rubric verdict could be read from the judge's answers"
+        reason = None if score is not None else (
+            echo_reason(answer.texts) or "no rubric verdict could be read from the judge's answers")
         if score is None and answer.texts:
             details.answer = clip(answer.texts[0], 600)
         return score_invocation(score, self.threshold, actual, reason=reason, details=details.as_details())

@@ -29,12 +29,20 @@ from dataclasses import dataclass
 from pydantic import Field, field_validator
 
 from evalbot.criteria.base import BuildContext, CaseInput, Options, parse_options, score_invocation
-from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, judge_call, rationale_of, unavailable, user_prompt
+from evalbot.criteria.judged import (
+    JudgeCall,
+    JudgeModelOptions,
+    echo_reason,
+    judge_call,
+    rationale_of,
+    unavailable,
+    user_prompt,
+)
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import Invocation
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.invocations import content_text, final_text, tool_calls
-from evalbot.judges.templates import render
+from evalbot.judges.templates import echoes_example, render
 from evalbot.results import InvocationScore, JudgeDetails, MetricResult, threshold_status
 
 _SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)')
@@ -149,14 +157,15 @@ class PointwiseTemplate:
         answer = await call.ask(prompt)
         if answer.error is not None:
             return score_invocation(None, self.threshold, actual, reason=answer.error)
-        samples = [parse_score(t, allowed) for t in answer.texts]
+        samples = [None if echoes_example(t) else parse_score(t, allowed) for t in answer.texts]
         present = [s for s in samples if s is not None]
         rating = statistics.mean(present) if present else None
         score = normalise(rating, allowed)
         first = next((t for t, s in zip(answer.texts, samples, strict=True) if s is not None),
                      answer.texts[0] if answer.texts else "")
         details = JudgeDetails(samples=samples, rating=rating, rationale=rationale_of(first))
-        reason = None if score is not None else "the judge's answers had no score from the rating rubric"
+        reason = None if score is not None else (
+            echo_reason(answer.texts) or "the judge's answers had no score from the rating rubric")
         return score_invocation(score, self.threshold, actual, reason=reason, details=details.as_details())
 
 

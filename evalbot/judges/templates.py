@@ -54,3 +54,21 @@ def render(name: str, **variables: Any) -> str:
 
     context = {**variables, "fence": fence, "data_marker": marker}
     return _environment().get_template(name).render(**context).strip() + "\n"
+
+
+_PLACEHOLDER = re.compile(r"<[a-z][^<>{}\n]{0,60} [^<>{}\n]{1,60}>")  # several words: never a tag such as <sentence>
+
+
+@cache
+def example_placeholders() -> frozenset[str]:
+    """The placeholders in the answer formats our prompts show (``<one or two sentences>``, ``<yes or no>``, ...)."""
+    folder = resources.files("evalbot.judges").joinpath("prompts")
+    return frozenset(found for item in folder.iterdir() if item.name.endswith(".j2")
+                     for found in _PLACEHOLDER.findall(item.read_text(encoding="utf-8")))
+
+
+def echoes_example(text: str) -> bool:
+    """Whether a judge's answer repeats a placeholder of the prompt's answer format. A model that echoes the prompt
+    (small models often do) has not judged, whatever verdict the copied example carries: its answer counts as
+    unparseable, never as a vote."""
+    return any(placeholder in text for placeholder in example_placeholders())
