@@ -12,13 +12,10 @@ from evalbot import __version__
 from evalbot.cli import agent as cli_agent
 from evalbot.cli import args as cli_args
 from evalbot.cli import compare as cli_compare
-from evalbot.cli.evaluate import add_eval_args, evaluate_args, write_report, write_text
+from evalbot.cli.evaluate import add_eval_args, evaluate_args, show_report
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EvalbotError
 from evalbot.judges.factory import SECRET_ENV
-from evalbot.pipeline import exit_code
 from evalbot.redact import register_secret
-from evalbot.render.console import render_text
-from evalbot.render.html import render_html_report
 
 log = logging.getLogger("evalbot")
 
@@ -41,13 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot run``."""
-    report = evaluate_args(args, env)
-    if args.report:
-        write_report(report, args.report)
-    if args.html:
-        write_text(args.html, render_html_report(report))
-    print(render_text(report))
-    return exit_code(report)
+    return show_report(args, evaluate_args(args, env))
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 
 from evalbot.cli import args as cli_args
 from evalbot.cli.agent import add_agent_args
-from evalbot.cli.evaluate import add_eval_args, evaluate_args, judge_context, write_report, write_text
+from evalbot.cli.evaluate import add_eval_args, evaluate_args, judge_context, show_report, write_report, write_text
 from evalbot.compare.baseline import (
     DEFAULT_BASELINE_PATH,
     HISTORY_LIMIT,
@@ -39,7 +39,7 @@ from evalbot.load import read_optional
 from evalbot.pipeline import exit_code, load_inputs, settings_for, settle_split_votes
 from evalbot.render.comment import Links, comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.render.console import render_text
-from evalbot.render.html import render_html, render_html_report
+from evalbot.render.html import render_html
 from evalbot.render.template_files import comment_template_text, read_regular_file
 from evalbot.results import Report
 from evalbot.shard import MissingShards, merge_reports, part_files, read_part
@@ -239,12 +239,7 @@ def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if any(getattr(args, name, None) is not None for name in ("baseline", "comment", "summary")):
         settings, config = settings_for(args.paths, config=args.config) if args.paths else ({}, None)
         return finish_compare(args, report, yardstick(args, settings, config))
-    if args.report:
-        write_report(report, args.report)
-    if args.html:
-        write_text(args.html, render_html_report(report))
-    print(render_text(report))
-    return exit_code(report)
+    return show_report(args, report)
 
 
 def add_parsers(sub: Any) -> None:

@@ -19,6 +19,8 @@ from evalbot.judges.factory import judge_from_environ
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
 from evalbot.paths import problem_with_directory
 from evalbot.progress import terminal_progress
+from evalbot.render.console import render_text
+from evalbot.render.html import render_html_report
 from evalbot.results import Report, write_report_json
 
 
@@ -94,6 +96,16 @@ def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipe
     finally:
         if bar is not None:
             bar.close()
+
+
+def show_report(args: argparse.Namespace, report: Report) -> int:
+    """Without a baseline: write --report and --html if asked, print the results; the run's exit code."""
+    if args.report:
+        write_report(report, args.report)
+    if args.html:
+        write_text(args.html, render_html_report(report))
+    print(render_text(report))
+    return pipeline.exit_code(report)
 
 
 def write_report(report: Report, path: str, flag: str = "--report") -> None:

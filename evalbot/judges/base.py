@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -175,6 +175,17 @@ def scrubbed(exc: JudgeCallError, secrets: tuple[str, ...]) -> JudgeCallError:
     if message == str(exc):
         return exc
     return type(exc)(message, status=exc.status, transient=exc.transient, retry_after=exc.retry_after)
+
+
+async def without_secrets(call: Awaitable[JudgeReply], secrets: tuple[str, ...]) -> JudgeReply:
+    """Await a backend's request; a failure whose message echoes a secret is raised again with it taken out."""
+    try:
+        return await call
+    except JudgeCallError as exc:
+        clean = scrubbed(exc, secrets)
+        if clean is exc:
+            raise
+        raise clean from None
 
 
 class JudgeTimeout(JudgeCallError):

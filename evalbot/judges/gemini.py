@@ -22,7 +22,7 @@ from evalbot.judges.base import (
     JudgeRequest,
     JudgeTimeout,
     Usage,
-    scrubbed,
+    without_secrets,
 )
 from evalbot.judges.retry import parse_retry_after
 from evalbot.redact import scrub
@@ -176,13 +176,7 @@ class GeminiJudge:
 
     async def generate(self, request: JudgeRequest) -> JudgeReply:
         """One HTTP request; the texts of every candidate and the tokens billed (the key never in either)."""
-        try:
-            return await self._generate(request)
-        except JudgeCallError as exc:
-            clean = scrubbed(exc, self._secret)
-            if clean is exc:
-                raise
-            raise clean from None
+        return await without_secrets(self._generate(request), self._secret)
 
     async def _generate(self, request: JudgeRequest) -> JudgeReply:
         config = self._config(request.config, request.num_samples)

@@ -25,7 +25,7 @@ from evalbot.judges.base import (
     JudgeRequest,
     JudgeTimeout,
     Usage,
-    scrubbed,
+    without_secrets,
 )
 from evalbot.judges.retry import parse_retry_after
 from evalbot.redact import scrub
@@ -172,13 +172,7 @@ class OpenAIJudge:
 
     async def generate(self, request: JudgeRequest) -> JudgeReply:
         """One HTTP request; the texts of every choice and the tokens billed (the key never in either)."""
-        try:
-            return await self._generate(request)
-        except JudgeCallError as exc:
-            clean = scrubbed(exc, self._secret)
-            if clean is exc:
-                raise
-            raise clean from None
+        return await without_secrets(self._generate(request), self._secret)
 
     async def _generate(self, request: JudgeRequest) -> JudgeReply:
         params, ignored = chat_parameters(request.config, request.num_samples, max_tokens_field=self.max_tokens_field)
