@@ -159,11 +159,11 @@ def votes(scores: Sequence[float | None]) -> VoteSplit:
 
 def vote(texts: Sequence[str], parse: Callable[[str], float | None]) -> tuple[float | None, JudgeDetails]:
     """Parse every sample, take the ``majority`` and keep the rationale of a sample agreeing with it (else the first
-    sample's); returns the verdict and the invocation's details (``votes`` and ``rationale``)."""
+    non-empty sample's); returns the verdict and the invocation's details (``votes`` and ``rationale``)."""
     samples = [parse(t) for t in texts]
     verdict = majority(samples)
     chosen = next((t for t, s in zip(texts, samples, strict=True) if s is not None and s == verdict),
-                  texts[0] if texts else "")
+                  next((t for t in texts if t.strip()), ""))
     return verdict, JudgeDetails(votes=votes(samples), rationale=rationale_of(chosen))
 
 

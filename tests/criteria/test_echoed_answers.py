@@ -90,3 +90,13 @@ def test_other_judged_criteria_refuse_echoes(judged_on: Judged) -> None:
         assert result.status == "not_evaluated" and result.score is None, (name, result)
         reason = " ".join(filter(None, [result.reason, *(p.reason or "" for p in result.per_invocation)]))
         assert "repeated the prompt's example answer" in reason, (name, reason)
+
+
+def test_the_rationale_quoted_for_an_unjudged_invocation_is_a_real_answer(judged_on: Judged) -> None:
+    """No verdict: the first non-empty answer is kept as evidence, not an empty first sample."""
+    answers = ["", "  ", "I cannot tell.", "maybe", "no idea"]
+    with judged_on(lambda p, i, r: answers[i], sampling="full") as (_, stack):
+        result = run(build(frm.build, frm.NAME, {"threshold": 0.5, "judge_model_options": {"num_samples": 5}},
+                           stack), case_input(CASE, ACTUAL))
+    (only,) = result.per_invocation
+    assert only.status == "not_evaluated" and (only.details or {})["rationale"] == "I cannot tell."
