@@ -1,4 +1,4 @@
-"""The command line: ``evalbot run | baseline | compare``, the edge that reads argv and the environment."""
+"""The command line: ``evalbot run | baseline | compare | merge``, the edge that reads argv and the environment."""
 
 from evalbot.cli.commands import main
 

@@ -1,4 +1,4 @@
-"""``evalbot baseline`` and ``evalbot compare``: the command-line edge of the baseline, comparison and rendering.
+"""``evalbot baseline``, ``evalbot compare`` and ``evalbot merge``: the command-line edge of the baseline, comparison and rendering.
 
 Reads argv, the environment (GITHUB_SHA), the clock, files and ``git``; everything it calls is pure.
 """
