@@ -131,8 +131,9 @@ class JudgeDetails(_Loose):
     Criteria fill it and store ``as_details()``; render reads it back with ``JudgeDetails.read(details)``. The JSON
     keys are the ones each criterion wrote before the shape was typed, and only the ones it fills:
     ``votes`` + ``rationale`` (a majority-vote verdict: final_response_match_v2, per-turn user simulator quality,
-    safety by the judge), ``rationale`` (safety by Vertex AI), ``samples`` + ``rating`` + ``rationale`` (pointwise
-    template metrics: ``rating`` is written, null or not, with ``samples``), ``steps`` (hallucinations_v1),
+    safety by the judge), ``rationale`` (safety by Vertex AI), ``samples`` + ``rating`` + ``rationale`` + ``votes``
+    (pointwise template metrics: ``rating`` is written, null or not, with ``samples``; ``votes``, each sample's
+    rating against the threshold, when there is one), ``steps`` (hallucinations_v1),
     ``rubrics`` + ``unmatched`` + ``answer`` (rubric criteria). ``samples_asked``, the number of samples the judge
     was asked for, is written when set (sequential sampling may ask fewer than ``num_samples``).
     """

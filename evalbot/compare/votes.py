@@ -100,6 +100,8 @@ def votes_of(details: Mapping[str, Any] | None) -> Votes | None:
                          settled=settled if isinstance(settled, bool) and resampled is not None else None)
         return None
     if isinstance(raw, list):
+        if any(isinstance(v, int | float) and not isinstance(v, bool) and not 0 <= v <= 1 for v in raw):
+            return None  # ratings on a wider scale (a pointwise metric's 1-5) are not votes
         cast = [_vote_value(v) for v in raw]
         yes, no = cast.count(True), cast.count(False)
         return Votes(yes=yes, no=no) if yes + no else None

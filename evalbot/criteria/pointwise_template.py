@@ -23,7 +23,7 @@ import asyncio
 import json
 import re
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pydantic import Field, field_validator
@@ -43,7 +43,7 @@ from evalbot.formats.adk import Invocation
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.invocations import content_text, final_text, tool_calls
 from evalbot.judges.templates import echoes_example, render
-from evalbot.results import InvocationScore, JudgeDetails, MetricResult, threshold_status
+from evalbot.results import InvocationScore, JudgeDetails, MetricResult, VoteSplit, threshold_status
 
 _SCORE = re.compile(r'"score"\s*:\s*"?(-?\d+(?:\.\d+)?)')
 
@@ -112,6 +112,17 @@ def normalise(rating: float | None, allowed: set[float]) -> float | None:
     return 1.0 if high == low else (rating - low) / (high - low)
 
 
+def sample_votes(samples: Sequence[float | None], allowed: set[float], threshold: float | None) -> VoteSplit | None:
+    """Each sample's own verdict: would its rating alone pass the threshold? The score averages the ratings; these
+    votes tell the gate whether the samples agreed (a flip on ratings that disagree is judge noise, not a regression)
+    and give the exact test its counts. None without a threshold (an informational metric has no verdict)."""
+    if threshold is None:
+        return None
+    verdicts = [None if s is None else threshold_status(normalise(s, allowed), threshold) for s in samples]
+    yes, no = verdicts.count("passed"), verdicts.count("failed")
+    return VoteSplit(yes=yes, no=no, unparsed=len(samples) - yes - no)
+
+
 @dataclass(frozen=True)
 class PointwiseTemplate:
     """A user-declared judge metric."""
@@ -163,7 +174,8 @@ class PointwiseTemplate:
         score = normalise(rating, allowed)
         first = next((t for t, s in zip(answer.texts, samples, strict=True) if s is not None),
                      answer.texts[0] if answer.texts else "")
-        details = JudgeDetails(samples=samples, rating=rating, rationale=rationale_of(first))
+        details = JudgeDetails(samples=samples, rating=rating, rationale=rationale_of(first),
+                               votes=sample_votes(samples, allowed, self.threshold))
         reason = None if score is not None else (
             echo_reason(answer.texts) or "the judge's answers had no score from the rating rubric")
         return score_invocation(score, self.threshold, actual, reason=reason, details=details.as_details())

@@ -251,3 +251,13 @@ def test_implausible_vote_counts_are_not_trusted() -> None:
     assert votes_of({"votes": {"yes": 3, "no": 2}}) == Votes(yes=3, no=2)
     _, p = vote_noise([Votes(yes=1000, no=0)] * 15, [Votes(yes=0, no=1000)] * 15)
     assert p is None
+
+
+def test_ratings_on_a_wider_scale_are_not_votes() -> None:
+    """A pointwise metric's raw 1-5 ratings (a report written before it recorded votes) give no vote split, rather
+    than five "passes"; 0/1 samples still do."""
+    from evalbot.compare.votes import votes_of
+
+    assert votes_of({"samples": [4.0, 2.0, 3.0], "rating": 3.0}) is None
+    assert votes_of({"samples": [1.0, 0.0, None]}) == Votes(yes=1, no=1)
+    assert votes_of({"samples": [4.0, 2.0], "votes": {"yes": 1, "no": 1}}) == Votes(yes=1, no=1)

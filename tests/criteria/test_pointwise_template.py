@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalbot.compare.baseline import build_baseline
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import GatePolicy
 from evalbot.criteria import BrokenCriterion, build_criteria
 from evalbot.criteria import pointwise_template as pw
 from evalbot.criteria.base import BuildContext
 from evalbot.formats.config import parse_config
-from tests.fakes.judged import Judged, case_input, inv, run, unfence
+from tests.fakes.judged import Judged, case_input, inv, judged, run, unfence
+from tests.fakes.reports import case, eval_set, report
+from tests.fakes.reports import criterion as criterion_info
 
 TEMPLATE = {
     "criteria": {"Follows trajectory": "The response matches the tools that were called."},
@@ -85,3 +90,43 @@ def test_a_threshold_on_the_rating_scale_is_rejected_with_the_mapping() -> None:
     (criterion, *_), _ = build_criteria(config, BuildContext())
     assert isinstance(criterion, BrokenCriterion)
     assert "outside 0..1" in criterion.reason and "(rating - 1) / (5 - 1)" in criterion.reason
+
+
+SCALE = {**TEMPLATE, "rating_rubric": {"1": "Bad", "2": "Poor", "3": "Fair", "4": "Good", "5": "Great"}}
+
+
+def test_samples_vote_against_the_threshold(judged_on: Judged) -> None:
+    """On a 1-5 scale with threshold 0.5 (a rating of 3 and up passes), ratings 4, 2, 3 and an unparsed one record
+    votes 2 yes, 1 no, 1 unparsed; the score is still the mean of the ratings."""
+    answers = ['{"score": 4}', '{"score": 2}', '{"score": 3}', '{"score": 9}']
+    with judged_on(lambda p, i, r: answers[i]) as (_, stack):
+        (criterion, *_) = _criteria({"metric_prompt_template": SCALE,
+                                     "judge_model_options": {"num_samples": 4}}, stack)
+        result = run(criterion, case_input(CASE, ACTUAL))
+    details = result.per_invocation[0].details or {}
+    assert details["votes"] == {"yes": 2, "no": 1, "unparsed": 1}
+    assert details["samples"] == [4.0, 2.0, 3.0, None] and result.score == 0.5
+    assert pw.sample_votes([5.0], {1.0, 5.0}, None) is None  # informational: no verdict, no votes
+
+
+def _flip(main_ratings: list[int], pr_ratings: list[int]) -> str:
+    """The comparison category of one case whose pointwise metric went from ``main_ratings`` to ``pr_ratings``."""
+    results = []
+    for ratings in (main_ratings, pr_ratings):
+        with judged(lambda p, i, r, ratings=ratings: '{"score": %d}' % ratings[i]) as (_, stack):  # noqa: UP031
+            (criterion, *_) = _criteria({"metric_prompt_template": SCALE,
+                                         "judge_model_options": {"num_samples": len(ratings)}}, stack)
+            results.append(run(criterion, case_input(CASE, ACTUAL)))
+    info = [criterion_info("follows", 0.5, judged=True)]
+    main, pr = (report(eval_set("s", [case("c", {"follows": r})], criteria=info)) for r in results)
+    comparison = compare(current=pr, baseline=build_baseline(main, commit="a", created_at="2026-01-01T00:00:00Z"),
+                         policy=GatePolicy(), baseline_source="main")
+    (category,) = (c.category for es in comparison.eval_sets for c in es.cases)
+    return category
+
+
+def test_a_flip_on_ratings_that_disagree_is_inconclusive() -> None:
+    """Ratings 5, 5, 5 on main and 4, 2, 2 on the PR (mean 2.67: fails) disagree among themselves: judge noise,
+    inconclusive, not blocking. Read as votes ("every rating above 0.5 is a pass") it was a decided regression."""
+    assert _flip([5, 5, 5], [4, 2, 2]) == "inconclusive"
+    assert _flip([5, 5, 5], [2, 1, 2]) == "regressed"  # every sample fails: decided
