@@ -31,6 +31,7 @@ from evalbot.compare.baseline import (
 )
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy, policy_from_settings
+from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.model import BaselineUpdate, Comparison
 from evalbot.criteria.base import BallotBox, BuildContext
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputError
@@ -351,6 +352,11 @@ def refresh_baseline(
         return []
     if exit_code(report) == EXIT_INVALID_INPUT:
         return ["The baseline was not refreshed: some inputs are invalid or cases errored (see above)."]
+    unmeasured = unmeasured_for_baseline(report)
+    if unmeasured is not None:
+        notice = f"The baseline was not refreshed: {unmeasured}. The committed baseline is kept."
+        print(workflow.annotation("error", notice, title="evalbot baseline"), file=stream)
+        return [notice]
     created = datetime.now(UTC).replace(microsecond=0).isoformat()
     notices: list[str] = []
     if committed is not None and not committed.compatible:

@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--report", type=cli_args.output_file, metavar="OUT.json", help="write the JSON report here")
     run.add_argument("--html", type=cli_args.output_file, metavar="OUT.html",
                      help="write the self-contained HTML report here")
+    run.add_argument("--judge-failures", choices=["block", "warn"],
+                     help="a judged verdict the judge could not give: block (exit 3; default: the config's "
+                     "evalbot.judge_failures, else block) or warn")
     cli_compare.add_parsers(sub)
     return parser
 

@@ -31,6 +31,7 @@ from evalbot.compare.baseline import (
 )
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, policy_from_settings
+from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.criteria.base import BallotBox
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError, InputError
 from evalbot.formats.jsonio import gc_paused
@@ -195,6 +196,12 @@ def write_baseline(args: argparse.Namespace, env: Mapping[str, str], report: Rep
         print("error: the run has invalid inputs or cases that could not be evaluated; fix them or pass "
               "--allow-errors to record them as errors in the baseline", file=sys.stderr)
         return EXIT_INVALID_INPUT
+    unmeasured = unmeasured_for_baseline(report)
+    if unmeasured is not None and not args.allow_errors:
+        print(render_text(report), file=sys.stderr)
+        print(f"error: the baseline was not written: {unmeasured}. Fix the judge (or its credentials) and run again, "
+              "or pass --allow-errors to record them as not evaluated", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     commit = args.commit or env.get("GITHUB_SHA") or None
     if commit is None:
         head = run_git(["rev-parse", "HEAD"])

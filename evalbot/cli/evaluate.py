@@ -10,9 +10,10 @@ from pathlib import Path
 from evalbot import pipeline
 from evalbot.cli import args as cli_args
 from evalbot.cli.agent import agent_run
-from evalbot.compare.gate import sampling_from_settings
+from evalbot.compare.gate import policy_from_settings, sampling_from_settings
+from evalbot.compare.judge_gaps import judge_gaps
 from evalbot.criteria.base import BuildContext
-from evalbot.errors import EvalbotError
+from evalbot.errors import EXIT_INVALID_INPUT, EXIT_UNAVAILABLE, EvalbotError
 from evalbot.formats.jsonio import gc_paused
 from evalbot.judges.base import DEFAULT_SAMPLING, SAMPLING_MODES, Sampling
 from evalbot.judges.factory import judge_from_environ
@@ -99,13 +100,34 @@ def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipe
 
 
 def show_report(args: argparse.Namespace, report: Report) -> int:
-    """Without a baseline: write --report and --html if asked, print the results; the run's exit code."""
+    """Without a baseline: write --report and --html if asked, print the results; the run's exit code (3 when the
+    judge failed to give verdicts and the judge-failures policy blocks, as in ``compare``)."""
     if args.report:
         write_report(report, args.report)
     if args.html:
         write_text(args.html, render_html_report(report))
     print(render_text(report))
-    return pipeline.exit_code(report)
+    code = pipeline.exit_code(report)
+    gaps = judge_gaps(report)
+    if gaps.no_judge_message():
+        print(f"evalbot: warning: {gaps.no_judge_message()}", file=sys.stderr)
+    failure = gaps.failure_message()
+    if failure is None or code == EXIT_INVALID_INPUT:
+        return code
+    if judge_failures_policy(args) == "warn":
+        print(f"evalbot: warning: {failure}", file=sys.stderr)
+        return code
+    print(f"evalbot: could not measure, not passing: {failure} (--judge-failures warn, or the config's "
+          "evalbot.judge_failures: warn, reports it without failing)", file=sys.stderr)
+    return EXIT_UNAVAILABLE
+
+
+def judge_failures_policy(args: argparse.Namespace) -> str:
+    """``--judge-failures``, else the config's ``evalbot.judge_failures``, else block."""
+    if args.judge_failures is not None:
+        return str(args.judge_failures)
+    settings, config = pipeline.settings_for(args.paths, config=args.config) if args.paths else ({}, None)
+    return policy_from_settings(settings, source=str(config or "command line")).judge_failures
 
 
 def write_report(report: Report, path: str, flag: str = "--report") -> None:

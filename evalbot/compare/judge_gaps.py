@@ -79,3 +79,15 @@ def judge_gaps(report: Report) -> JudgeGaps:
                         failed += 1
                         reasons[_clip(reason)] += 1
     return JudgeGaps(total=total, failed=failed, no_judge=no_judge, reasons=reasons, no_judge_reason=no_judge_reason)
+
+
+def unmeasured_for_baseline(report: Report) -> str | None:
+    """Why ``report`` must not become the baseline, or None: judged verdicts it lacks (the judge failed or was not
+    configured) would be stored as not evaluated, and every pull request would then leave them uncompared, so a
+    regression there could never block."""
+    gaps = judge_gaps(report)
+    message = gaps.failure_message() or gaps.no_judge_message()
+    if message is None:
+        return None
+    return (f"{message}; a baseline without these verdicts would leave them uncompared on every pull request "
+            "(a regression there could not block)")

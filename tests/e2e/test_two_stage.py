@@ -159,3 +159,19 @@ def test_push_with_an_unreadable_baseline_keeps_the_history(action: Action) -> N
     bad = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="f" * 40)
     assert bad.code == 2 and len(action.github.commits) == 1, bad.stdout
     assert any("/eval_sets/shop/cases/refund/history" in line for line in bad.annotations())
+
+
+def test_push_whose_judge_failed_keeps_the_committed_baseline(action: Action) -> None:
+    """A push to main during a judge outage, or with the judge key gone, must not commit a baseline whose judged
+    verdicts are "not evaluated": every later PR would leave them uncompared, so their regressions could not block."""
+    inputs = {"actuals": "actuals/good.json", "update-baseline": "true"}
+    assert action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="e" * 40).code == 0
+    assert len(action.github.commits) == 1
+    keyless = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="f" * 40, judge_key=None)
+    assert len(action.github.commits) == 1, keyless.stdout
+    assert "The baseline was not refreshed: judged criteria not measured" in keyless.summary
+    assert any("evalbot baseline" in a and "could not block" in a for a in keyless.annotations())
+    action.gemini.responder = lambda prompt, index, request: "no verdict here"
+    broken = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="a" * 40)
+    assert broken.code == 3 and len(action.github.commits) == 1  # the judge failed: error, nothing committed
+    assert "The baseline was not refreshed: judge unavailable" in broken.summary
