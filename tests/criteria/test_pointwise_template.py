@@ -11,6 +11,7 @@ from evalbot.criteria import BrokenCriterion, build_criteria
 from evalbot.criteria import pointwise_template as pw
 from evalbot.criteria.base import BuildContext
 from evalbot.formats.config import parse_config
+from evalbot.results import MetricResult
 from tests.fakes.judged import Judged, case_input, inv, judged, run, unfence
 from tests.fakes.reports import case, eval_set, report
 from tests.fakes.reports import criterion as criterion_info
@@ -32,6 +33,14 @@ def _criteria(options: dict[str, Any], judge: Any) -> list[Any]:
     return built
 
 
+def _scored(judge: Judged, template: dict[str, Any], answers: list[str]) -> MetricResult:
+    """The pointwise metric of ``template`` on the case, with one sample per answer (in order)."""
+    with judge(lambda p, i, r: answers[i]) as (_, stack):
+        (criterion, *_) = _criteria({"metric_prompt_template": template,
+                                     "judge_model_options": {"num_samples": len(answers)}}, stack)
+        return run(criterion, case_input(CASE, ACTUAL))
+
+
 def test_declared_under_any_name_and_scored(judged_on: Judged) -> None:
     """A criterion with metric_prompt_template is a judge metric: inputs reach the prompt, the score is read."""
     with judged_on(lambda p, i, r: '{"explanation": "calls match", "score": 1}') as (fake, stack):
@@ -47,11 +56,7 @@ def test_declared_under_any_name_and_scored(judged_on: Judged) -> None:
 
 def test_sample_mean_and_out_of_rubric_scores(judged_on: Judged) -> None:
     """Several samples average; a score not in the rubric is unparsed."""
-    answers = ['{"score": 1}', '{"score": 0}', '{"score": 7}', '{"score": 1}']
-    with judged_on(lambda p, i, r: answers[i]) as (_, stack):
-        (criterion, *_) = _criteria({"metric_prompt_template": TEMPLATE,
-                                     "judge_model_options": {"num_samples": 4}}, stack)
-        result = run(criterion, case_input(CASE, ACTUAL))
+    result = _scored(judged_on, TEMPLATE, ['{"score": 1}', '{"score": 0}', '{"score": 7}', '{"score": 1}'])
     details = result.per_invocation[0].details or {}
     assert details["samples"] == [1.0, 0.0, None, 1.0]
     assert result.score == 2 / 3
@@ -98,11 +103,7 @@ SCALE = {**TEMPLATE, "rating_rubric": {"1": "Bad", "2": "Poor", "3": "Fair", "4"
 def test_samples_vote_against_the_threshold(judged_on: Judged) -> None:
     """On a 1-5 scale with threshold 0.5 (a rating of 3 and up passes), ratings 4, 2, 3 and an unparsed one record
     votes 2 yes, 1 no, 1 unparsed; the score is still the mean of the ratings."""
-    answers = ['{"score": 4}', '{"score": 2}', '{"score": 3}', '{"score": 9}']
-    with judged_on(lambda p, i, r: answers[i]) as (_, stack):
-        (criterion, *_) = _criteria({"metric_prompt_template": SCALE,
-                                     "judge_model_options": {"num_samples": 4}}, stack)
-        result = run(criterion, case_input(CASE, ACTUAL))
+    result = _scored(judged_on, SCALE, ['{"score": 4}', '{"score": 2}', '{"score": 3}', '{"score": 9}'])
     details = result.per_invocation[0].details or {}
     assert details["votes"] == {"yes": 2, "no": 1, "unparsed": 1}
     assert details["samples"] == [4.0, 2.0, 3.0, None] and result.score == 0.5
@@ -111,12 +112,7 @@ def test_samples_vote_against_the_threshold(judged_on: Judged) -> None:
 
 def _flip(main_ratings: list[int], pr_ratings: list[int]) -> str:
     """The comparison category of one case whose pointwise metric went from ``main_ratings`` to ``pr_ratings``."""
-    results = []
-    for ratings in (main_ratings, pr_ratings):
-        with judged(lambda p, i, r, ratings=ratings: '{"score": %d}' % ratings[i]) as (_, stack):  # noqa: UP031
-            (criterion, *_) = _criteria({"metric_prompt_template": SCALE,
-                                         "judge_model_options": {"num_samples": len(ratings)}}, stack)
-            results.append(run(criterion, case_input(CASE, ACTUAL)))
+    results = [_scored(judged, SCALE, [f'{{"score": {r}}}' for r in ratings]) for ratings in (main_ratings, pr_ratings)]
     info = [criterion_info("follows", 0.5, judged=True)]
     main, pr = (report(eval_set("s", [case("c", {"follows": r})], criteria=info)) for r in results)
     comparison = compare(current=pr, baseline=build_baseline(main, commit="a", created_at="2026-01-01T00:00:00Z"),
