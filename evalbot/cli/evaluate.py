@@ -111,7 +111,7 @@ def show_report(args: argparse.Namespace, report: Report) -> int:
     gaps = judge_gaps(report)
     if gaps.no_judge_message():
         print(f"evalbot: warning: {gaps.no_judge_message()}", file=sys.stderr)
-    failure = gaps.failure_message()
+    failure = gaps.failure_message(details="each case's reasons above")
     if failure is None or code == EXIT_INVALID_INPUT:
         return code
     if judge_failures_policy(args) == "warn":

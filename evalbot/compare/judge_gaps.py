@@ -30,14 +30,15 @@ class JudgeGaps:
     """Why the ``failed`` ones failed, by reason text (most common first with ``most_common``)."""
     no_judge_reason: str | None = None
 
-    def failure_message(self) -> str | None:
-        """The headline sentence for judge failures, or None when there were none."""
+    def failure_message(self, details: str = "the job summary") -> str | None:
+        """The headline sentence for judge failures (pointing to ``details`` for the other reasons), or None when
+        there were none."""
         if not self.failed:
             return None
         top = self.reasons.most_common(2)
         why = top[0][0] if top else "no reason given"
         others = len(self.reasons) - 1
-        more = f" (and {others} other reason{'s' if others > 1 else ''}; see the job summary)" if others > 0 else ""
+        more = f" (and {others} other reason{'s' if others > 1 else ''}; see {details})" if others > 0 else ""
         return (f"judge unavailable: {self.failed} of {self.total} judged verdict(s) not evaluated — "
                 f"{why}{more}")
 
