@@ -30,7 +30,7 @@ from evalbot.compare.baseline import (
     parse_baseline,
 )
 from evalbot.compare.delta import compare
-from evalbot.compare.gate import GatePolicy, policy_from_settings
+from evalbot.compare.gate import Gate, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.model import BaselineUpdate, Comparison
 from evalbot.criteria.base import BallotBox, BuildContext
@@ -325,7 +325,11 @@ def first_stage(
         published = post_comment(forge, number=pr.number, marker=marker, body=body, stream=stream)
         notices += [published.notice] if published.notice else []
     if mode in ("push", "baseline"):
-        notices += refresh_baseline(report, inputs, ctx, mode, forge, ws, stream, committed=baseline)
+        refreshed, refusal = refresh_baseline(report, inputs, ctx, mode, forge, ws, stream, committed=baseline)
+        notices += refreshed
+        if refusal is not None and comparison.gate.exit_code == EXIT_OK:  # asked for a baseline, could not measure it
+            comparison.gate = Gate(verdict="error", exit_code=EXIT_UNAVAILABLE,
+                                   reasons=[f"baseline not refreshed: {refusal}", *comparison.gate.reasons])
     summarize(ctx, render_summary(comparison, links=link), notices, html_path)
     print(f"evalbot: {comparison.gate.verdict} (exit {comparison.gate.exit_code})", file=stream)
     return outcome_of(comparison, inputs, published, html_path)
@@ -341,22 +345,23 @@ def refresh_baseline(
     stream: TextIO,
     *,
     committed: Baseline | None = None,
-) -> list[str]:
-    """Mode baseline writes the file; with update-baseline on the default branch it is also committed.
+) -> tuple[list[str], str | None]:
+    """Mode baseline writes the file; with update-baseline on the default branch it is also committed. Returns the
+    notices for the summary and, when the run's judged verdicts were not measured, why it was refused.
 
     ``committed`` is the workspace's baseline as read before the run (the pushed commit's file, which an unreadable
     one already stopped with exit 2): each case's history continues from it, so every push to the default branch
     adds its run; a re-run of the same commit replaces its entry and, its results unchanged, commits nothing.
     """
     if mode == "push" and not inputs.update_baseline:
-        return []
+        return [], None
     if exit_code(report) == EXIT_INVALID_INPUT:
-        return ["The baseline was not refreshed: some inputs are invalid or cases errored (see above)."]
+        return ["The baseline was not refreshed: some inputs are invalid or cases errored (see above)."], None
     unmeasured = unmeasured_for_baseline(report)
     if unmeasured is not None:
         notice = f"The baseline was not refreshed: {unmeasured}. The committed baseline is kept."
         print(workflow.annotation("error", notice, title="evalbot baseline"), file=stream)
-        return [notice]
+        return [notice], unmeasured
     created = datetime.now(UTC).replace(microsecond=0).isoformat()
     notices: list[str] = []
     if committed is not None and not committed.compatible:
@@ -372,20 +377,20 @@ def refresh_baseline(
         target.write_text(text, encoding="utf-8")
         print(f"evalbot: wrote the baseline to {inputs.baseline_path}", file=stream)
     if not inputs.update_baseline:
-        return notices
+        return notices, None
     if not on_default_branch(ctx) or forge is None or not ctx.default_branch:
         return [*notices,
-                "update-baseline applies only to pushes to the default branch with a github-token; not committed."]
+                "update-baseline applies only to pushes to the default branch with a github-token; not committed."], None
     if mode == "push" and committed is not None and same_scores(committed, fresh):
         print("evalbot: the committed baseline already has these results (a re-run of the same commit); not "
               "committed again", file=stream)
-        return notices
+        return notices, None
     try:
         sha = forge.commit_file(
             path=inputs.baseline_path, content=text, branch=ctx.default_branch, message=BASELINE_MESSAGE
         )
     except ForgeError as exc:
         print(workflow.annotation("warning", f"baseline not committed: {exc}", title="evalbot baseline"), file=stream)
-        return [*notices, f"The refreshed baseline could not be committed: {exc}"]
+        return [*notices, f"The refreshed baseline could not be committed: {exc}"], None
     print(f"evalbot: baseline {'unchanged' if sha is None else 'committed as ' + sha[:12]}", file=stream)
-    return notices
+    return notices, None
