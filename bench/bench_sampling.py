@@ -2,7 +2,7 @@
 inconclusive verdicts settling split votes (``resample_split``) removes.
 
     python bench/bench_sampling.py [--invocations 4000] [--samples 5] [--agree 0.9] [--noisy-agree 0.8]
-                                   [--seed 7] [--json]
+                                   [--history 10] [--seed 7] [--json]
 
 Part 1 runs ``final_response_match_v2``'s vote (criteria.judged.judge_verdict) through evalbot's real judge stack
 (judges.factory.build_stack: metering, sequential layer, candidate_count sampling, retries, limiter) on a simulated
@@ -19,7 +19,10 @@ and after ``pipeline.settle_split_votes`` (``resample_split`` 10). The noisy jud
 truly valid with probability 0.7, and each sample agrees with that truth with probability ``--noisy-agree``
 (independently per run and sample). Printed: inconclusive verdicts per 1,000 invocations before and after settling,
 the flips decided as regressions or fixes (the agent did not change: each is the noise of one vote, mostly the
-baseline's, which cannot be resampled) and the extra samples asked.
+baseline's, which cannot be resampled) and the extra samples asked. It does so twice: with a baseline built from one
+main run, and with one built from ``--history`` main runs in turn (each carrying the previous one's history forward,
+as the Action's push mode does), where a regression on a case that changed outcome on main is *flaky*; for both it
+prints the cases that would block the merge (regressed) and the flaky ones, before and after settling.
 """
 
 from __future__ import annotations
@@ -143,8 +146,9 @@ class NoisyJudge:
         return JudgeReply(texts, Usage(INPUT_TOKENS, OUTPUT_TOKENS * len(texts), 1), 0)
 
 
-def settle_bench(invocations: int, samples: int, seed: int, agree: float) -> dict[str, Any]:
-    """Inconclusive verdicts before and after settling, on a run that changed nothing but the judge's noise."""
+def settle_bench(invocations: int, samples: int, seed: int, agree: float, history: int = 1) -> dict[str, Any]:
+    """Inconclusive verdicts before and after settling, on a run that changed nothing but the judge's noise; the
+    baseline is built from ``history`` main runs."""
     import tempfile
 
     from evalbot.compare.baseline import build_baseline
@@ -157,10 +161,12 @@ def settle_bench(invocations: int, samples: int, seed: int, agree: float) -> dic
         return {"role": role, "parts": [{"text": text}]}
 
     def changes(report: Any, baseline: Any, policy: GatePolicy) -> dict[str, int]:
+        """Per-criterion changes, and the cases' categories under ``case:`` keys."""
         comparison = compare(current=report, baseline=baseline, policy=policy)
         out: dict[str, int] = {}
         for es in comparison.eval_sets:
             for case in es.cases:
+                out[f"case:{case.category}"] = out.get(f"case:{case.category}", 0) + 1
                 for d in case.metrics:
                     out[d.change] = out.get(d.change, 0) + 1
         return out
@@ -174,15 +180,19 @@ def settle_bench(invocations: int, samples: int, seed: int, agree: float) -> dic
         (root / "set.evalset.json").write_text(json.dumps({"eval_set_id": "bench", "eval_cases": cases}))
         (root / "test_config.json").write_text(json.dumps({"criteria": {"final_response_match_v2": {
             "threshold": 0.5, "judge_model_options": {"num_samples": samples}}}}))
-        for run in ("main", "pr"):
+        runs = [f"main{h}" for h in range(history)] + ["pr"]
+        for run in runs:
             actuals = {f"c{i}": [{"invocation_id": "t", "user_content": content("user", f"q{i}"),
                                   "final_response": content("model", f"answer @@{run}-{i}@@")}]
                        for i in range(invocations)}
             (root / f"{run}.json").write_text(json.dumps(actuals))
         judge = NoisyJudge(seed, agree)
-        main_ctx = BuildContext(judge=build_stack(judge))
-        baseline = build_baseline(evaluate([str(root / "set.evalset.json")], actuals=[str(root / "main.json")],
-                                           ctx=main_ctx), commit=None, created_at=None)
+        baseline = None
+        for run in runs[:-1]:  # each main run refreshes the baseline, carrying the history forward
+            main_ctx = BuildContext(judge=build_stack(judge))
+            baseline = build_baseline(evaluate([str(root / "set.evalset.json")], actuals=[str(root / f"{run}.json")],
+                                               ctx=main_ctx), commit=None, created_at=None, previous=baseline)
+        assert baseline is not None
         stack = build_stack(judge)
         ctx = BuildContext(judge=stack, ballots=BallotBox())
         report = evaluate([str(root / "set.evalset.json")], actuals=[str(root / "pr.json")], ctx=ctx)
@@ -193,17 +203,21 @@ def settle_bench(invocations: int, samples: int, seed: int, agree: float) -> dic
         asked_after = stack.usage_summary().total.output_tokens // OUTPUT_TOKENS
     per = 1000 / invocations
     lines = [
-        f"settling split votes ({invocations} invocations, judge agreement {agree}, the agent unchanged):",
+        f"settling split votes ({invocations} invocations, judge agreement {agree}, the agent unchanged, baseline "
+        f"from {history} main run(s)):",
         f"  inconclusive per 1,000 verdicts: {before.get('inconclusive', 0) * per:.1f} before -> "
         f"{after.get('inconclusive', 0) * per:.1f} after "
         f"({after.get('inconclusive', 0) / max(1, before.get('inconclusive', 0)):.2f}x)",
-        f"  decided flips of an unchanged agent: regressed (blocking) {before.get('regressed', 0)} -> "
-        f"{after.get('regressed', 0)}, fixed {before.get('fixed', 0)} -> {after.get('fixed', 0)} (the baseline's "
-        "own vote was wrong)",
+        f"  decided flips of an unchanged agent's verdicts: regressed {before.get('regressed', 0)} -> "
+        f"{after.get('regressed', 0)}, fixed {before.get('fixed', 0)} -> {after.get('fixed', 0)} (one of the "
+        "two votes was wrong)",
+        f"  cases that block the merge (regressed) {before.get('case:regressed', 0)} -> "
+        f"{after.get('case:regressed', 0)}; flaky, not blocking {before.get('case:flaky', 0)} -> "
+        f"{after.get('case:flaky', 0)}",
         f"  {resampled} invocations resampled, {asked_after - asked_before} extra samples "
         f"({(asked_after - asked_before) / invocations:.2f} per verdict on top of {asked_before / invocations:.2f})",
     ]
-    return {"before": before, "after": after, "resampled": resampled, "extra_samples": asked_after - asked_before,
+    return {"history": history, "before": before, "after": after, "resampled": resampled, "extra_samples": asked_after - asked_before,
             "samples_before": asked_before, "lines": lines}
 
 
@@ -214,10 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agree", type=float, default=0.9)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--noisy-agree", type=float, default=0.8, help="the noisy judge's agreement (part 2)")
+    parser.add_argument("--history", type=int, default=10,
+                        help="main runs behind the second settling measurement's baseline (part 2)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"sampling": sampling_bench(args.invocations, args.samples, args.agree, args.seed)}
-    result["settling"] = settle_bench(args.invocations, args.samples, args.seed, args.noisy_agree)
+    result["settling"] = [settle_bench(args.invocations, args.samples, args.seed, args.noisy_agree, history)
+                          for history in sorted({1, max(1, args.history)})]
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -228,8 +245,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{f['requests']:.2f} -> {s['requests']:.2f}, output tokens {f['output_tokens']:.0f} -> "
               f"{s['output_tokens']:.0f} ({row['output_ratio']:.3f}x), input tokens {f['input_tokens']:.0f} -> "
               f"{s['input_tokens']:.0f}; same verdicts: {row['same_verdicts']}")
-    for line in result["settling"]["lines"]:
-        print(line)
+    for settled in result["settling"]:
+        for line in settled["lines"]:
+            print(line)
     return 0
 
 
