@@ -21,8 +21,9 @@ truly valid with probability 0.7, and each sample agrees with that truth with pr
 the flips decided as regressions or fixes (the agent did not change: each is the noise of one vote, mostly the
 baseline's, which cannot be resampled) and the extra samples asked. It does so twice: with a baseline built from one
 main run, and with one built from ``--history`` main runs in turn (each carrying the previous one's history forward,
-as the Action's push mode does), where a regression on a case that changed outcome on main is *flaky*; for both it
-prints the cases that would block the merge (regressed) and the flaky ones, before and after settling.
+as the Action's push mode does, each settling its own split flips against the previous baseline first), where a
+regression on a case that changed outcome on main is *flaky*; for both it prints the cases that would block the
+merge (regressed) and the flaky ones, before and after settling, and the samples the main runs asked.
 """
 
 from __future__ import annotations
@@ -188,10 +189,14 @@ def settle_bench(invocations: int, samples: int, seed: int, agree: float, histor
             (root / f"{run}.json").write_text(json.dumps(actuals))
         judge = NoisyJudge(seed, agree)
         baseline = None
+        main_samples = 0
         for run in runs[:-1]:  # each main run refreshes the baseline, carrying the history forward
-            main_ctx = BuildContext(judge=build_stack(judge))
-            baseline = build_baseline(evaluate([str(root / "set.evalset.json")], actuals=[str(root / f"{run}.json")],
-                                               ctx=main_ctx), commit=None, created_at=None, previous=baseline)
+            main_stack = build_stack(judge)
+            main_ctx = BuildContext(judge=main_stack, ballots=BallotBox())
+            refresh = evaluate([str(root / "set.evalset.json")], actuals=[str(root / f"{run}.json")], ctx=main_ctx)
+            settle_split_votes(refresh, baseline, main_ctx, policy)  # as evalbot baseline and the Action's push do
+            main_samples += main_stack.usage_summary().total.output_tokens // OUTPUT_TOKENS
+            baseline = build_baseline(refresh, commit=None, created_at=None, previous=baseline)
         assert baseline is not None
         stack = build_stack(judge)
         ctx = BuildContext(judge=stack, ballots=BallotBox())
@@ -214,10 +219,12 @@ def settle_bench(invocations: int, samples: int, seed: int, agree: float, histor
         f"  cases that block the merge (regressed) {before.get('case:regressed', 0)} -> "
         f"{after.get('case:regressed', 0)}; flaky, not blocking {before.get('case:flaky', 0)} -> "
         f"{after.get('case:flaky', 0)}",
+        f"  main runs: {main_samples / invocations / history:.2f} samples per verdict (split flips against the "
+        "previous baseline settled on main too)",
         f"  {resampled} invocations resampled, {asked_after - asked_before} extra samples "
         f"({(asked_after - asked_before) / invocations:.2f} per verdict on top of {asked_before / invocations:.2f})",
     ]
-    return {"history": history, "before": before, "after": after, "resampled": resampled, "extra_samples": asked_after - asked_before,
+    return {"history": history, "main_samples": main_samples, "before": before, "after": after, "resampled": resampled, "extra_samples": asked_after - asked_before,
             "samples_before": asked_before, "lines": lines}
 
 

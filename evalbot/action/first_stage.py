@@ -298,9 +298,10 @@ def first_stage(
         text = read_optional(str(ws.path(inputs.baseline_path)))  # unreadable is an error, not "no baseline"
         baseline = None if text is None else parse_baseline(text, inputs.baseline_path)
         source = inputs.baseline_path
-    # Split votes are settled on pull requests only: a baseline refreshed on main keeps main's plain votes.
+    # Split votes that flipped against the baseline are settled in every mode: on a pull request against the base
+    # commit's baseline, on main against the committed one, so a refreshed baseline records the larger vote.
     report = (merged if inputs.merging and merged is not None
-              else evaluate_inputs(env, inputs, ws, loaded, policy, baseline if mode == "pull_request" else None))
+              else evaluate_inputs(env, inputs, ws, loaded, policy, baseline))
     write_report_files(report, inputs, ws)
     update = None
     if mode == "pull_request" and pr is not None:

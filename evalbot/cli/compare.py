@@ -217,11 +217,23 @@ def write_baseline(args: argparse.Namespace, env: Mapping[str, str], report: Rep
 
 
 def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """``evalbot baseline``: evaluate and write the baseline file (refused when inputs are invalid)."""
+    """``evalbot baseline``: evaluate and write the baseline file (refused when inputs are invalid).
+
+    A judged verdict that flipped against the previous baseline on a split vote is settled first, as on a pull
+    request (``resample_split``): the baseline later pull requests are measured against records the larger vote,
+    not the noise of one small one."""
     if args.shard is not None:
         return cmd_shard_part(args, env, args.output, "--output")
-    previous_baseline(args, args.output)  # before evaluating: an unusable previous baseline fails fast
-    return write_baseline(args, env, evaluate_args(args, env), args.output)
+    previous, _ = previous_baseline(args, args.output)  # before evaluating: an unusable previous baseline fails fast
+    inputs = load_inputs(args.paths, config=args.config)
+    settings, config = inputs.settings()
+    policy = policy_from_settings(settings, source=str(config or "command line"),
+                                  overrides={"sampling": args.sampling, "resample_split": args.resample_split})
+    settles = previous is not None and policy.resample_split > 0 and policy.noise_aware
+    ctx = replace(judge_context(args, env, policy.sampling), ballots=BallotBox() if settles else None)
+    report = evaluate_args(args, env, inputs, ctx)
+    settle_split_votes(report, previous, ctx, policy)
+    return write_baseline(args, env, report, args.output)
 
 
 def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -259,6 +271,7 @@ def add_parsers(sub: Any) -> None:
     base.add_argument("--created-at", type=cli_args.timestamp, metavar="ISO8601", help="timestamp to record (default: now, UTC)")
     base.add_argument("--allow-errors", action="store_true", help="write it even if some inputs are invalid")
     _add_history_args(base)
+    _add_resample_arg(base)
 
     comp = sub.add_parser("compare", help="evaluate, compare with the baseline and render the PR comment")
     add_eval_args(comp)
@@ -301,6 +314,12 @@ def _add_history_args(parser: argparse.ArgumentParser) -> None:
                         help="start every case's history afresh instead of continuing the previous baseline's")
 
 
+def _add_resample_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--resample-split", type=cli_args.extra_samples(MAX_RESAMPLE), metavar="N",
+                        help="extra judge samples that settle a judged verdict flipped against the baseline (for "
+                        "evalbot baseline: the previous one) on a split vote (default: 10; 0 disables)")
+
+
 def _add_compare_outputs(comp: argparse.ArgumentParser) -> None:
     comp.add_argument("--baseline", type=cli_args.baseline_spec, metavar="FILE|REF:PATH",
                       help=f"baseline file, or REF:PATH read with git show (default: {DEFAULT_BASELINE_PATH})")
@@ -317,9 +336,7 @@ def _add_compare_outputs(comp: argparse.ArgumentParser) -> None:
                       help="allowed fall of a criterion mean (default: 0)")
     comp.add_argument("--alpha", type=cli_args.number(0, 1, low_open=True, high_open=True), metavar="P",
                       help="significance level of the noise tests (default: 0.05)")
-    comp.add_argument("--resample-split", type=cli_args.extra_samples(MAX_RESAMPLE), metavar="N",
-                      help="extra judge samples that settle a judged verdict flipped on a split vote (default: 10; "
-                      "0 disables)")
+    _add_resample_arg(comp)
     comp.add_argument("--comment-template", type=cli_args.input_file, metavar="FILE",
                       help="Jinja template replacing or extending the comment")
     comp.add_argument("--comment-id", type=cli_args.comment_id, default="default", metavar="ID",

@@ -149,6 +149,58 @@ def test_judge_failure_while_settling_keeps_the_vote(proj: Path, fake: FakeGemin
     assert details["votes"] == {"yes": 2, "no": 3, "unparsed": 0} and "400" in details["resample_error"]
 
 
+def _refresh(fake: FakeGemini, extra: list[str], *flags: str) -> tuple[list[int], dict[str, Any]]:
+    """Baseline 5-0 from the main run (full sampling), then a refresh of base.json from the PR's run, whose vote
+    is 2-3 and then ``extra``: the requests of the refresh and the refreshed baseline's case."""
+    env = {"GOOGLE_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": fake.url}
+    fake.responder = TaggedResponder(scripts(extra, [V] * 5))
+    assert main(["baseline", "evals", "--actuals", "runs/main.json", "--output", "base.json", "--commit", "a1",
+                 "--sampling", "full"], env=env) == 0
+    fake.reset()
+    code = main(["baseline", "evals", "--actuals", "runs/pr.json", "--output", "base.json", "--commit", "b2", *flags],
+                env=env)
+    assert code == 0
+    case_ = json.loads(Path("base.json").read_text(encoding="utf-8"))["eval_sets"]["s"]["cases"]["c"]
+    return [r.candidate_count for r in fake.requests], case_
+
+
+def test_a_baseline_refresh_settles_a_split_flip(proj: Path, fake: FakeGemini) -> None:
+    """On main too: the refresh's 2-3 flipped against the previous baseline's 5-0 on a split vote, so it gets 10
+    more samples in one request, and the baseline records the larger vote (2-13) and the outcome it decides."""
+    counts, case_ = _refresh(fake, [I] * 10)
+    assert counts == [3, 2, 10]
+    metric = case_["metrics"]["final_response_match_v2"]
+    assert metric["votes"] == [{"yes": 2, "no": 13, "resampled": 10, "settled": True}]
+    assert metric["vote_history"] == "5-0 2-13"
+    assert case_["status"] == "failed" and case_["history"] == "PF"
+
+
+def test_a_baseline_refresh_records_the_flip_undone(proj: Path, fake: FakeGemini) -> None:
+    """9-1 more: 11-4 passes like the previous baseline; the history shows no flip, so a later pull request whose
+    vote fails this case is not excused as flaky by one noisy vote on main."""
+    counts, case_ = _refresh(fake, [V] * 9 + [I])
+    assert counts == [3, 2, 10]
+    assert case_["status"] == "passed" and case_["history"] == "PP"
+    assert case_["metrics"]["final_response_match_v2"]["vote_history"] == "5-0 11-4"
+
+
+def test_a_baseline_refresh_without_settling(proj: Path, fake: FakeGemini) -> None:
+    """--resample-split 0: the refresh keeps its plain 2-3 vote and the flip goes into the history."""
+    counts, case_ = _refresh(fake, [I] * 10, "--resample-split", "0")
+    assert counts == [3, 2]
+    assert case_["metrics"]["final_response_match_v2"]["votes"] == [{"yes": 2, "no": 3}]
+    assert case_["history"] == "PF"
+
+
+def test_a_first_baseline_has_nothing_to_settle_against(proj: Path, fake: FakeGemini) -> None:
+    """No previous baseline (or --reset-history): no flip to settle, no extra sample asked."""
+    env = {"GOOGLE_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": fake.url}
+    fake.responder = TaggedResponder(scripts([I] * 10, MAIN))
+    assert main(["baseline", "evals", "--actuals", "runs/pr.json", "--output", "base.json", "--commit", "b2"],
+                env=env) == 0
+    assert [r.candidate_count for r in fake.requests] == [3, 2]
+
+
 def test_split_flip_indices() -> None:
     """Invocations whose majority flipped with a split on either side; else every split current vote."""
     def v(yes: int, no: int) -> Votes:

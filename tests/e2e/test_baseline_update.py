@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import threading
 
-from tests.e2e.conftest import BASE_SHA, Action, event, pull_request_event
+from tests.e2e.conftest import BASE_SHA, VALID, Action, event, pull_request_event
 from tests.e2e.test_pull_request import BASELINE, make_baseline
+
+INVALID = '{"reasoning": "a fact differs", "is_the_agent_response_valid": "invalid"}'
 
 
 def refresh_in_the_pr(action: Action) -> str:
@@ -90,3 +93,40 @@ def test_forged_history_in_the_pr_baseline_is_not_accepted(action: Action, basel
     body = action.github.comments_on(7)[0].body
     assert "does not match this run" in body
     assert '/eval\\_sets/shop/cases/order\\_status/history: "PFPFPFP" in the file, "PP" in this run' in body
+
+
+def test_push_to_main_settles_a_split_flip_before_committing(action: Action) -> None:
+    """The push that refreshes the baseline settles like a pull request: a judged verdict that flipped against the
+    committed baseline on a split vote (3-0 then 2-3) gets 10 more samples, and the committed baseline records the
+    larger vote (2-13) and the outcome it decides, not one small noisy vote."""
+    config_path = action.workspace / "evals" / "test_config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config["criteria"]["final_response_match_v2"]["judge_model_options"]["num_samples"] = 5
+    config_path.write_text(json.dumps(config), encoding="utf-8")
+    inputs = {"actuals": "actuals/good.json", "update-baseline": "true"}
+    first = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="e" * 40)
+    assert first.code == 0, first.stdout + first.stderr
+    committed = action.github.files[("main", ".evalbot/baseline.json")]
+    (action.workspace / ".evalbot").mkdir(exist_ok=True)
+    (action.workspace / ".evalbot" / "baseline.json").write_bytes(committed)  # the next push checks it out
+    split = [INVALID, VALID, INVALID, VALID, INVALID]  # 1-2, then 2-3: fails on a split vote; then 0-10
+    asked: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def answer(prompt: str, index: int, request: object) -> str:
+        with lock:  # each case's prompt counts its own samples, in the order they are asked
+            k = asked[prompt] = asked.get(prompt, -1) + 1
+        return split[k] if k < len(split) else INVALID
+
+    action.gemini.responder = answer
+    action.gemini.reset()
+    second = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="f" * 40)
+    # settled, the flips are regressions against main's last run (a red check on the push), and still recorded
+    assert second.code == 1 and "baseline committed" in second.stdout, second.stdout + second.stderr
+    assert sorted(r.candidate_count for r in action.gemini.requests) == [2] * 3 + [3] * 3 + [10] * 3
+    cases = json.loads(action.github.files[("main", ".evalbot/baseline.json")])["eval_sets"]["shop"]["cases"]
+    judged = {k: c["metrics"]["final_response_match_v2"] for k, c in cases.items()}
+    assert {k: m["votes"] for k, m in judged.items()} == {
+        k: [{"yes": 2, "no": 13, "resampled": 10, "settled": True}] for k in cases}
+    assert {k: m["vote_history"] for k, m in judged.items()} == {k: "3-0 2-13" for k in cases}
+    assert {k: c["history"] for k, c in cases.items()} == {k: "PF" for k in cases}
