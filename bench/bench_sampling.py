@@ -156,7 +156,7 @@ def settle_bench(invocations: int, samples: int, seed: int, agree: float, histor
     from evalbot.compare.delta import compare
     from evalbot.compare.gate import GatePolicy
     from evalbot.criteria.base import BallotBox, BuildContext
-    from evalbot.pipeline import evaluate, settle_split_votes
+    from evalbot.pipeline import ballots_for, evaluate, settle_split_votes
 
     def content(role: str, text: str) -> dict[str, Any]:
         return {"role": role, "parts": [{"text": text}]}
@@ -192,7 +192,7 @@ def settle_bench(invocations: int, samples: int, seed: int, agree: float, histor
         main_samples = 0
         for run in runs[:-1]:  # each main run refreshes the baseline, carrying the history forward
             main_stack = build_stack(judge)
-            main_ctx = BuildContext(judge=main_stack, ballots=BallotBox())
+            main_ctx = BuildContext(judge=main_stack, ballots=ballots_for(baseline, policy))
             refresh = evaluate([str(root / "set.evalset.json")], actuals=[str(root / f"{run}.json")], ctx=main_ctx)
             settle_split_votes(refresh, baseline, main_ctx, policy)  # as evalbot baseline and the Action's push do
             main_samples += main_stack.usage_summary().total.output_tokens // OUTPUT_TOKENS
@@ -224,8 +224,9 @@ def settle_bench(invocations: int, samples: int, seed: int, agree: float, histor
         f"  {resampled} invocations resampled, {asked_after - asked_before} extra samples "
         f"({(asked_after - asked_before) / invocations:.2f} per verdict on top of {asked_before / invocations:.2f})",
     ]
-    return {"history": history, "main_samples": main_samples, "before": before, "after": after, "resampled": resampled, "extra_samples": asked_after - asked_before,
-            "samples_before": asked_before, "lines": lines}
+    return {"history": history, "main_samples": main_samples, "before": before, "after": after,
+            "resampled": resampled, "extra_samples": asked_after - asked_before, "samples_before": asked_before,
+            "lines": lines}
 
 
 def main(argv: list[str] | None = None) -> int:

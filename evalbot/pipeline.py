@@ -20,7 +20,7 @@ from evalbot.compare.baseline import Baseline
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.criteria import build_criteria
-from evalbot.criteria.base import BuildContext, CriteriaBuilder
+from evalbot.criteria.base import BallotBox, BuildContext, CriteriaBuilder
 from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, ConfigError, InputError
 from evalbot.formats import vertex
 from evalbot.formats.actuals import Actuals
@@ -198,6 +198,12 @@ def _run_agent(inputs: Inputs, run: AgentRun, ctx: BuildContext, notices: list[s
     return scored.report
 
 
+def ballots_for(baseline: Baseline | None, policy: GatePolicy) -> BallotBox | None:
+    """The ballot box a run keeps when it will settle split votes against ``baseline`` (a pull request's, or the one
+    a refresh replaces) under ``policy``: None when it will not, so no votes are held for nothing."""
+    return BallotBox() if baseline is not None and policy.resample_split > 0 and policy.noise_aware else None
+
+
 def settle_split_votes(report: Report, baseline: Baseline | None, ctx: BuildContext, policy: GatePolicy) -> int:
     """The stage between scoring and comparing: a judged verdict that flipped against the baseline on a split vote
     is asked ``policy.resample_split`` more samples by the run's own judge (same cache, deadline and usage ledger)
@@ -206,7 +212,7 @@ def settle_split_votes(report: Report, baseline: Baseline | None, ctx: BuildCont
     Nothing happens without a baseline, with ``noise_aware`` off or ``resample_split`` 0, or when scoring kept no
     votes (``ctx.ballots`` None). The report's usage is refreshed to include the extra samples."""
     extra = policy.resample_split
-    if baseline is None or extra <= 0 or not policy.noise_aware or ctx.ballots is None or ctx.judge is None:
+    if ballots_for(baseline, policy) is None or ctx.ballots is None or ctx.judge is None:
         return 0
     found = settle.targets(compare(current=report, baseline=baseline, policy=policy), ctx.ballots)
     if not found:

@@ -33,14 +33,14 @@ from evalbot.compare.delta import compare
 from evalbot.compare.gate import Gate, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.model import BaselineUpdate, Comparison
-from evalbot.criteria.base import BallotBox, BuildContext
+from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputError
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
 from evalbot.formats.jsonio import gc_paused
 from evalbot.git import git_show
 from evalbot.judges.factory import judge_from_environ
 from evalbot.load import read_optional
-from evalbot.pipeline import Inputs, evaluate, exit_code, load_inputs, settle_split_votes
+from evalbot.pipeline import Inputs, ballots_for, evaluate, exit_code, load_inputs, settle_split_votes
 from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.render.html import render_html
 from evalbot.render.junit import junit_suites, write_junit
@@ -80,7 +80,7 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
             "import repository code there; score custom metrics in a pull_request job"
         )
     ctx = BuildContext(judge=judge, judge_unavailable_reason=notice, custom_code_refused=refused,
-                       ballots=BallotBox() if baseline is not None and policy.resample_split > 0 else None)
+                       ballots=ballots_for(baseline, policy))
     report = evaluate(loaded, actuals=list(inputs.actuals), ctx=ctx, shard=inputs.shard)
     settle_split_votes(report, baseline, ctx, policy)
     return report

@@ -32,12 +32,11 @@ from evalbot.compare.baseline import (
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
-from evalbot.criteria.base import BallotBox
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError, InputError
 from evalbot.formats.jsonio import gc_paused
 from evalbot.git import run_git
 from evalbot.load import read_optional
-from evalbot.pipeline import exit_code, load_inputs, settings_for, settle_split_votes
+from evalbot.pipeline import Inputs, ballots_for, exit_code, load_inputs, settings_for, settle_split_votes
 from evalbot.render.comment import Links, comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.render.console import render_text
 from evalbot.render.html import render_html
@@ -139,11 +138,17 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     inputs = load_inputs(args.paths, config=args.config)
     settings, config = inputs.settings()
     ruler = yardstick(args, settings, config)
-    settles = ruler.baseline is not None and ruler.policy.resample_split > 0 and ruler.policy.noise_aware
-    ctx = replace(judge_context(args, env, ruler.policy.sampling), ballots=BallotBox() if settles else None)
+    return finish_compare(args, evaluate_settled(args, env, inputs, ruler.baseline, ruler.policy), ruler)
+
+
+def evaluate_settled(args: argparse.Namespace, env: Mapping[str, str], inputs: Inputs, baseline: Baseline | None,
+                     policy: GatePolicy) -> Report:
+    """Evaluate, then settle the judged verdicts that flipped against ``baseline`` on a split vote (compare: the
+    baseline compared with; baseline: the one being replaced)."""
+    ctx = replace(judge_context(args, env, policy.sampling), ballots=ballots_for(baseline, policy))
     report = evaluate_args(args, env, inputs, ctx)
-    settle_split_votes(report, ruler.baseline, ctx, ruler.policy)
-    return finish_compare(args, report, ruler)
+    settle_split_votes(report, baseline, ctx, policy)
+    return report
 
 
 def _read_previous(path: str) -> Baseline | None:
@@ -229,11 +234,7 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     settings, config = inputs.settings()
     policy = policy_from_settings(settings, source=str(config or "command line"),
                                   overrides={"sampling": args.sampling, "resample_split": args.resample_split})
-    settles = previous is not None and policy.resample_split > 0 and policy.noise_aware
-    ctx = replace(judge_context(args, env, policy.sampling), ballots=BallotBox() if settles else None)
-    report = evaluate_args(args, env, inputs, ctx)
-    settle_split_votes(report, previous, ctx, policy)
-    return write_baseline(args, env, report, args.output)
+    return write_baseline(args, env, evaluate_settled(args, env, inputs, previous, policy), args.output)
 
 
 def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
