@@ -45,7 +45,8 @@ def _matches(text: str) -> Iterator[re.Match[str]]:
             at = text.find('"eval', at + 1)
         else:
             yield match
-            at = text.find('"eval', match.end())
+            # From the id's literal, not past it: in '"eval_id":"eval_id":"x"' the value is also the next key.
+            at = text.find('"eval', match.start(1))
 
 
 def _id_literals(text: str) -> Iterator[tuple[str, int]]:
