@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from evalbot.formats.lines import CaseLines
@@ -44,6 +44,7 @@ FRAGMENTS = st.sampled_from(
 
 @settings(max_examples=400, deadline=None, database=None)
 @given(st.lists(FRAGMENTS, max_size=40).map("".join))
+@example('"eval_id":"eval_id":"x"')  # a value that is also the next key (found once by a full run)
 def test_same_lines_as_a_search_line_by_line(text: str) -> None:
     """Whatever the text, each id's line is the first line a per-line search finds (the rule annotations used)."""
     lines = CaseLines(text)
