@@ -22,8 +22,21 @@ def sign_test(up: int, down: int) -> float:
     if n == 0:
         return 1.0
     k = min(up, down)
-    tail = sum(comb(n, i) for i in range(k + 1))
-    return float(min(Fraction(2 * tail, 2**n), Fraction(1)))
+    return float(min(Fraction(2 * _binomial_tail(n, k), 2**n), Fraction(1)))
+
+
+def _binomial_tail(n: int, k: int) -> int:
+    """``sum(comb(n, i) for i in range(k + 1))``, each coefficient from the previous one (linear in ``k``).
+
+    Calling ``comb`` for every term costs O(k) big-integer products each, which made the sign test quadratic in the
+    number of moved cases (2 s at 10,000, 41 s at 30,000); the running coefficient gives the same integer.
+    """
+    coefficient = 1
+    total = 1
+    for i in range(1, k + 1):
+        coefficient = coefficient * (n - i + 1) // i
+        total += coefficient
+    return total
 
 
 def mcnemar_exact(fixed: int, regressed: int) -> float:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from math import comb
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalbot.compare.stats import fisher_exact, mcnemar_exact, sign_test
@@ -71,3 +72,13 @@ def test_fisher_is_a_probability_and_symmetric(a: int, b: int, c: int, d: int) -
     p = fisher_exact(a, b, c, d)
     assert 0.0 < p <= 1.0
     assert p == pytest.approx(fisher_exact(c, d, a, b))
+
+
+@settings(deadline=None, max_examples=40)  # the reference sum itself is slow at these sizes
+@given(st.integers(0, 2500), st.integers(0, 2500))
+def test_sign_test_is_exactly_the_fraction_of_the_binomial_sum(up: int, down: int) -> None:
+    """Bit for bit the float of the exact tail sum at the sizes a large run moves (the running coefficient is exact)."""
+    n = up + down
+    tail = sum(comb(n, i) for i in range(min(up, down) + 1))
+    expected = 1.0 if n == 0 else float(min(Fraction(2 * tail, 2**n), Fraction(1)))
+    assert sign_test(up, down) == expected
