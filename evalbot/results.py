@@ -231,6 +231,10 @@ class CriterionInfo(StrictModel):
     error: str | None = None
     notice: str | None = None
     """Keys of the criterion object that it does not read (ADK ignores them too); shown once for the eval set."""
+    custom: str | None = None
+    """A custom metric's function (``package.module.function``, ``unresolved`` when it could not be imported);
+    None for a built-in criterion. The baseline records it, so a PR recomputing a criterion with its own code is
+    named."""
 
 
 class EvalSetReport(StrictModel):

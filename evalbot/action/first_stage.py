@@ -20,10 +20,10 @@ from evalbot.action.workspace import (
     policy_overrides,
     read_baseline_at,
 )
+from evalbot.compare.accept import ProposedBaseline
 from evalbot.compare.baseline import (
     VOLATILE_FIELDS,
     Baseline,
-    baseline_differences,
     build_baseline,
     create_command,
     dump_baseline,
@@ -32,7 +32,7 @@ from evalbot.compare.baseline import (
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import Gate, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
-from evalbot.compare.model import BaselineUpdate, Comparison
+from evalbot.compare.model import Comparison
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputError
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
@@ -191,33 +191,19 @@ def write_report_files(report: Report, inputs: ActionInputs, ws: Workspace) -> N
         write_junit(ws.path(inputs.junit_path), junit_suites(report))
 
 
-MAX_DIFFERENCES = 20
-
-
-def baseline_update(report: Report, read: Callable[[], str | None], base: Baseline | None, path: str
-                    ) -> BaselineUpdate | None:
-    """The PR's own baseline file (``read()``; None when it has none) versus this run, when it differs from the base
-    commit's; an unreadable or unparseable file never matches."""
+def baseline_update(read: Callable[[], str | None], base: Baseline | None, path: str) -> ProposedBaseline | None:
+    """The PR's own baseline file (``read()``; None when it has none or leaves it as the base commit has it); an
+    unreadable or unparseable file is one that cannot be used (it blocks, see compare.accept)."""
     try:
         text = read()
         if text is None:
             return None
         mine = parse_baseline(text, path)
     except InputError as exc:
-        return BaselineUpdate(path=path, matches=False, differences=[f"the file cannot be used: {exc}"])
+        return ProposedBaseline(path=path, error=str(exc))
     if base is not None and same_scores(mine, base) and mine.commit == base.commit:
         return None  # not changed by the PR (or changed only in layout)
-    # what `evalbot baseline --output FILE` writes on the PR's branch: this run, its histories continuing the base's
-    # (a hand-edited history, e.g. forged flips that would make later regressions "flaky", never matches); a file
-    # whose histories start afresh also matches: forgetting flips only makes the gate stricter
-    expected = build_baseline(report, commit=mine.commit, created_at=None, previous=base)
-    differences = baseline_differences(mine, expected)
-    if differences and not baseline_differences(mine, build_baseline(report, commit=None, created_at=None)):
-        differences = []
-    return BaselineUpdate(
-        path=path, matches=not differences, differences=differences[:MAX_DIFFERENCES],
-        more=max(0, len(differences) - MAX_DIFFERENCES),
-    )
+    return ProposedBaseline(path=path, baseline=mine)
 
 
 MAX_BASELINE_BYTES = 100 * 1024 * 1024
@@ -305,11 +291,9 @@ def first_stage(
     write_report_files(report, inputs, ws)
     update = None
     if mode == "pull_request" and pr is not None:
-        update = baseline_update(
-            report, lambda: pr_baseline_text(ws, inputs.baseline_path), baseline, inputs.baseline_path
-        )
+        update = baseline_update(lambda: pr_baseline_text(ws, inputs.baseline_path), baseline, inputs.baseline_path)
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
-                         baseline_error=baseline_error, create=baseline_command(inputs), update=update)
+                         baseline_error=baseline_error, create=baseline_command(inputs), proposed=update)
     if gate is not None and pr is not None:
         comparison.policy_changes = gate.changes
         comparison.notes = gate.notes

@@ -111,10 +111,10 @@ def second_stage(
     policy, template = policy_and_template(inputs, ws, section)
     baseline, baseline_error = read_baseline_at(forge, ws, inputs.baseline_path, pull.base_sha)
     source = label_at(pull.base_sha, inputs.baseline_path)
-    update = baseline_update(report, lambda: pr_baseline_at(forge, inputs.baseline_path, pull.head_sha), baseline,
+    update = baseline_update(lambda: pr_baseline_at(forge, inputs.baseline_path, pull.head_sha), baseline,
                              inputs.baseline_path)
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
-                         baseline_error=baseline_error, create=baseline_command(inputs), update=update)
+                         baseline_error=baseline_error, create=baseline_command(inputs), proposed=update)
     comparison.commit = run.head_sha
     first_run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{run.id}"
     link = links(ctx, inputs)

@@ -8,6 +8,7 @@ process call is injected (:data:`GitRunner`) so this module stays free of side e
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -96,6 +97,11 @@ class BaselineCriterion(_Model):
     threshold: float | None = None
     judged: bool = False
     judge_model: str | None = None
+    custom: str | None = None
+    """The custom metric's function that computed it (None: the built-in criterion; absent in older baselines)."""
+    options_sha: str | None = Field(default=None, max_length=64)
+    """A hash of the criterion's options (threshold aside), so a changed fingerprint can be told apart: a threshold
+    moved, or the options changed (absent in older baselines: then it cannot)."""
     mean: float | None = None
     passed: int = 0
     failed: int = 0
@@ -183,6 +189,12 @@ def judge_model_of(info: CriterionInfo) -> str | None:
     return model if isinstance(model, str) else DEFAULT_JUDGE_MODEL
 
 
+def options_hash(options: Mapping[str, object]) -> str:
+    """A short stable hash of a criterion's options (for :attr:`BaselineCriterion.options_sha`)."""
+    blob = json.dumps(options, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
 def split_entry(votes: Sequence[Votes | None] | None) -> str:
     """One run's entry in a ``vote_history``: pass–fail votes summed over the invocations, ``.`` without votes."""
     present = [v for v in votes or () if v is not None]
@@ -223,6 +235,8 @@ def build_baseline(
                 threshold=info.threshold,
                 judged=info.judged,
                 judge_model=model,
+                custom=info.custom,
+                options_sha=options_hash(info.options),
                 mean=summary.mean if summary else None,
                 passed=summary.passed if summary else 0,
                 failed=summary.failed if summary else 0,
@@ -244,7 +258,7 @@ def build_baseline(
     return fresh if previous is None else carry_history(fresh, previous)
 
 
-def _joined(old: str | None, new: str, *, sep: str, replace_last: bool) -> str:
+def joined_history(old: str | None, new: str, *, sep: str, replace_last: bool) -> str:
     """``old`` followed by ``new`` (replacing old's last entry on a re-run of the same commit), capped."""
     entries = old.split(sep) if sep and old else list(old or "")
     if replace_last and entries:
@@ -287,10 +301,10 @@ def carry_history(fresh: Baseline, previous: Baseline) -> Baseline:
                 prior = old.metrics.get(name)
                 if m.vote_history is not None and prior is not None:
                     past = prior.vote_history or split_entry(prior.votes)
-                    m = m.model_copy(update={"vote_history": _joined(past, m.vote_history, sep=" ",
+                    m = m.model_copy(update={"vote_history": joined_history(past, m.vote_history, sep=" ",
                                                                      replace_last=rerun)})
                 metrics[name] = m
-            history = _joined(old.history or STATUS_CODES[old.status], STATUS_CODES[case.status], sep="",
+            history = joined_history(old.history or STATUS_CODES[old.status], STATUS_CODES[case.status], sep="",
                               replace_last=rerun)
             cases[case_key] = case.model_copy(update={"history": history, "metrics": metrics})
         sets[key] = es.model_copy(update={"cases": cases})
@@ -367,29 +381,5 @@ def read_baseline(
 
 
 VOLATILE_FIELDS = frozenset({"commit", "created_at", "usage"})
-"""Fields of a baseline that say when and where it was measured and what it cost, not what it measured (ignored
-when matching a run: a refresh replaying the judge cache costs nothing)."""
-
-
-def _diff(path: str, ours: object, theirs: object, out: list[str]) -> None:
-    if isinstance(ours, dict) and isinstance(theirs, dict):
-        for key in sorted(set(ours) | set(theirs), key=str):
-            where = f"{path}/{key}"
-            if key not in theirs:
-                out.append(f"{where}: only in the file")
-            elif key not in ours:
-                out.append(f"{where}: missing from the file")
-            else:
-                _diff(where, ours[key], theirs[key], out)
-    elif ours != theirs:
-        out.append(f"{path or '/'}: {json.dumps(ours, sort_keys=True)[:80]} in the file, "
-                   f"{json.dumps(theirs, sort_keys=True)[:80]} in this run")
-
-
-def baseline_differences(file: Baseline, fresh: Baseline) -> list[str]:
-    """Where a baseline file disagrees with the one ``evalbot baseline`` writes for this run (``fresh``), as JSON
-    pointers with both values; commit and timestamp are ignored. Empty: the file matches the run."""
-    out: list[str] = []
-    _diff("", file.model_dump(mode="json", exclude=set(VOLATILE_FIELDS)),
-          fresh.model_dump(mode="json", exclude=set(VOLATILE_FIELDS)), out)
-    return out
+"""Fields of a baseline that say when and where it was measured and what it cost, not what it measured (a PR's
+baseline file differing only in these does not update anything: a refresh replaying the judge cache costs nothing)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from evalbot.compare.accept import Acceptance, ProposedBaseline, accept
 from evalbot.compare.baseline import (
     DEFAULT_BASELINE_PATH,
     Baseline,
@@ -34,9 +35,11 @@ from evalbot.compare.model import (
     CriterionRow,
     EvalSetComparison,
     MetricDelta,
+    YardstickChange,
 )
 from evalbot.compare.stats import sign_test
 from evalbot.compare.votes import invocation_votes, vote_noise
+from evalbot.compare.yardstick import yardstick_changes
 from evalbot.render.mdsafe import escape_invisible, has_invisible
 from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, MetricResult, Report, mean
 
@@ -316,14 +319,16 @@ def _alerts(current: Report, policy: GatePolicy, baseline_error: str | None,
 
 def compare(
     *, current: Report, baseline: Baseline | None, policy: GatePolicy, baseline_source: str = DEFAULT_BASELINE_PATH,
-    baseline_error: str | None = None, create: str | None = None, update: BaselineUpdate | None = None,
+    baseline_error: str | None = None, create: str | None = None, proposed: ProposedBaseline | None = None,
 ) -> Comparison:
     """Compare ``current`` with ``baseline`` (None: absolute scores only) and decide the gate.
 
     ``baseline_error`` says why a baseline that exists could not be read (the gate is then ``error`` under
     ``fail_on: regression``); ``create`` is the exact command that makes the baseline for this run's inputs.
-    ``update``: the pull request's own baseline file versus this run. When it matches, regressed (and inconclusive)
-    cases and criterion means are *accepted*: shown in their own section, not blocking.
+    ``proposed``: the pull request's own baseline file. The entries it changes that this run confirms are accepted
+    (:mod:`evalbot.compare.accept`): the run is compared with them, and a regression or yardstick change they
+    record is shown as accepted, not blocking; an entry the run contradicts blocks. Every change to what is
+    measured (:mod:`evalbot.compare.yardstick`) is listed; unaccepted ones block under ``yardstick_changes: block``.
     """
     note = command = None
     info = None
@@ -356,28 +361,33 @@ def compare(
                 f"The baseline was made with evalbot {baseline.evalbot_version}, this run uses "
                 f"{current.evalbot_version}; refresh it if scores moved for that reason."
             )
+    acceptance = update = None
+    if proposed is not None and proposed.error is not None:
+        update = BaselineUpdate(path=proposed.path, matches=False, changed=1,
+                                differences=[f"the file cannot be used: {proposed.error}"])
+    elif proposed is not None and proposed.baseline is not None:
+        acceptance = accept(baseline if compatible else None, proposed.baseline, current, policy, proposed.path)
+        update = acceptance.update
+    ruler = baseline if acceptance is None or baseline is None or not compatible else acceptance.effective
     keys = unique_keys([es.eval_set_id for es in current.eval_sets])
-    base_sets = dict(baseline.eval_sets) if baseline is not None and compatible else {}
+    base_sets = dict(ruler.eval_sets) if ruler is not None and compatible else {}
     sets = [
         compare_eval_set(key, es, base_sets.pop(key, None), policy, compatible=compatible)
         for key, es in zip(keys, current.eval_sets, strict=True)
     ]
     sets += [compare_eval_set(key, None, bs, policy, compatible=True) for key, bs in base_sets.items()]
-    accepting = update is not None and update.matches and baseline is not None
-    if accepting:
-        for es in sets:
-            for case in es.cases:
-                if case.category in ("regressed", "flaky", "inconclusive"):
-                    case.category = "accepted"
-                    case.reason = "accepted by this PR's baseline update"
+    yardstick = yardstick_changes(baseline, current) if baseline is not None else []
+    if acceptance is not None and baseline is not None and compatible:
+        infos = {key: es.criteria for key, es in zip(keys, current.eval_sets, strict=True)}
+        _mark_accepted(sets, infos, yardstick, acceptance, baseline, policy)
     counts: dict[str, int] = {category: 0 for category in CATEGORIES}
     for es in sets:
         for case in es.cases:
             counts[case.category] += 1
     counts["failing"] = current.totals.failed
+    counts["yardstick"] = sum(1 for y in yardstick if not y.accepted)
+    counts["accepted_changes"] = counts["accepted"] + sum(1 for y in yardstick if y.accepted)
     regressions, inconclusive, flaky = _gate_inputs(sets)
-    if accepting:
-        regressions, inconclusive, flaky = [], [], []  # the rows still show the means that moved
     alerts, unmeasured = _alerts(current, policy, baseline_error, missing_note)
     gate = decide(
         policy,
@@ -389,13 +399,44 @@ def compare(
         have_baseline=baseline is not None,
         unmeasured=unmeasured,
         baseline_unreadable=f"baseline unreadable: {baseline_error}" if baseline_error else None,
+        yardstick=[f"{y.subject}: {y.what}" for y in yardstick if y.loosens and not y.accepted],
+        update_conflicts=list(update.differences) + ([f"… and {update.more} more"] if update.more else [])
+        if update is not None else [],
     )
     return Comparison(
         policy=policy, baseline=info, baseline_source=baseline_source, create_command=command, baseline_note=note,
         baseline_error=baseline_error, alerts=alerts, eval_sets=sets, counts=counts, gate=gate, report=current,
-        baseline_update=update, invisible_ids=invisible_ids(sets),
+        baseline_update=update, invisible_ids=invisible_ids(sets), yardstick=yardstick,
         baseline_usage=baseline.usage if baseline is not None and compatible else None,
     )
+
+
+def _mark_accepted(
+    sets: Sequence[EvalSetComparison], criteria: dict[str, list[CriterionInfo]], yardstick: Sequence[YardstickChange],
+    acceptance: Acceptance, main: Baseline, policy: GatePolicy,
+) -> None:
+    """Cases that regressed against main's entry and match the PR's accepted one become ``accepted`` (shown with
+    main's scores); yardstick changes whose entries the PR's update records are marked accepted."""
+    for es in sets:
+        base_set = main.eval_sets.get(es.key)
+        for i, case in enumerate(es.cases):
+            if (es.key, case.eval_id) not in acceptance.cases or case.current is None or base_set is None:
+                continue
+            against_main = compare_case(case.eval_id, case.current, base_set.cases.get(case.eval_id),
+                                        criteria=criteria.get(es.key, []), base_criteria=base_set.criteria,
+                                        policy=policy)
+            if against_main.category in ("regressed", "flaky", "inconclusive"):
+                was = against_main.category
+                against_main.category = "accepted"
+                against_main.reason = f"{was} against main; accepted by this PR's baseline update"
+                es.cases[i] = against_main
+    for y in yardstick:
+        if y.case is not None:
+            y.accepted = (y.eval_set_id, y.case) in acceptance.cases
+        elif y.criterion is not None:
+            y.accepted = (y.eval_set_id, y.criterion) in acceptance.criteria
+        else:
+            y.accepted = y.eval_set_id in acceptance.sets
 
 
 def invisible_ids(sets: Sequence[EvalSetComparison]) -> list[str]:

@@ -21,6 +21,7 @@ from evalbot.judges.base import DEFAULT_SAMPLING, Sampling
 
 FailOn = Literal["regression", "threshold", "never"]
 JudgeFailures = Literal["block", "warn"]
+YardstickChanges = Literal["block", "warn"]
 Verdict = Literal["passed", "blocked", "invalid", "error"]
 
 MAX_RESAMPLE = 100
@@ -43,6 +44,10 @@ class GatePolicy(BaseModel):
     could decide the vote first and the rest only when needed, ``full`` asks all ``num_samples`` at once (ADK's way);
     the verdicts are the same. ``resample_split`` is how many extra samples settle a judged verdict that flipped
     against the baseline on a split vote (the invocation is decided by the larger vote; 0 disables it).
+    ``yardstick_changes`` says what a change to what the run is measured with does when the PR's baseline update
+    does not accept it (a removed or renamed case or eval set, a changed case definition, a lowered threshold, a
+    dropped criterion, a criterion recomputed by custom code): ``block`` (default) blocks, ``warn`` only says so
+    in the headline. Added cases, eval sets and criteria, and raised thresholds, never block.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -56,6 +61,7 @@ class GatePolicy(BaseModel):
     block_flaky: bool = False
     sampling: Sampling = DEFAULT_SAMPLING
     resample_split: int = Field(default=10, ge=0, le=MAX_RESAMPLE, strict=True)
+    yardstick_changes: YardstickChanges = "block"
 
 
 POLICY_KEYS = frozenset(GatePolicy.model_fields)
@@ -138,12 +144,17 @@ def decide(
     flaky: list[str] | None = None,
     unmeasured: list[str] | None = None,
     baseline_unreadable: str | None = None,
+    yardstick: list[str] | None = None,
+    update_conflicts: list[str] | None = None,
 ) -> Gate:
     """Apply the policy: invalid input first (exit 2), then what could not be measured (exit 3), then the
     ``fail_on`` rule (exit 1 when blocked).
 
     ``unmeasured`` are judge failures that block (the caller applies ``judge_failures``); ``baseline_unreadable`` is
-    why a baseline that exists could not be read (it matters to ``fail_on: regression`` only).
+    why a baseline that exists could not be read (it matters to ``fail_on: regression`` only). ``yardstick`` are the
+    changes to what is measured that this PR's baseline update does not accept (blocking under both ``regression``
+    and ``threshold`` with ``yardstick_changes: block``: a lowered threshold evades either rule);
+    ``update_conflicts`` are entries of the PR's baseline update that this run contradicts (always blocking).
     """
     if invalid:
         return Gate(verdict="invalid", exit_code=EXIT_INVALID_INPUT, reasons=invalid)
@@ -155,15 +166,16 @@ def decide(
     if missing:
         found = [f"also found: {r}" for r in regressions] if policy.fail_on == "regression" else []
         return Gate(verdict="error", exit_code=EXIT_UNAVAILABLE, reasons=missing + found)
+    ruler = [f"baseline update: {c}" for c in update_conflicts or []]
+    if policy.yardstick_changes == "block":
+        ruler += [f"{c} (yardstick_changes: block)" for c in yardstick or []]
     if policy.fail_on == "threshold":
         if failing_cases:
-            return Gate(
-                verdict="blocked",
-                exit_code=EXIT_FAILED,
-                reasons=[f"{failing_cases} case(s) below their thresholds (fail-on: threshold)"],
-            )
+            ruler.insert(0, f"{failing_cases} case(s) below their thresholds (fail-on: threshold)")
+        if ruler:
+            return Gate(verdict="blocked", exit_code=EXIT_FAILED, reasons=ruler)
         return Gate(verdict="passed", exit_code=EXIT_OK)
-    blocking = list(regressions)
+    blocking = list(regressions) + ruler
     if policy.block_inconclusive:
         blocking += [f"{reason} (inconclusive; blocking because block_inconclusive is set)" for reason in inconclusive]
     if policy.block_flaky:

@@ -111,12 +111,52 @@ class BaselineInfo(StrictModel):
     schema_version: int
 
 
-class BaselineUpdate(StrictModel):
-    """A pull request that changes the baseline file: does the file match this run?
+YardstickKind = Literal[
+    "eval_set_removed", "eval_set_renamed", "eval_set_moved", "case_removed", "case_renamed", "case_definition",
+    "criterion_removed", "threshold_lowered", "threshold_raised", "criterion_changed", "custom_metric",
+    "judge_model",
+]
+"""What a pull request changed in what its run is measured with (see :mod:`evalbot.compare.yardstick`)."""
 
-    ``matches``: the same cases, scores and statuses ``evalbot baseline`` would write for this run (commit and
-    timestamp aside); the regressions versus the base commit's baseline are then accepted (shown, not blocking).
-    Otherwise ``differences`` lists where the file and this run disagree and the normal gate applies.
+
+class YardstickChange(StrictModel):
+    """One difference between what the base commit's baseline measured and what this run measures.
+
+    ``loosens``: it may let a regression through (removed, renamed, redefined, lowered, dropped, recomputed); such a
+    change blocks under ``yardstick_changes: block`` unless the PR's baseline update accepts it. Raised thresholds
+    and moved files are shown and never block.
+    """
+
+    kind: YardstickKind
+    eval_set_id: str
+    case: str | None = None
+    criterion: str | None = None
+    what: str
+    """The change in words (``threshold 1.000 → 0.000``, ``renamed to refund_v2``)."""
+    main: str | None = None
+    """The result on main (the base commit's baseline), in words."""
+    current: str | None = None
+    """The result in this run, in words."""
+    loosens: bool = True
+    accepted: bool = False
+    """Recorded by the PR's baseline update (entries consistent with this run)."""
+
+    @property
+    def subject(self) -> str:
+        """``set / case`` or ``set / criterion`` or ``set``."""
+        tail = self.case if self.case is not None else self.criterion
+        return f"{self.eval_set_id} / {tail}" if tail is not None else self.eval_set_id
+
+
+class BaselineUpdate(StrictModel):
+    """A pull request that changes the baseline file: which of its entries does this run confirm?
+
+    The file is compared entry by entry (an eval set's path and criteria, each case, the removals) with the base
+    commit's baseline; each entry it changes must be one a run produced: the case's definition, status and criteria
+    as this run has them (scores may differ within the usual noise rules: a judged flip on a split vote, a score
+    that moved without changing the verdict), its history main's history continued (or started afresh). Those
+    entries are accepted: the run is compared with them instead of main's. ``differences`` lists the entries this
+    run contradicts (stale or hand-edited): they block. ``matches``: nothing contradicts the run.
     """
 
     path: str
@@ -124,6 +164,8 @@ class BaselineUpdate(StrictModel):
     differences: list[str] = Field(default_factory=list)
     more: int = 0
     """Differences not listed."""
+    changed: int = 0
+    """Entries the file changes against the base commit's baseline."""
 
 
 class Comparison(StrictModel):
@@ -163,3 +205,5 @@ class Comparison(StrictModel):
     """The command that rewrites the baseline file from this run (for a PR that intends the change)."""
     baseline_usage: BaselineUsage | None = None
     """The baseline run's judge usage and cost, when the baseline records it (the comment shows the change)."""
+    yardstick: list[YardstickChange] = Field(default_factory=list)
+    """What this PR changed in what it is measured with, against the base commit's baseline (accepted or not)."""

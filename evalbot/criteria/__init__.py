@@ -194,6 +194,7 @@ def build_criteria(
                 fingerprint=fingerprint(spec, [key for key, _ in ignored], definition),
                 error=error,
                 notice=_ignored_notice(spec, ignored),
+                custom=str(definition.get("function", "unresolved")) if definition else None,
             )
         )
     configured = {spec.name for spec in config.criteria}

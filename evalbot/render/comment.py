@@ -236,17 +236,42 @@ def visible_rows(es: EvalSetComparison | Mapping[str, Any]) -> list[Any]:
     ]
 
 
+def plural(n: int, word: str) -> str:
+    """``1 change``, ``2 changes``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def yardstick_note(comparison: Comparison) -> str | None:
+    """``⚠️ 2 yardstick changes`` (not accepted by the PR's baseline update), or None."""
+    n = comparison.counts.get("yardstick", 0)
+    return f"⚠️ {plural(n, 'yardstick change')}" if n else None
+
+
+def _yardstick_pass(comparison: Comparison) -> str:
+    """Why unaccepted yardstick changes did not block a passing run."""
+    loosening = any(y.loosens and not y.accepted for y in comparison.yardstick)
+    if comparison.policy.fail_on == "never":
+        return "not blocking: fail-on never"
+    if loosening:
+        return "not blocking: yardstick_changes: warn"
+    return "not blocking: raised thresholds and moved files only"
+
+
 def verdict(comparison: Comparison) -> tuple[str, str]:
     """The icon and one-line verdict."""
     gate, n = comparison.gate, comparison.counts
     blocking = gate.verdict == "blocked" and comparison.policy.block_inconclusive
     flaky_blocks = gate.verdict == "blocked" and comparison.policy.block_flaky
+    accepted = n.get("accepted_changes", n.get("accepted", 0))
     extras = [f"{n[k]} {label}" for k, label in (
         ("flaky", "regressed but flaky on main" + ("" if flaky_blocks else " (not blocking)")),
-        ("accepted", "accepted by this PR's baseline update"), ("fixed", "fixed"),
+        ("fixed", "fixed"),
         ("inconclusive", "inconclusive" if blocking else "inconclusive (not blocking)"),
         ("still_failing", "still failing"), ("new", "new"), ("changed_definition", "changed definition"),
     ) if n.get(k)]
+    if accepted:
+        extras.insert(1, f"{plural(accepted, 'change')} accepted by this PR's baseline update")
+    ruler = yardstick_note(comparison)
     if comparison.invisible_ids:
         extras.insert(0, f"⚠️ {len(comparison.invisible_ids)} id(s) with invisible characters")
     if gate.verdict == "invalid":
@@ -255,13 +280,23 @@ def verdict(comparison: Comparison) -> tuple[str, str]:
         labels = [r.split(":", 1)[0] for r in gate.reasons if not r.startswith("also found")]
         return ICONS["error"], f"could not measure, not passing: {', '.join(labels) or 'see below'}"
     elif gate.verdict == "blocked":
+        conflicts = comparison.baseline_update is not None and not comparison.baseline_update.matches
         if n.get("regressed"):
             lead = f"{n['regressed']} regressed"
         elif flaky_blocks and n.get("flaky"):
             lead = f"{n['flaky']} regressed, flaky on main (blocking: block_flaky)"
             extras = [e for e in extras if "flaky on main" not in e]
+        elif ruler and comparison.policy.yardstick_changes == "block" and any(
+                y.loosens and not y.accepted for y in comparison.yardstick):
+            lead, ruler = f"{ruler} not accepted", None
+        elif conflicts:
+            lead = "⚠️ this PR's baseline update does not match this run"
         else:
             lead = "; ".join(gate.reasons[:1])
+        if ruler:
+            extras.insert(0, ruler)
+        if conflicts and not lead.startswith("⚠️ this PR's baseline"):
+            extras.insert(0, "⚠️ the baseline update does not match this run")
         title = f"blocked: {lead}" + "".join(f" · {e}" for e in extras)
     elif comparison.baseline is None:
         t = comparison.report.totals
@@ -269,10 +304,16 @@ def verdict(comparison: Comparison) -> tuple[str, str]:
         return "⚠️", f"no baseline; {t.passed} of {t.cases} case(s) passed{flag}"
     elif n.get("regressed"):  # passed although cases regressed: only a policy that never blocks lets that through
         title = (f"{n['regressed']} regressed — not blocking: fail-on {comparison.policy.fail_on}"
-                 + "".join(f" · {e}" for e in extras))
+                 + "".join(f" · {e}" for e in ([ruler] if ruler else []) + extras))
         return "⚠️", title
     elif comparison.alerts:  # never a plain "no regressions" when something that could regress was not measured
-        return "⚠️", "no regressions in what was measured; see the warnings" + "".join(f" · {e}" for e in extras)
+        return "⚠️", "no regressions in what was measured; see the warnings" + "".join(
+            f" · {e}" for e in ([ruler] if ruler else []) + extras)
+    elif ruler:  # never a plain "no regressions" while what is measured changed unaccepted
+        return "⚠️", f"no regressions · {ruler} ({_yardstick_pass(comparison)})" + "".join(f" · {e}" for e in extras)
+    elif accepted:
+        rest = [e for e in extras if "accepted by this PR" not in e]
+        title = f"{plural(accepted, 'change')} accepted by this PR's baseline update" + "".join(f" · {e}" for e in rest)
     else:
         title = "no regressions" + "".join(f" · {e}" for e in extras)
     return ICONS[gate.verdict], title
@@ -369,6 +410,10 @@ def comparison_data(comparison: Comparison) -> dict[str, Any]:
             case["eval_id"] = mdsafe.escape_invisible(case["eval_id"])
             if isinstance(case.get("current"), dict) and isinstance(case["current"].get("eval_id"), str):
                 case["current"]["eval_id"] = mdsafe.escape_invisible(case["current"]["eval_id"])
+    for change in data["yardstick"]:
+        for key in ("eval_set_id", "case", "criterion", "what", "current"):
+            if isinstance(change.get(key), str):
+                change[key] = mdsafe.escape_invisible(change[key])
     return data
 
 

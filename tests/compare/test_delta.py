@@ -39,7 +39,9 @@ def test_case_categories() -> None:
     assert categories(c) == {"reg": "regressed", "fix": "fixed", "still": "still_failing", "same": "unchanged",
                              "added": "new", "edited": "changed_definition", "gone": "removed"}
     assert c.gate.verdict == "blocked" and c.gate.exit_code == 1
-    assert c.gate.reasons == ["s: 1 case(s) regressed"]
+    assert c.gate.reasons == ["s: 1 case(s) regressed",
+                              "s / gone: case removed (yardstick_changes: block)",
+                              "s / edited: expected conversation (or scenario) changed (yardstick_changes: block)"]
     assert c.counts["regressed"] == 1 and c.counts["failing"] == 4
 
 
@@ -213,7 +215,11 @@ def test_removed_eval_set_and_criterion() -> None:
     assert not dropped.in_current and dropped.cases[0].category == "removed" and dropped.rows[0].change == "removed"
     kept = next(es for es in c.eval_sets if es.key == "kept")
     assert [r.change for r in kept.rows] == ["unchanged", "removed"]
-    assert c.gate.verdict == "passed"
+    # dropping an eval set and a criterion moves the yardstick: named, and blocking by default
+    assert [(y.kind, y.subject) for y in c.yardstick] == [
+        ("criterion_removed", "kept / response_match_score"), ("eval_set_removed", "dropped")]
+    assert c.gate.verdict == "blocked"
+    assert run(main, pr, yardstick_changes="warn").gate.verdict == "passed"
 
 
 def test_judge_outage_is_never_a_silent_pass() -> None:

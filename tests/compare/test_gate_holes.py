@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from evalbot.compare.baseline import baseline_differences, build_baseline
+from evalbot.compare.accept import accept
+from evalbot.compare.baseline import build_baseline
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.render.comment import comment_marker, render_comment
@@ -41,13 +42,16 @@ def test_comment_names_the_commit_it_describes() -> None:
     assert "Results for commit `0123456`." in render_comment(c, marker=MARKER)
 
 
-def test_baseline_differences_ignore_commit_and_time_only() -> None:
+def test_baseline_update_ignores_commit_and_time_and_names_a_contradicted_status() -> None:
     r = report(eval_set("shop", [case("refund", {TRAJ: metric(0.0)})]))
-    fresh = build_baseline(r, commit=None, created_at=None)
+    main = build_baseline(report(eval_set("shop", [case("refund", {TRAJ: metric(1.0)})])), commit="a" * 40,
+                          created_at=None)
     same = build_baseline(r, commit="b" * 40, created_at="2025-01-01T00:00:00+00:00")
-    assert baseline_differences(same, fresh) == []
-    edited = build_baseline(report(eval_set("shop", [case("refund", {TRAJ: metric(1.0)})])), commit=None,
+    honest = accept(main, same, r, GatePolicy(), "b.json")
+    assert honest.update.matches and honest.cases == {("shop", "refund")}
+    edited = build_baseline(report(eval_set("shop", [case("refund", {TRAJ: metric(1.0)})])), commit="b" * 40,
                             created_at=None)
-    diffs = baseline_differences(edited, fresh)
-    assert "/eval_sets/shop/cases/refund/metrics/tool_trajectory_avg_score/score: 1.0 in the file, 0.0 in this run" \
-        in diffs
+    diffs = accept(build_baseline(r, commit="a" * 40, created_at=None), edited, r, GatePolicy(), "b.json").update
+    assert '/eval_sets/shop/cases/refund/metrics/tool_trajectory_avg_score/status: "passed" (score 1.0) in the file, ' \
+           '"failed" (score 0.0) in this run' in diffs.differences and not diffs.matches
+

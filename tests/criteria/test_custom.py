@@ -293,7 +293,8 @@ def test_trusted_context_refuses_to_import(repo: Repo) -> None:
 
 
 def test_a_changed_function_is_a_changed_definition_not_a_regression(repo: Repo) -> None:
-    """Same path, edited source: the fingerprint changes, so the comparison says changed_definition."""
+    """Same path, edited source: the fingerprint changes, so the comparison says changed_definition, and the edited
+    code is a yardstick change (blocking by default, a warning with yardstick_changes: warn)."""
     repo.module("def m(instance):\n    return {'my_metric': 1.0}\n")
     repo.metric("m")
     before = repo.run()
@@ -311,7 +312,11 @@ def test_a_changed_function_is_a_changed_definition_not_a_regression(repo: Repo)
     one = next(c for c in eval_set.cases if c.eval_id == "one_turn")
     assert one.category == "changed_definition", one  # passed -> failed only on the edited metric
     assert [d.change for d in one.metrics if d.criterion == "my_metric"] == ["changed_definition"]
-    assert comparison.gate.exit_code == 0, comparison.gate
+    assert [(y.kind, y.criterion, y.what) for y in comparison.yardstick] == [
+        ("custom_metric", "my_metric", f"custom metric code changed ({repo.package}.metrics.m)")]
+    assert comparison.gate.exit_code == 1, comparison.gate
+    warned = compare(current=after, baseline=baseline, policy=GatePolicy(yardstick_changes="warn"))
+    assert warned.gate.exit_code == 0, warned.gate
 
 
 def test_unchanged_function_compares_normally(repo: Repo) -> None:

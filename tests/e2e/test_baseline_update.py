@@ -28,8 +28,8 @@ def test_honest_baseline_refresh_is_accepted(action: Action, baseline_text: str)
     assert run.outputs["verdict"] == "passed" and run.outputs["regressed"] == "0"
     body = action.github.comments_on(7)[0].body
     assert "Accepted by this PR's baseline update (1)" in body
-    assert "1 accepted by this PR's baseline update" in body.splitlines()[1]  # in the headline
-    assert "the file matches this run" in body and "refund" in body
+    assert body.splitlines()[1] == "### ✅ evalbot: 1 change accepted by this PR's baseline update"
+    assert "entries it changes against the base commit's baseline match this run" in body and "refund" in body
     assert not [a for a in run.annotations() if "title=Regression" in a]
 
 
@@ -47,8 +47,9 @@ def test_hand_edited_baseline_is_refused_with_the_differences(action: Action, ba
     assert run.code == 1, run.stdout + run.stderr
     body = action.github.comments_on(7)[0].body
     assert "does not match this run (stale or hand-edited)" in body
-    assert "/eval\\_sets/shop/cases/refund/metrics/tool\\_trajectory\\_avg\\_score/score: 1.0 in the file, 0.0 in this " \
-           "run" in body
+    assert '/eval\\_sets/shop/cases/refund/metrics/tool\\_trajectory\\_avg\\_score/status: "passed" (score 1.0) in the ' \
+           'file, "failed" (score 0.0) in this run' in body
+    assert "the baseline update does not match this run" in body.splitlines()[1]
     assert "Accepted by this PR's baseline update" not in body
     assert f"`evalbot compare --baseline {BASE_SHA}:.evalbot/baseline.json evals --actuals actuals/regressed.json`" \
            in body

@@ -134,8 +134,9 @@ def test_hostile_usage_in_a_baseline_is_refused(row: dict[str, Any]) -> None:
 
 def test_cost_never_makes_a_baseline_update_stale() -> None:
     """The cost is not a result: a PR's refreshed baseline made with the judge cache (cost 0) still matches."""
-    from evalbot.compare.baseline import baseline_differences
+    from evalbot.compare.accept import accept
+    from evalbot.compare.gate import GatePolicy
 
     file = build_baseline(run(usage(0.0, 0.0, cached=14)), commit=None, created_at=None)
-    fresh = build_baseline(run(usage(0.004, 0.006)), commit=None, created_at=None)
-    assert baseline_differences(file, fresh) == []
+    result = accept(None, file, run(usage(0.004, 0.006)), GatePolicy(), "b.json")
+    assert result.update.matches and result.update.differences == []

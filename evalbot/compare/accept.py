@@ -1,0 +1,229 @@
+"""A pull request's own baseline update, entry by entry: what it accepts and what this run contradicts.
+
+The PR's baseline file is compared with the base commit's entry by entry: each eval set's path, each criterion
+(its definition: fingerprint, threshold, judge model, custom code), each case, and each entry it removes. An entry
+the file leaves as main has it is compared with main's as usual. An entry it changes is *accepted* when a run
+produced it: this run has it with the same definition and verdicts, up to the usual noise (a score that moved
+without changing a verdict, a judged verdict that flipped on a split vote), and its history is main's continued or
+started afresh. The run is then compared with the accepted entry instead of main's, with main's history (the flaky
+history is always main's). An entry this run contradicts (a status it did not reach, a forged history, a case or
+criterion it does not have, a definition it does not use) is not accepted and blocks, with the difference named.
+Pure.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from evalbot.compare.baseline import (
+    BASELINE_SCHEMA_VERSION,
+    STATUS_CODES,
+    Baseline,
+    BaselineCase,
+    BaselineCriterion,
+    BaselineEvalSet,
+    build_baseline,
+    joined_history,
+    split_entry,
+)
+from evalbot.compare.gate import GatePolicy
+from evalbot.compare.model import BaselineUpdate
+from evalbot.compare.votes import vote_noise
+from evalbot.results import Report
+
+MAX_DIFFERENCES = 20
+
+
+@dataclass(frozen=True)
+class ProposedBaseline:
+    """The pull request's own baseline file: parsed, or why it cannot be used."""
+
+    path: str
+    baseline: Baseline | None = None
+    error: str | None = None
+
+
+@dataclass
+class Acceptance:
+    """What the PR's baseline update accepts: the baseline to compare with (main's, with the accepted entries) and
+    the keys of those entries."""
+
+    effective: Baseline
+    update: BaselineUpdate
+    sets: set[str] = field(default_factory=set)
+    """Eval sets whose path or removal is accepted."""
+    criteria: set[tuple[str, str]] = field(default_factory=set)
+    cases: set[tuple[str, str]] = field(default_factory=set)
+    """Cases (and removals of cases) accepted."""
+
+
+def _text(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)[:80]
+
+
+def _definition(c: BaselineCriterion) -> dict[str, object]:
+    return {"fingerprint": c.fingerprint, "threshold": c.threshold, "judged": c.judged, "judge_model": c.judge_model,
+            "custom": c.custom}
+
+
+def _continued(past: str | None, new: str, sep: str) -> set[str]:
+    """The histories a refresh may write: main's continued (a new commit, or a re-run replacing the last entry)."""
+    if not past:
+        return set()
+    return {joined_history(past, new, sep=sep, replace_last=rerun) for rerun in (False, True)}
+
+
+def _case_problems(
+    where: str, mine: BaselineCase, fresh: BaselineCase, main: BaselineCase | None, judged: set[str],
+    policy: GatePolicy,
+) -> list[str]:
+    """Where the PR's entry for a case says something this run did not produce."""
+    if mine.fingerprint != fresh.fingerprint:
+        return [f"{where}/fingerprint: {_text(mine.fingerprint)} in the file, {_text(fresh.fingerprint)} in this run "
+                "(the case's definition)"]
+    out: list[str] = []
+    same_case = main is not None and main.fingerprint == mine.fingerprint
+    code = STATUS_CODES[mine.status]
+    allowed = {code} | (_continued(main.history or STATUS_CODES[main.status], code, "") if main and same_case else set())
+    if mine.history is not None and mine.history not in allowed:
+        best = max(allowed, key=len)
+        out.append(f"{where}/history: {_text(mine.history)} in the file, {_text(best)} in this run (main's history "
+                   "continued: the flaky history is always main's)")
+    if set(mine.metrics) != set(fresh.metrics):
+        out.append(f"{where}/metrics: {_text(sorted(mine.metrics))} in the file, {_text(sorted(fresh.metrics))} in "
+                   "this run")
+        return out
+    noise = False
+    for name, metric in mine.metrics.items():
+        ran = fresh.metrics[name]
+        if metric.status != ran.status:
+            if name in judged and policy.noise_aware and vote_noise(metric.votes, ran.votes)[0]:
+                noise = True  # a judged verdict that flipped on a split vote: the usual noise rule
+            else:
+                out.append(f"{where}/metrics/{name}/status: {_text(metric.status)} (score {_text(metric.score)}) in "
+                           f"the file, {_text(ran.status)} (score {_text(ran.score)}) in this run")
+        prior = main.metrics.get(name) if main is not None and same_case else None
+        if metric.vote_history is not None:
+            entry = split_entry(metric.votes)
+            votes_ok = {entry} | (_continued(prior.vote_history or split_entry(prior.votes), entry, " ")
+                                  if prior is not None else set())
+            if metric.vote_history not in votes_ok:
+                out.append(f"{where}/metrics/{name}/vote_history: {_text(metric.vote_history)} in the file, "
+                           f"{_text(max(votes_ok, key=len))} in this run (main's votes continued)")
+    if mine.status != fresh.status and not noise and not out:
+        out.append(f"{where}/status: {_text(mine.status)} in the file, {_text(fresh.status)} in this run")
+    return out
+
+
+def accept(main: Baseline | None, mine: Baseline, report: Report, policy: GatePolicy, path: str) -> Acceptance:
+    """Compare the PR's baseline file ``mine`` with ``main`` (the base commit's; None: there is none) entry by
+    entry, and each entry it changes with what this run produced (see the module docstring)."""
+    base = main if main is not None and main.compatible else Baseline()
+    result = Acceptance(effective=base, update=BaselineUpdate(path=path, matches=True))
+    problems: list[str] = []
+    if not mine.compatible:
+        problems.append(f"/schema_version: {mine.schema_version} in the file, {BASELINE_SCHEMA_VERSION} in this run")
+        return _done(result, problems, changed=1)
+    fresh = build_baseline(report, commit=None, created_at=None)
+    changed = 0
+    if sorted(mine.judge_models) != sorted(base.judge_models) and sorted(mine.judge_models) != fresh.judge_models:
+        changed += 1
+        problems.append(f"/judge_models: {_text(mine.judge_models)} in the file, {_text(fresh.judge_models)} in this "
+                        "run")
+    sets = dict(base.eval_sets)
+    for key in sorted(set(base.eval_sets) | set(mine.eval_sets)):
+        old, new, ran = base.eval_sets.get(key), mine.eval_sets.get(key), fresh.eval_sets.get(key)
+        if new == old:
+            continue
+        where = f"/eval_sets/{key}"
+        if new is None:
+            changed += 1
+            if ran is not None:
+                problems.append(f"{where}: removed in the file, this run has it")
+            else:
+                sets.pop(key, None)
+                result.sets.add(key)
+            continue
+        if ran is None:
+            changed += 1
+            problems.append(f"{where}: in the file, not in this run")
+            continue
+        judged = {name for name, c in ran.criteria.items() if c.judged}
+        merged, n = _set_entries(result, key, old, new, ran, judged, policy, problems)
+        changed += n
+        sets[key] = merged
+    result.effective = base.model_copy(update={"eval_sets": sets})
+    return _done(result, problems, changed=changed)
+
+
+def _set_entries(
+    result: Acceptance, key: str, old: BaselineEvalSet | None, new: BaselineEvalSet, ran: BaselineEvalSet,
+    judged: set[str], policy: GatePolicy, problems: list[str],
+) -> tuple[BaselineEvalSet, int]:
+    """Main's eval set ``old`` with the entries of ``new`` this run confirms, and how many entries ``new`` changes."""
+    where = f"/eval_sets/{key}"
+    changed = 0
+    path = old.path if old is not None else ran.path
+    if old is None or new.path != old.path:
+        changed += 1
+        if new.path != ran.path:
+            problems.append(f"{where}/path: {_text(new.path)} in the file, {_text(ran.path)} in this run")
+        else:
+            path = new.path
+            result.sets.add(key)
+    criteria = dict(old.criteria) if old is not None else {}
+    for name in sorted(set(criteria) | set(new.criteria)):
+        was, now, got = criteria.get(name), new.criteria.get(name), ran.criteria.get(name)
+        if now == was:
+            continue
+        changed += 1
+        at = f"{where}/criteria/{name}"
+        if now is None:
+            if got is not None:
+                problems.append(f"{at}: removed in the file, this run measures it")
+            else:
+                criteria.pop(name, None)
+                result.criteria.add((key, name))
+        elif got is None:
+            problems.append(f"{at}: in the file, not measured by this run")
+        elif _definition(now) != _definition(got):
+            problems.append(f"{at}: {_text(_definition(now))} in the file, {_text(_definition(got))} in this run")
+        else:
+            criteria[name] = now
+            result.criteria.add((key, name))
+    cases = dict(old.cases) if old is not None else {}
+    for name in list(dict.fromkeys([*cases, *new.cases])):
+        was_case, now_case, got_case = cases.get(name), new.cases.get(name), ran.cases.get(name)
+        if now_case == was_case:
+            continue
+        changed += 1
+        at = f"{where}/cases/{name}"
+        if now_case is None:
+            if got_case is not None:
+                problems.append(f"{at}: removed in the file, this run has it")
+            else:
+                cases.pop(name, None)
+                result.cases.add((key, name))
+            continue
+        if got_case is None:
+            problems.append(f"{at}: in the file, not in this run")
+            continue
+        found = _case_problems(at, now_case, got_case, was_case, judged, policy)
+        if found:
+            problems += found
+            continue
+        keep = was_case.history if was_case is not None and was_case.fingerprint == now_case.fingerprint else None
+        cases[name] = now_case.model_copy(update={"history": keep})  # the flaky history is always main's
+        result.cases.add((key, name))
+    if old is None:
+        return BaselineEvalSet(path=path, criteria=criteria, cases=cases), changed
+    return old.model_copy(update={"path": path, "criteria": criteria, "cases": cases}), changed
+
+
+def _done(result: Acceptance, problems: list[str], *, changed: int) -> Acceptance:
+    result.update = BaselineUpdate(
+        path=result.update.path, matches=not problems, differences=problems[:MAX_DIFFERENCES],
+        more=max(0, len(problems) - MAX_DIFFERENCES), changed=changed,
+    )
+    return result

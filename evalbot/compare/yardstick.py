@@ -1,0 +1,215 @@
+"""What a pull request changed in what it is measured with: its eval sets, cases and criteria against the base
+commit's baseline.
+
+A regression can be hidden by moving the yardstick instead of fixing the agent: lowering a threshold, dropping a
+criterion, recomputing a built-in criterion with custom code, deleting or renaming a failing case, or rewriting a
+case's expected conversation. Each such difference is named here, with the result on main and in this run, so the
+gate can decide (``yardstick_changes``) and the comment can show it. Adding cases, eval sets or criteria, and raising
+a threshold, tighten the yardstick: they are shown (a raised threshold) or counted as new, never blocking. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from evalbot.compare.baseline import (
+    Baseline,
+    BaselineCase,
+    BaselineCriterion,
+    BaselineEvalSet,
+    judge_model_of,
+    options_hash,
+    unique_keys,
+)
+from evalbot.compare.model import YardstickChange
+from evalbot.render.numbers import score_text
+from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, Report
+
+MAX_NAMED = 5
+"""Cases named in one change's result (the rest are counted)."""
+
+
+def _status(status: str | None) -> str:
+    return (status or "unknown").replace("_", " ")
+
+
+def _case_result(case: BaselineCase | CaseResult | None, *, where: str) -> str:
+    if case is None:
+        return "not run" if where == "now" else "not on main"
+    return f"{_status(case.status)} {where}"
+
+
+def _set_summary(statuses: Sequence[tuple[str, str]], *, where: str) -> str:
+    """``3 case(s): 2 passed, 1 failed (refund) on main``."""
+    if not statuses:
+        return f"no cases {where}"
+    counts: dict[str, int] = {}
+    for _, status in statuses:
+        counts[status] = counts.get(status, 0) + 1
+    parts = ", ".join(f"{n} {_status(s)}" for s, n in sorted(counts.items()))
+    bad = [key for key, status in statuses if status in ("failed", "error")]
+    named = f" (failing: {', '.join(bad[:MAX_NAMED])}{'…' if len(bad) > MAX_NAMED else ''})" if bad else ""
+    return f"{len(statuses)} case(s): {parts}{named} {where}"
+
+
+def _criterion_result(base: BaselineCriterion) -> str:
+    return f"mean {score_text(base.mean)}, {base.passed} passed, {base.failed} failed on main"
+
+
+def _current_criterion(es: EvalSetReport, name: str) -> str:
+    summary = es.metrics.get(name)
+    if summary is None:
+        return "not measured now"
+    return f"mean {score_text(summary.mean)}, {summary.passed} passed, {summary.failed} failed now"
+
+
+def _fails_under(es: EvalSetReport, name: str, threshold: float | None) -> list[str]:
+    """Cases of ``es`` passing ``name`` now whose score is below main's ``threshold``."""
+    if threshold is None:
+        return []
+    out = []
+    for key, case in zip(unique_keys([c.eval_id for c in es.cases]), es.cases, strict=True):
+        metric = case.metrics.get(name)
+        if metric is not None and metric.status == "passed" and metric.score is not None and metric.score < threshold:
+            out.append(f"{key} {score_text(metric.score)}")
+    return out
+
+
+def _criterion_change(
+    key: str, es: EvalSetReport, name: str, base: BaselineCriterion, info: CriterionInfo | None
+) -> YardstickChange | None:
+    """How criterion ``name`` of eval set ``key`` changed (None: it did not)."""
+    main = _criterion_result(base)
+    if info is None or info.threshold is None:
+        return YardstickChange(kind="criterion_removed", eval_set_id=key, criterion=name,
+                               what="criterion removed from the config", main=main, current="not measured now")
+    model = judge_model_of(info)
+    if info.fingerprint == base.fingerprint and model == base.judge_model:
+        return None
+    current = _current_criterion(es, name)
+
+    def change(kind: str, what: str, *, loosens: bool = True) -> YardstickChange:
+        return YardstickChange.model_validate({"kind": kind, "eval_set_id": key, "criterion": name, "what": what,
+                                               "main": main, "current": current, "loosens": loosens})
+
+    if info.custom is not None and info.custom != base.custom:
+        if base.custom is None:
+            return change("custom_metric", f"the built-in criterion is now computed by this PR's custom metric "
+                                           f"{info.custom}")
+        return change("custom_metric", f"computed by {info.custom} instead of {base.custom}")
+    if info.custom is None and base.custom is not None:
+        return change("criterion_changed", f"computed by the built-in criterion instead of custom metric {base.custom}")
+    if model != base.judge_model:
+        return change("judge_model", f"judge model {base.judge_model or 'none'} → {model or 'none'}")
+    options_same = base.options_sha is not None and base.options_sha == options_hash(info.options)
+    moved = f"threshold {score_text(base.threshold)} → {score_text(info.threshold)}"
+    if not options_same:
+        detail = "options changed" if base.options_sha is not None else \
+            "definition changed (this older baseline does not record which options)"
+        return change("criterion_changed", detail + (f"; {moved}" if base.threshold != info.threshold else ""))
+    if base.threshold is not None and info.threshold < base.threshold:
+        hidden = _fails_under(es, name, base.threshold)
+        if hidden:
+            current += (f"; failing main's threshold {score_text(base.threshold)}: "
+                        + ", ".join(hidden[:MAX_NAMED]) + (f" and {len(hidden) - MAX_NAMED} more"
+                                                          if len(hidden) > MAX_NAMED else ""))
+        return change("threshold_lowered", moved)
+    if base.threshold is not None and info.threshold > base.threshold:
+        return change("threshold_raised", moved, loosens=False)
+    if info.custom is not None:
+        return change("custom_metric", f"custom metric code changed ({info.custom})")
+    return change("criterion_changed", "definition changed")
+
+
+def _criteria_changes(key: str, es: EvalSetReport, base: BaselineEvalSet) -> list[YardstickChange]:
+    infos = {c.name: c for c in es.criteria}
+    out = []
+    for name, criterion in base.criteria.items():
+        if criterion.threshold is None:
+            continue  # informational on main: nothing was gated on it
+        found = _criterion_change(key, es, name, criterion, infos.get(name))
+        if found is not None:
+            out.append(found)
+    return out
+
+
+Located = tuple[str, str, CaseResult]
+"""An eval set key, a case key and the case."""
+
+
+def yardstick_changes(base: Baseline, report: Report) -> list[YardstickChange]:
+    """Every difference between what ``base`` measured and what ``report`` measures (see the module docstring).
+
+    A base eval set missing from the run is *renamed* when a new eval set has its path or any of its cases (same
+    fingerprint), else *removed*; a base case missing from its eval set is *renamed* (or moved) when a case new to
+    the run has its fingerprint, else *removed*.
+    """
+    if not base.compatible:
+        return []
+    current = dict(zip(unique_keys([es.eval_set_id for es in report.eval_sets]), report.eval_sets, strict=True))
+    cases: dict[str, dict[str, CaseResult]] = {
+        key: dict(zip(unique_keys([c.eval_id for c in es.cases]), es.cases, strict=True)) for key, es in current.items()
+    }
+    new_by_fingerprint: dict[str, list[Located]] = {}
+    for key, found in cases.items():
+        old = base.eval_sets.get(key)
+        for case_key, case in found.items():
+            if case.fingerprint is not None and (old is None or case_key not in old.cases):
+                new_by_fingerprint.setdefault(case.fingerprint, []).append((key, case_key, case))
+    out: list[YardstickChange] = []
+    for key, old in base.eval_sets.items():
+        es = current.get(key)
+        main_cases = [(k, c.status) for k, c in old.cases.items()]
+        if es is None:
+            out.append(_set_gone(key, old, current, cases, base, main_cases))
+            continue
+        if es.path != old.path:
+            out.append(YardstickChange(kind="eval_set_moved", eval_set_id=key, what=f"moved from {old.path} to "
+                                       f"{es.path}", loosens=False))
+        out += _criteria_changes(key, es, old)
+        out += _case_changes(key, old, cases[key], new_by_fingerprint)
+    return out
+
+
+def _set_gone(
+    key: str, old: BaselineEvalSet, current: Mapping[str, EvalSetReport], cases: Mapping[str, Mapping[str, CaseResult]],
+    base: Baseline, main_cases: Sequence[tuple[str, str]],
+) -> YardstickChange:
+    fingerprints = {c.fingerprint for c in old.cases.values() if c.fingerprint is not None}
+    for other, es in current.items():
+        if other in base.eval_sets:
+            continue
+        if es.path == old.path or fingerprints & {c.fingerprint for c in es.cases}:
+            now = [(k, c.status) for k, c in cases[other].items()]
+            return YardstickChange(kind="eval_set_renamed", eval_set_id=key, what=f"eval set renamed to {other}",
+                                   main=_set_summary(main_cases, where="on main"),
+                                   current=_set_summary(now, where="now") + f" (as {other})")
+    return YardstickChange(kind="eval_set_removed", eval_set_id=key, what=f"eval set removed ({old.path})",
+                           main=_set_summary(main_cases, where="on main"), current="not run")
+
+
+def _case_changes(
+    key: str, old: BaselineEvalSet, found: Mapping[str, CaseResult], new_by_fingerprint: Mapping[str, list[Located]]
+) -> list[YardstickChange]:
+    out: list[YardstickChange] = []
+    for case_key, base_case in old.cases.items():
+        main = _case_result(base_case, where="on main")
+        case = found.get(case_key)
+        if case is None:
+            twins = new_by_fingerprint.get(base_case.fingerprint or "", [])
+            if twins:
+                where, twin_key, twin = twins[0]
+                target = twin_key if where == key else f"{where} / {twin_key}"
+                out.append(YardstickChange(kind="case_renamed", eval_set_id=key, case=case_key,
+                                           what=f"renamed to {target}" if where == key else f"moved to {target}",
+                                           main=main, current=f"{_status(twin.status)} now (as {target})"))
+            else:
+                empty = " (the eval set has no cases left)" if not found else ""
+                out.append(YardstickChange(kind="case_removed", eval_set_id=key, case=case_key,
+                                           what="case removed" + empty, main=main, current="not run"))
+        elif case.fingerprint is not None and base_case.fingerprint is not None \
+                and case.fingerprint != base_case.fingerprint:
+            out.append(YardstickChange(kind="case_definition", eval_set_id=key, case=case_key,
+                                       what="expected conversation (or scenario) changed", main=main,
+                                       current=_case_result(case, where="now") + " (under the new definition)"))
+    return out
