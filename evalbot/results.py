@@ -203,6 +203,8 @@ class CaseResult(StrictModel):
     metrics: dict[str, MetricResult] = Field(default_factory=dict)
     fingerprint: str | None = None
     """Hash of the case's definition (expected conversation or scenario), for baseline comparison."""
+    content: str | None = None
+    """The same hash without the case's id: a case renamed or moved to another eval set keeps it."""
     turns: PackedTurns = Field(default_factory=PackedTurns)
     """Expected vs actual per turn, kept for cases a reviewer may need to read (empty for others)."""
 

@@ -41,14 +41,22 @@ def problem(err: InputError) -> Problem:
     return Problem(path=err.path, pointer=err.pointer or None, message=err.message)
 
 
-def case_fingerprint(case: EvalCase) -> str:
-    """Stable hash of what a case asks for (conversation or scenario, rubrics, session), timestamps excluded."""
+def case_fingerprints(case: EvalCase) -> tuple[str, str]:
+    """Stable hashes of what a case asks for (conversation or scenario, rubrics, session), timestamps excluded: with
+    its id (the baseline's ``fingerprint``) and without it (``content``: finds a case renamed or moved)."""
     dumped = case.model_dump(mode="json", exclude_none=True, exclude={"creation_timestamp"})
     for inv in dumped.get("conversation") or []:
         inv.pop("creation_timestamp", None)
         inv.pop("invocation_id", None)
-    blob = json.dumps(dumped, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    full = hashlib.sha256(json.dumps(dumped, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+    dumped.pop("eval_id", None)
+    content = hashlib.sha256(json.dumps(dumped, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+    return full, content
+
+
+def case_fingerprint(case: EvalCase) -> str:
+    """Stable hash of what a case asks for, its id included (see :func:`case_fingerprints`)."""
+    return case_fingerprints(case)[0]
 
 
 def _calls(calls: Sequence[FunctionCall]) -> list[CallRow]:
@@ -125,7 +133,7 @@ def _score_case(
         return CaseResult(eval_id=loaded.eval_id, status="error", reason=reason)
     case = loaded.case
     found = loaded.actual if loaded.actual is not None else actuals.find(eval_set_id, case.eval_id)
-    fp = case_fingerprint(case)
+    fp, content = case_fingerprints(case)
     if found is None:
         where = f" in {actuals.path}" if actuals.path else " (no --actuals file was given)"
         others = sorted(actuals.eval_set_ids() - {eval_set_id})
@@ -135,9 +143,9 @@ def _score_case(
             "pass the file holding its run with --actuals FILE, or let evalbot run the agent with --agent "
             "(or --adk-agent)"
         )
-        return CaseResult(eval_id=case.eval_id, status="error", reason=reason, fingerprint=fp)
+        return CaseResult(eval_id=case.eval_id, status="error", reason=reason, fingerprint=fp, content=content)
     if isinstance(found, InputError):
-        return CaseResult(eval_id=case.eval_id, status="error", reason=str(found), fingerprint=fp)
+        return CaseResult(eval_id=case.eval_id, status="error", reason=str(found), fingerprint=fp, content=content)
     expected = case.conversation
     case_input = CaseInput(eval_set_id, case, found)
     if expected is not None and len(expected) != len(found):
@@ -145,10 +153,10 @@ def _score_case(
             f"the case expects {len(expected)} invocation(s) but the actual run has {len(found)}; "
             "re-record the run or fix the eval case"
         )
-        mismatch = CaseResult(eval_id=case.eval_id, status="error", reason=reason, fingerprint=fp)
+        mismatch = CaseResult(eval_id=case.eval_id, status="error", reason=reason, fingerprint=fp, content=content)
         mismatch.turns = PackedTurns(_case_turns(case_input))
         return mismatch
-    result = CaseResult(eval_id=case.eval_id, status="not_evaluated", fingerprint=fp)
+    result = CaseResult(eval_id=case.eval_id, status="not_evaluated", fingerprint=fp, content=content)
     judged = False
     for criterion in criteria:
         outcome = _run_criterion(criterion, case_input)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TextIO
 
@@ -20,14 +20,14 @@ from evalbot.action.workspace import (
     policy_overrides,
     read_baseline_at,
 )
-from evalbot.compare.accept import ProposedBaseline
+from evalbot.compare.accept import proposed_baseline
 from evalbot.compare.baseline import (
-    VOLATILE_FIELDS,
     Baseline,
     build_baseline,
     create_command,
     dump_baseline,
     parse_baseline,
+    same_scores,
 )
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import Gate, GatePolicy, policy_from_settings
@@ -191,21 +191,6 @@ def write_report_files(report: Report, inputs: ActionInputs, ws: Workspace) -> N
         write_junit(ws.path(inputs.junit_path), junit_suites(report))
 
 
-def baseline_update(read: Callable[[], str | None], base: Baseline | None, path: str) -> ProposedBaseline | None:
-    """The PR's own baseline file (``read()``; None when it has none or leaves it as the base commit has it); an
-    unreadable or unparseable file is one that cannot be used (it blocks, see compare.accept)."""
-    try:
-        text = read()
-        if text is None:
-            return None
-        mine = parse_baseline(text, path)
-    except InputError as exc:
-        return ProposedBaseline(path=path, error=str(exc))
-    if base is not None and same_scores(mine, base) and mine.commit == base.commit:
-        return None  # not changed by the PR (or changed only in layout)
-    return ProposedBaseline(path=path, baseline=mine)
-
-
 MAX_BASELINE_BYTES = 100 * 1024 * 1024
 
 
@@ -243,13 +228,6 @@ def write_html(comparison: Comparison, inputs: ActionInputs, ws: Workspace) -> s
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(render_html(comparison), encoding="utf-8")
     return inputs.html_path
-
-
-def same_scores(old: Baseline, new: Baseline) -> bool:
-    """Whether two baselines hold the same results (only when and where they were measured, and the judge's cost,
-    differ)."""
-    volatile = set(VOLATILE_FIELDS)
-    return old.model_dump(exclude=volatile) == new.model_dump(exclude=volatile)
 
 
 def first_stage(
@@ -291,7 +269,7 @@ def first_stage(
     write_report_files(report, inputs, ws)
     update = None
     if mode == "pull_request" and pr is not None:
-        update = baseline_update(lambda: pr_baseline_text(ws, inputs.baseline_path), baseline, inputs.baseline_path)
+        update = proposed_baseline(lambda: pr_baseline_text(ws, inputs.baseline_path), baseline, inputs.baseline_path)
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
                          baseline_error=baseline_error, create=baseline_command(inputs), proposed=update)
     if gate is not None and pr is not None:

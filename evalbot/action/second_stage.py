@@ -17,10 +17,11 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from evalbot.action import workflow
-from evalbot.action.first_stage import baseline_command, baseline_update
+from evalbot.action.first_stage import baseline_command
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, summarize
 from evalbot.action.settings import ActionInputs, GitHubContext
 from evalbot.action.workspace import Workspace, eval_paths, label_at, policy_and_template, read_baseline_at
+from evalbot.compare.accept import proposed_baseline
 from evalbot.compare.delta import compare
 from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
 from evalbot.forge.base import Forge, ForgeError
@@ -111,7 +112,7 @@ def second_stage(
     policy, template = policy_and_template(inputs, ws, section)
     baseline, baseline_error = read_baseline_at(forge, ws, inputs.baseline_path, pull.base_sha)
     source = label_at(pull.base_sha, inputs.baseline_path)
-    update = baseline_update(lambda: pr_baseline_at(forge, inputs.baseline_path, pull.head_sha), baseline,
+    update = proposed_baseline(lambda: pr_baseline_at(forge, inputs.baseline_path, pull.head_sha), baseline,
                              inputs.baseline_path)
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
                          baseline_error=baseline_error, create=baseline_command(inputs), proposed=update)

@@ -17,6 +17,7 @@ from typing import Any
 from evalbot.cli import args as cli_args
 from evalbot.cli.agent import add_agent_args
 from evalbot.cli.evaluate import add_eval_args, evaluate_args, judge_context, show_report, write_report, write_text
+from evalbot.compare.accept import ProposedBaseline, proposed_baseline
 from evalbot.compare.baseline import (
     DEFAULT_BASELINE_PATH,
     HISTORY_LIMIT,
@@ -62,12 +63,22 @@ def cli_commands(args: argparse.Namespace, baseline: str, output: str) -> tuple[
 
 @dataclass(frozen=True)
 class Yardstick:
-    """What a comparison is measured against: the gate policy, the baseline and the comment template."""
+    """What a comparison is measured against: the gate policy, the baseline and the comment template; with a
+    ``REF:PATH`` baseline whose ``PATH`` the working tree changed, that file as the PR's baseline update."""
 
     policy: GatePolicy
     spec: BaselineSpec
     baseline: Baseline | None
     template: str | None
+    proposed: ProposedBaseline | None = None
+
+
+def working_tree_update(spec: BaselineSpec, baseline: Baseline | None) -> ProposedBaseline | None:
+    """With ``--baseline REF:PATH``, the working tree's ``PATH`` when it differs from the one at ``REF``: the PR's
+    baseline update, as the Action takes the PR's file (a regular file, size-capped; unreadable: not usable)."""
+    if spec.ref is None:
+        return None
+    return proposed_baseline(lambda: _baseline_text(spec.path), baseline, spec.path)
 
 
 def yardstick(args: argparse.Namespace, settings: dict[str, Any], config: Path | None) -> Yardstick:
@@ -81,14 +92,20 @@ def yardstick(args: argparse.Namespace, settings: dict[str, Any], config: Path |
     spec = parse_spec(str(raw_spec), file_exists=lambda p: Path(p).is_file())
     baseline = read_baseline(spec, git=run_git, read_file=read_optional)
     template = comment_template_text(args.comment_template, settings, config)
-    return Yardstick(policy, spec, baseline, template)
+    return Yardstick(policy, spec, baseline, template, working_tree_update(spec, baseline))
 
 
 def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick) -> int:
     """Compare ``report`` with the baseline, write the report, summary, HTML and comment; the gate's exit code."""
     comparison = compare(current=report, baseline=ruler.baseline, policy=ruler.policy,
                          baseline_source=ruler.spec.label,
-                         create=create_command(ruler.spec.path, eval_sets=args.paths, actuals=args.actuals or ()))
+                         create=create_command(ruler.spec.path, eval_sets=args.paths, actuals=args.actuals or ()),
+                         proposed=ruler.proposed)
+    if ruler.proposed is not None:
+        note = (f"{ruler.proposed.path} in the working tree differs from {ruler.spec.label}: taken as this change's "
+                "baseline update (the entries it changes are accepted when this run confirms them)")
+        comparison.notes.append(note)
+        print(f"evalbot: notice: {note}", file=sys.stderr)
     for alert in comparison.alerts:
         print(f"evalbot: warning: {alert}", file=sys.stderr)
     comparison.reproduce_command, comparison.refresh_command = cli_commands(args, ruler.spec.label, ruler.spec.path)
@@ -151,16 +168,21 @@ def evaluate_settled(args: argparse.Namespace, env: Mapping[str, str], inputs: I
     return report
 
 
-def _read_previous(path: str) -> Baseline | None:
-    """The baseline file at ``path`` (None when there is none); a regular file, size-capped."""
+def _baseline_text(path: str) -> str | None:
+    """The text of the baseline file at ``path`` (None when there is none); a regular file, size-capped, UTF-8."""
     if not Path(path).exists() and not Path(path).is_symlink():
         return None
     data = read_regular_file(Path(path), root=None, where=path, what="baseline", limit=MAX_BASELINE_BYTES)
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(path, "", "not valid UTF-8") from None
-    return parse_baseline(text, path)
+
+
+def _read_previous(path: str) -> Baseline | None:
+    """The baseline file at ``path`` (None when there is none)."""
+    text = _baseline_text(path)
+    return None if text is None else parse_baseline(text, path)
 
 
 def previous_baseline(args: argparse.Namespace, output: str) -> tuple[Baseline | None, str]:

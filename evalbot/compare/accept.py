@@ -14,6 +14,7 @@ Pure.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from evalbot.compare.baseline import (
@@ -25,11 +26,14 @@ from evalbot.compare.baseline import (
     BaselineEvalSet,
     build_baseline,
     joined_history,
+    parse_baseline,
+    same_scores,
     split_entry,
 )
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import BaselineUpdate
 from evalbot.compare.votes import vote_noise
+from evalbot.errors import InputError
 from evalbot.results import Report
 
 MAX_DIFFERENCES = 20
@@ -42,6 +46,21 @@ class ProposedBaseline:
     path: str
     baseline: Baseline | None = None
     error: str | None = None
+
+
+def proposed_baseline(read: Callable[[], str | None], main: Baseline | None, path: str) -> ProposedBaseline | None:
+    """The PR's own baseline file (``read()``; None when there is none, or it holds what ``main`` holds, layout and
+    measurement time aside); a file that cannot be read or parsed is one that cannot be used (it blocks)."""
+    try:
+        text = read()
+        if text is None:
+            return None
+        mine = parse_baseline(text, path)
+    except InputError as exc:
+        return ProposedBaseline(path=path, error=str(exc))
+    if main is not None and same_scores(mine, main) and mine.commit == main.commit:
+        return None
+    return ProposedBaseline(path=path, baseline=mine)
 
 
 @dataclass
@@ -74,6 +93,33 @@ def _continued(past: str | None, new: str, sep: str) -> set[str]:
     return {joined_history(past, new, sep=sep, replace_last=rerun) for rerun in (False, True)}
 
 
+def _history_problems(where: str, mine: BaselineCase, main: BaselineCase | None) -> list[str]:
+    """A history (or judge vote history) that is not main's continued, nor started afresh: edited by hand."""
+    out: list[str] = []
+    same_case = main is not None and main.fingerprint == mine.fingerprint
+    code = STATUS_CODES[mine.status]
+    allowed = {code} | (_continued(main.history or STATUS_CODES[main.status], code, "") if main and same_case else set())
+    if mine.history is not None and mine.history not in allowed:
+        out.append(f"{where}/history: {_text(mine.history)} in the file, {_text(max(allowed, key=len))} in this run "
+                   "(main's history continued: the flaky history is always main's)")
+    for name, metric in mine.metrics.items():
+        prior = main.metrics.get(name) if main is not None and same_case else None
+        if metric.vote_history is None:
+            continue
+        entry = split_entry(metric.votes)
+        votes_ok = {entry} | (_continued(prior.vote_history or split_entry(prior.votes), entry, " ")
+                              if prior is not None else set())
+        if metric.vote_history not in votes_ok:
+            out.append(f"{where}/metrics/{name}/vote_history: {_text(metric.vote_history)} in the file, "
+                       f"{_text(max(votes_ok, key=len))} in this run (main's votes continued)")
+    return out
+
+
+def _verdicts(case: BaselineCase) -> tuple[object, ...]:
+    """What a case entry decides: its definition, status and each criterion's status (not scores or histories)."""
+    return case.fingerprint, case.status, {name: m.status for name, m in case.metrics.items()}
+
+
 def _case_problems(
     where: str, mine: BaselineCase, fresh: BaselineCase, main: BaselineCase | None, judged: set[str],
     policy: GatePolicy,
@@ -82,14 +128,7 @@ def _case_problems(
     if mine.fingerprint != fresh.fingerprint:
         return [f"{where}/fingerprint: {_text(mine.fingerprint)} in the file, {_text(fresh.fingerprint)} in this run "
                 "(the case's definition)"]
-    out: list[str] = []
-    same_case = main is not None and main.fingerprint == mine.fingerprint
-    code = STATUS_CODES[mine.status]
-    allowed = {code} | (_continued(main.history or STATUS_CODES[main.status], code, "") if main and same_case else set())
-    if mine.history is not None and mine.history not in allowed:
-        best = max(allowed, key=len)
-        out.append(f"{where}/history: {_text(mine.history)} in the file, {_text(best)} in this run (main's history "
-                   "continued: the flaky history is always main's)")
+    out = _history_problems(where, mine, main)
     if set(mine.metrics) != set(fresh.metrics):
         out.append(f"{where}/metrics: {_text(sorted(mine.metrics))} in the file, {_text(sorted(fresh.metrics))} in "
                    "this run")
@@ -103,14 +142,6 @@ def _case_problems(
             else:
                 out.append(f"{where}/metrics/{name}/status: {_text(metric.status)} (score {_text(metric.score)}) in "
                            f"the file, {_text(ran.status)} (score {_text(ran.score)}) in this run")
-        prior = main.metrics.get(name) if main is not None and same_case else None
-        if metric.vote_history is not None:
-            entry = split_entry(metric.votes)
-            votes_ok = {entry} | (_continued(prior.vote_history or split_entry(prior.votes), entry, " ")
-                                  if prior is not None else set())
-            if metric.vote_history not in votes_ok:
-                out.append(f"{where}/metrics/{name}/vote_history: {_text(metric.vote_history)} in the file, "
-                           f"{_text(max(votes_ok, key=len))} in this run (main's votes continued)")
     if mine.status != fresh.status and not noise and not out:
         out.append(f"{where}/status: {_text(mine.status)} in the file, {_text(fresh.status)} in this run")
     return out
@@ -175,8 +206,8 @@ def _set_entries(
     criteria = dict(old.criteria) if old is not None else {}
     for name in sorted(set(criteria) | set(new.criteria)):
         was, now, got = criteria.get(name), new.criteria.get(name), ran.criteria.get(name)
-        if now == was:
-            continue
+        if now == was or (now is not None and was is not None and _definition(now) == _definition(was)):
+            continue  # the same definition (its mean may differ): main's entry stays
         changed += 1
         at = f"{where}/criteria/{name}"
         if now is None:
@@ -197,8 +228,11 @@ def _set_entries(
         was_case, now_case, got_case = cases.get(name), new.cases.get(name), ran.cases.get(name)
         if now_case == was_case:
             continue
-        changed += 1
         at = f"{where}/cases/{name}"
+        if now_case is not None and was_case is not None and _verdicts(now_case) == _verdicts(was_case):
+            problems += _history_problems(at, now_case, was_case)  # scores or histories only: main's entry stays
+            continue
+        changed += 1
         if now_case is None:
             if got_case is not None:
                 problems.append(f"{at}: removed in the file, this run has it")

@@ -74,6 +74,8 @@ class BaselineCase(_Model):
     """One case: its definition fingerprint, verdict and per-criterion results."""
 
     fingerprint: str | None = None
+    content: str | None = Field(default=None, max_length=64)
+    """The case's definition hash without its id (finds a renamed or moved case; absent in older baselines)."""
     status: Status
     history: str | None = Field(default=None, max_length=HISTORY_LIMIT, pattern=_HISTORY)
     """The case's outcome in each of the last refreshes on main, oldest first, one character each (P passed,
@@ -211,7 +213,7 @@ def _case(case: CaseResult, judged: set[str]) -> BaselineCase:
         votes = invocation_votes(m.per_invocation) if name in judged else None
         metrics[name] = BaselineMetric(score=m.score, status=m.status, votes=votes,
                                        vote_history=split_entry(votes) if name in judged else None)
-    return BaselineCase(fingerprint=case.fingerprint, status=case.status, history=STATUS_CODES[case.status],
+    return BaselineCase(fingerprint=case.fingerprint, content=case.content, status=case.status, history=STATUS_CODES[case.status],
                         metrics=metrics)
 
 
@@ -383,3 +385,10 @@ def read_baseline(
 VOLATILE_FIELDS = frozenset({"commit", "created_at", "usage"})
 """Fields of a baseline that say when and where it was measured and what it cost, not what it measured (a PR's
 baseline file differing only in these does not update anything: a refresh replaying the judge cache costs nothing)."""
+
+
+def same_scores(old: Baseline, new: Baseline) -> bool:
+    """Whether two baselines hold the same results (only when and where they were measured, and the judge's cost,
+    differ)."""
+    volatile = set(VOLATILE_FIELDS)
+    return old.model_dump(exclude=volatile) == new.model_dump(exclude=volatile)

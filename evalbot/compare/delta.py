@@ -415,8 +415,9 @@ def _mark_accepted(
     sets: Sequence[EvalSetComparison], criteria: dict[str, list[CriterionInfo]], yardstick: Sequence[YardstickChange],
     acceptance: Acceptance, main: Baseline, policy: GatePolicy,
 ) -> None:
-    """Cases that regressed against main's entry and match the PR's accepted one become ``accepted`` (shown with
-    main's scores); yardstick changes whose entries the PR's update records are marked accepted."""
+    """Cases whose entry the PR's update changes (and this run confirms) are shown as they compare with main's entry:
+    a regression becomes ``accepted``, a fix stays ``fixed``; yardstick changes whose entries the PR's update records
+    are marked accepted."""
     for es in sets:
         base_set = main.eval_sets.get(es.key)
         for i, case in enumerate(es.cases):
@@ -429,7 +430,7 @@ def _mark_accepted(
                 was = against_main.category
                 against_main.category = "accepted"
                 against_main.reason = f"{was} against main; accepted by this PR's baseline update"
-                es.cases[i] = against_main
+            es.cases[i] = against_main  # what changed since main (fixed, still failing...), confirmed by the update
     for y in yardstick:
         if y.case is not None:
             y.accepted = (y.eval_set_id, y.case) in acceptance.cases

@@ -141,8 +141,9 @@ def yardstick_changes(base: Baseline, report: Report) -> list[YardstickChange]:
     """Every difference between what ``base`` measured and what ``report`` measures (see the module docstring).
 
     A base eval set missing from the run is *renamed* when a new eval set has its path or any of its cases (same
-    fingerprint), else *removed*; a base case missing from its eval set is *renamed* (or moved) when a case new to
-    the run has its fingerprint, else *removed*.
+    definition), else *removed*; a base case missing from its eval set is *renamed* (or moved) when a case new to
+    the run has its definition (``content``, the fingerprint without the id; older baselines lack it, so only a
+    case moved with its id is found), else *removed*.
     """
     if not base.compatible:
         return []
@@ -154,8 +155,9 @@ def yardstick_changes(base: Baseline, report: Report) -> list[YardstickChange]:
     for key, found in cases.items():
         old = base.eval_sets.get(key)
         for case_key, case in found.items():
-            if case.fingerprint is not None and (old is None or case_key not in old.cases):
-                new_by_fingerprint.setdefault(case.fingerprint, []).append((key, case_key, case))
+            if old is None or case_key not in old.cases:
+                for print_ in {case.fingerprint, case.content} - {None}:
+                    new_by_fingerprint.setdefault(str(print_), []).append((key, case_key, case))
     out: list[YardstickChange] = []
     for key, old in base.eval_sets.items():
         es = current.get(key)
@@ -175,11 +177,11 @@ def _set_gone(
     key: str, old: BaselineEvalSet, current: Mapping[str, EvalSetReport], cases: Mapping[str, Mapping[str, CaseResult]],
     base: Baseline, main_cases: Sequence[tuple[str, str]],
 ) -> YardstickChange:
-    fingerprints = {c.fingerprint for c in old.cases.values() if c.fingerprint is not None}
+    prints = {p for c in old.cases.values() for p in (c.fingerprint, c.content) if p is not None}
     for other, es in current.items():
         if other in base.eval_sets:
             continue
-        if es.path == old.path or fingerprints & {c.fingerprint for c in es.cases}:
+        if es.path == old.path or prints & {p for c in es.cases for p in (c.fingerprint, c.content) if p is not None}:
             now = [(k, c.status) for k, c in cases[other].items()]
             return YardstickChange(kind="eval_set_renamed", eval_set_id=key, what=f"eval set renamed to {other}",
                                    main=_set_summary(main_cases, where="on main"),
@@ -196,7 +198,8 @@ def _case_changes(
         main = _case_result(base_case, where="on main")
         case = found.get(case_key)
         if case is None:
-            twins = new_by_fingerprint.get(base_case.fingerprint or "", [])
+            twins = [twin for print_ in (base_case.content, base_case.fingerprint) if print_ is not None
+                     for twin in new_by_fingerprint.get(print_, [])]
             if twins:
                 where, twin_key, twin = twins[0]
                 target = twin_key if where == key else f"{where} / {twin_key}"

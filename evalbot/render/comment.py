@@ -242,9 +242,14 @@ def plural(n: int, word: str) -> str:
 
 
 def yardstick_note(comparison: Comparison) -> str | None:
-    """``⚠️ 2 yardstick changes`` (not accepted by the PR's baseline update), or None."""
+    """``⚠️ 2 yardstick changes (shop / refund: case removed, …)``: those the PR's baseline update does not accept,
+    the first named (the loosening ones first), or None."""
     n = comparison.counts.get("yardstick", 0)
-    return f"⚠️ {plural(n, 'yardstick change')}" if n else None
+    if not n:
+        return None
+    first = sorted((y for y in comparison.yardstick if not y.accepted), key=lambda y: not y.loosens)[0]
+    more = ", …" if n > 1 else ""
+    return f"⚠️ {plural(n, 'yardstick change')} ({mdsafe.escape_invisible(first.subject)}: {first.what}{more})"
 
 
 def _yardstick_pass(comparison: Comparison) -> str:
@@ -288,9 +293,11 @@ def verdict(comparison: Comparison) -> tuple[str, str]:
             extras = [e for e in extras if "flaky on main" not in e]
         elif ruler and comparison.policy.yardstick_changes == "block" and any(
                 y.loosens and not y.accepted for y in comparison.yardstick):
-            lead, ruler = f"{ruler} not accepted", None
+            lead, ruler = ruler.replace(" (", " not accepted (", 1), None
         elif conflicts:
-            lead = "⚠️ this PR's baseline update does not match this run"
+            assert comparison.baseline_update is not None
+            first = (comparison.baseline_update.differences or [""])[0].split(": ", 1)[0]
+            lead = "⚠️ this PR's baseline update does not match this run" + (f" ({first[:200]})" if first else "")
         else:
             lead = "; ".join(gate.reasons[:1])
         if ruler:

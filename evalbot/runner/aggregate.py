@@ -184,7 +184,7 @@ def _merge_case(scored: list[CaseResult], case_runs: list[CaseRun], num_runs: in
     reasons.extend(f"{n}: {m.reason}" for n, m in merged.items() if m.status == "error")
     pooled = CaseResult(eval_id=first.eval_id, status=case_status(statuses) if statuses else "not_evaluated",
                         reason="; ".join(dict.fromkeys(reasons)) or None, metrics=merged,
-                        fingerprint=first.fingerprint)
+                        fingerprint=first.fingerprint, content=first.content)
     pooled.turns = PackedTurns.of(turns)
     return pooled
 

@@ -29,7 +29,7 @@ def test_honest_baseline_refresh_is_accepted(action: Action, baseline_text: str)
     body = action.github.comments_on(7)[0].body
     assert "Accepted by this PR's baseline update (1)" in body
     assert body.splitlines()[1] == "### ✅ evalbot: 1 change accepted by this PR's baseline update"
-    assert "entries it changes against the base commit's baseline match this run" in body and "refund" in body
+    assert "the 1 entry it changes against the base commit's baseline matches this run" in body and "refund" in body
     assert not [a for a in run.annotations() if "title=Regression" in a]
 
 

@@ -1,0 +1,145 @@
+"""A PR's baseline update, entry by entry: accepted where the run confirms it (up to noise), blocking where the run
+contradicts it, and main's entries (and histories) everywhere else; the yardstick changes it records are accepted."""
+
+from __future__ import annotations
+
+import json
+
+from evalbot.compare.accept import ProposedBaseline, accept
+from evalbot.compare.baseline import Baseline, BaselineCriterion, build_baseline, parse_baseline
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import GatePolicy
+from evalbot.compare.yardstick import yardstick_changes
+from evalbot.results import Report
+from tests.fakes.reports import JUDGE, RESP, TRAJ, case, criterion, eval_set, metric, report
+
+POLICY = GatePolicy()
+
+
+def base_of(r: Report, commit: str = "a" * 40) -> Baseline:
+    return build_baseline(r, commit=commit, created_at=None)
+
+
+def refreshed(r: Report, main: Baseline) -> Baseline:
+    """What ``evalbot baseline --output FILE`` writes on the PR's branch, FILE holding main's baseline."""
+    return build_baseline(r, commit="c" * 40, created_at=None, previous=main)
+
+
+def edited(b: Baseline, change: dict[str, object], *path: str) -> Baseline:
+    data = json.loads(b.model_dump_json())
+    node = data
+    for key in path:
+        node = node[key]
+    node.update(change)
+    return parse_baseline(json.dumps(data), "pr.json")
+
+
+MAIN = report(eval_set("s", [case("a", {TRAJ: metric(1.0), RESP: metric(0.9, 0.5)}),
+                             case("b", {TRAJ: metric(1.0), RESP: metric(0.909, 0.5)})]))
+PR = report(eval_set("s", [case("a", {TRAJ: metric(0.0), RESP: metric(0.9, 0.5)}),
+                           case("b", {TRAJ: metric(1.0), RESP: metric(0.909, 0.5)})]))
+
+
+def test_an_honest_refresh_accepts_the_regression_and_only_that() -> None:
+    main = base_of(MAIN)
+    c = compare(current=PR, baseline=main, policy=POLICY, proposed=ProposedBaseline("pr.json", refreshed(PR, main)))
+    assert c.gate.exit_code == 0 and c.counts["accepted"] == 1 and c.counts["accepted_changes"] == 1
+    assert c.baseline_update is not None and c.baseline_update.matches and c.baseline_update.changed == 1
+
+
+def test_wording_drift_on_another_case_never_invalidates_the_update() -> None:
+    """The author's recording had b at ROUGE 0.909, CI's at 0.737 (still passing): accepted all the same."""
+    main = base_of(MAIN)
+    drifted = report(eval_set("s", [case("a", {TRAJ: metric(0.0), RESP: metric(0.9, 0.5)}),
+                                    case("b", {TRAJ: metric(1.0), RESP: metric(0.737, 0.5)})]))
+    c = compare(current=drifted, baseline=main, policy=POLICY,
+                proposed=ProposedBaseline("pr.json", refreshed(PR, main)))
+    assert c.gate.exit_code == 0, c.gate
+    assert {k.eval_id: k.category for es in c.eval_sets for k in es.cases} == {"a": "accepted", "b": "unchanged"}
+
+
+def test_an_unchanged_entry_still_compares_with_main() -> None:
+    """The update records a's regression; b regresses too, and the file leaves b as main has it: b blocks."""
+    main = base_of(MAIN)
+    worse = report(eval_set("s", [case("a", {TRAJ: metric(0.0), RESP: metric(0.9, 0.5)}),
+                                  case("b", {TRAJ: metric(0.0), RESP: metric(0.909, 0.5)})]))
+    file = edited(refreshed(PR, main), {"history": "P"}, "eval_sets", "s", "cases", "b")  # re-started: allowed
+    c = compare(current=worse, baseline=main, policy=POLICY, proposed=ProposedBaseline("pr.json", file))
+    assert c.gate.exit_code == 1 and c.gate.reasons[0] == "s: 1 case(s) regressed"
+    assert {k.eval_id: k.category for es in c.eval_sets for k in es.cases} == {"a": "accepted", "b": "regressed"}
+
+
+def test_a_status_the_run_contradicts_blocks_with_the_difference() -> None:
+    main = base_of(MAIN)
+    file = edited(refreshed(PR, main), {"status": "failed", "history": "PF"}, "eval_sets", "s", "cases", "b")
+    file = edited(file, {"status": "failed", "score": 0.0}, "eval_sets", "s", "cases", "b", "metrics", TRAJ)
+    c = compare(current=PR, baseline=main, policy=POLICY, proposed=ProposedBaseline("pr.json", file))
+    assert c.gate.exit_code == 1
+    assert c.gate.reasons == ['baseline update: /eval_sets/s/cases/b/metrics/tool_trajectory_avg_score/status: '
+                              '"failed" (score 0.0) in the file, "passed" (score 1.0) in this run']
+
+
+def test_a_forged_history_on_an_otherwise_unchanged_entry_blocks() -> None:
+    main = base_of(MAIN)
+    file = edited(refreshed(PR, main), {"history": "PFPFP"}, "eval_sets", "s", "cases", "b")
+    result = accept(main, file, PR, POLICY, "pr.json")
+    assert not result.update.matches and ("s", "b") not in result.cases
+    assert result.update.differences == ['/eval_sets/s/cases/b/history: "PFPFP" in the file, "PP" in this run '
+                                         "(main's history continued: the flaky history is always main's)"]
+
+
+def test_the_flaky_history_compared_with_is_mains() -> None:
+    """An accepted entry keeps main's history in the baseline the run is compared with."""
+    main = base_of(MAIN)
+    result = accept(main, refreshed(PR, main), PR, POLICY, "pr.json")
+    assert result.effective.eval_sets["s"].cases["a"].history == main.eval_sets["s"].cases["a"].history == "P"
+
+
+def test_a_split_judge_flip_against_the_file_is_noise() -> None:
+    """The file recorded the judge's 3-2 pass; this run's 2-3 fail is a split vote: accepted, not a contradiction."""
+    judged = [criterion(JUDGE, 0.5, judged=True)]
+    main_run = report(eval_set("s", [case("a", {JUDGE: metric(1.0, votes=[(5, 0)])})], criteria=judged))
+    author = report(eval_set("s", [case("a", {JUDGE: metric(1.0, votes=[(3, 2)])}, fingerprint="v2")],
+                             criteria=judged))
+    ci = report(eval_set("s", [case("a", {JUDGE: metric(0.0, votes=[(2, 3)])}, fingerprint="v2")], criteria=judged))
+    main = base_of(main_run)
+    result = accept(main, refreshed(author, main), ci, POLICY, "pr.json")
+    assert result.update.matches and ("s", "a") in result.cases
+
+
+def test_removals_are_accepted_only_when_the_run_lacks_them() -> None:
+    main = base_of(MAIN)
+    only_a = report(eval_set("s", [case("a", {TRAJ: metric(0.0), RESP: metric(0.9, 0.5)})]))
+    file = refreshed(only_a, main)
+    taken = compare(current=only_a, baseline=main, policy=POLICY, proposed=ProposedBaseline("pr.json", file))
+    assert taken.gate.exit_code == 0 and [(y.kind, y.subject, y.accepted) for y in taken.yardstick] == [
+        ("case_removed", "s / b", True)]
+    refused = accept(main, file, PR, POLICY, "pr.json")
+    assert refused.update.differences == ["/eval_sets/s/cases/b: removed in the file, this run has it"]
+
+
+def test_a_criterion_definition_the_run_does_not_use_blocks() -> None:
+    main = base_of(MAIN)
+    file = refreshed(PR, main)
+    data = json.loads(file.model_dump_json())
+    data["eval_sets"]["s"]["criteria"][TRAJ]["threshold"] = 0.0
+    data["eval_sets"]["s"]["criteria"][TRAJ]["fingerprint"] = "lowered"
+    result = accept(main, Baseline.model_validate(data), PR, POLICY, "pr.json")
+    assert not result.update.matches and result.update.differences[0].startswith(
+        f"/eval_sets/s/criteria/{TRAJ}: ")
+
+
+def test_raising_a_threshold_in_an_older_baseline_is_not_called_a_tightening() -> None:
+    """Without the options hash (older baselines) a moved threshold cannot be told from changed options: it is a
+    changed definition, which blocks; with it, a raised threshold is a tightening."""
+    raised = report(eval_set("s", [case("a", {TRAJ: metric(1.0), RESP: metric(0.9, 0.6)})],
+                              criteria=[criterion(TRAJ, 1.0), criterion(RESP, 0.6, fingerprint="cfg-resp-0.6")]))
+    main = base_of(report(eval_set("s", [case("a", {TRAJ: metric(1.0), RESP: metric(0.9, 0.5)})],
+                                   criteria=[criterion(TRAJ, 1.0), criterion(RESP, 0.5)])))
+    (change,) = yardstick_changes(main, raised)
+    assert (change.kind, change.loosens) == ("threshold_raised", False)
+    old = main.model_copy(update={"eval_sets": {"s": main.eval_sets["s"].model_copy(update={"criteria": {
+        name: BaselineCriterion.model_validate({**c.model_dump(), "options_sha": None})
+        for name, c in main.eval_sets["s"].criteria.items()}})}})
+    (change,) = yardstick_changes(old, raised)
+    assert (change.kind, change.loosens) == ("criterion_changed", True)
