@@ -4,6 +4,8 @@ judge flip, replayed from the committed judge cache without a key or network."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -52,3 +54,29 @@ def test_main_run_compares_clean(capsys: pytest.CaptureFixture[str]) -> None:
     """Comparing main with its own baseline passes."""
     code = main([*QUICKSTART[:5], "examples/runs/main.json", *QUICKSTART[6:]], env={})
     assert code == 0 and "no regressions" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_documented_local_accept_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """README "Accepting locally", step by step on a copy of the example committed in a fresh repository: blocked,
+    refresh, accepted with the notice naming the file; the headlines are the ones the README quotes."""
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "main"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True, capture_output=True)
+    compare = ["compare", "--baseline", "HEAD:examples/.evalbot/baseline.json", *QUICKSTART[3:]]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert main(compare, env={}) == 1 and "blocked: 1 regressed" in capsys.readouterr().out
+    assert main(["baseline", "examples/evals", "--actuals", "examples/runs/pr.json", "--judge-cache",
+                 "examples/judge-cache", "--judge-replay", "--output", "examples/.evalbot/baseline.json"], env={}) == 0
+    capsys.readouterr()
+    assert main(compare, env={}) == 0
+    out = capsys.readouterr()
+    headline = out.out.splitlines()[1].removeprefix("### ✅ evalbot: ")
+    assert headline == "2 changes accepted by this PR's baseline update · 1 fixed · 1 still failing"
+    assert f'"✅ {headline.split(" · ")[0]}\n#    · 1 fixed · 1 still failing"' in readme
+    notice = ("examples/.evalbot/baseline.json in the working tree differs from HEAD:examples/.evalbot/baseline.json: "
+              "taken as this change's baseline update")
+    assert notice in out.err and "in the working tree differs from REF:PATH: taken as this change's baseline update" \
+        in readme

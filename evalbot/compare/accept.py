@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from evalbot.compare.baseline import (
     BASELINE_SCHEMA_VERSION,
@@ -211,11 +212,7 @@ def _set_entries(
         changed += 1
         at = f"{where}/criteria/{name}"
         if now is None:
-            if got is not None:
-                problems.append(f"{at}: removed in the file, this run measures it")
-            else:
-                criteria.pop(name, None)
-                result.criteria.add((key, name))
+            _removed(at, got is not None, criteria, (key, name), result.criteria, problems)
         elif got is None:
             problems.append(f"{at}: in the file, not measured by this run")
         elif _definition(now) != _definition(got):
@@ -234,11 +231,7 @@ def _set_entries(
             continue
         changed += 1
         if now_case is None:
-            if got_case is not None:
-                problems.append(f"{at}: removed in the file, this run has it")
-            else:
-                cases.pop(name, None)
-                result.cases.add((key, name))
+            _removed(at, got_case is not None, cases, (key, name), result.cases, problems)
             continue
         if got_case is None:
             problems.append(f"{at}: in the file, not in this run")
@@ -253,6 +246,18 @@ def _set_entries(
     if old is None:
         return BaselineEvalSet(path=path, criteria=criteria, cases=cases), changed
     return old.model_copy(update={"path": path, "criteria": criteria, "cases": cases}), changed
+
+
+def _removed(
+    at: str, in_run: bool, entries: dict[str, Any], entry: tuple[str, str], accepted: set[tuple[str, str]],
+    problems: list[str],
+) -> None:
+    """An entry the file removes: accepted (dropped from the baseline compared with) when the run lacks it too."""
+    if in_run:
+        problems.append(f"{at}: removed in the file, this run has it")
+    else:
+        entries.pop(entry[1], None)
+        accepted.add(entry)
 
 
 def _done(result: Acceptance, problems: list[str], *, changed: int) -> Acceptance:
