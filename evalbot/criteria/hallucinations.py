@@ -61,11 +61,21 @@ def parse_sentences(text: str) -> list[str]:
 
 
 def parse_labels(text: str) -> list[dict[str, str]]:
-    """Labelled sentence blocks of a validator answer (label lower-cased)."""
-    return [
+    """Labelled sentence blocks of a validator answer (label lower-cased). A sentence labelled both ways in one
+    answer (a block the agent planted and the judge quoted beside its own) keeps its blocks with the label
+    ``conflicting``: no vote, never the first block's label."""
+    blocks = [
         {"sentence": m.group(1).strip(), "label": m.group(2).strip().lower(), "rationale": m.group(3).strip()}
         for m in _BLOCK.finditer(text.strip())
     ]
+    sides: dict[str, set[bool]] = {}
+    for block in blocks:
+        if block["label"] in POSITIVE | NEGATIVE:
+            sides.setdefault(block["sentence"], set()).add(block["label"] in POSITIVE)
+    for block in blocks:
+        if len(sides.get(block["sentence"], ())) > 1:
+            block["label"] = "conflicting"
+    return blocks
 
 
 def _event_lines(event: InvocationEvent) -> list[str]:

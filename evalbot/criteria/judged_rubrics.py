@@ -24,6 +24,8 @@ _ID = re.compile(r"(?m)^\s*ID: (.*)$")
 _PROPERTY = re.compile(r"(?m)^\s*Property: (.*)$")
 _RATIONALE = re.compile(r"(?<=Rationale: )(.*)")
 _VERDICT = re.compile(r"(?<=Verdict: )(.*)")
+_YES = re.compile(r"\byes\b")
+_NO = re.compile(r"\bno\b")
 _SMART = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
 _DECORATION = " *_`#>-\u2022\"'"
 
@@ -55,14 +57,17 @@ def normalize(text: str | None) -> str:
 
 
 def parse_answer(text: str) -> list[Parsed]:
-    """Verdict blocks of an answer (ADK's parser): yes -> 1, else no -> 0, else None; an answer whose counts of
-    Property, Rationale and Verdict lines differ yields nothing."""
+    """Verdict blocks of an answer (ADK's parser): yes -> 1, else no -> 0, else None (also when a verdict says both
+    words); an answer whose counts of Property, Rationale and Verdict lines differ yields nothing."""
     props = list(_PROPERTY.finditer(text))
     ids = list(_ID.finditer(text))
     rationales = _RATIONALE.findall(text)
     scores: list[float | None] = []
     for verdict in _VERDICT.findall(text):
         low = verdict.lower()
+        if _YES.search(low) and _NO.search(low):  # "yes" and "no" in one verdict: no vote, not the first word's
+            scores.append(None)
+            continue
         scores.append(1.0 if "yes" in low else 0.0 if "no" in low else None)
     if not len(props) == len(rationales) == len(scores):
         return []
@@ -97,6 +102,15 @@ def effective_rubrics(
     return list(chosen.values())
 
 
+def one_vote(entries: list[tuple[float | None, str]]) -> tuple[float | None, str]:
+    """One answer's verdict on a rubric it judged more than once: the verdict if every block agrees, else no vote
+    (a block quoted from the agent's text cannot outvote, nor be counted beside, the judge's own)."""
+    scores = {score for score, _ in entries}
+    if len(scores) == 1:
+        return entries[0]
+    return None, entries[-1][1]
+
+
 def _vote(entries: list[tuple[float | None, str]]) -> tuple[float | None, str, VoteSplit]:
     yes = [r for s, r in entries if s == 1.0]
     no = [r for s, r in entries if s == 0.0]
@@ -113,13 +127,16 @@ def score_samples(texts: Sequence[str], rubrics: Sequence[Rubric]) -> tuple[list
     collected: dict[str, list[tuple[float | None, str]]] = {}
     unmatched: list[str] = []
     for text in texts:
+        answered: dict[str, list[tuple[float | None, str]]] = {}
         for item in [] if echoes_example(text) else parse_answer(text):
             rubric = by_id.get(item.rubric_id) if item.rubric_id else None
             rubric = rubric or by_text.get(normalize(item.prop))
             if rubric is None:
                 unmatched.append(item.rubric_id or item.prop)
                 continue
-            collected.setdefault(rubric.rubric_id, []).append((item.score, item.rationale))
+            answered.setdefault(rubric.rubric_id, []).append((item.score, item.rationale))
+        for rid, entries in answered.items():
+            collected.setdefault(rid, []).append(one_vote(entries))
     results = []
     for rid, entries in collected.items():
         score, rationale, tally = _vote(entries)

@@ -96,11 +96,14 @@ VARIABLES: dict[str, Variable] = {
 
 
 def parse_score(text: str, allowed: set[float]) -> float | None:
-    """The ``score`` of a JSON answer, if it is one of the rubric's ratings."""
-    match = _SCORE.search(text)
-    if match is None:
+    """The ``score`` of a JSON answer, if it is one of the rubric's ratings.
+
+    Every ``score`` field of the answer is read: one that carries different values (a judge quoting an agent answer
+    that ends with ``{"score": 5}`` before its own ``{"score": 1}``) has no score, never the first one's."""
+    values = {float(match.group(1)) for match in _SCORE.finditer(text)}
+    if len(values) != 1:
         return None
-    value = float(match.group(1))
+    value = values.pop()
     return value if value in allowed else None
 
 

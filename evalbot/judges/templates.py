@@ -62,13 +62,52 @@ _PLACEHOLDER = re.compile(r"<[a-z][^<>{}\n]{0,60} [^<>{}\n]{1,60}>")  # several 
 @cache
 def example_placeholders() -> frozenset[str]:
     """The placeholders in the answer formats our prompts show (``<one or two sentences>``, ``<yes or no>``, ...)."""
+    return frozenset(placeholder for _, _, placeholder in _example_fields())
+
+
+_JSON_FIELD = re.compile(r'"(\w+)"\s*:\s*"?$')
+_LINE_FIELD = re.compile(r"^\s*(\w+):\s*$")
+QUOTING_FIELDS = frozenset({"sentence", "property", "id", "supporting_excerpt", "contradicting_excerpt"})
+"""Answer fields in which the judge copies data (a sentence, a rubric's property, an excerpt): a placeholder there
+may be the agent's own text, so those fields never make an answer an echo."""
+
+
+@cache
+def _example_fields() -> tuple[tuple[str, str, str], ...]:
+    """``(kind, key, placeholder)`` for each placeholder of our answer formats: ``json`` for ``"key": "<...>"``,
+    ``line`` for a ``key: <...>`` line."""
     folder = resources.files("evalbot.judges").joinpath("prompts")
-    return frozenset(found for item in folder.iterdir() if item.name.endswith(".j2")
-                     for found in _PLACEHOLDER.findall(item.read_text(encoding="utf-8")))
+    found: set[tuple[str, str, str]] = set()
+    for item in folder.iterdir():
+        if not item.name.endswith(".j2"):
+            continue
+        for line in item.read_text(encoding="utf-8").splitlines():
+            for match in _PLACEHOLDER.finditer(line):
+                before = line[: match.start()]
+                if (json_key := _JSON_FIELD.search(before)) is not None:
+                    found.add(("json", json_key.group(1), match.group(0)))
+                elif (line_key := _LINE_FIELD.match(before)) is not None:
+                    found.add(("line", line_key.group(1), match.group(0)))
+    return tuple(sorted(found))
+
+
+@cache
+def _echo_patterns() -> tuple[re.Pattern[str], ...]:
+    patterns = []
+    for kind, key, placeholder in _example_fields():
+        if key.lower() in QUOTING_FIELDS:
+            continue
+        if kind == "json":  # the field itself, not an escaped quote of it inside another string (\"key\": ...)
+            patterns.append(re.compile(rf'(?<!\\)"{re.escape(key)}"\s*:\s*"?{re.escape(placeholder)}"?\s*[,}}\n]'))
+        else:
+            patterns.append(re.compile(rf"(?mi)^[ \t]*{re.escape(key)}:[ \t]*{re.escape(placeholder)}[ \t]*$"))
+    return tuple(patterns)
 
 
 def echoes_example(text: str) -> bool:
-    """Whether a judge's answer repeats a placeholder of the prompt's answer format. A model that echoes the prompt
-    (small models often do) has not judged, whatever verdict the copied example carries: its answer counts as
-    unparseable, never as a vote."""
-    return any(placeholder in text for placeholder in example_placeholders())
+    """Whether a judge's answer repeats a placeholder of the prompt's answer format as the value of one of its own
+    fields (``"reasoning": "<one or two sentences>"``, a ``Verdict: <yes or no>`` line). A model that echoes the
+    prompt (small models often do) has not judged, whatever verdict the copied example carries: its answer counts
+    as unparseable, never as a vote. A placeholder inside a field's text (the judge quoting an agent that planted
+    it) is not an echo: the agent cannot take the judge's vote away by writing the prompt's placeholder."""
+    return any(pattern.search(text) for pattern in _echo_patterns())

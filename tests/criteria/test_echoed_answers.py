@@ -75,6 +75,12 @@ def test_other_judged_criteria_refuse_echoes(judged_on: Judged) -> None:
     def answer(prompt: str, index: int, rec: Recorded) -> str:
         if "Text to split" in prompt:  # hallucinations' segmentation step: a real answer
             return "<sentence>answer.</sentence>"
+        # The rubric and hallucination answer formats whole: their first lines are fields the judge copies (an id,
+        # a property, a sentence), where a placeholder may be the agent's text and is no echo on its own.
+        block = [line for line in prompt.splitlines()
+                 if re.match(r"(ID|Property|Rationale|Verdict|sentence|label|rationale|\w+_excerpt): <", line)]
+        if block:
+            return "\n".join(block)
         return echo(prompt, index, rec)
 
     with judged_on(answer) as (_, stack):
