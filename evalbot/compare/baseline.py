@@ -99,7 +99,7 @@ class BaselineCriterion(_Model):
     threshold: float | None = None
     judged: bool = False
     judge_model: str | None = None
-    custom: str | None = None
+    custom: str | None = Field(default=None, max_length=1000)
     """The custom metric's function that computed it (None: the built-in criterion; absent in older baselines)."""
     options_sha: str | None = Field(default=None, max_length=64)
     """A hash of the criterion's options (threshold aside), so a changed fingerprint can be told apart: a threshold

@@ -310,6 +310,9 @@ def context(comparison: Comparison) -> Data:
         },
         "baseline_note": comparison.baseline_note,
         "alerts": list(comparison.alerts),
+        "yardstick": [f"{'✅ accepted by this PR’s baseline update' if y.accepted else '⚠️ yardstick change'}: "
+                      f"{y.subject}: {y.what} · main: {y.main or '—'} · now: {y.current or '—'}"
+                      for y in comparison.yardstick],
         "notices": list(comparison.report.notices),
         "errors": [" ".join(x for x in (p.path, p.pointer, p.message) if x) for p in comparison.report.errors],
         "counts": [{"key": k, "label": k.replace("_", " "), "n": v} for k, v in comparison.counts.items() if v],
