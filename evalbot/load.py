@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -195,12 +196,14 @@ def load_eval_set(path: Path, config: EvalConfig | Configs | None = None, *, lin
     # Where a case's id sits in the file, for duplicate-id errors ("#" stands for the case's index).
     id_at: list[str | int] = ["#"]
     notices: tuple[str, ...] = ()
+    columns: tuple[str, ...] | None = None
     # The file is read here once; its cases are parsed from this text (or slices of it) and the lines of their ids
     # are taken from it too (annotations), so nothing reads it again.
     try:
         if path.name.endswith(DATASET_SUFFIXES):
             text = read_text(path)
-            eval_set_id, cases = vertex.load_dataset(path, text)
+            dataset = vertex.read_dataset(path, text)
+            eval_set_id, cases, columns = dataset.eval_set_id, dataset.cases, dataset.columns
         else:
             with gc_paused():
                 text = read_text(path)
@@ -211,14 +214,19 @@ def load_eval_set(path: Path, config: EvalConfig | Configs | None = None, *, lin
                     return _loaded(shown, eval_set_id, cases, cfg, path, id_at, notices, CaseLines(text) if lines else None)
                 data = parse_json(text, path)
                 if is_vertex_rows(data):
-                    eval_set_id, cases = vertex.load_dataset(path, text, data)
+                    dataset = vertex.read_dataset(path, text, data)
+                    eval_set_id, cases, columns = dataset.eval_set_id, dataset.cases, dataset.columns
                 else:
                     eval_set_id, cases = _cases_from_json(data, path)
                     id_at = ["eval_cases", "#", "eval_id"] if isinstance(data, dict) else ["#", "name"]
                     notices = _top_notices(data, path) if isinstance(data, dict) else ()
     except InputError as exc:
         return LoadedEvalSet(shown, shown, config=cfg, errors=(exc,))
-    return _loaded(shown, eval_set_id, cases, cfg, path, id_at, notices, CaseLines(text) if lines else None)
+    loaded = _loaded(shown, eval_set_id, cases, cfg, path, id_at, notices, CaseLines(text) if lines else None)
+    if columns is None:
+        return loaded
+    own_runs = frozenset(case.eval_id for case in loaded.cases if case.actual is not None)
+    return replace(loaded, columns=columns, own_runs=own_runs)
 
 
 def _loaded(

@@ -11,9 +11,10 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from evalbot.criteria import build_criteria
+from evalbot.criteria import READS, BrokenCriterion, build_criteria
 from evalbot.criteria.base import BuildContext, CaseInput, CriteriaBuilder, Criterion
 from evalbot.errors import InputError, unknown_key_notice
+from evalbot.formats import vertex
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import EvalCase, FunctionCall, Invocation
 from evalbot.formats.invocations import final_text, tool_calls, user_text
@@ -22,6 +23,7 @@ from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
 from evalbot.progress import Progress
 from evalbot.results import (
     CaseResult,
+    CriterionInfo,
     EvalSetReport,
     MetricResult,
     Problem,
@@ -132,7 +134,10 @@ def _score_case(
         reason = str(loaded.error) if loaded.error else "case could not be loaded"
         return CaseResult(eval_id=loaded.eval_id, status="error", reason=reason)
     case = loaded.case
-    found = loaded.actual if loaded.actual is not None else actuals.find(eval_set_id, case.eval_id)
+    # --actuals wins over a dataset's own predicted columns: the user named that file for this run.
+    found = actuals.find(eval_set_id, case.eval_id)
+    if found is None:
+        found = loaded.actual
     fp, content = case_fingerprints(case)
     if found is None:
         where = f" in {actuals.path}" if actuals.path else " (no --actuals file was given)"
@@ -233,6 +238,10 @@ def score_eval_set(
     built, infos = criteria(loaded.config, ctx, loaded.path)
     notices = [*loaded.notices, *loaded.config.notices, *(i.notice for i in infos if i.notice)]
     errors = [problem(e) for e in loaded.errors]
+    if loaded.columns is not None:
+        built, infos, dataset_errors, dataset_notices = _dataset_columns(loaded, built, infos, actuals)
+        errors += dataset_errors
+        notices += dataset_notices
     errors += [Problem(path=loaded.config.label, message=f"{i.name}: {i.error}") for i in infos if i.error]
     extra_keys: dict[str, str] = {}
     cases = []
@@ -257,6 +266,46 @@ def score_eval_set(
         criteria=infos,
         cases=cases,
     )
+
+
+NO_COLUMN = "the dataset has no column this criterion needs (the eval set's error says which)"
+
+
+def _dataset_columns(
+    loaded: LoadedEvalSet, built: Sequence[Criterion], infos: Sequence[CriterionInfo], actuals: Actuals
+) -> tuple[list[Criterion], list[CriterionInfo], list[Problem], list[str]]:
+    """A Vertex dataset's criteria checked against its columns: its criteria (those it lacks a column for marked
+    broken; an ADK default one simply not applied, unless the column looks misspelt), their infos, its errors and
+    its notices (unknown columns, and which of its own runs --actuals replaces).  Decided over the whole file and
+    the whole of --actuals, so every shard agrees."""
+    assert loaded.columns is not None
+    replaced = sorted(i for i in loaded.own_runs if actuals.find(loaded.eval_set_id, i) is not None)
+    reads = {c.name: READS[c.name] for c in built if c.name in READS}
+    missing, notices = vertex.column_problems(loaded.path, loaded.columns, reads, len(replaced) < len(loaded.own_runs))
+    if replaced:
+        shown = ", ".join(map(repr, replaced[:5])) + (f" and {len(replaced) - 5} more" if len(replaced) > 5 else "")
+        notices.append(
+            f"{loaded.path}: {len(replaced)} of the {len(loaded.own_runs)} case(s) that record their own run in the "
+            f"dataset ({shown}) are scored on the run in --actuals {actuals.path or ''} instead (--actuals wins, "
+            "matched by eval_id)"
+        )
+    defaults = loaded.config.path is None
+    errors: list[Problem] = []
+    dropped: dict[str, list[str]] = {}
+    broken: set[str] = set()
+    for m in missing:
+        if defaults and m.misspelt is None:
+            for name in m.criteria:
+                dropped.setdefault(name, []).append(repr(m.column))
+        else:
+            broken.update(m.criteria)
+            errors.append(Problem(path=loaded.path, message=m.message))
+    notices += [f"{loaded.path}: ADK's default criterion {name} is not applied: the dataset has no column "
+                f"{' or '.join(columns)} (put a test_config.json beside it to choose its criteria)"
+                for name, columns in dropped.items()]
+    kept = [BrokenCriterion(c.name, c.threshold, "", NO_COLUMN) if c.name in broken else c
+            for c in built if c.name not in dropped]
+    return kept, [i for i in infos if i.name not in dropped], errors, notices
 
 
 def unknown_case_key_notices(path: str, extra_keys: Mapping[str, str]) -> list[str]:

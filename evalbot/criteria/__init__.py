@@ -86,6 +86,28 @@ TOOL_CALLS: set[str] = {
 others show expected vs actual responses."""
 
 
+_CALLS = ("expected_calls", "actual_calls")
+_RESPONSES = ("expected_response", "actual_response")
+READS: dict[str, tuple[str, ...]] = {
+    "tool_trajectory_avg_score": _CALLS,
+    "response_match_score": _RESPONSES,
+    "final_response_match_v2": _RESPONSES,
+    "rubric_based_final_response_quality_v1": ("actual_response",),
+    "rubric_based_tool_use_quality_v1": ("actual_calls",),
+    "hallucinations_v1": ("actual_response",),
+    "safety_v1": ("actual_response",),
+    "trajectory_exact_match": _CALLS,
+    "trajectory_in_order_match": _CALLS,
+    "trajectory_any_order_match": _CALLS,
+    "trajectory_precision": _CALLS,
+    "trajectory_recall": _CALLS,
+    "trajectory_single_tool_use": ("actual_calls",),
+}
+"""The parts of a case each criterion cannot score without: ``expected_calls``, ``expected_response`` (the expected
+tool calls and final response) and ``actual_calls``, ``actual_response`` (the agent's).  A dataset lacking the
+column of one of them cannot be scored on that criterion (formats.vertex.column_problems)."""
+
+
 def about_tool_calls(name: str) -> bool:
     """Whether criterion ``name`` is about tool calls: the registry says so for its criteria; a name it does not know
     (a custom metric, or a report from another version) is taken to be when it mentions a trajectory or a tool."""
@@ -101,13 +123,15 @@ class BrokenCriterion:
     name: str
     threshold: float | None
     reason: str
+    on_case: str = "not configured correctly (the eval set's error says why)"
+    """The reason given on each case."""
 
     def evaluate(self, case: CaseInput) -> MetricResult:
         """Mark the case: the problem itself is reported once, as an error of the eval set."""
-        return MetricResult(score=None, status="error", threshold=self.threshold, reason=CONFIG_ERROR_ON_CASE)
+        return MetricResult(score=None, status="error", threshold=self.threshold, reason=self.on_case)
 
 
-CONFIG_ERROR_ON_CASE = "not configured correctly (the eval set's error says why)"
+CONFIG_ERROR_ON_CASE = BrokenCriterion.on_case
 """A misconfigured criterion's reason on each case; the full reason is reported once for the eval set."""
 
 

@@ -75,6 +75,11 @@ class LoadedEvalSet:
     case_notices: tuple[str, ...] | None = None
     """The notices about unknown keys of the cases when they were found before scoring (a shard scores only some of
     the cases, but reports the whole set's notices); None: found while scoring."""
+    columns: tuple[str, ...] | None = None
+    """A Vertex dataset's columns (None for other formats)."""
+    own_runs: frozenset[str] = frozenset()
+    """A Vertex dataset's eval ids whose rows record the agent's run themselves (response, predicted_trajectory...),
+    over the whole file (a shard scores only some of the cases)."""
     lines: CaseLines | None = None
     """Where each case's id sits in the file (for annotations), from the text read when loading; None when not asked
     for or when the file could not be read."""

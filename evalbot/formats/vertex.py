@@ -15,15 +15,16 @@ that row's case only, naming the file and where: ``/3/predicted_trajectory/1/too
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalbot.errors import InputError, json_pointer
+from evalbot.errors import InputError, json_pointer, printable
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import Content, EvalCase, FunctionCall, IntermediateData, Invocation, Part
 from evalbot.formats.jsonio import loads, parse_json, read_json, read_text
@@ -31,6 +32,15 @@ from evalbot.formats.loaded import LoadedCase
 
 KNOWN = ("prompt", "response", "reference", "predicted_trajectory", "reference_trajectory")
 PREDICTED = ("response", "predicted_trajectory", "latency_in_seconds", "failure")
+ALL_COLUMNS = (*KNOWN, "latency_in_seconds", "failure", "eval_id", "id")
+"""Every column evalbot reads; any other is ignored (with a notice)."""
+COLUMN_OF = {
+    "expected_calls": "reference_trajectory",
+    "expected_response": "reference",
+    "actual_calls": "predicted_trajectory",
+    "actual_response": "response",
+}
+"""The column holding each part of a case that a criterion may read (criteria.READS names the parts)."""
 _TRUE = ("1", "1.0", "true")
 _FALSE = ("0", "0.0", "false")
 
@@ -140,7 +150,8 @@ def _csv_rows(text: str, path: Path) -> list[_Row]:
                 problem = f"{len(record)} cells but the header has {len(header)} columns; quote cells holding commas"
                 rows.append(_Row(n, None, where, problem, cells=True))
                 continue
-            rows.append(_Row(n, dict(zip(header, record, strict=False)), where, cells=True))
+            padded = record + [""] * (len(header) - len(record))  # a short record's missing cells are empty
+            rows.append(_Row(n, dict(zip(header, padded, strict=True)), where, cells=True))
     except csv.Error as exc:
         raise InputError(path, f"line {reader.line_num}", f"invalid CSV: {exc}") from None
     return rows
@@ -320,6 +331,93 @@ def _cases(rows: list[_Row], path: Path) -> tuple[str, list[LoadedCase]]:
     return path.stem, [_case(row, path) for row in rows]
 
 
+@dataclass(frozen=True)
+class Dataset:
+    """A dataset file read as an eval set: its id, cases and columns."""
+
+    eval_set_id: str
+    cases: list[LoadedCase]
+    columns: tuple[str, ...]
+    """The CSV header, or every key of the JSON rows, in the order first seen."""
+
+
+def _columns(rows: list[_Row], header: Iterable[str] = ()) -> tuple[str, ...]:
+    seen = dict.fromkeys(header)
+    for row in rows:
+        if row.values is not None:
+            seen.update(dict.fromkeys(row.values))
+    return tuple(seen)
+
+
+def read_dataset(path: Path, text: str | None = None, data: Any = None) -> Dataset:
+    """A dataset file as cases plus the columns it has (``text``, ``data`` as for load_dataset)."""
+    rows = _read_rows(path, text, data)
+    eval_set_id, cases = _cases(rows, path)
+    return Dataset(eval_set_id, cases, _columns(rows))
+
+
+def _shown(column: str) -> str:
+    return repr(column if len(column) <= 60 else column[:57] + "...")
+
+
+def _listed(columns: Collection[str]) -> str:
+    shown = [_shown(c) for c in list(columns)[:20]]
+    return ", ".join(shown) + (f" and {len(columns) - 20} more" if len(columns) > 20 else "")
+
+
+@dataclass(frozen=True)
+class MissingColumn:
+    """A column that some criteria need and the dataset lacks."""
+
+    column: str
+    criteria: tuple[str, ...]
+    misspelt: str | None
+    """The dataset's unknown column that is most likely this one misspelt, if any."""
+    message: str
+
+
+def column_problems(
+    path: str, columns: Collection[str], reads: Mapping[str, Collection[str]], own_runs: bool
+) -> tuple[list[MissingColumn], list[str]]:
+    """What a dataset lacks for its criteria, and the columns it has that evalbot does not read.
+
+    ``reads``: criterion name -> the parts of a case it reads (keys of COLUMN_OF); ``own_runs``: whether some case
+    takes its run from the dataset itself (else the predicted columns are not needed).  Returns each missing column
+    needed by some criterion (its message names the column, the criteria and the nearest column the file has, not
+    the path) and a notice per unknown column that is not already named as a likely misspelling.
+    """
+    needed: dict[str, list[str]] = {}
+    for name, parts in reads.items():
+        for part in parts:
+            column = COLUMN_OF[part]
+            if column not in columns and (own_runs or part.startswith("expected")):
+                needed.setdefault(column, []).append(name)
+    unknown = [c for c in columns if c not in ALL_COLUMNS]
+    missing: list[MissingColumn] = []
+    for column, names in needed.items():
+        close = difflib.get_close_matches(column, unknown, n=1, cutoff=0.75)
+        if close:
+            hint = f"the file has a column {_shown(close[0])}: did you mean {column!r}? Rename that column"
+        else:
+            hint = f"its columns are: {_listed(columns) or 'none'}; add the column"
+        need = "needs" if len(names) == 1 else "need"
+        message = (f"no column {column!r}, which {', '.join(names)} {need} to score this dataset; {hint}, "
+                   "or choose other criteria in test_config.json")
+        missing.append(MissingColumn(column, tuple(names), close[0] if close else None, printable(message)))
+    claimed = {m.misspelt for m in missing}
+    ignored = []
+    for column in unknown:
+        if column not in claimed:
+            close = difflib.get_close_matches(column, ALL_COLUMNS, n=1, cutoff=0.75)
+            ignored.append(_shown(column) + (f" (nearest known column: {close[0]!r})" if close else ""))
+    notices = []
+    if ignored:
+        more = f" and {len(ignored) - 10} more" if len(ignored) > 10 else ""
+        notices.append(printable(f"{path}: unknown column(s) {', '.join(ignored[:10])}{more}, ignored; evalbot "
+                                 f"reads {', '.join(ALL_COLUMNS)}"))
+    return missing, notices
+
+
 def cases_from_rows(rows: list[Any], path: Path) -> tuple[str, list[LoadedCase]]:
     """Eval cases from decoded JSON rows; the eval set id is the file's stem."""
     if not rows:
@@ -330,7 +428,8 @@ def cases_from_rows(rows: list[Any], path: Path) -> tuple[str, list[LoadedCase]]
 def load_dataset(path: Path, text: str | None = None, data: Any = None) -> tuple[str, list[LoadedCase]]:
     """Eval cases from a ``.jsonl``, ``.csv`` or ``.json`` (list, or ``{"rows": [...]}``) dataset file (``text``:
     the file's text, ``data``: a JSON file decoded, when the caller has read it already)."""
-    return _cases(_read_rows(path, text, data), path)
+    dataset = read_dataset(path, text, data)
+    return dataset.eval_set_id, dataset.cases
 
 
 def _actuals(rows: list[_Row], path: Path) -> Actuals:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -26,30 +24,10 @@ from evalbot.formats.vertex import (
 )
 from evalbot.load import load_eval_set
 from evalbot.pipeline import evaluate
+from tests.fakes.vertex_rows import call, write_csv, write_jsonl
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "vertex"
 PRODUCT = DATA / "product_agent"
-
-
-def call(name: str, **args: Any) -> dict[str, Any]:
-    """A Vertex trajectory item."""
-    return {"tool_name": name, "tool_input": args}
-
-
-def write_jsonl(path: Path, rows: list[Any]) -> Path:
-    """Rows as JSON Lines."""
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def write_csv(path: Path, header: list[str], records: list[list[str]]) -> Path:
-    """A CSV file from a header and string records."""
-    buf = io.StringIO()
-    writer = csv.writer(buf)
-    writer.writerow(header)
-    writer.writerows(records)
-    path.write_text(buf.getvalue(), encoding="utf-8")
-    return path
 
 
 def only_error(cases: list[LoadedCase], eval_id: str) -> InputError:
