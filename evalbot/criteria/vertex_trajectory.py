@@ -82,15 +82,24 @@ def is_subsequence(reference: Sequence[Key], predicted: Sequence[Key]) -> bool:
     return all(any(p == r for p in it) for r in reference)
 
 
+def given_calls(
+    invocation: Invocation, calls: Sequence[FunctionCall], side: str
+) -> tuple[Sequence[FunctionCall] | None, str | None]:
+    """The invocation's ``calls``, or None with the reason when the row gave no trajectory (a failed invocation's
+    missing prediction is empty, with a note saying so)."""
+    if trajectory_given(invocation):
+        return calls, None
+    if side == "predicted" and failure_of(invocation):
+        return [], "the agent failed on this invocation (failure = 1); no predicted_trajectory: scored as empty"
+    return None, f"the row gives no {side}_trajectory"
+
+
 def _trajectory(
     invocation: Invocation, calls: Sequence[FunctionCall], side: str, ignore_args: bool
 ) -> tuple[list[Key] | None, str | None]:
     """The keys of the invocation's ``calls``, or None with the reason when the row gave no trajectory."""
-    if trajectory_given(invocation):
-        return [call_key(c, ignore_args) for c in calls], None
-    if side == "predicted" and failure_of(invocation):
-        return [], "the agent failed on this invocation (failure = 1); no predicted_trajectory: scored as empty"
-    return None, f"the row gives no {side}_trajectory"
+    given, note = given_calls(invocation, calls, side)
+    return (None if given is None else [call_key(c, ignore_args) for c in given]), note
 
 
 def summarize(scores: list[InvocationScore], threshold: float | None) -> MetricResult:
