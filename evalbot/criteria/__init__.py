@@ -126,10 +126,17 @@ READS: dict[str, tuple[str, ...]] = {
     "trajectory_precision": _CALLS,
     "trajectory_recall": _CALLS,
     "trajectory_single_tool_use": ("actual_calls",),
+    "rouge_1": _RESPONSES,
+    "rouge_2": _RESPONSES,
+    "rouge_l": _RESPONSES,
+    "rouge_l_sum": _RESPONSES,
+    "bleu": _RESPONSES,
+    "exact_match": _RESPONSES,
 }
 """The parts of a case each criterion cannot score without: ``expected_calls``, ``expected_response`` (the expected
 tool calls and final response) and ``actual_calls``, ``actual_response`` (the agent's).  A dataset lacking the
-column of one of them cannot be scored on that criterion (formats.vertex.column_problems)."""
+column of one of them cannot be scored on that criterion (formats.vertex.column_problems).  The tool-call metrics
+read the calls from the response texts or from the trajectories, so no one column is needed (vertex_tool_call)."""
 
 
 def about_tool_calls(name: str) -> bool:
