@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from evalbot.errors import InputError, json_pointer, unknown_key_notice
+from evalbot.errors import InputError, did_you_mean, json_pointer, printable, unknown_key_notice
 from evalbot.formats import legacy, vertex
 from evalbot.formats.actuals import Actuals, actuals_from_data, lazy_mapping
 from evalbot.formats.adk import EvalCase
@@ -78,20 +78,58 @@ def _usable(p: Path, errors: list[InputError]) -> bool:
     return True
 
 
+CaseSelection = dict[Path, tuple[str, ...]]
+"""The cases chosen with ``FILE:case1,case2`` for each eval set file (files named without a selection: absent)."""
+
+
+def split_case_selection(raw: str) -> tuple[str, tuple[str, ...] | None]:
+    """``FILE:case1,case2`` as ``adk eval`` reads it: (FILE, the case ids); ``(raw, None)`` when ``raw`` is a path.
+
+    A path that exists is never split (a file name may hold a colon); otherwise the first colon after which the part
+    before it exists separates the file from the comma-separated ids (blank ids dropped, as ADK drops them, and
+    surrounding spaces trimmed). ``FILE:`` selects no particular case, so all of them, as in ADK.
+    """
+    if ":" not in raw or os.path.lexists(raw):
+        return raw, None
+    at = raw.find(":")
+    while at != -1:
+        if at and os.path.lexists(raw[:at]):
+            ids = tuple(dict.fromkeys(part.strip() for part in raw[at + 1:].split(",") if part.strip()))
+            return raw[:at], ids
+        at = raw.find(":", at + 1)
+    return raw, None
+
+
 def discover(paths: Sequence[str]) -> tuple[list[Path], list[InputError]]:
-    """Expand files, directories (recursively) and glob patterns into eval set files.
+    """The eval set files of ``paths`` (see discover_selected), without the case selections."""
+    files, _, errors = discover_selected(paths)
+    return files, errors
+
+
+def discover_selected(paths: Sequence[str]) -> tuple[list[Path], CaseSelection, list[InputError]]:
+    """Expand files, directories (recursively) and glob patterns into eval set files, and ``FILE:case1,case2``
+    into the file and its selected cases.
 
     Directories and globs pick only eval set files (``*.evalset.json``, ``*.test.json``; a glob ending in
     ``.jsonl``/``.csv`` also picks Vertex datasets), so a quoted ``evals/**`` never loads ``test_config.json`` or a
     results file.  A path naming something other than a regular file (FIFO, device, socket) is refused without
-    opening it.
+    opening it.  As in ``adk eval``, the ids of a file named several times add up, and a file named with ids in one
+    place and without in another runs only those ids.  A selection on a directory is an error.
     """
     found: list[Path] = []
     errors: list[InputError] = []
-    for raw in paths:
+    selected: CaseSelection = {}
+    for given in paths:
+        raw, ids = split_case_selection(given)
         p = Path(raw)
         if not _usable(p, errors):
             continue
+        if ids is not None and not p.is_file():
+            errors.append(InputError(_printable(given), "", "a case selection (FILE:case1,case2) applies to one eval "
+                                                            "set file, not a directory; name the file"))
+            continue
+        if ids:
+            selected[p] = tuple(dict.fromkeys([*selected.get(p, ()), *ids]))
         if p.is_dir():
             matches = sorted(q for q in p.rglob("*") if is_eval_set_name(q.name) and q.is_file())
             if not matches:
@@ -121,7 +159,32 @@ def discover(paths: Sequence[str]) -> tuple[list[Path], list[InputError]]:
         else:
             errors.append(InputError(p, "", "no such file or directory"))
     unique = list(dict.fromkeys(found))
-    return unique, errors
+    return unique, selected, errors
+
+
+MAX_SHOWN_IDS = 10
+"""Unknown case ids named in one error (the rest are counted)."""
+
+
+def select_cases(eval_set: LoadedEvalSet, ids: Sequence[str]) -> LoadedEvalSet:
+    """Keep the cases of ``eval_set`` named in ``ids`` (file order). Ids the file does not hold are an error of the
+    eval set naming the file, the ids and the nearest known id; the known ones are still scored."""
+    if not ids or (eval_set.errors and not eval_set.cases):
+        return eval_set
+    known = [case.eval_id for case in eval_set.cases]
+    present = set(known)
+    unknown = [i for i in ids if i not in present]
+    wanted = set(ids)
+    kept = tuple(case for case in eval_set.cases if case.eval_id in wanted)
+    errors = eval_set.errors
+    if unknown:
+        named = "; ".join(f"{i!r}{did_you_mean(i, known)}" for i in unknown[:MAX_SHOWN_IDS])
+        more = f" and {len(unknown) - MAX_SHOWN_IDS} more" if len(unknown) > MAX_SHOWN_IDS else ""
+        message = printable(f"no case with eval_id {named}{more} in this eval set (selected with FILE:case1,case2); "
+                            f"it holds {len(known)} case(s)")
+        errors = (*errors, InputError(eval_set.path, "", message))
+    notice = f"case selection: {len(kept)} of {len(known)} case(s) of this eval set are run (FILE:case1,case2)"
+    return replace(eval_set, cases=kept, errors=errors, notices=(*eval_set.notices, notice))
 
 
 def load_config(path: Path) -> EvalConfig:

@@ -26,7 +26,15 @@ from evalbot.formats import vertex
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.jsonio import gc_paused, parse_json, read_text
 from evalbot.formats.loaded import LoadedEvalSet
-from evalbot.load import DATASET_SUFFIXES, Configs, actuals_from_text, discover, load_eval_set
+from evalbot.load import (
+    DATASET_SUFFIXES,
+    Configs,
+    actuals_from_text,
+    discover,
+    discover_selected,
+    load_eval_set,
+    select_cases,
+)
 from evalbot.progress import Progress
 from evalbot.results import Report
 from evalbot.runner.aggregate import score_runs
@@ -58,6 +66,8 @@ class Inputs:
     errors: list[InputError]
     configs: Configs
     files: list[Path]
+    selected: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The cases chosen with ``FILE:case1,case2``, by eval set id (eval sets run whole are absent)."""
 
     def case_line(self, path: str, eval_id: str) -> int | None:
         """The line of a case's id in its eval set file, noted while loading it (``load_inputs(lines=True)``)."""
@@ -73,8 +83,10 @@ def load_inputs(paths: Sequence[str], *, config: str | None = None, lines: bool 
     be scored as intended), every other problem is recorded next to the results that can still be computed.
     ``lines``: note where each case sits in its file (:meth:`Inputs.case_line`, for annotations)."""
     configs = Configs(Path(config) if config else None)
-    files, errors = discover(paths)
-    return Inputs([load_eval_set(f, configs, lines=lines) for f in files], errors, configs, files)
+    files, chosen, errors = discover_selected(paths)
+    eval_sets = [select_cases(load_eval_set(f, configs, lines=lines), chosen.get(f, ())) for f in files]
+    selected = {es.eval_set_id: chosen[f] for f, es in zip(files, eval_sets, strict=True) if chosen.get(f)}
+    return Inputs(eval_sets, errors, configs, files, selected)
 
 
 def settings_for(paths: Sequence[str], *, config: str | None = None) -> tuple[dict[str, Any], Path | None]:

@@ -29,6 +29,7 @@ from evalbot.compare.baseline import (
     parse_baseline,
     parse_spec,
     read_baseline,
+    restricted,
 )
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, policy_from_settings
@@ -154,8 +155,21 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return cmd_shard_part(args, env, args.report, "--report")
     inputs = load_inputs(args.paths, config=args.config)
     settings, config = inputs.settings()
-    ruler = yardstick(args, settings, config)
+    ruler = for_selection(yardstick(args, settings, config), inputs)
     return finish_compare(args, evaluate_settled(args, env, inputs, ruler.baseline, ruler.policy), ruler)
+
+
+def for_selection(ruler: Yardstick, inputs: Inputs) -> Yardstick:
+    """With ``FILE:case1,case2``, the comparison covers what was run: the baseline's eval sets that were run, and
+    their selected cases, so nothing left out reads as removed. A baseline update in the working tree covers every
+    case, so it is not checked against a selection (a notice says so)."""
+    if not inputs.selected or ruler.baseline is None:
+        return ruler
+    cases = {es.eval_set_id: inputs.selected.get(es.eval_set_id) for es in inputs.eval_sets}
+    if ruler.proposed is not None:
+        print(f"evalbot: the baseline update in the working tree ({ruler.spec.path}) is not checked: this run "
+              "selects cases (FILE:case1,case2); compare without a selection to check it", file=sys.stderr)
+    return replace(ruler, baseline=restricted(ruler.baseline, cases), proposed=None)
 
 
 def evaluate_settled(args: argparse.Namespace, env: Mapping[str, str], inputs: Inputs, baseline: Baseline | None,
@@ -253,6 +267,9 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return cmd_shard_part(args, env, args.output, "--output")
     previous, _ = previous_baseline(args, args.output)  # before evaluating: an unusable previous baseline fails fast
     inputs = load_inputs(args.paths, config=args.config)
+    if inputs.selected:
+        print("evalbot: warning: this run selects cases (FILE:case1,case2): the baseline written holds only the "
+              "cases run", file=sys.stderr)
     settings, config = inputs.settings()
     policy = policy_from_settings(settings, source=str(config or "command line"),
                                   overrides={"sampling": args.sampling, "resample_split": args.resample_split})

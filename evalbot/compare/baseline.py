@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -311,6 +311,17 @@ def carry_history(fresh: Baseline, previous: Baseline) -> Baseline:
             cases[case_key] = case.model_copy(update={"history": history, "metrics": metrics})
         sets[key] = es.model_copy(update={"cases": cases})
     return fresh.model_copy(update={"eval_sets": sets})
+
+
+def restricted(baseline: Baseline, cases: Mapping[str, Collection[str] | None]) -> Baseline:
+    """The part of ``baseline`` a run of only some cases is compared with: the eval sets keyed in ``cases``, each
+    with the listed case ids (None: all its cases). What the run left out is then not "removed"."""
+    sets = {
+        key: es if cases[key] is None else es.model_copy(
+            update={"cases": {k: c for k, c in es.cases.items() if k in set(cases[key] or ())}})
+        for key, es in baseline.eval_sets.items() if key in cases
+    }
+    return baseline.model_copy(update={"eval_sets": sets})
 
 
 def dump_baseline(baseline: Baseline) -> str:
