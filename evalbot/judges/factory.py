@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalbot.errors import ConfigError, RetryPolicy
 from evalbot.judges.base import (
@@ -28,6 +29,9 @@ from evalbot.judges.sampling import SamplingJudge
 from evalbot.judges.sequential import SequentialJudge
 from evalbot.judges.usage import MeteredJudge, UsageLedger, estimated_cost
 from evalbot.results import CacheUse, JudgeUsage
+
+if TYPE_CHECKING:
+    from evalbot.judges.openai_chat import OpenAIJudge
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds per judge call (as judges.gemini.DEFAULT_TIMEOUT, without importing google-genai)."""
@@ -233,6 +237,21 @@ class RoutingJudge:
         return await self.backend_for(request.model).generate(request)
 
 
+OPENAI_MISSING = "the OpenAI judge ({variable} is set) needs the openai package: pip install 'evalbot[openai]'"
+
+
+def _openai_judge_class(variable: str) -> type[OpenAIJudge]:
+    """The OpenAI backend's class, imported lazily (only runs that reach it import openai, an optional extra that
+    is slow to import); a one-line configuration error when the extra is not installed."""
+    try:
+        from evalbot.judges.openai_chat import OpenAIJudge  # lazily: openai is an optional extra, slow to import
+    except ModuleNotFoundError as exc:
+        if exc.name != "openai" and not str(exc).startswith("import of openai"):
+            raise
+        raise ConfigError(OPENAI_MISSING.format(variable=variable)) from None
+    return OpenAIJudge
+
+
 def _openai_backends(env: Mapping[str, str], timeout: float) -> tuple[Judge | None, Judge | None]:
     """The OpenAI-compatible backend (OPENAI_API_KEY and/or OPENAI_BASE_URL) and the Azure OpenAI one
     (AZURE_OPENAI_ENDPOINT with AZURE_OPENAI_API_KEY, OPENAI_API_VERSION), each built on its first request."""
@@ -241,8 +260,7 @@ def _openai_backends(env: Mapping[str, str], timeout: float) -> tuple[Judge | No
     openai_backend: Judge | None = None
     if key or base_url:
         def build_openai() -> Judge:
-            from evalbot.judges.openai_chat import OpenAIJudge  # lazily: only runs that reach it import openai
-
+            OpenAIJudge = _openai_judge_class("OPENAI_API_KEY" if key else "OPENAI_BASE_URL")
             return OpenAIJudge(api_key=key, base_url=base_url, prefix=OPENAI_PREFIX, timeout=timeout)
 
         openai_backend = DeferredBackend(build_openai)
@@ -253,8 +271,7 @@ def _openai_backends(env: Mapping[str, str], timeout: float) -> tuple[Judge | No
         version = env.get("OPENAI_API_VERSION") or DEFAULT_AZURE_API_VERSION
 
         def build_azure() -> Judge:
-            from evalbot.judges.openai_chat import OpenAIJudge  # lazily: openai is an optional extra, slow to import
-
+            OpenAIJudge = _openai_judge_class("AZURE_OPENAI_ENDPOINT")
             return OpenAIJudge(api_key=azure_key, azure_endpoint=endpoint, api_version=version, prefix=AZURE_PREFIX,
                                timeout=timeout)
 

@@ -13,6 +13,7 @@ import re
 import threading
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam
@@ -85,6 +86,22 @@ def chat_parameters(config: Mapping[str, Any], num_samples: int, *,
     return params, sorted(k for k in ignored if k not in _NOT_SENT) + sorted(k for k in ignored if k in _NOT_SENT)
 
 
+OPENAI_URL = "https://api.openai.com/v1"
+"""Where the client sends requests when no base URL is set (named in messages)."""
+
+
+def shown_endpoint(url: str) -> str:
+    """``url`` as messages may name it: without user, password, query or fragment (where credentials sit)."""
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "(an invalid URL)"
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port is not None else "")
+    return scrub(urlunsplit((parts.scheme, netloc, parts.path, "", "")))
+
+
 def _refuses_n(exc: openai.APIStatusError) -> bool:
     body = exc.body if isinstance(exc.body, dict) else {}
     if body.get("param") == "n":
@@ -92,11 +109,13 @@ def _refuses_n(exc: openai.APIStatusError) -> bool:
     return bool(_N_REFUSED.search(f"{exc.message} {body.get('message', '')}"))
 
 
-def _call_error(exc: openai.APIStatusError, num_samples: int) -> JudgeCallError:
+def _call_error(exc: openai.APIStatusError, num_samples: int, endpoint: str) -> JudgeCallError:
     status = exc.status_code
     body = exc.body if isinstance(exc.body, dict) else {}
     detail = body.get("message") if isinstance(body.get("message"), str) else exc.message
     message = f"judge call failed: HTTP {status}: {detail}"
+    if status == 404:  # a wrong base URL (a path missing /v1) answers 404 for every model
+        message += f" (from {endpoint}: check the model name and OPENAI_BASE_URL)"
     if status in (400, 422) and num_samples > 1 and _refuses_n(exc):
         return CandidateCountUnsupported(message, status=status)
     retry_after = parse_retry_after(exc.response.headers.get("retry-after"))
@@ -135,6 +154,8 @@ class OpenAIJudge:
         self._base_url = base_url
         self._azure_endpoint = azure_endpoint
         self._api_version = api_version
+        self.endpoint = shown_endpoint(azure_endpoint or base_url or OPENAI_URL)
+        """The server's URL as messages name it (no credentials, no query)."""
         # OpenAI's own service and Azure know max_completion_tokens (reasoning models accept nothing else); other
         # servers (llama.cpp, older vLLM and Ollama) know only max_tokens.
         self.max_tokens_field = "max_completion_tokens" if base_url is None else "max_tokens"
@@ -192,9 +213,10 @@ class OpenAIJudge:
         except openai.APITimeoutError:
             raise JudgeTimeout(f"judge call timed out after {self.timeout:g} s", transient=True) from None
         except openai.APIStatusError as exc:
-            raise _call_error(exc, request.num_samples) from None
+            raise _call_error(exc, request.num_samples, self.endpoint) from None
         except openai.APIConnectionError as exc:
-            raise JudgeCallError(f"judge call failed: cannot reach the server ({exc})", transient=True) from None
+            raise JudgeCallError(f"judge call failed: cannot reach the server at {self.endpoint} ({exc})",
+                                 transient=True) from None
         except (ValueError, openai.APIResponseValidationError) as exc:  # a garbled body
             raise JudgeCallError(
                 f"the judge service sent a malformed answer ({type(exc).__name__}: {exc})", transient=True
