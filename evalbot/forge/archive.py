@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import lzma
 import zipfile
 import zlib
 from collections.abc import Iterable
@@ -21,11 +22,11 @@ def join_capped(chunks: Iterable[bytes], max_bytes: int) -> bytes:
 def _why(exc: BaseException) -> str:
     if isinstance(exc, RuntimeError) and "encrypted" in str(exc):
         return "it is encrypted"
-    if isinstance(exc, NotImplementedError):
-        return f"{exc} (only stored and deflated members are read)"
+    if isinstance(exc, NotImplementedError) and "compression" in str(exc):
+        return f"{exc} (only stored, deflated, bzip2 and LZMA members are read)"
     if isinstance(exc, EOFError):
         return "its data is truncated"
-    if isinstance(exc, zlib.error):
+    if isinstance(exc, (zlib.error, lzma.LZMAError)):
         return f"its compressed data is corrupt ({exc})"
     if isinstance(exc, zipfile.BadZipFile):
         return str(exc)
@@ -33,17 +34,27 @@ def _why(exc: BaseException) -> str:
 
 
 def unzip_in_memory(data: bytes, max_bytes: int) -> dict[str, bytes]:
-    """Files of a zip archive by member name; ValueError for odd paths, bombs or a non-zip."""
+    """Files of a zip archive by member name; ValueError for odd paths, bombs, a non-zip or any defect.
+
+    The archive is untrusted data and zipfile reports its defects with many exception types (BadZipFile, but also
+    NotImplementedError for "zip file version 9.9", LZMAError for a corrupt LZMA member, struct.error, IndexError,
+    UnicodeDecodeError, OverflowError...): every exception raised while zipfile parses it is a ValueError here, so
+    the caller reports "artifact unusable" (exit 2), never an evalbot bug.  scripts/fuzz_zip.py checks this.
+    """
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile as exc:
         raise ValueError("artifact is not a zip archive") from exc
+    except Exception as exc:  # any other defect of the central directory (see the docstring)
+        raise ValueError(f"artifact's zip directory is unusable: {_why(exc)}") from None
     files: dict[str, bytes] = {}
     total = 0
     for info in archive.infolist():
-        if info.is_dir():
-            continue
         name = info.filename
+        if not name:
+            raise ValueError("artifact has a member with an empty name")
+        if name.endswith("/"):
+            continue  # a directory entry (zipfile's own is_dir() fails on an empty name)
         if name.startswith(("/", "\\")) or ".." in name.replace("\\", "/").split("/"):
             raise ValueError(f"artifact member {name!r} has an unsafe path")
         total += info.file_size
@@ -55,7 +66,7 @@ def unzip_in_memory(data: bytes, max_bytes: int) -> dict[str, bytes]:
         try:
             with archive.open(info) as member:
                 content = member.read(info.file_size + 1)
-        except (RuntimeError, NotImplementedError, zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        except Exception as exc:  # each defect of a member has its own type (see the docstring)
             raise ValueError(f"artifact member {name!r} cannot be read: {_why(exc)}") from None
         if len(content) > info.file_size:
             raise ValueError(f"artifact member {name!r} is larger than its header says")

@@ -10,7 +10,7 @@ import pytest
 from tests.e2e.conftest import BASE_SHA, HEAD_SHA, REPO, Action, event, pull_request_event
 from tests.e2e.test_pull_request import MARK, make_baseline
 from tests.fakes.fake_github import READ_ONLY_TOKEN, Pull
-from tests.forge.malformed_zips import MALFORMED
+from tests.forge.malformed_zips import BROKEN_DIRECTORY, MALFORMED
 
 RUN_ID = 5151
 
@@ -105,13 +105,21 @@ def test_tampered_artifact_is_refused(action: Action, baseline_text: str) -> Non
     assert any("artifact evalbot-report" in line and "not an evalbot report" in line for line in run.annotations())
 
 
-@pytest.mark.parametrize("kind", ["encrypted flag", "compression method 99 (AES)", "truncated data"])
+ZIP_ATTACKS = {**MALFORMED, **BROKEN_DIRECTORY}
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["encrypted flag", "compression method 99 (AES)", "truncated data", "corrupt LZMA data", "zip version 9.9",
+     "empty member name (IndexError)"],
+)
 def test_malformed_zip_artifact_is_unusable(action: Action, kind: str) -> None:
-    """The trusted stage given a malformed zip: exit 2 with "artifact unusable", no comment (was exit 70). The
-    other kinds take the same path (tests/forge: every kind through the real download)."""
+    """The trusted stage given a malformed zip: exit 2 with "artifact unusable", no comment (was exit 70; the last
+    three, issue 24's corrupt LZMA member, zip version 9.9 and IndexError directory, until issue 24). The other kinds
+    take the same path (tests/forge: every kind through the real download)."""
     action.github.add_pull(Pull(7, head_sha=HEAD_SHA, base_sha=BASE_SHA, head_ref="feature", head_owner="forker"))
     aid = action.github.add_artifact(RUN_ID, "evalbot-report", {})
-    action.github.artifacts[aid] = (RUN_ID, "evalbot-report", MALFORMED[kind])
+    action.github.artifacts[aid] = (RUN_ID, "evalbot-report", ZIP_ATTACKS[kind])
     run = action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None)
     assert run.code == 2 and action.github.comments_on(7) == [], run.stdout + run.stderr
     assert any("artifact unusable" in line for line in run.annotations())

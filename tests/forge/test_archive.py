@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import io
 import zipfile
+from pathlib import Path
 
 import pytest
 
 from evalbot.forge.archive import join_capped, unzip_in_memory
-from tests.forge.malformed_zips import MALFORMED
+from tests.forge.malformed_zips import BROKEN_DIRECTORY, MALFORMED
+
+FUZZ_CRASHES = Path(__file__).resolve().parent.parent / "data" / "zip_crashes"
 
 
 def make_zip(files: dict[str, bytes]) -> bytes:
@@ -65,3 +68,21 @@ def test_the_malformed_builder_starts_from_a_valid_archive() -> None:
     from tests.forge.malformed_zips import REPORT, _as_deflated, _raw_deflate
 
     assert unzip_in_memory(_as_deflated(_raw_deflate(REPORT), REPORT), 1_000_000) == {"report.json": REPORT}
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN_DIRECTORY))
+def test_a_broken_central_directory_is_a_value_error(kind: str) -> None:
+    """zip version 9.9 (NotImplementedError from ZipFile()) and an empty member name (IndexError from is_dir())
+    were exit 70 in the second stage; both are ValueError naming the defect."""
+    with pytest.raises(ValueError, match=r"zip file version 9\.9|empty name"):
+        unzip_in_memory(BROKEN_DIRECTORY[kind], 1_000_000)
+
+
+def test_fuzzer_crash_inputs_are_value_errors() -> None:
+    """Every input scripts/fuzz_zip.py found crashing the old reader (LZMAError, NotImplementedError, IndexError)
+    either unpacks or is a ValueError now."""
+    crashes = sorted(FUZZ_CRASHES.glob("*.zip"))
+    assert len(crashes) >= 4
+    for path in crashes:
+        with pytest.raises(ValueError):
+            unzip_in_memory(path.read_bytes(), 1_000_000)
