@@ -370,8 +370,8 @@ def _add_compare_outputs(comp: argparse.ArgumentParser) -> None:
     comp.add_argument("--judge-failures", choices=["block", "warn"],
                       help="a judged verdict the judge could not give: block (exit 3, default) or warn")
     comp.add_argument("--block-flaky", action=argparse.BooleanOptionalAction, default=None,
-                      help="block on a regressed case that also changed outcome on main within the baseline's "
-                      "history (default: the config's evalbot.block_flaky, else no)")
+                      help="block on a regressed case that also oscillated on main (changed outcome at least "
+                      "twice) within the baseline's history (default: the config's evalbot.block_flaky, else no)")
     comp.add_argument("--tolerance", type=cli_args.number(0, 1), metavar="X",
                       help="allowed fall of a criterion mean (default: 0)")
     comp.add_argument("--alpha", type=cli_args.number(0, 1, low_open=True, high_open=True), metavar="P",

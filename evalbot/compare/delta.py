@@ -151,7 +151,7 @@ def compare_case(
         history = None  # one recorded run says nothing about flakiness
     if history is not None and history.flaky:
         category = "flaky"
-        reason = ("regressed, but it also changed outcome on main within the baseline's history (flaky): "
+        reason = ("regressed, but it also oscillated on main within the baseline's history (flaky): "
                   + ("blocking because block_flaky is set" if policy.block_flaky else "not blocking (block_flaky: false)"))
     return CaseComparison(
         eval_id=key, category=category, reason=reason, baseline_status=base.status, current=cur, metrics=deltas,

@@ -38,8 +38,8 @@ class GatePolicy(BaseModel):
     ``block_inconclusive``. ``judge_failures`` says what a judged verdict the judge could not give (outage, timeout,
     unparseable answer) does: ``block`` (default) makes the run an ``error`` (exit 3), ``warn`` only says so in the
     headline. Missing judge credentials are always a warning (the first stage of a fork PR has no secrets).
-    A case that regresses although it also changed outcome on main within the baseline's history is *flaky*: shown
-    with its history, blocking only with ``block_flaky``.
+    A case that regresses although it oscillated on main within the baseline's history (changed outcome at least
+    twice) is *flaky*: shown with its history, blocking only with ``block_flaky``.
     ``sampling`` says how majority-vote criteria ask the judge: ``sequential`` (default) asks the fewest samples that
     could decide the vote first and the rest only when needed, ``full`` asks all ``num_samples`` at once (ADK's way);
     the verdicts are the same. ``resample_split`` is how many extra samples settle a judged verdict that flipped

@@ -125,6 +125,41 @@ def test_one_recorded_run_is_not_flaky_and_shows_no_history() -> None:
     assert "on main (oldest first)" not in render_comment(c, marker=MARKER)
 
 
+@pytest.mark.parametrize(("outcomes", "flips", "flaky"), [
+    ("PPFPP", 2, True),  # P→F→P: oscillated
+    ("FFPFF", 2, True),  # F→P→F
+    ("PFPFPFPFPF", 9, True),
+    ("FFFPP", 1, False),  # broken, then fixed: one change
+    ("PPPFF", 1, False),  # broke once and stayed broken
+    ("PPPPP", 0, False),
+    ("PPEPP", 0, False),  # an error between passes is not a change of outcome
+    ("PFEFP", 2, True),  # errors and unevaluated runs are skipped: P→F→F→P
+    ("FNPNF", 2, True),
+    ("FFNPP", 1, False),
+])
+def test_flaky_means_oscillating(outcomes: str, flips: int, flaky: bool) -> None:
+    """A case is flaky only when its history on main changed outcome at least twice (P→F→P or F→P→F); a single
+    transition is not flakiness; errors and unevaluated runs neither count nor break a run of outcomes."""
+    history = case_history(refreshes([main_run(wobbly=True)]).eval_sets["orders"].cases["wobbly"].model_copy(
+        update={"history": outcomes}))
+    assert history is not None and history.flips == flips and history.flaky is flaky
+
+
+def test_reverting_a_fix_blocks() -> None:
+    """A case broken on main and then fixed (one change: ✗✗✗✓✓) regresses on a PR that reverts the fix: it blocks
+    (exit 1) as a regression, not "flaky", and its history says one change is not flakiness."""
+    baseline = refreshes([main_run(wobbly=w) for w in (False, False, False, True, True)])
+    assert baseline.eval_sets["orders"].cases["wobbly"].history == "FFFPP"
+    c = compare_pr(baseline, pr_run(wobbly=False))
+    assert category(c, "wobbly") == "regressed"
+    assert c.gate.verdict == "blocked" and c.gate.exit_code == EXIT_FAILED
+    assert c.gate.reasons == ["orders: 1 case(s) regressed"] and c.counts["flaky"] == 0
+    comment = render_comment(c, marker=MARKER)
+    assert comment.splitlines()[1].startswith("### ❌ evalbot: blocked: 1 regressed")
+    assert ("✗✗✗✓✓ on main (oldest first): failed 3 of 5 runs, one change of outcome (a single change is not "
+            "flakiness); ✗ in this run") in comment
+
+
 def test_block_flaky_blocks() -> None:
     """With block_flaky the flaky case blocks (exit 1) and the comment says why."""
     baseline = refreshes([main_run(wobbly=w) for w in FLIPPING])
