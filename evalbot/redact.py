@@ -2,7 +2,8 @@
 
 Pure text functions plus one process-wide set of secret values that the edges register (the Action's
 github-token and judge-api-key, the judge key from the environment). ``scrub`` replaces every registered value
-with ``***`` and drops the query string of every URL (a signed storage URL's signature lives there).
+with ``***`` and drops the query string of every URL-like text (a signed storage URL's signature lives there),
+with or without a scheme: urllib3 names the URL of a refused connection as ``/path?sig=...`` or ``host/path?...``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ MASK = "***"
 MIN_SECRET_CHARS = 6
 """Shorter values are not treated as secrets (masking "true" or "1" everywhere would garble the text)."""
 _URL_QUERY = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s?#\"'<>`]+)\?[^\s#\"'<>`)\]]*")
+_PATH_QUERY = re.compile(
+    r"([^\s?#\"'<>`]*/[^\s?#\"'<>`]*|\b[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?::\d+)?)\?[^\s#\"'<>`)\]]+"
+)
+"""URL-like text without a scheme: a word holding a ``/`` (``/path``, ``host/path``, ``host:443/path``) or a dotted
+host name (``storage.example.net``), followed by ``?`` and a non-empty query.  A sentence ending in ``and/or?`` has no query and is left alone."""
 _secrets: set[str] = set()
 _lock = threading.Lock()
 
@@ -34,8 +40,9 @@ def forget_secrets() -> None:
 
 
 def strip_url_queries(text: str) -> str:
-    """Every URL in ``text`` without its query string (``?…`` kept as a hint that one was there)."""
-    return _URL_QUERY.sub(r"\1?…", text)
+    """Every URL in ``text``, with or without a scheme, without its query string (``?…`` kept as a hint that one
+    was there)."""
+    return _PATH_QUERY.sub(r"\1?…", _URL_QUERY.sub(r"\1?…", text))
 
 
 def scrub(text: str, extra: tuple[str, ...] = ()) -> str:

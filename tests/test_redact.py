@@ -86,3 +86,26 @@ def test_urls_in_error_messages_lose_their_query_strings() -> None:
     assert "SECRETSIG" not in line and "se=2026" not in line
     assert strip_url_queries("see http://h/x?a=1#frag, ok") == "see http://h/x?…#frag, ok"
     assert scrub("no url here") == "no url here"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        # urllib3's messages for a refused storage connection: the URL has no scheme
+        ("Max retries exceeded with url: /abc/artifact.zip?sig=SECRETSIG&se=2026 (Caused by X)",
+         "url: /abc/artifact.zip?… (Caused by X)"),
+        ("connection broken by 'NewConnectionError()': /abc/artifact.zip?sig=SECRETSIG", ": /abc/artifact.zip?…"),
+        ("pipelines.actions.githubusercontent.com/abc/artifact.zip?sig=SECRETSIG&se=2026", "artifact.zip?…"),
+        ("host:443/p?sig=SECRETSIG)", "host:443/p?…)"),
+        ("storage.example.net?sig=SECRETSIG", "storage.example.net?…"),
+    ],
+)
+def test_url_queries_go_with_or_without_a_scheme(text: str, kept: str) -> None:
+    """Issue 24: the signature of a schemeless URL-like text was printed; every such query is dropped now."""
+    assert kept in strip_url_queries(text) and "SECRETSIG" not in scrub(text)
+
+
+def test_text_that_is_not_a_url_keeps_its_question_marks() -> None:
+    """A question ending a sentence, even after a slash, and a bare word with ? keep their text."""
+    for text in ("and/or? yes", "is it ok?", "a?b"):
+        assert strip_url_queries(text) == text

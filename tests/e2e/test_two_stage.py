@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from tests.e2e.conftest import BASE_SHA, HEAD_SHA, REPO, Action, event, pull_request_event
 from tests.e2e.test_pull_request import MARK, make_baseline
 from tests.fakes.fake_github import READ_ONLY_TOKEN, Pull
+from tests.fakes.fake_github_routes import STORAGE_SIGNATURE
 from tests.forge.malformed_zips import BROKEN_DIRECTORY, MALFORMED
 
 RUN_ID = 5151
@@ -124,6 +126,23 @@ def test_malformed_zip_artifact_is_unusable(action: Action, kind: str) -> None:
     assert run.code == 2 and action.github.comments_on(7) == [], run.stdout + run.stderr
     assert any("artifact unusable" in line for line in run.annotations())
     assert "Traceback" not in run.stdout + run.stderr and "evalbot bug" not in run.stdout
+
+
+def test_refused_artifact_storage_never_prints_the_signature(action: Action) -> None:
+    """Issue 24: the storage host refuses the connection; urllib3's message names the URL without a scheme
+    ("...with url: /_blobs/artifacts/N.zip?sig=..."), and its sig= query reached the log and the annotation."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    action.github.storage = f"http://localhost:{port}"
+    action.github.add_pull(Pull(7, head_sha=HEAD_SHA, base_sha=BASE_SHA, head_ref="feature", head_owner="forker"))
+    action.github.add_artifact(RUN_ID, "evalbot-report", {"report.json": b"{}"})
+    run = action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None)
+    everything = run.stdout + run.stderr + run.summary + json.dumps(run.outputs)
+    assert run.code not in (0, 70) and action.github.comments_on(7) == [], everything
+    assert "Connection refused" in everything or "NewConnectionError" in everything, everything
+    assert "/_blobs/artifacts/" in everything and ".zip?…" in everything  # the URL is named, its query is not
+    assert STORAGE_SIGNATURE not in everything and "se=2099" not in everything
 
 
 def test_non_pull_request_runs_are_ignored(action: Action) -> None:

@@ -92,6 +92,7 @@ class FakeGitHub:
         self.violations: list[str] = []
         self.skipped: list[str] = []
         self.commits: list[tuple[str, str, str]] = []  # (branch, path, message)
+        self.storage: str | None = None  # where artifact downloads redirect (None: this server, as another host)
         self._ids = itertools.count(1001)
         self._lock = threading.RLock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (_Handler,), {"fake": self}))

@@ -16,6 +16,8 @@ Answer = tuple[int, Any, dict[str, str]]
 ROUTES: dict[str, Callable[..., Answer]] = {}
 COMMENT_LIMIT = 65_536
 NOT_YOURS = "Must have admin rights to Repository."
+STORAGE_SIGNATURE = "Fake0Storage0Signature0Secret"
+"""The sig= value of every artifact download URL the fake redirects to."""
 
 
 def error(status: int, message: str) -> dict[str, Any]:
@@ -209,4 +211,7 @@ def download_artifact(fake: FakeGitHub, token: Token, q: dict[str, str], body: A
     if int(a["artifact_id"]) not in fake.artifacts:
         return 404, error(404, "Not Found"), {"X-Contract-Skip": "real GitHub answers 404; spec omits it"}
     # A different host name, as GitHub redirects to blob storage: the client must not send the token there.
-    return 302, None, {"Location": f"http://localhost:{fake.port}/_blobs/artifacts/{a['artifact_id']}.zip"}
+    # Signed, like the real storage URL (the signature is a secret for its lifetime: it must never be printed).
+    storage = fake.storage or f"http://localhost:{fake.port}"
+    signed = f"?sig={STORAGE_SIGNATURE}&se=2099-01-01T00%3A00%3A00Z&sp=r"
+    return 302, None, {"Location": f"{storage}/_blobs/artifacts/{a['artifact_id']}.zip{signed}"}
