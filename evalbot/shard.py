@@ -340,6 +340,28 @@ def _merge(parts: Sequence[tuple[str, Report]], info: ShardInfo, assignment: dic
     )
 
 
+def check_loaded(report: Report, eval_sets: Sequence[LoadedEvalSet], where: str) -> list[str]:
+    """Check the merged ``report``'s case list against the eval sets the merging job loaded itself (``where`` names
+    them, e.g. "in the checkout"): the parts' own case list is their word, so a part "1/1" listing every case but one
+    is internally consistent. A loaded case the report lacks raises MissingShards naming it (verdict error, never a
+    partial pass); the notices returned name the report's cases that no loaded eval set has."""
+    merged = {(es.eval_set_id, case.eval_id) for es in report.eval_sets for case in es.cases}
+    loaded = [(es.eval_set_id, case.eval_id) for es in eval_sets for case in es.cases]
+    missing = [key for key in loaded if key not in merged]
+    if missing:
+        raise MissingShards(
+            f"{len(missing)} case(s) of the eval sets {where} missing from the merged results ({_listed(missing)}): "
+            "the parts never measured them, so this run cannot be gated; rerun every shard of this commit with "
+            "the same eval sets (a partial result is never a pass)", missing)
+    known = set(loaded)
+    unknown = [(es.eval_set_id, case.eval_id) for es in report.eval_sets for case in es.cases
+               if (es.eval_set_id, case.eval_id) not in known]
+    if not unknown:
+        return []
+    return [f"{len(unknown)} case(s) in the merged results are in no eval set {where} ({_listed(unknown)}); they are "
+            "shown as the parts reported them"]
+
+
 def _union(items: Iterable[Any]) -> list[Any]:
     out: list[Any] = []
     for item in items:

@@ -46,7 +46,7 @@ from evalbot.render.html import render_html
 from evalbot.render.junit import junit_suites, write_junit
 from evalbot.render.template_files import comment_template_text, read_regular_file
 from evalbot.results import Report, write_report_json
-from evalbot.shard import MissingShards, merge_reports, part_files, read_part
+from evalbot.shard import MissingShards, check_loaded, merge_reports, part_files, read_part
 
 log = logging.getLogger("evalbot")
 BASELINE_MESSAGE = "chore(evalbot): refresh eval baseline [skip ci]"
@@ -86,9 +86,10 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
     return report
 
 
-def merged_parts(inputs: ActionInputs, ws: Workspace) -> Report:
+def merged_parts(inputs: ActionInputs, ws: Workspace, loaded: Inputs) -> Report:
     """Mode merge: the report joined from the shard jobs' parts in the ``parts`` directory (untrusted files: regular
-    files inside the workspace, size-capped, validated; see evalbot.shard). Raises MissingShards or MergeError."""
+    files inside the workspace, size-capped, validated; see evalbot.shard), its case list checked against the eval
+    sets this job loaded (``loaded``). Raises MissingShards or MergeError."""
     root = ws.root
     where = ws.path(inputs.parts)
     found = part_files([str(where)], root=root) if where.exists() or where.is_symlink() else []
@@ -96,7 +97,9 @@ def merged_parts(inputs: ActionInputs, ws: Workspace) -> Report:
         raise MissingShards(f"no part in {inputs.parts}: no shard job's report was downloaded there (did the shard "
                             "jobs run and upload their parts, and did actions/download-artifact put them there?)", [])
     with gc_paused():
-        return merge_reports([(ws.relative(str(path)), read_part(path, root=root)) for path in found])
+        report = merge_reports([(ws.relative(str(path)), read_part(path, root=root)) for path in found])
+    report.notices += check_loaded(report, loaded.eval_sets, "in this job's checkout")
+    return report
 
 
 def shard_job(inputs: ActionInputs, ws: Workspace, report: Report, stream: TextIO) -> Outcome:
@@ -240,7 +243,7 @@ def first_stage(
         return shard_job(inputs, ws, evaluate_inputs(env, inputs, ws, loaded), stream)
     if inputs.merging:
         try:
-            merged: Report | None = merged_parts(inputs, ws)
+            merged: Report | None = merged_parts(inputs, ws, loaded)
         except MissingShards as exc:
             return missing_parts(ctx, inputs, mode, forge, exc, stream)
     pr = ctx.pull_request

@@ -9,7 +9,7 @@ and the gate settings come from the base commit and the default branch.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import TextIO
@@ -25,10 +25,11 @@ from evalbot.compare.accept import proposed_baseline
 from evalbot.compare.delta import compare
 from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
 from evalbot.forge.base import Forge, ForgeError
-from evalbot.pipeline import settings_for
+from evalbot.formats.loaded import LoadedEvalSet
+from evalbot.pipeline import load_inputs, settings_for
 from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.results import Report
-from evalbot.shard import MissingShards, merge_reports, part_from_bytes
+from evalbot.shard import MissingShards, check_loaded, merge_reports, part_from_bytes
 
 log = logging.getLogger("evalbot")
 MAX_ARTIFACT_BYTES = 50 * 1024 * 1024
@@ -51,9 +52,10 @@ def report_from_artifact(files: Mapping[str, bytes], inputs: ActionInputs) -> Re
         ) from None
 
 
-def report_from_parts(files: Mapping[str, bytes], inputs: ActionInputs) -> Report:
+def report_from_parts(files: Mapping[str, bytes], inputs: ActionInputs, eval_sets: Sequence[LoadedEvalSet]) -> Report:
     """The merged report of the parts (one per artifact matching the artifact-name pattern), each validated as
-    untrusted data; raises MissingShards (exit 3) or MergeError (exit 2) naming what is wrong."""
+    untrusted data, its case list checked against ``eval_sets`` (the trusted checkout's); raises MissingShards
+    (exit 3) or MergeError (exit 2) naming what is wrong."""
     wanted = PurePosixPath(inputs.report_path).name
     names = sorted(name for name in files if name.endswith(".json"))
     if not names:
@@ -62,7 +64,9 @@ def report_from_parts(files: Mapping[str, bytes], inputs: ActionInputs) -> Repor
                             [])
     preferred = [name for name in names if PurePosixPath(name).name == wanted] or names
     where = f"artifact {inputs.artifact_name}"
-    return merge_reports([(f"{where}:{name}", part_from_bytes(files[name], f"{where}:{name}")) for name in preferred])
+    report = merge_reports([(f"{where}:{name}", part_from_bytes(files[name], f"{where}:{name}")) for name in preferred])
+    report.notices += check_loaded(report, eval_sets, "of the default branch")
+    return report
 
 
 def pr_baseline_at(forge: Forge, path: str, head_sha: str) -> str | None:
@@ -94,7 +98,7 @@ def second_stage(
     files = forge.download_artifact(run_id=run.id, name=inputs.artifact_name, max_bytes=MAX_ARTIFACT_BYTES)
     if "*" in inputs.artifact_name:  # the parts of a sharded run: merged, each read as untrusted data
         try:
-            report = report_from_parts(files, inputs)
+            report = report_from_parts(files, inputs, load_inputs(eval_paths(inputs), config=inputs.config).eval_sets)
         except MissingShards as exc:
             print(workflow.annotation("error", f"could not measure the whole run of PR #{pull.number}: {exc}",
                                       title="evalbot merge"), file=stream)

@@ -44,7 +44,7 @@ from evalbot.render.console import render_text
 from evalbot.render.html import render_html
 from evalbot.render.template_files import comment_template_text, read_regular_file
 from evalbot.results import Report
-from evalbot.shard import MissingShards, merge_reports, part_files, read_part
+from evalbot.shard import MissingShards, check_loaded, merge_reports, part_files, read_part
 
 MAX_BASELINE_BYTES = 100 * 1024 * 1024
 
@@ -282,6 +282,12 @@ def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     try:
         with gc_paused():  # the parts' millions of acyclic objects: no collector passes over them while they load
             report = merge_reports([(str(path), read_part(path)) for path in part_files(args.parts)])
+            if args.paths:  # the merged case list against the eval sets this command loaded itself
+                report.notices += check_loaded(report, load_inputs(args.paths, config=args.config).eval_sets,
+                                               "given with --eval-sets")
+            else:
+                print("evalbot: warning: no --eval-sets given, so the merged case list is checked only against the "
+                      "parts' own list (a part that leaves a case out of its list goes unnoticed)", file=sys.stderr)
     except MissingShards as exc:
         print(f"error: {exc}", file=sys.stderr)
         # The comment and summary files say so in their headline: a stale file from an earlier run never stands in.

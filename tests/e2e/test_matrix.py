@@ -176,3 +176,66 @@ def test_readme_matrix_workflow_names_the_inputs_used_here() -> None:
     for needle in ("shard: ${{ matrix.shard }}/4", "mode: merge", "pattern: evalbot-part-*", "path: .evalbot-parts",
                    "artifact-name: evalbot-part-*"):
         assert needle in section, needle
+
+
+def _omitting_part(tmp_path: Path, drop: str) -> bytes:
+    """The attack: a shard job whose checkout's eval set lacks case ``drop`` writes a part "1/1". It is internally
+    consistent (its case list matches its fingerprint, every listed case is there), so the parts agree with each
+    other; only the merging job's own eval sets show the case is missing."""
+    with FakeGitHub(repo=REPO) as github, FakeGemini(responder=lambda prompt, index, request: VALID) as gemini:
+        action = Action(tmp_path, github, gemini)
+        sets = action.workspace / "evals" / "shop.evalset.json"
+        data = json.loads(sets.read_text(encoding="utf-8"))
+        data["eval_cases"] = [c for c in data["eval_cases"] if c["eval_id"] != drop]
+        sets.write_text(json.dumps(data), encoding="utf-8")
+        run = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS, "shard": "1/1"})
+        assert run.code == 0, run.stdout + run.stderr
+        part = (run.workspace / ".evalbot-out" / "report.json").read_bytes()
+    assert drop not in {c["eval_id"] for es in json.loads(part)["eval_sets"] for c in es["cases"]}
+    return part
+
+
+def test_a_part_1_of_1_omitting_the_regressed_case_is_error_naming_it(
+        action: Action, baseline_text: str, tmp_path: Path) -> None:
+    """Issue 24: one consistent part "1/1" without the regressed case was merged into exit 0 "✅ no regressions";
+    the merge job compares the merged case list with the eval sets it loaded: exit 3, the headline names the case."""
+    make_baseline(action, baseline_text)
+    part = _omitting_part(tmp_path / "attacker", "refund")
+    folder = action.workspace / ".evalbot-parts" / "evalbot-part-1"
+    folder.mkdir(parents=True)
+    (folder / "report.json").write_bytes(part)
+    merge = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS, "mode": "merge"})
+    assert merge.code == 3 and merge.outputs["verdict"] == "error", merge.stdout + merge.stderr
+    (comment,) = action.github.comments_on(8)
+    headline = comment.body.splitlines()[1]
+    assert headline.startswith("### ⛔ evalbot: could not measure, not passing: 1 case(s)"), comment.body
+    assert "shop/refund" in headline and "✅" not in comment.body
+
+
+def test_second_stage_part_1_of_1_omitting_the_regressed_case_is_error(
+        action: Action, baseline_text: str, tmp_path: Path) -> None:
+    """The same part uploaded by a fork's run: the trusted stage checks it against the default branch's eval sets."""
+    make_baseline(action, baseline_text)
+    part = _omitting_part(tmp_path / "attacker", "refund")
+    action.github.add_artifact(RUN_ID, "evalbot-part-1", {"report.json": part})
+    action.github.add_pull(Pull(7, head_sha=HEAD_SHA, base_sha=BASE_SHA, head_ref="feature", head_owner="forker"))
+    second = action.run("workflow_run", workflow_run_event(), judge_key=None, sha="d" * 40, ref="refs/heads/main",
+                        inputs={"mode": "workflow_run", "artifact-name": "evalbot-part-*"})
+    assert second.code == 3 and second.outputs["verdict"] == "error", second.stdout + second.stderr
+    (comment,) = action.github.comments_on(7)
+    assert "shop/refund" in comment.body.splitlines()[1] and "✅" not in comment.body
+
+
+def test_merged_cases_unknown_to_the_checkout_are_a_notice(action: Action, baseline_text: str,
+                                                           parts: list[bytes]) -> None:
+    """A case the parts hold but the merge job's eval sets do not: reported with a notice, not an error."""
+    make_baseline(action, baseline_text)
+    _download(action, parts)
+    sets = action.workspace / "evals" / "shop.evalset.json"
+    data = json.loads(sets.read_text(encoding="utf-8"))
+    data["eval_cases"] = [c for c in data["eval_cases"] if c["eval_id"] != "greeting"]
+    sets.write_text(json.dumps(data), encoding="utf-8")
+    merge = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS, "mode": "merge"})
+    assert merge.code == 1, merge.stdout + merge.stderr  # still gated: the regression of refund blocks
+    report = json.loads((merge.workspace / ".evalbot-out" / "report.json").read_text(encoding="utf-8"))
+    assert any("in no eval set in this job's checkout (shop/greeting)" in n for n in report["notices"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,8 @@ def _merge(paths: list[Path], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
 
 def test_merge_joins_a_directory_of_parts(parts: list[Path], capsys: pytest.CaptureFixture[str]) -> None:
     code, err = _merge([parts[0].parent], capsys)
-    assert code == 1 and err == ""  # the example has failing cases: run's exit code
+    assert code == 1  # the example has failing cases: run's exit code
+    assert err.startswith("evalbot: warning: no --eval-sets given") and err.count("\n") == 1
 
 
 def test_missing_shard_is_exit_3_naming_the_shard_and_cases(parts: list[Path],
@@ -254,3 +256,32 @@ def test_agent_runs_only_the_shards_cases(tmp_path: Path) -> None:
     merged = tmp_path / "merged.json"
     main(["merge", *map(str, parts), "--report", str(merged)], {})
     assert json.loads(merged.read_text())["totals"]["cases"] == 12
+
+
+def test_a_part_1_of_1_omitting_the_regressed_case_is_exit_3_naming_it(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 24: a part "1/1" scored on eval sets that lack the regressed case is internally consistent, so merged
+    alone it was exit 0 "no regressions"; with --eval-sets the merged case list is checked against those eval sets:
+    exit 3, the headline names the case. A case the eval sets do not have is a notice."""
+    evals = tmp_path / "evals"
+    shutil.copytree("examples/evals", evals)
+    orders = evals / "orders" / "orders.evalset.json"
+    data = json.loads(orders.read_text())
+    data["eval_cases"] = [c for c in data["eval_cases"] if c["eval_id"] != "refund_damaged_item"]
+    orders.write_text(json.dumps(data))
+    part = tmp_path / "part.json"
+    inputs = [str(evals), *EXAMPLE[1:]]
+    assert main(["run", *inputs, "--shard", "1/1", "--report", str(part)], {}) in (0, 1)
+    comment = tmp_path / "comment.md"
+    code = main(["merge", str(part), "--baseline", EXAMPLE_BASELINE, "--eval-sets", "examples/evals",
+                 "--comment", str(comment)], {})
+    assert code == 3, capsys.readouterr().err
+    headline = comment.read_text().splitlines()[1]
+    assert headline.startswith("### ⛔ evalbot: could not measure, not passing: 1 case(s) of the eval sets given with "
+                               "--eval-sets missing from the merged results (orders/refund\\_damaged\\_item)"), headline
+    assert "orders/refund_damaged_item" in capsys.readouterr().err
+
+    report = tmp_path / "merged.json"  # the other way round: the part has a case the eval sets given lack
+    assert main(["merge", str(part), "--eval-sets", str(evals / "faq"), "--report", str(report)], {}) in (0, 1)
+    notices = json.loads(report.read_text())["notices"]
+    assert any("in no eval set given with --eval-sets (orders/" in n for n in notices), notices
