@@ -11,7 +11,7 @@ from typing import TextIO
 from evalbot.action import workflow
 from evalbot.action.gate import GateSettings, config_candidates, policy_changes, settings_at, template_at
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, print_annotations, summarize
-from evalbot.action.settings import ActionInputs, GitHubContext, Mode, on_default_branch
+from evalbot.action.settings import ActionInputs, GitHubContext, Mode, credentials_expected, on_default_branch
 from evalbot.action.workspace import (
     Workspace,
     eval_paths,
@@ -38,7 +38,7 @@ from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputE
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
 from evalbot.formats.jsonio import gc_paused
 from evalbot.git import git_show
-from evalbot.judges.factory import judge_from_environ
+from evalbot.judges.factory import MISSING_CREDENTIALS, judge_from_environ
 from evalbot.load import read_optional
 from evalbot.pipeline import Inputs, ballots_for, evaluate, exit_code, load_inputs, settle_split_votes
 from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
@@ -51,6 +51,14 @@ from evalbot.shard import MissingShards, check_loaded, merge_reports, part_files
 log = logging.getLogger("evalbot")
 BASELINE_MESSAGE = "chore(evalbot): refresh eval baseline [skip ci]"
 
+
+ACTION_MISSING_CREDENTIALS = (
+    "no judge credentials: the judge-api-key and openai-api-key inputs are empty (a secret that is not set, or "
+    "misnamed in the workflow, reads as empty) and no judge variable is set (GOOGLE_API_KEY or GEMINI_API_KEY; "
+    "OPENAI_API_KEY or OPENAI_BASE_URL; AZURE_OPENAI_API_KEY with AZURE_OPENAI_ENDPOINT; GOOGLE_GENAI_USE_VERTEXAI "
+    "with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION)"
+)
+"""Why judged criteria had no judge in the Action: the inputs and the variables to set."""
 
 TRUSTED_EVENTS = frozenset({"pull_request_target", "workflow_run"})
 """Events whose runs hold secrets or a write token: custom metrics (repository code) are never imported there."""
@@ -73,6 +81,8 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
     cache = str(ws.path(inputs.judge_cache)) if inputs.judge_cache else None
     judge, notice = judge_from_environ(judge_env, cache_dir=cache, concurrency=inputs.judge_concurrency,
                                        deadline=inputs.judge_deadline, sampling=policy.sampling)
+    if judge is None and notice == MISSING_CREDENTIALS:
+        notice = ACTION_MISSING_CREDENTIALS
     refused = None
     if env.get("GITHUB_EVENT_NAME") in TRUSTED_EVENTS:
         refused = (
@@ -274,7 +284,8 @@ def first_stage(
     if mode == "pull_request" and pr is not None:
         update = proposed_baseline(lambda: pr_baseline_text(ws, inputs.baseline_path), baseline, inputs.baseline_path)
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
-                         baseline_error=baseline_error, create=baseline_command(inputs), proposed=update)
+                         baseline_error=baseline_error, create=baseline_command(inputs), proposed=update,
+                         credentials_expected=credentials_expected(ctx))
     if gate is not None and pr is not None:
         comparison.policy_changes = gate.changes
         comparison.notes = gate.notes

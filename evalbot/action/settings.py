@@ -430,3 +430,11 @@ def choose_mode(requested: str, ctx: GitHubContext) -> Mode:
 def on_default_branch(ctx: GitHubContext) -> bool:
     """True for a push to the repository's default branch (where the baseline may be refreshed)."""
     return bool(ctx.default_branch) and ctx.ref == f"refs/heads/{ctx.default_branch}"
+
+
+def credentials_expected(ctx: GitHubContext) -> bool:
+    """Whether the run should have the judge's credentials: everywhere but a ``pull_request`` run from a fork, whose
+    secrets GitHub withholds (a same-repository pull request, a push, a merge queue, a baseline refresh,
+    ``pull_request_target`` all have them)."""
+    pr = ctx.pull_request
+    return not (ctx.event_name == "pull_request" and pr is not None and pr.from_fork)

@@ -295,8 +295,9 @@ def _gate_inputs(sets: Sequence[EvalSetComparison]) -> tuple[list[str], list[str
 
 
 def _alerts(current: Report, policy: GatePolicy, baseline_error: str | None,
-            missing_note: str | None) -> tuple[list[str], list[str]]:
-    """Headline alerts, and the judge failures that make the gate an ``error`` (``judge_failures: block``)."""
+            missing_note: str | None, credentials_expected: bool = False) -> tuple[list[str], list[str]]:
+    """Headline alerts, and the judge failures that make the gate an ``error`` (``judge_failures: block``); judged
+    verdicts without a judge are such a failure where the credentials were ``credentials_expected``."""
     alerts: list[str] = []
     blocking: list[str] = []
     if baseline_error:
@@ -311,15 +312,21 @@ def _alerts(current: Report, policy: GatePolicy, baseline_error: str | None,
             alerts.append(f"{failed} (judge-failures: block)")
         else:
             alerts.append(f"{failed} (judge-failures: warn; not blocking, so regressions on these may be missed)")
-    no_judge = gaps.no_judge_message()
-    if no_judge:
+    no_judge = gaps.no_judge_message(expected=credentials_expected)
+    if no_judge and not credentials_expected:
         alerts.append(f"{no_judge} (not blocking; regressions on these criteria cannot be detected)")
+    elif no_judge and policy.judge_failures == "block":
+        blocking.append(no_judge)
+        alerts.append(f"{no_judge} (judge-failures: block)")
+    elif no_judge:
+        alerts.append(f"{no_judge} (judge-failures: warn; not blocking, so regressions on these may be missed)")
     return alerts, blocking
 
 
 def compare(
     *, current: Report, baseline: Baseline | None, policy: GatePolicy, baseline_source: str = DEFAULT_BASELINE_PATH,
     baseline_error: str | None = None, create: str | None = None, proposed: ProposedBaseline | None = None,
+    credentials_expected: bool = False,
 ) -> Comparison:
     """Compare ``current`` with ``baseline`` (None: absolute scores only) and decide the gate.
 
@@ -329,6 +336,8 @@ def compare(
     (:mod:`evalbot.compare.accept`): the run is compared with them, and a regression or yardstick change they
     record is shown as accepted, not blocking; an entry the run contradicts blocks. Every change to what is
     measured (:mod:`evalbot.compare.yardstick`) is listed; unaccepted ones block under ``yardstick_changes: block``.
+    ``credentials_expected``: the run should have had the judge's credentials (the Action anywhere but a fork's first
+    stage), so judged verdicts without a judge are a judge failure (``judge_failures``), not a warning.
     """
     note = command = None
     info = None
@@ -388,7 +397,7 @@ def compare(
     counts["yardstick"] = sum(1 for y in yardstick if not y.accepted)
     counts["accepted_changes"] = counts["accepted"] + sum(1 for y in yardstick if y.accepted)
     regressions, inconclusive, flaky = _gate_inputs(sets)
-    alerts, unmeasured = _alerts(current, policy, baseline_error, missing_note)
+    alerts, unmeasured = _alerts(current, policy, baseline_error, missing_note, credentials_expected)
     gate = decide(
         policy,
         invalid=_invalid(current),

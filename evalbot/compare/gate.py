@@ -37,7 +37,8 @@ class GatePolicy(BaseModel):
     find significant at ``alpha`` are *inconclusive*: shown with their p-value, blocking only with
     ``block_inconclusive``. ``judge_failures`` says what a judged verdict the judge could not give (outage, timeout,
     unparseable answer) does: ``block`` (default) makes the run an ``error`` (exit 3), ``warn`` only says so in the
-    headline. Missing judge credentials are always a warning (the first stage of a fork PR has no secrets).
+    headline. Missing judge credentials are such a failure where the credentials are expected, and a warning in a
+    fork PR's first stage, which has no secrets (``compare``'s ``credentials_expected``).
     A case that regresses although it oscillated on main within the baseline's history (changed outcome at least
     twice) is *flaky*: shown with its history, blocking only with ``block_flaky``.
     ``sampling`` says how majority-vote criteria ask the judge: ``sequential`` (default) asks the fewest samples that

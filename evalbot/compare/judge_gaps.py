@@ -4,7 +4,8 @@ Pure: reads a Report. A judged verdict is one invocation's verdict on a judged c
 without per-invocation verdicts counts as one). It is *missing* when its status is ``not_evaluated``: the judge
 call failed (HTTP error, timeout, deadline, garbled or empty answer), the answer carried no usable or a
 conflicting verdict, or no judge was configured. The last kind (``no_judge``) is the expected state of a fork PR's
-first stage, which has no secrets, and is a warning; every other kind is a judge failure.
+first stage, which has no secrets, and is a warning there; where the credentials are expected (a same-repository
+pull request, a push, a merge queue, a baseline refresh) it is a judge failure like the others.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from evalbot.results import Report
 NO_JUDGE_MARK = "needs an LLM judge: "
 """What ``criteria.judged.unavailable`` puts in the reason of a criterion that had no judge to call."""
 _REASON_CHARS = 300
+_NO_JUDGE_CHARS = 480
+"""The no-judge reason is evalbot's own message naming the variables to set: kept whole (an artifact's is capped)."""
 
 
 @dataclass(frozen=True)
@@ -42,18 +45,24 @@ class JudgeGaps:
         return (f"judge unavailable: {self.failed} of {self.total} judged verdict(s) not evaluated — "
                 f"{why}{more}")
 
-    def no_judge_message(self) -> str | None:
-        """The headline sentence for judged criteria that had no judge (missing credentials), or None."""
+    def no_judge_message(self, *, expected: bool = False) -> str | None:
+        """The headline sentence for judged criteria that had no judge (missing credentials), or None. ``expected``:
+        the run should have had the credentials (anything but a fork's first stage): said as a failure."""
         if not self.no_judge:
             return None
         why = self.no_judge_reason or "no judge is configured"
-        return (f"judged criteria not measured: {self.no_judge} of {self.total} judged verdict(s) not evaluated — "
-                f"{why}")
+        lead = "judge credentials missing" if expected else "judged criteria not measured"
+        return f"{lead}: {self.no_judge} of {self.total} judged verdict(s) not evaluated — {why}"
 
 
-def _clip(text: str) -> str:
+def _clip(text: str, limit: int = _REASON_CHARS) -> str:
+    """``text`` on one line, at most ``limit`` characters, cut at a word boundary (never mid-word) with "…"."""
     text = " ".join(text.split())
-    return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    space = head.rfind(" ")
+    return (head[:space] if space > limit // 2 else head).rstrip(" ,;:—-") + "…"
 
 
 def judge_gaps(report: Report) -> JudgeGaps:
@@ -75,7 +84,7 @@ def judge_gaps(report: Report) -> JudgeGaps:
                     reason = why or metric.reason or "the judge gave no verdict"
                     if NO_JUDGE_MARK in reason:
                         no_judge += 1
-                        no_judge_reason = no_judge_reason or _clip(reason.split(NO_JUDGE_MARK, 1)[1])
+                        no_judge_reason = no_judge_reason or _clip(reason.split(NO_JUDGE_MARK, 1)[1], _NO_JUDGE_CHARS)
                     else:
                         failed += 1
                         reasons[_clip(reason)] += 1

@@ -110,6 +110,33 @@ def test_missing_credentials_warn_in_the_headline(main_baseline: object) -> None
     assert "judged criteria not measured: 3 of 3 judged verdict(s) not evaluated — no judge credentials" in top
 
 
+def test_missing_credentials_where_expected_are_a_judge_failure(main_baseline: object) -> None:
+    """Where the run should have had its secrets (``credentials_expected``), no judge is a judge failure: exit 3 under
+    ``judge_failures: block``, a warning under ``warn``; the whole message naming the variables is kept."""
+    report = scored(None, reason=MISSING_CREDENTIALS)
+    c = compare(current=report, baseline=main_baseline, policy=GatePolicy(),  # type: ignore[arg-type]
+                credentials_expected=True)
+    assert (c.gate.verdict, c.gate.exit_code) == ("error", 3)
+    assert headline(c).splitlines()[0] == "### ⛔ evalbot: could not measure, not passing: judge credentials missing"
+    assert c.alerts == [f"judge credentials missing: 3 of 3 judged verdict(s) not evaluated — {MISSING_CREDENTIALS} "
+                        "(judge-failures: block)"]
+    warned = compare(current=report, baseline=main_baseline,  # type: ignore[arg-type]
+                     policy=GatePolicy(judge_failures="warn"), credentials_expected=True)
+    assert (warned.gate.verdict, warned.gate.exit_code) == ("passed", 0)
+    assert headline(warned).startswith("### ⚠️ evalbot: no regressions in what was measured")
+
+
+def test_a_long_no_judge_reason_is_cut_at_a_word(main_baseline: object) -> None:
+    """A reason longer than the cap (e.g. from an untrusted artifact) is cut at a word boundary with "…"."""
+    reason = "set " + " ".join(f"VARIABLE_{i:03d}" for i in range(80))
+    c = compare(current=scored(None, reason=reason), baseline=main_baseline,  # type: ignore[arg-type]
+                policy=GatePolicy())
+    shown = c.alerts[0].split(" — ", 1)[1].removesuffix(" (not blocking; regressions on these criteria cannot be "
+                                                         "detected)")
+    assert shown.endswith("…") and len(shown) <= 480
+    assert all(word.startswith("VARIABLE_") and len(word) == 12 for word in shown[4:-1].split())
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_partial_outage_counts_only_the_missing_verdicts(backend: str, main_baseline: object) -> None:
     """One call of three fails: "1 of 3", the other verdicts kept."""

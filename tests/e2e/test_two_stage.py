@@ -197,7 +197,7 @@ def test_push_whose_judge_failed_keeps_the_committed_baseline(action: Action) ->
     keyless = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="f" * 40, judge_key=None)
     assert keyless.code == 3 and keyless.outputs["verdict"] == "error", keyless.stdout  # asked for, not measured
     assert len(action.github.commits) == 1
-    assert "could not measure, not passing: baseline not refreshed" in keyless.summary
+    assert "could not measure, not passing: judge credentials missing" in keyless.summary  # a push has secrets
     assert "The baseline was not refreshed: judged criteria not measured" in keyless.summary
     assert any("evalbot baseline" in a and "could not block" in a for a in keyless.annotations())
     action.gemini.responder = lambda prompt, index, request: "no verdict here"
