@@ -248,11 +248,7 @@ def compare_eval_set(
         criterion_row(info, es, usable, _pairs(info.name, cases, usable) if usable else [], policy)
         for info in es.criteria
     ]
-    flips = Counter((d.criterion, d.change) for case in cases for d in case.metrics)
-    for row in rows:
-        row.regressed_cases = flips[row.criterion, "regressed"]
-        row.fixed_cases = flips[row.criterion, "fixed"]
-        row.inconclusive_cases = flips[row.criterion, "inconclusive"]
+    _count_case_outcomes(rows, cases)
     if usable:
         current_names = {c.name for c in es.criteria}
         rows += [CriterionRow(criterion=n, change="removed", judged=c.judged, threshold=c.threshold,
@@ -271,6 +267,23 @@ def _invalid(report: Report) -> list[str]:
         if errors:
             out.append(f"{es.eval_set_id}: {len(errors)} case(s) could not be evaluated (see their reasons)")
     return out
+
+
+def _count_case_outcomes(rows: list[CriterionRow], cases: list[CaseComparison]) -> None:
+    """Each row's counts of the cases that changed on its criterion, by the case's outcome as the headline counts
+    it: a regression on a flaky or accepted case counts as flaky or accepted, not as regressed."""
+    flips: Counter[tuple[str, str]] = Counter()
+    for case in cases:
+        for d in case.metrics:
+            if d.change in ("regressed", "inconclusive", "fixed"):
+                outcome = case.category if case.category in ("flaky", "accepted") and d.change != "fixed" else d.change
+                flips[d.criterion, outcome] += 1
+    for row in rows:
+        row.regressed_cases = flips[row.criterion, "regressed"]
+        row.fixed_cases = flips[row.criterion, "fixed"]
+        row.inconclusive_cases = flips[row.criterion, "inconclusive"]
+        row.flaky_cases = flips[row.criterion, "flaky"]
+        row.accepted_cases = flips[row.criterion, "accepted"]
 
 
 def _gate_inputs(sets: Sequence[EvalSetComparison]) -> tuple[list[str], list[str], list[str]]:
@@ -389,6 +402,8 @@ def compare(
     if acceptance is not None and baseline is not None and compatible:
         infos = {key: es.criteria for key, es in zip(keys, current.eval_sets, strict=True)}
         _mark_accepted(sets, infos, yardstick, acceptance, baseline, policy)
+        for es in sets:
+            _count_case_outcomes(es.rows, es.cases)
     counts: dict[str, int] = {category: 0 for category in CATEGORIES}
     for es in sets:
         for case in es.cases:

@@ -78,8 +78,12 @@ class CriterionRow(StrictModel):
     scored: int = 0
     """Current cases with a score on this criterion."""
     regressed_cases: int = 0
+    """Cases that regressed on this criterion and count as regressed (CaseComparison.category); a case that
+    regressed here but is flaky or accepted counts under ``flaky_cases`` or ``accepted_cases``, as in the headline."""
     fixed_cases: int = 0
     inconclusive_cases: int = 0
+    flaky_cases: int = 0
+    accepted_cases: int = 0
     passed: int = 0
     failed: int = 0
 

@@ -23,7 +23,7 @@ from evalbot import __version__
 from evalbot.compare.model import Comparison, CriterionRow, EvalSetComparison
 from evalbot.errors import EvalbotError
 from evalbot.forge.base import COMMENT_MAX_CHARS
-from evalbot.render import mdsafe
+from evalbot.render import mdsafe, words
 from evalbot.render.numbers import p_value_text, score_text
 from evalbot.render.views import Limits, sections
 
@@ -114,14 +114,14 @@ def _pvalue(value: float | None) -> mdsafe.Safe:
 
 
 def _row_note(row: CriterionRow | Mapping[str, Any]) -> mdsafe.Safe:
-    """The last table column: cases that flipped on this criterion, the mean's verdict, partial pairing."""
-    notes = [f"{icon} {_number(n)} {label}" for icon, n, label in (
-        ("🔴", _field(row, "regressed_cases"), "regressed"), ("🟡", _field(row, "inconclusive_cases"), "inconclusive"),
-        ("🟢", _field(row, "fixed_cases"), "fixed"),
-    ) if n]
+    """The last table column: the cases that changed on this criterion by outcome, the mean change's test, partial
+    pairing (the words of render.words, shared with every other output)."""
+    data = row.model_dump() if isinstance(row, BaseModel) else row
+    notes = [f"{icon} {n} {label}" for icon, n, label in words.case_counts(data)]
     change, paired, scored = _field(row, "change"), _field(row, "paired"), _field(row, "scored")
-    if change in ("regressed", "inconclusive", "improved"):
-        notes.append(f"mean {ROW_BADGES[change]} ({_pvalue(_real(_field(row, 'p_value')))}, n = {_number(paired)})")
+    tested = words.mean_change(change, _real(_field(row, "p_value")), paired)
+    if tested:
+        notes.append(tested)
     elif isinstance(change, str) and ROW_BADGES.get(change):
         notes.append(ROW_BADGES[change])
     if _real(_field(row, "delta")) is not None and _real(paired) is not None and _real(scored) is not None \

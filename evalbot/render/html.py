@@ -28,6 +28,7 @@ from evalbot.compare.baseline import BaselineUsage
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import CaseComparison, Comparison, CriterionRow, EvalSetComparison, MetricDelta
+from evalbot.render import words
 from evalbot.render.comment import cost_change, money, verdict
 from evalbot.render.numbers import p_value_text
 from evalbot.render.trajdiff import call_text, diff_calls
@@ -106,16 +107,13 @@ def row_data(row: CriterionRow) -> Data:
         "current": fmt(row.current_mean),
         "delta": shown,
         "direction": direction,
-        "change": row.change.replace("_", " "),
+        "change": words.row_change(row.change, row.p_value, row.paired),
         "change_key": row.change,
-        "p": p_value_text(row.p_value),
         "paired": row.paired,
         "scored": row.scored,
         "passed": row.passed,
         "failed": row.failed,
-        "regressed": row.regressed_cases,
-        "fixed": row.fixed_cases,
-        "inconclusive": row.inconclusive_cases,
+        "outcomes": [f"{n} {label}" for _, n, label in words.case_counts(row.model_dump())],
     }
 
 

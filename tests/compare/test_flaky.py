@@ -23,30 +23,13 @@ from evalbot.errors import EXIT_FAILED, EXIT_OK, InputError
 from evalbot.render.comment import comment_marker, render_comment, render_summary
 from evalbot.render.html import render_html
 from evalbot.results import Report
-from tests.fakes.reports import JUDGE, TRAJ, case, eval_set, metric, report
+from tests.fakes.reports import JUDGE, TRAJ, case, eval_set, main_refreshes, metric, report, wobbly_main_run
 
 MARKER = comment_marker()
 
 
-def main_run(*, wobbly: bool, steady: bool = True, judge_votes: tuple[int, int] = (5, 0)) -> Report:
-    """One run on main: ``wobbly`` and ``steady`` pass or fail as told; ``judged`` carries a judge vote split."""
-    yes, no = judge_votes
-    return report(eval_set("orders", [
-        case("wobbly", {TRAJ: metric(1.0 if wobbly else 0.0)}),
-        case("steady", {TRAJ: metric(1.0 if steady else 0.0)}),
-        case("judged", {JUDGE: metric(1.0 if yes > no else 0.0, 0.5, votes=[(yes, no)])}),
-    ]))
-
-
-def refreshes(runs: list[Report], previous: Baseline | None = None) -> Baseline:
-    """Each run on main refreshes the baseline, continuing the previous one's histories (as push mode does)."""
-    baseline = previous
-    for i, run in enumerate(runs):
-        baseline = build_baseline(run, commit=f"{i:040x}", created_at=f"2026-01-{i + 1:02d}T00:00:00+00:00",
-                                  previous=baseline)
-        baseline = parse_baseline(dump_baseline(baseline), "baseline.json")  # through the file, as on main
-    assert baseline is not None
-    return baseline
+main_run = wobbly_main_run
+refreshes = main_refreshes
 
 
 def pr_run(*, wobbly: bool = True, steady: bool = True) -> Report:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalbot.compare.baseline import Baseline, build_baseline, dump_baseline, parse_baseline
 from evalbot.results import (
     CaseResult,
     CriterionInfo,
@@ -105,3 +106,25 @@ def eval_set(eval_set_id: str, cases: list[CaseResult], criteria: list[Criterion
 def report(*sets: EvalSetReport, usage: dict[str, Any] | None = None) -> Report:
     """A report over the given eval sets."""
     return Report(eval_sets=list(sets), totals=totals(sets), usage=usage)
+
+
+def wobbly_main_run(*, wobbly: bool, steady: bool = True, judge_votes: tuple[int, int] = (5, 0)) -> Report:
+    """One run of the ``orders`` eval set: ``wobbly`` and ``steady`` pass or fail as told (tool trajectory);
+    ``judged`` carries a judge vote split."""
+    yes, no = judge_votes
+    return report(eval_set("orders", [
+        case("wobbly", {TRAJ: metric(1.0 if wobbly else 0.0)}),
+        case("steady", {TRAJ: metric(1.0 if steady else 0.0)}),
+        case("judged", {JUDGE: metric(1.0 if yes > no else 0.0, 0.5, votes=[(yes, no)])}),
+    ]))
+
+
+def main_refreshes(runs: list[Report], previous: Baseline | None = None) -> Baseline:
+    """Each run on main refreshes the baseline, continuing the previous one's histories (as push mode does)."""
+    baseline = previous
+    for i, run in enumerate(runs):
+        baseline = build_baseline(run, commit=f"{i:040x}", created_at=f"2026-01-{i + 1:02d}T00:00:00+00:00",
+                                  previous=baseline)
+        baseline = parse_baseline(dump_baseline(baseline), "baseline.json")  # through the file, as on main
+    assert baseline is not None
+    return baseline
