@@ -63,20 +63,29 @@ def _current_criterion(es: EvalSetReport, name: str) -> str:
     return f"mean {score_text(summary.mean)}, {summary.passed} passed, {summary.failed} failed now"
 
 
-def _fails_under(es: EvalSetReport, name: str, threshold: float | None) -> list[str]:
-    """Cases of ``es`` passing ``name`` now whose score is below main's ``threshold``."""
+def _fails_under(es: EvalSetReport, name: str, threshold: float | None, base: BaselineEvalSet) -> str:
+    """The cases of ``es`` passing ``name`` now with a score below main's ``threshold``: those that passed it on main
+    (regressed under main's definition) and those already failing there."""
     if threshold is None:
-        return []
-    out = []
+        return ""
+    regressed: list[str] = []
+    failing: list[str] = []
     for key, case in zip(unique_keys([c.eval_id for c in es.cases]), es.cases, strict=True):
         metric = case.metrics.get(name)
-        if metric is not None and metric.status == "passed" and metric.score is not None and metric.score < threshold:
-            out.append(f"{key} {score_text(metric.score)}")
-    return out
+        if metric is None or metric.status != "passed" or metric.score is None or metric.score >= threshold:
+            continue
+        old = base.cases.get(key)
+        was = old.metrics.get(name) if old is not None else None
+        (regressed if was is not None and was.status == "passed" else failing).append(f"{key} {score_text(metric.score)}")
+    parts = [f"{label} {', '.join(names[:MAX_NAMED])}" + (f" and {len(names) - MAX_NAMED} more"
+                                                          if len(names) > MAX_NAMED else "")
+             for label, names in (("regressed:", regressed), ("still failing:", failing)) if names]
+    return f"; under main's threshold {score_text(threshold)}: " + "; ".join(parts) if parts else ""
 
 
 def _criterion_change(
-    key: str, es: EvalSetReport, name: str, base: BaselineCriterion, info: CriterionInfo | None
+    key: str, es: EvalSetReport, name: str, base: BaselineCriterion, info: CriterionInfo | None,
+    base_set: BaselineEvalSet,
 ) -> YardstickChange | None:
     """How criterion ``name`` of eval set ``key`` changed (None: it did not)."""
     main = _criterion_result(base)
@@ -108,11 +117,7 @@ def _criterion_change(
             "definition changed (this older baseline does not record which options)"
         return change("criterion_changed", detail + (f"; {moved}" if base.threshold != info.threshold else ""))
     if base.threshold is not None and info.threshold < base.threshold:
-        hidden = _fails_under(es, name, base.threshold)
-        if hidden:
-            current += (f"; failing main's threshold {score_text(base.threshold)}: "
-                        + ", ".join(hidden[:MAX_NAMED]) + (f" and {len(hidden) - MAX_NAMED} more"
-                                                          if len(hidden) > MAX_NAMED else ""))
+        current += _fails_under(es, name, base.threshold, base_set)
         return change("threshold_lowered", moved)
     if base.threshold is not None and info.threshold > base.threshold:
         return change("threshold_raised", moved, loosens=False)
@@ -127,7 +132,7 @@ def _criteria_changes(key: str, es: EvalSetReport, base: BaselineEvalSet) -> lis
     for name, criterion in base.criteria.items():
         if criterion.threshold is None:
             continue  # informational on main: nothing was gated on it
-        found = _criterion_change(key, es, name, criterion, infos.get(name))
+        found = _criterion_change(key, es, name, criterion, infos.get(name), base)
         if found is not None:
             out.append(found)
     return out

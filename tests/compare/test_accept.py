@@ -143,3 +143,22 @@ def test_raising_a_threshold_in_an_older_baseline_is_not_called_a_tightening() -
         for name, c in main.eval_sets["s"].criteria.items()}})}})
     (change,) = yardstick_changes(old, raised)
     assert (change.kind, change.loosens) == ("criterion_changed", True)
+
+
+def test_a_baseline_written_before_these_fields_reads_and_shows_no_change() -> None:
+    """A baseline without custom, options_sha and content (older evalbot) still loads, and the same run against it
+    has no yardstick change: upgrading evalbot blocks nothing by itself."""
+    from evalbot.compare.baseline import dump_baseline
+
+    data = json.loads(dump_baseline(base_of(MAIN)))
+    for es in data["eval_sets"].values():
+        for c in es["criteria"].values():
+            c.pop("options_sha", None)
+            c.pop("custom", None)
+        for c in es["cases"].values():
+            c.pop("content", None)
+    old = parse_baseline(json.dumps(data), "old.json")
+    c = compare(current=MAIN, baseline=old, policy=POLICY)
+    assert c.yardstick == [] and c.gate.exit_code == 0
+    regressed = compare(current=PR, baseline=old, policy=POLICY)
+    assert regressed.yardstick == [] and regressed.gate.reasons == ["s: 1 case(s) regressed"]

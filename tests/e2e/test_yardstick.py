@@ -107,7 +107,7 @@ ROWS: list[tuple[Callable[[Action], None], str, str, list[str]]] = [
     # what the PR does; the count and the first change named in the headline (markdown-escaped); what the comment lists
     (lower_thresholds, "2 yardstick changes", "(shop / response\\_match\\_score: threshold 0.500 → 0.000, …)",
      ["| shop / tool\\_trajectory\\_avg\\_score | threshold 1.000 → 0.000 |",
-      "failing main's threshold 1.000: refund 0.000"]),
+      "under main's threshold 1.000: regressed: refund 0.000"]),
     (drop_criteria, "2 yardstick changes", "(shop / response\\_match\\_score: criterion removed from the config, …)",
      ["| shop / tool\\_trajectory\\_avg\\_score | criterion removed from the config | mean 1.000, 3 passed, 0 failed "
       "on main | not measured now |"]),
