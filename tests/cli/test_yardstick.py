@@ -5,6 +5,7 @@ working tree's changed PATH as the PR's baseline update and accepts what the run
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -139,3 +140,28 @@ def test_the_local_accept_loop(proj: Path, capsys: pytest.CaptureFixture[str]) -
     code, out, _ = cli(capsys, *compare)
     assert code == 1, out
     assert "/eval\\_sets/orders/cases/refund/history: \"FPF\" in the file, \"PF\" in this run" in out
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("hostile", ["symlink", "fifo", "not-utf8", "not-json"])
+def test_a_hostile_working_tree_update_is_refused_and_blocks(
+    proj: Path, capsys: pytest.CaptureFixture[str], hostile: str
+) -> None:
+    """The working tree's baseline is untrusted like the PR's: a symlink to /dev/zero or a FIFO is never read (it
+    would never end), bytes that are not UTF-8 or JSON are not an update; each is named and blocks (exit 1)."""
+    make_baseline(capsys)
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=proj, check=True, capture_output=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", BASE], cwd=proj, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "b"], cwd=proj,
+                   check=True)
+    target = proj / BASE
+    target.unlink()
+    if hostile == "symlink":
+        target.symlink_to("/dev/zero")
+    elif hostile == "fifo":
+        os.mkfifo(target)
+    else:
+        target.write_bytes(b"\xff\xfe{" if hostile == "not-utf8" else b"{not json")
+    code, out, err = cli(capsys, "compare", "--baseline", f"main:{BASE}", "evals", "--actuals", "runs/main.json")
+    assert code == 1, out + err
+    assert "does not match this run" in out.splitlines()[1] and "the file cannot be used: " in out
