@@ -39,6 +39,12 @@ def forget_secrets() -> None:
         _secrets.clear()
 
 
+def holds_secret(text: str) -> bool:
+    """Whether ``text`` contains a registered secret."""
+    with _lock:
+        return any(secret in text for secret in _secrets)
+
+
 def strip_url_queries(text: str) -> str:
     """Every URL in ``text``, with or without a scheme, without its query string (``?…`` kept as a hint that one
     was there)."""

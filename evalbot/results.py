@@ -510,6 +510,13 @@ def mean(values: Iterable[float | None]) -> float | None:
     return total / count if count else None
 
 
+CUSTOM_NOT_RUN = "not evaluated: custom metric code is not run on "
+"""How the reason of a custom metric refused on this event begins (the event's name follows)."""
+CUSTOM_PROCESS_GONE = "custom metric process gone: "
+"""How the reason begins where a custom metric's worker exited, crashed, hung or broke the protocol: the metric could
+not be measured (verdict error, exit 3), which is not the input's fault (exit 2)."""
+
+
 def case_status(statuses: Sequence[Status]) -> Status:
     """ADK's case verdict: any failed fails; else any passed passes; else not evaluated.
 

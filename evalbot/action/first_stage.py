@@ -29,7 +29,7 @@ from evalbot.compare.baseline import (
     parse_baseline,
     same_scores,
 )
-from evalbot.compare.delta import compare
+from evalbot.compare.delta import compare, custom_not_run
 from evalbot.compare.gate import Gate, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.model import Comparison
@@ -45,7 +45,7 @@ from evalbot.render.comment import comment_marker, render_comment, render_summar
 from evalbot.render.html import render_html
 from evalbot.render.junit import junit_suites, write_junit
 from evalbot.render.template_files import comment_template_text, read_regular_file
-from evalbot.results import Report, write_report_json
+from evalbot.results import CUSTOM_NOT_RUN, Report, write_report_json
 from evalbot.shard import MissingShards, check_loaded, merge_reports, part_files, read_part
 
 log = logging.getLogger("evalbot")
@@ -60,8 +60,21 @@ ACTION_MISSING_CREDENTIALS = (
 )
 """Why judged criteria had no judge in the Action: the inputs and the variables to set."""
 
-TRUSTED_EVENTS = frozenset({"pull_request_target", "workflow_run"})
-"""Events whose runs hold secrets or a write token: custom metrics (repository code) are never imported there."""
+CUSTOM_CODE_EVENTS = frozenset({"pull_request", "push"})
+"""The only events on which the Action runs custom metric code (an allow-list; README "Custom metrics"). A
+``pull_request`` job already runs the PR's code without the base repository's secrets when it comes from a fork; a
+``push`` runs code someone with write access committed to the branch, which is what the baseline is measured on.
+Every other event is refused: ``pull_request_target``, ``workflow_run``, ``issue_comment``,
+``pull_request_review(_comment)``, ``workflow_dispatch``, ``schedule``, ``merge_group``, ``repository_dispatch``, ...
+either hold the base repository's secrets and a write token or may run on a checkout the trigger's author chose."""
+
+
+def custom_code_refused(event: str) -> str | None:
+    """Why custom metric code must not run on ``event`` (the criterion's not_evaluated reason), or None."""
+    if event in CUSTOM_CODE_EVENTS:
+        return None
+    return (f"{CUSTOM_NOT_RUN}{event or 'an unnamed event'} (the Action imports a repository's metric code only on "
+            f"{' and '.join(sorted(CUSTOM_CODE_EVENTS))} events; score custom metrics in a pull_request job)")
 
 
 def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace, loaded: Inputs,
@@ -83,12 +96,7 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
                                        deadline=inputs.judge_deadline, sampling=policy.sampling)
     if judge is None and notice == MISSING_CREDENTIALS:
         notice = ACTION_MISSING_CREDENTIALS
-    refused = None
-    if env.get("GITHUB_EVENT_NAME") in TRUSTED_EVENTS:
-        refused = (
-            f"a {env['GITHUB_EVENT_NAME']} run has the base repository's secrets and write token, so evalbot does not "
-            "import repository code there; score custom metrics in a pull_request job"
-        )
+    refused = custom_code_refused(env.get("GITHUB_EVENT_NAME", ""))
     ctx = BuildContext(judge=judge, judge_unavailable_reason=notice, custom_code_refused=refused,
                        ballots=ballots_for(baseline, policy))
     report = evaluate(loaded, actuals=list(inputs.actuals), ctx=ctx, shard=inputs.shard)
@@ -334,7 +342,7 @@ def refresh_baseline(
         return [], None
     if exit_code(report) == EXIT_INVALID_INPUT:
         return ["The baseline was not refreshed: some inputs are invalid or cases errored (see above)."], None
-    unmeasured = unmeasured_for_baseline(report)
+    unmeasured = unmeasured_for_baseline(report) or custom_not_run(report)
     if unmeasured is not None:
         notice = f"The baseline was not refreshed: {unmeasured}. The committed baseline is kept."
         print(workflow.annotation("error", notice, title="evalbot baseline"), file=stream)

@@ -41,7 +41,16 @@ from evalbot.compare.stats import sign_test
 from evalbot.compare.votes import invocation_votes, vote_noise
 from evalbot.compare.yardstick import yardstick_changes
 from evalbot.render.mdsafe import escape_invisible, has_invisible
-from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, MetricResult, Report, mean
+from evalbot.results import (
+    CUSTOM_NOT_RUN,
+    CUSTOM_PROCESS_GONE,
+    CaseResult,
+    CriterionInfo,
+    EvalSetReport,
+    MetricResult,
+    Report,
+    mean,
+)
 
 EPS = 1e-9
 """Score differences smaller than this are ties."""
@@ -263,7 +272,7 @@ def _invalid(report: Report) -> list[str]:
     out = [f"{p.path or 'input'}{':' + p.pointer if p.pointer else ''}: {p.message}" for p in report.errors]
     for es in report.eval_sets:
         out += [f"{p.path or es.path}{':' + p.pointer if p.pointer else ''}: {p.message}" for p in es.errors]
-        errors = [c for c in es.cases if c.status == "error"]
+        errors = [c for c in es.cases if c.status == "error" and not _unmeasured_only(c)]
         if errors:
             out.append(f"{es.eval_set_id}: {len(errors)} case(s) could not be evaluated (see their reasons)")
     return out
@@ -284,6 +293,12 @@ def _count_case_outcomes(rows: list[CriterionRow], cases: list[CaseComparison]) 
         row.inconclusive_cases = flips[row.criterion, "inconclusive"]
         row.flaky_cases = flips[row.criterion, "flaky"]
         row.accepted_cases = flips[row.criterion, "accepted"]
+
+
+def _unmeasured_only(case: CaseResult) -> bool:
+    """The case's errors are all custom metric processes that died or hung: not measured, not invalid input."""
+    broken = [m for m in case.metrics.values() if m.status == "error"]
+    return bool(broken) and all((m.reason or "").startswith(CUSTOM_PROCESS_GONE) for m in broken)
 
 
 def _gate_inputs(sets: Sequence[EvalSetComparison]) -> tuple[list[str], list[str], list[str]]:
@@ -333,7 +348,31 @@ def _alerts(current: Report, policy: GatePolicy, baseline_error: str | None,
         alerts.append(f"{no_judge} (judge-failures: block)")
     elif no_judge:
         alerts.append(f"{no_judge} (judge-failures: warn; not blocking, so regressions on these may be missed)")
+    not_run = custom_not_run(current)
+    if not_run:
+        blocking.append(not_run)
+        alerts.append(not_run)
     return alerts, blocking
+
+
+def custom_not_run(report: Report) -> str | None:
+    """The headline for custom metrics this run was not allowed to execute (not measured, so the gate does not
+    pass), or None."""
+    reasons: dict[str, int] = {}
+    for es in report.eval_sets:
+        for case in es.cases:
+            for name, metric in case.metrics.items():
+                reason = metric.reason or ""
+                if (metric.status == "not_evaluated" and reason.startswith(CUSTOM_NOT_RUN)) or (
+                        metric.status == "error" and reason.startswith(CUSTOM_PROCESS_GONE)):
+                    key = f"{name}: {reason.removeprefix(CUSTOM_PROCESS_GONE)}"
+                    reasons[key] = reasons.get(key, 0) + 1
+    if not reasons:
+        return None
+    total = sum(reasons.values())
+    first = next(iter(reasons))
+    first = first if len(first) <= 400 else first[:399] + "…"
+    return f"custom metric not measured on {total} case(s) — {first}"
 
 
 def compare(

@@ -162,6 +162,20 @@ class BrokenCriterion:
         return MetricResult(score=None, status="error", threshold=self.threshold, reason=self.on_case)
 
 
+@dataclass(frozen=True)
+class NotRun:
+    """A custom metric whose code this run must not execute (the event is not on the allow-list): every case is
+    ``not_evaluated`` with the reason; compare puts it in the headline and does not pass the gate."""
+
+    name: str
+    threshold: float | None
+    reason: str
+
+    def evaluate(self, case: CaseInput) -> MetricResult:
+        """Not evaluated, saying why."""
+        return MetricResult(score=None, status="not_evaluated", threshold=self.threshold, reason=self.reason)
+
+
 CONFIG_ERROR_ON_CASE = BrokenCriterion.on_case
 """A misconfigured criterion's reason on each case; the full reason is reported once for the eval set."""
 
@@ -181,6 +195,8 @@ def fingerprint(spec: CriterionSpec, ignored: Sequence[str] = (), definition: di
 
 def _build_custom(spec: CriterionSpec, config: EvalConfig, ctx: BuildContext, origin: str | None) -> Criterion:
     where = f"{config.path or '<config>'}:{json_pointer(['custom_metrics', spec.name])}"
+    if ctx.custom_code_refused is not None:
+        return NotRun(spec.name, spec.threshold, ctx.custom_code_refused)
     try:
         return custom.build(spec, config.custom_metrics[spec.name], origin, ctx.custom_code_refused)
     except ConfigError as exc:
@@ -248,7 +264,8 @@ def build_criteria(
                 judged=spec.name in JUDGED or "metric_prompt_template" in spec.options,
                 fingerprint=fingerprint(spec, [key for key, _ in ignored], definition),
                 error=error,
-                notice=_ignored_notice(spec, ignored),
+                notice=(f"{spec.name}: {criterion.reason}" if isinstance(criterion, NotRun)
+                        else _ignored_notice(spec, ignored)),
                 custom=str(definition.get("function", "unresolved")) if definition else None,
             )
         )

@@ -1,12 +1,14 @@
 """Custom metrics: the user's own Python functions as criteria (ADK's ``custom_metrics``, Vertex's ``CustomMetric``).
 
 A criterion whose name is a key of ``custom_metrics`` in ``test_config.json`` is computed by the function named in
-that entry's ``code_config.name`` (``package.module.function``).  The module is imported from the repository: the
-eval set's repository root (the nearest ancestor holding ``.git``) and the working directory are appended to
-``sys.path`` (appended, so a repository file never shadows an installed package).  Importing it **runs repository
-code**: evalbot does this only where scoring runs with the repository checked out (the CLI, the Action's first
-stage) and refuses in a trusted context (``pull_request_target``); the fork-safe second stage never builds criteria
-(it reads scores from the report artifact).
+that entry's ``code_config.name`` (``package.module.function``).  The function is repository code, so evalbot never
+imports it: a worker process does (criteria.custom_process runs ``custom_worker.py``), with the gate's import path
+plus the eval set's repository root (the nearest ancestor holding ``.git``) and the working directory appended (so a
+repository file never shadows an installed package), and with an environment stripped of secrets.  The gate process
+sends it the cases as JSON and reads JSON answers back, so nothing the module does (monkeypatching evalbot, exiting,
+crashing, printing) can change the gate: at worst its own cases are ``error``.  The Action lets it run only on the
+events the README lists (``pull_request``, ``push``); elsewhere the criterion is ``not_evaluated`` with the reason
+(criteria.NotRun), and the fork-safe second stage never builds criteria.
 
 The function's signature chooses the contract:
 
@@ -16,64 +18,68 @@ The function's signature chooses the contract:
   the score under the metric's name (or ``score``) and optionally ``explanation`` (a bare number is accepted too).
   Per invocation ``score >= threshold``; the case score is the mean, compared the same way.
 * **ADK** (four arguments ``eval_metric, actual_invocations, expected_invocations, conversation_scenario``): called
-  once per case, sync or async, with google-adk's own types (needs ``evalbot[adk]``) and, as ADK does, an
-  ``eval_metric`` whose ``threshold`` is None (the configured threshold is in ``eval_metric.criterion``).  Its
-  ``EvaluationResult`` is read back as ADK's LocalEvalService reads it: the overall score and status and, when
-  there is one per invocation, the per-invocation scores and statuses.  The status is the function's (as in ADK);
-  a status that contradicts ``score >= threshold`` is kept and the disagreement is noted in the reason.
+  once per case, sync or async, with google-adk's own types (needs ``evalbot[adk]``; the worker builds them from the
+  case's JSON) and, as ADK does, an ``eval_metric`` whose ``threshold`` is None (the configured threshold is in
+  ``eval_metric.criterion``).  Its ``EvaluationResult`` is read back as ADK's LocalEvalService reads it: the overall
+  score and status and, when there is one per invocation, the per-invocation scores and statuses.  The status is the
+  function's (as in ADK); a status that contradicts ``score >= threshold`` is kept and the disagreement is noted.
 
 Scores must be finite and inside ``metric_info.metric_value_info.interval`` (default [0, 1]).  The report's score
 is on the [0, 1] scale: a metric declared on another interval reports ``(value - min) / (max - min)`` (its
-threshold likewise) and keeps the raw ``value`` in the details.  A function that raises, returns something
-unreadable, or runs past ``timeout_seconds`` (an evalbot key of the ``custom_metrics`` entry, ADK ignores it;
-default 30) makes the metric ``error`` on that case with the message; the other criteria still run.
+threshold likewise) and keeps the raw ``value`` in the details.  A function that raises or returns something
+unreadable makes the metric ``error`` on that case with the message; the other criteria still run.
 
-Timeouts: each call runs in a daemon worker thread and evalbot waits for it with a deadline.  Python cannot stop a
-thread, so a function that hangs keeps running in the background until it returns or the process exits (a daemon
-thread never delays exit); to bound the cost, once a call of a metric has hung, the metric is not called again for
-that eval set and its remaining cases are ``error`` too, naming the case that hung.  Importing the module (its
-top-level code) has the same deadline.
+Batching and deadlines: ``evaluate`` queues the case and returns an awaitable; the first one awaited sends every
+queued case to the worker in batches of up to ``BATCH_ITEMS`` calls, and the worker answers call by call.  Each
+answer (and the import) is awaited at most ``timeout_seconds`` (an evalbot key of the ``custom_metrics`` entry, ADK
+ignores it; default 30).  A worker that misses the deadline is killed with its process group; one that exits,
+crashes or breaks the protocol is gone too.  Either way the case in flight is ``error`` with the reason and the
+metric's remaining cases in that eval set are ``error`` naming that case (the worker is not restarted).
 
-The criterion's fingerprint (baseline comparison) covers the function path and a hash of the function's source, so
-editing the function shows its cases as "changed definition", never as a regression.
+The criterion's fingerprint (baseline comparison) covers the function path and a hash of the function's source
+(computed by the worker), so editing the function shows its cases as "changed definition", never as a regression.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import importlib
-import inspect
+import importlib.util
 import math
-import sys
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, field
+from itertools import count
 from pathlib import Path
 from typing import Any, Literal
 
 from evalbot.criteria.base import CaseInput
+from evalbot.criteria.custom_process import Worker, WorkerGone
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.invocations import final_text, user_text
 from evalbot.formats.vertex import VertexInvocation, failure_of, trajectory_given
-from evalbot.results import InvocationScore, MetricResult, Status, clean_score, mean, metric_result, threshold_status
+from evalbot.results import (
+    CUSTOM_PROCESS_GONE,
+    InvocationScore,
+    MetricResult,
+    Status,
+    clean_score,
+    mean,
+    metric_result,
+    threshold_status,
+)
 
 DEFAULT_TIMEOUT_S = 30.0
+BATCH_ITEMS = 256
+"""Calls sent to the worker in one message (each is answered on its own line, each with its own deadline)."""
 Contract = Literal["vertex", "adk"]
 _ADK_STATUS: dict[int, Status] = {1: "passed", 2: "failed", 3: "not_evaluated", 4: "informational"}
-_IMPORT_LOCK = threading.Lock()
 _ADK_ARGS = ("eval_metric", "actual_invocations", "expected_invocations", "conversation_scenario")
 
 
 class CallFailed(Exception):
-    """The user's function raised, returned something unreadable, or did not return in time."""
-
-
-class _Hung(CallFailed):
-    pass
-
+    """The user's function raised, returned something unreadable, or its worker is gone."""
 
 @dataclass(frozen=True)
 class ValueRange:
@@ -171,95 +177,6 @@ def import_roots(origin: str | None) -> list[Path]:
     return roots
 
 
-def resolve(function_path: str, roots: Sequence[Path], timeout_s: float = DEFAULT_TIMEOUT_S) -> Callable[..., Any]:
-    """Import ``package.module.function`` with ``roots`` on the import path; ConfigError saying what went wrong.
-
-    The import runs the module's top-level code, so it gets the same deadline as a call.
-    """
-    module_name, _, attr = function_path.rpartition(".")
-    with _IMPORT_LOCK:
-        for root in roots:
-            if str(root) not in sys.path:
-                sys.path.append(str(root))
-    try:
-        module = call_with_deadline(lambda: importlib.import_module(module_name), timeout_s, f"importing {module_name}")
-    except CallFailed as exc:
-        cause = exc.__cause__
-        if isinstance(cause, ModuleNotFoundError):
-            searched = ", ".join(str(r) for r in roots)
-            raise ConfigError(
-                f"cannot import {function_path}: {cause} (searched the installed packages and {searched}); "
-                "give the module path from the repository root"
-            ) from None
-        raise ConfigError(f"{exc} (for {function_path})") from None
-    where = getattr(module, "__file__", None) or module_name
-    try:
-        function = getattr(module, attr)
-    except AttributeError:
-        raise ConfigError(f"{function_path}: {where} defines no {attr!r}") from None
-    if not callable(function):
-        raise ConfigError(f"{function_path} ({where}) is a {type(function).__name__}, not a function")
-    return function  # type: ignore[no-any-return]
-
-
-def contract_of(function: Callable[..., Any], function_path: str) -> Contract:
-    """``vertex`` for one required argument (an instance), ``adk`` for ADK's four; ConfigError otherwise."""
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{function_path}: cannot read its signature ({exc})") from None
-    positional = [
-        p for p in signature.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-    ]
-    required_kw = [p for p in signature.parameters.values() if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
-    if not required_kw and len(positional) == 1:
-        return "vertex"
-    if not required_kw and len(positional) == 4:
-        return "adk"
-    raise ConfigError(
-        f"{function_path}{signature} has the wrong signature: a custom metric takes one argument (Vertex: an "
-        f"instance dict per invocation) or four (ADK: {', '.join(_ADK_ARGS)})"
-    )
-
-
-def source_hash(function: Callable[..., Any]) -> str:
-    """Hash of the function's source (its compiled code when the source cannot be read)."""
-    try:
-        text = inspect.getsource(function).encode()
-    except (OSError, TypeError):
-        code = getattr(function, "__code__", None)
-        text = repr((code.co_code, code.co_consts) if code is not None else function).encode()
-    return hashlib.sha256(text).hexdigest()[:16]
-
-
-def call_with_deadline(call: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    """Run ``call`` in a daemon thread and wait at most ``timeout_s``; coroutines are run to completion there."""
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            value = call()
-            if inspect.isawaitable(value):
-                value = asyncio.run(_awaited(value))
-            outcome["value"] = value
-        except BaseException as exc:
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=work, name=f"evalbot-custom-metric {what}", daemon=True)
-    worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
-        raise _Hung(f"{what} did not return within {timeout_s:g} s (timeout_seconds)")
-    if "error" in outcome:
-        exc = outcome["error"]
-        raise CallFailed(f"{what} raised {type(exc).__name__}: {exc}") from exc
-    return outcome.get("value")
-
-
-async def _awaited(value: Any) -> Any:
-    return await value
-
 
 def _score(value: Any, value_range: ValueRange, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -298,49 +215,145 @@ def vertex_instance(case: CaseInput, index: int) -> dict[str, Any]:
     return instance
 
 
+@dataclass
+class _Ticket:
+    """One queued case: its calls and what the answers are read against."""
+
+    eval_id: str
+    items: list[dict[str, Any]]
+    invocation_ids: list[str | None]
+    answers: list[Any] = field(default_factory=list)
+
+
 class CustomMetric:
-    """A criterion computed by the user's function (see the module docstring for both contracts)."""
+    """A criterion computed by the user's function in a worker process (see the module docstring)."""
 
     def __init__(
-        self, spec: CriterionSpec, definition: Definition, function: Callable[..., Any], contract: Contract
+        self, spec: CriterionSpec, definition: Definition, worker: Worker | None, contract: Contract, source: str,
+        roots: Sequence[Path] = (),
     ) -> None:
         self.name = spec.name
         self.raw_threshold = spec.threshold
         self.definition = definition
-        self.function = function
         self.contract = contract
         self.options = spec.options
         self.threshold = definition.value_range.to_unit(spec.threshold)
         self.identity = {
             "function": definition.function_path,
-            "source_sha256": source_hash(function),
+            "source_sha256": source,
             "contract": contract,
             "range": str(definition.value_range),
         }
-        self._hung: str | None = None
-        self._adk: Any = None
+        self._worker = worker
+        self._roots = list(roots)
+        self._gone: str | None = None
+        self._queue: dict[int, _Ticket] = {}
+        self._results: dict[int, MetricResult] = {}
+        self._numbers = count()
+        self._flushing = threading.Lock()
+        self._locks: dict[int, asyncio.Lock] = {}
 
     # -- shared -------------------------------------------------------------------------------------------------
 
-    def evaluate(self, case: CaseInput) -> MetricResult:
-        """Call the function on the case; anything it does wrong is an ``error`` on this case, never a crash."""
-        if self._hung is not None:
-            return self._error(f"not run: {self._hung}; a call that hangs cannot be stopped, so the metric is skipped")
-        try:
-            if self.contract == "vertex":
-                return self._vertex(case)
-            return self._adk_case(case)
-        except _Hung as exc:
-            self._hung = f"{self.definition.function_path} hung on case {case.case.eval_id!r}"
-            return self._error(str(exc))
-        except CallFailed as exc:
-            return self._error(str(exc))
+    def evaluate(self, case: CaseInput) -> MetricResult | Awaitable[MetricResult]:
+        """Queue the case for the worker; the awaitable settles once its batch has been answered."""
+        if self._gone is not None:
+            return self._error(self._gone)
+        path = self.definition.function_path
+        if self.contract == "vertex":
+            items = [{"what": f"{path} on invocation #{i}", "arg": vertex_instance(case, i)}
+                     for i in range(len(case.actual))]
+            if not items:
+                return self._vertex_result([], [])
+        else:
+            items = [self._adk_item(case)]
+        number = next(self._numbers)
+        self._queue[number] = _Ticket(case.case.eval_id, items, [a.invocation_id or None for a in case.actual])
+        return self._settled(number)
+
+    async def _settled(self, number: int) -> MetricResult:
+        loop = id(asyncio.get_running_loop())
+        lock = self._locks.setdefault(loop, asyncio.Lock())
+        async with lock:
+            if number not in self._results:
+                await asyncio.to_thread(self.flush)
+        return self._results.pop(number)
+
+    def flush(self) -> None:
+        """Send every queued case to the worker and read the answers (then stop the worker: its work is done)."""
+        with self._flushing:
+            tickets, self._queue = self._queue, {}
+            batch: list[tuple[int, _Ticket]] = []
+            size = 0
+            for number, ticket in tickets.items():
+                if batch and size + len(ticket.items) > BATCH_ITEMS:
+                    self._run_batch(batch)
+                    batch, size = [], 0
+                batch.append((number, ticket))
+                size += len(ticket.items)
+            if batch:
+                self._run_batch(batch)
+            self.close()
+
+    def close(self) -> None:
+        """Stop the worker (a later case starts a new one)."""
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def _run_batch(self, batch: Sequence[tuple[int, _Ticket]]) -> None:
+        timeout = self.definition.timeout_s
+        worker = None
+        if self._gone is None:
+            try:
+                worker = self._live_worker()
+                worker.send_items([i for _, t in batch for i in t.items], timeout, batch[0][1].items[0]["what"])
+            except (WorkerGone, ConfigError) as exc:
+                self._give_up(str(exc), batch[0][1].eval_id, getattr(exc, "hung", False))
+                worker = None
+        for number, ticket in batch:
+            if worker is None or self._gone is not None:
+                self._results[number] = self._error(self._gone or f"{CUSTOM_PROCESS_GONE}no process to run it")
+                continue
+            try:
+                for item in ticket.items:
+                    ticket.answers.append(self._answer(worker.receive(timeout, item["what"]), item["what"]))
+                self._results[number] = self._read(ticket)
+            except WorkerGone as exc:
+                self._give_up(str(exc), ticket.eval_id, exc.hung)
+                self._results[number] = self._error(CUSTOM_PROCESS_GONE + str(exc))
+            except CallFailed as exc:
+                self._results[number] = self._error(str(exc))
+
+    def _live_worker(self) -> Worker:
+        if self._worker is None:
+            self._worker, _ = start_worker(self.definition, self._roots)
+        return self._worker
+
+    def _give_up(self, reason: str, eval_id: str, hung: bool) -> None:
+        what = "hung" if hung else "failed"
+        self._gone = (f"{CUSTOM_PROCESS_GONE}not run: {self.definition.function_path} {what} on case {eval_id!r} "
+                      f"({reason}); its process was stopped, so the metric is skipped for the rest of this eval set")
+        self.close()
+
+    @staticmethod
+    def _answer(answer: dict[str, Any], what: str) -> Any:
+        if "value" in answer:
+            return answer["value"]
+        if isinstance(answer.get("error"), str):
+            raise CallFailed(answer["error"][:4000])
+        if isinstance(answer.get("unserializable"), str):
+            raise CallFailed(f"{what} returned {answer['unserializable'][:100]}, which is not JSON data (return a "
+                             "dict with the score, or a number)")
+        raise CallFailed(f"{what}: the worker's answer is not evalbot's protocol")
+
+    def _read(self, ticket: _Ticket) -> MetricResult:
+        if self.contract == "vertex":
+            return self._vertex_result(ticket.answers, ticket.invocation_ids)
+        return self._read_adk(ticket.answers[0], ticket.invocation_ids)
 
     def _error(self, reason: str) -> MetricResult:
         return MetricResult(status="error", threshold=self.threshold, reason=reason)
-
-    def _call(self, what: str, *args: Any) -> Any:
-        return call_with_deadline(lambda: self.function(*args), self.definition.timeout_s, what)
 
     def _status(self, value: float | None) -> Status:
         return threshold_status(value, self.raw_threshold)
@@ -353,19 +366,16 @@ class CustomMetric:
 
     # -- Vertex: one instance per invocation --------------------------------------------------------------------
 
-    def _vertex(self, case: CaseInput) -> MetricResult:
+    def _vertex_result(self, answers: Sequence[Any], invocation_ids: Sequence[str | None]) -> MetricResult:
         path = self.definition.function_path
         scores: list[InvocationScore] = []
         values: list[float] = []
-        for i, act in enumerate(case.actual):
-            returned = self._call(f"{path} on invocation #{i}", vertex_instance(case, i))
+        for i, (returned, inv_id) in enumerate(zip(answers, invocation_ids, strict=True)):
             value, explanation = self._read_vertex(returned, f"{path} on invocation #{i}")
             values.append(value)
             details = self._details(value, {"explanation": explanation} if explanation is not None else None)
             unit = clean_score(self.definition.value_range.to_unit(value))
-            scores.append(InvocationScore(
-                invocation_id=act.invocation_id or None, score=unit, status=self._status(value), details=details,
-            ))
+            scores.append(InvocationScore(invocation_id=inv_id, score=unit, status=self._status(value), details=details))
         overall = mean(values)
         reason = None if scores else "the case has no invocations to score"
         return metric_result(
@@ -391,56 +401,45 @@ class CustomMetric:
 
     # -- ADK: one call per case with ADK's types ----------------------------------------------------------------
 
-    def _adk_case(self, case: CaseInput) -> MetricResult:
-        adk = self._adk or adk_types()
-        self._adk = adk
+    def _adk_item(self, case: CaseInput) -> dict[str, Any]:
         path = self.definition.function_path
-        try:
-            criterion = adk.BaseCriterion.model_validate({**self.options, "threshold": self.raw_threshold})
-            eval_metric = adk.EvalMetric(
-                metric_name=self.name, threshold=None, criterion=criterion, custom_function_path=path
-            )
-            actual = [adk.Invocation.model_validate(_plain(inv)) for inv in case.actual]
-            expected = None if case.expected is None else [adk.Invocation.model_validate(_plain(e)) for e in case.expected]
-            scenario = None
-            if case.scenario is not None:
-                scenario = adk.ConversationScenario.model_validate(case.scenario.model_dump(mode="json", exclude_none=True))
-        except Exception as exc:  # our data in ADK's models: should not fail, but must not crash the run
-            raise CallFailed(f"the case could not be given to {path} as ADK objects: {type(exc).__name__}: {exc}") from None
-        returned = self._call(path, eval_metric, actual, expected, scenario)
-        return self._read_adk(returned, len(case.actual), case.actual)
+        return {
+            "what": path, "path": path, "metric_name": self.name,
+            "criterion": {**self.options, "threshold": self.raw_threshold},
+            "actual": [_plain(inv) for inv in case.actual],
+            "expected": None if case.expected is None else [_plain(e) for e in case.expected],
+            "scenario": None if case.scenario is None else case.scenario.model_dump(mode="json", exclude_none=True),
+        }
 
-    def _read_adk(self, returned: Any, count: int, actual: Sequence[Invocation]) -> MetricResult:
+    def _read_adk(self, returned: Any, invocation_ids: Sequence[str | None]) -> MetricResult:
+        """The EvaluationResult the worker read back (``overall_score``, ``overall_eval_status``,
+        ``per_invocation_results`` of ``score`` and ``eval_status``), checked as untrusted data."""
         path = self.definition.function_path
-        adk = self._adk
-        try:
-            result = adk.EvaluationResult.model_validate(returned, from_attributes=True)
-        except Exception as exc:
+        count_ = len(invocation_ids)
+        per_raw = returned.get("per_invocation_results") if isinstance(returned, dict) else None
+        if not isinstance(per_raw, list) or not all(isinstance(p, dict) for p in per_raw):
+            raise CallFailed(f"{path}: the worker's answer is not an EvaluationResult (evalbot's protocol)")
+        overall = returned.get("overall_score")
+        value = None if overall is None else _score(overall, self.definition.value_range, f"{path}: overall_score")
+        status = _status_of(returned.get("overall_eval_status"), f"{path}: overall_eval_status")
+        per = list(per_raw)
+        if status not in ("not_evaluated", "informational") and len(per) != count_:
             raise CallFailed(
-                f"{path} returned {type(returned).__name__}, not an EvaluationResult ({str(exc).splitlines()[0]})"
-            ) from None
-        value = None if result.overall_score is None else _score(
-            result.overall_score, self.definition.value_range, f"{path}: overall_score"
-        )
-        status = _status_of(result.overall_eval_status, f"{path}: overall_eval_status")
-        per = list(result.per_invocation_results or [])
-        if status not in ("not_evaluated", "informational") and len(per) != count:
-            raise CallFailed(
-                f"{path} returned {len(per)} per-invocation result(s) for {count} invocation(s); return one per "
+                f"{path} returned {len(per)} per-invocation result(s) for {count_} invocation(s); return one per "
                 "invocation (ADK aborts the whole run here)"
             )
         scores: list[InvocationScore] = []
-        for i, act in enumerate(actual):
-            if len(per) == count:
+        for i, inv_id in enumerate(invocation_ids):
+            if len(per) == count_:
                 item = per[i]
-                inv_value = None if item.score is None else _score(
-                    item.score, self.definition.value_range, f"{path}: per_invocation_results[{i}].score"
+                inv_value = None if item.get("score") is None else _score(
+                    item.get("score"), self.definition.value_range, f"{path}: per_invocation_results[{i}].score"
                 )
-                inv_status = _status_of(item.eval_status, f"{path}: per_invocation_results[{i}].eval_status")
+                inv_status = _status_of(item.get("eval_status"), f"{path}: per_invocation_results[{i}].eval_status")
             else:
                 inv_value, inv_status = None, "not_evaluated"
             scores.append(InvocationScore(
-                invocation_id=act.invocation_id or None,
+                invocation_id=inv_id,
                 score=clean_score(self.definition.value_range.to_unit(inv_value)),
                 status=inv_status,
                 details=self._details(inv_value),
@@ -460,10 +459,9 @@ class CustomMetric:
 
 
 def _status_of(raw: Any, what: str) -> Status:
-    number = getattr(raw, "value", raw)
-    if isinstance(number, int) and number in _ADK_STATUS:
-        return _ADK_STATUS[number]
-    raise CallFailed(f"{what} is {raw!r}, not an EvalStatus")
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw in _ADK_STATUS:
+        return _ADK_STATUS[raw]
+    raise CallFailed(f"{what} is {str(raw)[:200]}, not an EvalStatus")
 
 
 def _plain(invocation: Invocation) -> dict[str, Any]:
@@ -471,45 +469,63 @@ def _plain(invocation: Invocation) -> dict[str, Any]:
     return invocation.model_dump(mode="json", exclude_none=True, exclude=exclude)
 
 
-@dataclass(frozen=True)
-class _AdkTypes:
-    BaseCriterion: Any
-    EvalMetric: Any
-    Invocation: Any
-    ConversationScenario: Any
-    EvaluationResult: Any
-
-
-def adk_types() -> _AdkTypes:
-    """google-adk's evaluation models (the optional extra ``evalbot[adk]``); ConfigError when it is missing."""
+def require_adk() -> None:
+    """ConfigError when google-adk (the optional extra ``evalbot[adk]``) is not installed."""
     try:
-        case = importlib.import_module("google.adk.evaluation.eval_case")
-        metrics = importlib.import_module("google.adk.evaluation.eval_metrics")
-        evaluator = importlib.import_module("google.adk.evaluation.evaluator")
-    except ImportError as exc:
+        found = importlib.util.find_spec("google.adk") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
         raise ConfigError(
             f"this custom metric has ADK's signature ({', '.join(_ADK_ARGS)}) and is called with google-adk's "
-            f"types, but google-adk is not installed ({exc}); install it with: pip install 'evalbot[adk]' (the "
-            "evalbot Action's image does not include it: there, use Vertex's one-argument contract, or run the evalbot "
-            "CLI in a job that installs evalbot[adk])"
-        ) from None
-    return _AdkTypes(
-        metrics.BaseCriterion, metrics.EvalMetric, case.Invocation, case.ConversationScenario,
-        evaluator.EvaluationResult,
-    )
+            "types, but google-adk is not installed (No module named 'google.adk'); install it with: pip install "
+            "'evalbot[adk]' (the evalbot Action's image does not include it: there, use Vertex's one-argument "
+            "contract, or run the evalbot CLI in a job that installs evalbot[adk])"
+        )
+
+
+def start_worker(definition: Definition, roots: Sequence[Path]) -> tuple[Worker, dict[str, Any]]:
+    """A worker that has imported the function, and its answer (``contract``, ``source_sha256``); ConfigError saying
+    what went wrong otherwise (the worker is then stopped)."""
+    path = definition.function_path
+    module_name = path.rpartition(".")[0]
+    worker = Worker(path, roots)
+    try:
+        started = worker.start(definition.timeout_s, f"importing {module_name}")
+    except WorkerGone as exc:
+        raise ConfigError(f"{exc} (for {path})") from None
+    error, message = started.get("error"), str(started.get("message", ""))[:2000]
+    if error is not None or started.get("contract") not in ("vertex", "adk"):
+        worker.close()
+        if error == "not_found":
+            searched = ", ".join(str(r) for r in roots)
+            raise ConfigError(
+                f"cannot import {path}: {message} (searched the installed packages and {searched}); "
+                "give the module path from the repository root"
+            )
+        if error == "config":
+            raise ConfigError(message if message.startswith(path) else f"{message} (for {path})")
+        raise ConfigError(f"{path}: the worker's answer to the import is not evalbot's protocol")
+    source = started.get("source_sha256")
+    if not isinstance(source, str) or len(source) != 16 or any(c not in "0123456789abcdef" for c in source):
+        worker.close()
+        raise ConfigError(f"{path}: the worker's answer to the import is not evalbot's protocol")
+    return worker, started
 
 
 def build(spec: CriterionSpec, raw_definition: Any, origin: str | None, refused: str | None) -> CustomMetric:
-    """Resolve a criterion named in ``custom_metrics``; any problem raises ConfigError naming the function path."""
+    """Import the function of a criterion named in ``custom_metrics`` in a new worker; any problem raises
+    ConfigError naming the function path."""
     definition = parse_definition(spec.name, raw_definition)
     if refused is not None:
         raise ConfigError(f"custom metric {definition.function_path} not run: {refused}")
-    function = resolve(definition.function_path, import_roots(origin), definition.timeout_s)
-    contract = contract_of(function, definition.function_path)
-    metric = CustomMetric(spec, definition, function, contract)
+    roots = import_roots(origin)
+    worker, started = start_worker(definition, roots)
+    contract: Contract = "adk" if started["contract"] == "adk" else "vertex"
     if contract == "adk":
         try:
-            metric._adk = adk_types()
+            require_adk()
         except ConfigError as exc:
+            worker.close()
             raise ConfigError(f"{definition.function_path}: {exc}") from None
-    return metric
+    return CustomMetric(spec, definition, worker, contract, started["source_sha256"], roots)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from itertools import count
@@ -25,7 +27,8 @@ from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.criteria.base import BuildContext
 from evalbot.pipeline import evaluate
-from evalbot.results import CaseResult, Report
+from evalbot.redact import forget_secrets, register_secret
+from evalbot.results import CUSTOM_NOT_RUN, CaseResult, Report
 
 HAVE_ADK = importlib.util.find_spec("google.adk") is not None
 needs_adk = pytest.mark.skipif(not HAVE_ADK, reason="google-adk (evalbot[adk]) is not installed")
@@ -94,6 +97,11 @@ class Repo:
             {"my_metric": {"code_config": {"name": f"{self.package}.metrics.{function}"}, **entry}},
         )
 
+    def seen(self) -> list[Any]:
+        """What the module recorded with ``record(...)`` (the module runs in a worker process: it writes a file)."""
+        path = self.root / self.package / "seen.jsonl"
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
     def run(self, ctx: BuildContext | None = None) -> Report:
         return evaluate([str(self.root / "evals")], actuals=[str(self.root / "actuals.json")], ctx=ctx)
 
@@ -108,6 +116,13 @@ def _cases(report: Report) -> dict[str, CaseResult]:
     assert not report.errors, report.errors
     (eval_set,) = report.eval_sets
     return {c.eval_id: c for c in eval_set.cases}
+
+
+RECORD = """import json, pathlib
+def record(value):
+    with pathlib.Path(__file__).with_name("seen.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps(value) + "\\n")
+"""
 
 
 VERTEX_SEED = """
@@ -143,17 +158,15 @@ def test_vertex_contract_scores_each_invocation_and_the_case_mean(repo: Repo) ->
 
 def test_vertex_instance_has_vertex_columns(repo: Repo) -> None:
     """The instance carries prompt/response/reference and both trajectories in Vertex's shape."""
-    repo.module("""
-        import json
-        SEEN = []
-        def record(instance):
-            SEEN.append(json.loads(json.dumps(instance)))
-            return {"my_metric": 1.0}
-    """)
-    repo.metric("record")
+    repo.module(RECORD + """
+def seen_by(instance):
+    record(instance)
+    return {"my_metric": 1.0}
+""")
+    repo.metric("seen_by")
     cases = _cases(repo.run())
     assert cases["two_turns"].metrics["my_metric"].status == "passed"
-    seen = sys.modules[f"{repo.package}.metrics"].SEEN
+    seen = repo.seen()
     assert seen[1] == {
         "prompt": "refund it", "response": "refund started", "reference": "refund started",
         "predicted_trajectory": [{"tool_name": "create_refund", "tool_input": {"q": "refund it"}}],
@@ -188,14 +201,13 @@ def test_a_misbehaving_function_is_an_error_on_the_case_not_a_crash(repo: Repo, 
 
 def test_a_hanging_function_times_out_and_is_not_called_again(repo: Repo) -> None:
     """A call past timeout_seconds is an error; later cases are skipped at once, naming the case that hung."""
-    repo.module("""
-        import time
-        CALLS = []
-        def slow(instance):
-            CALLS.append(1)
-            time.sleep(30)
-            return {"my_metric": 1.0}
-    """)
+    repo.module(RECORD + """
+import time
+def slow(instance):
+    record(1)
+    time.sleep(30)
+    return {"my_metric": 1.0}
+""")
     repo.metric("slow", timeout_seconds=0.2)
     started = time.monotonic()
     cases = _cases(repo.run())
@@ -203,7 +215,7 @@ def test_a_hanging_function_times_out_and_is_not_called_again(repo: Repo) -> Non
     first, second = cases["two_turns"].metrics["my_metric"], cases["one_turn"].metrics["my_metric"]
     assert first.status == "error" and "did not return within 0.2 s" in (first.reason or "")
     assert second.status == "error" and "hung on case 'two_turns'" in (second.reason or "")
-    assert sys.modules[f"{repo.package}.metrics"].CALLS == [1]
+    assert repo.seen() == [1]
     assert cases["one_turn"].metrics["tool_trajectory_avg_score"].status == "passed"
 
 
@@ -279,17 +291,20 @@ def test_working_directory_is_searched_too(tmp_path: Path, clean_imports: None, 
     assert _cases(repo.run())["one_turn"].metrics["my_metric"].status == "passed"
 
 
-def test_trusted_context_refuses_to_import(repo: Repo) -> None:
-    """When the run must not execute repository code, the module is never imported and the metric is an error."""
+def test_a_refused_context_never_imports_and_is_not_evaluated(repo: Repo) -> None:
+    """When the run must not execute repository code, the module is never imported and the metric is
+    not_evaluated with the reason on every case (a notice for the eval set, not a configuration error)."""
     marker = repo.root / "imported"
     repo.module(f"open({str(marker)!r}, 'w').close()\ndef ok(instance):\n    return 1\n")
     repo.metric("ok")
-    report = repo.run(BuildContext(custom_code_refused="pull_request_target runs hold secrets"))
+    reason = CUSTOM_NOT_RUN + "schedule"
+    report = repo.run(BuildContext(custom_code_refused=reason))
     assert not marker.exists()
     (info,) = [c for c in report.eval_sets[0].criteria if c.name == "my_metric"]
-    assert info.error is not None and "not run: pull_request_target" in info.error
+    assert info.error is None and info.notice == f"my_metric: {reason}"
     for case in _cases(report).values():
-        assert case.metrics["my_metric"].status == "error"
+        assert case.metrics["my_metric"].status == "not_evaluated"
+        assert case.metrics["my_metric"].reason == reason
 
 
 def test_a_changed_function_is_a_changed_definition_not_a_regression(repo: Repo) -> None:
@@ -333,12 +348,14 @@ def test_unchanged_function_compares_normally(repo: Repo) -> None:
 # -- ADK's contract ------------------------------------------------------------------------------------------------
 
 ADK_METRIC = """
+    import json, pathlib
     from google.adk.evaluation.eval_metrics import EvalStatus
     from google.adk.evaluation.evaluator import EvaluationResult, PerInvocationResult
-    SEEN = []
 
     def {name}(eval_metric, actual_invocations, expected_invocations, conversation_scenario):
-        SEEN.append((eval_metric.threshold, eval_metric.criterion.threshold, type(actual_invocations[0]).__module__))
+        with pathlib.Path(__file__).with_name("seen.jsonl").open("a", encoding="utf-8") as f:
+            seen = [eval_metric.threshold, eval_metric.criterion.threshold, type(actual_invocations[0]).__module__]
+            f.write(json.dumps(seen) + "\\n")
         threshold = eval_metric.criterion.threshold
         per = []
         for actual, expected in zip(actual_invocations, expected_invocations):
@@ -371,8 +388,7 @@ def test_adk_contract_reads_the_evaluation_result(repo: Repo, asynchronous: bool
     assert [p.status for p in two.per_invocation] == ["passed", "failed"]
     assert two.score == 0.5 and two.status == "failed" and two.threshold == 0.6
     assert cases["one_turn"].metrics["my_metric"].status == "passed"
-    seen = sys.modules[f"{repo.package}.metrics"].SEEN
-    assert seen[0] == (None, 0.6, "google.adk.evaluation.eval_case")
+    assert repo.seen()[0] == [None, 0.6, "google.adk.evaluation.eval_case"]
 
 
 @needs_adk
@@ -449,3 +465,114 @@ def test_camel_case_metric_names_are_kept_verbatim(repo: Repo) -> None:
         {"toolsUsed": {"codeConfig": {"name": f"{repo.package}.metrics.ok"}, "timeoutSeconds": 5}},
     )
     assert _cases(repo.run())["one_turn"].metrics["toolsUsed"].status == "passed"
+
+
+# -- issue 24: the worker process ----------------------------------------------------------------------------------
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_hang_kills_the_worker_and_leaves_no_thread(repo: Repo) -> None:
+    """Past timeout_seconds the worker (and a process it started) is killed: no process, no thread is left."""
+    repo.module(RECORD + """
+import os, subprocess, sys, time
+def slow(instance):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    record([os.getpid(), child.pid])
+    time.sleep(60)
+""")
+    repo.metric("slow", timeout_seconds=0.5)
+    threads = threading.active_count()
+    cases = _cases(repo.run())
+    assert "did not return within 0.5 s" in (cases["two_turns"].metrics["my_metric"].reason or "")
+    assert "hung on case 'two_turns'" in (cases["one_turn"].metrics["my_metric"].reason or "")
+    ((worker, child),) = repo.seen()
+    deadline = time.monotonic() + 5
+    while (_alive(worker) or _alive(child)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker) and not _alive(child)
+    assert threading.active_count() == threads
+
+
+def test_a_function_that_exits_the_process_is_an_error_on_its_cases(repo: Repo) -> None:
+    repo.module("import os\ndef bye(instance):\n    os._exit(0)\n")
+    repo.metric("bye")
+    cases = _cases(repo.run())
+    first, second = cases["two_turns"].metrics["my_metric"], cases["one_turn"].metrics["my_metric"]
+    assert first.status == "error" and "process exited with code 0 before answering" in (first.reason or "")
+    assert second.status == "error" and "failed on case 'two_turns'" in (second.reason or "")
+    assert cases["one_turn"].metrics["tool_trajectory_avg_score"].status == "passed"
+
+
+def test_a_crash_names_the_signal(repo: Repo) -> None:
+    repo.module("import os, signal\ndef boom(instance):\n    os.kill(os.getpid(), signal.SIGSEGV)\n")
+    repo.metric("boom")
+    reason = _cases(repo.run())["two_turns"].metrics["my_metric"].reason or ""
+    assert "killed by signal SIGSEGV" in reason, reason
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("return object()", "returned object, which is not JSON data"),
+        ("return {'my_metric': {1, 2}}", "returned dict, which is not JSON data"),
+        ("import os\n    [os.write(fd, b'{\"value\": 1.0}\\nnot json at all\\n') for fd in range(3, 8) "
+         "if fd != 0]\n    return {'my_metric': 1.0}", "not evalbot's protocol"),
+    ],
+    ids=["object", "set", "forged-protocol"],
+)
+def test_garbage_is_an_error_never_a_score(repo: Repo, body: str, message: str) -> None:
+    """Unserializable returns, and bytes written straight into the answer channel, are errors on the cases."""
+    repo.module(f"def bad(instance):\n    {body}\n")
+    repo.metric("bad")
+    cases = _cases(repo.run())
+    reasons = [c.metrics["my_metric"].reason or "" for c in cases.values()]
+    assert all(c.metrics["my_metric"].status == "error" for c in cases.values())
+    assert any(message in r for r in reasons), reasons
+
+
+def test_prints_do_not_disturb_the_answers(repo: Repo) -> None:
+    repo.module("print('hello from import')\ndef chatty(instance):\n    print('{\"value\": 0}')\n    return 1.0\n")
+    repo.metric("chatty")
+    assert {c.metrics["my_metric"].status for c in _cases(repo.run()).values()} == {"passed"}
+
+
+def test_the_worker_gets_no_secrets(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "s3cr3t-value-xyz"
+    register_secret(secret)
+    for name in ("GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL", "INPUT_JUDGE-API-KEY",
+                 "GOOGLE_API_KEY", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD"):
+        monkeypatch.setenv(name, "x-" + name.lower())
+    monkeypatch.setenv("INNOCENT_LOOKING", secret)
+    monkeypatch.setenv("HARMLESS_SETTING", "kept")
+    try:
+        repo.module(RECORD + "import os\ndef env(instance):\n    record(sorted(os.environ))\n    return 1.0\n")
+        repo.metric("env")
+        _cases(repo.run())
+    finally:
+        forget_secrets()
+    seen = set(repo.seen()[0])
+    assert "HARMLESS_SETTING" in seen and "PATH" in seen
+    assert not seen & {"GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL", "INPUT_JUDGE-API-KEY",
+                       "GOOGLE_API_KEY", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "INNOCENT_LOOKING"}
+
+
+def test_monkeypatching_evalbot_in_the_module_does_not_reach_the_gate(repo: Repo) -> None:
+    """The module rewrites evalbot's verdict functions on import and scores 0: the gate's copy is untouched."""
+    repo.module("""
+import evalbot.results
+evalbot.results.case_status = lambda statuses: "passed"
+evalbot.results.threshold_status = lambda value, threshold: "passed"
+def zero(instance):
+    return 0.0
+""")
+    repo.metric("zero")
+    cases = _cases(repo.run())
+    assert {c.metrics["my_metric"].status for c in cases.values()} == {"failed"}
+    assert {c.status for c in cases.values()} == {"failed"}
+    assert not any(name.startswith(repo.package) for name in sys.modules)  # never imported here

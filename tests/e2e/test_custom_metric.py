@@ -9,8 +9,12 @@ refuses to import it.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from tests.e2e.conftest import Action, pull_request_event
+import pytest
+
+from tests.e2e.conftest import Action, event, pull_request_event
+from tests.e2e.test_pull_request import make_baseline
 from tests.e2e.test_two_stage import first_stage, workflow_run_event
 
 MODULE = """
@@ -60,5 +64,107 @@ def test_pull_request_target_refuses_to_import_repository_code(action: Action, b
     assert not marker.exists()
     report = json.loads((action.workspace / ".evalbot-out" / "report.json").read_text(encoding="utf-8"))
     (info,) = [c for c in report["eval_sets"][0]["criteria"] if c["name"] == "tools_used"]
-    assert "does not import repository code" in info["error"]
-    assert run.code == 2, run.stdout + run.stderr
+    assert info["error"] is None
+    assert {c["metrics"]["tools_used"]["status"] for c in report["eval_sets"][0]["cases"]} == {"not_evaluated"}
+    assert run.code == 3, run.stdout + run.stderr
+
+
+# -- issue 24: the metric runs in its own process; the gate never imports it --------------------------------------
+
+def with_module(action: Action, source: str) -> Path:
+    """Replace the metric module's source; returns the folder it records into."""
+    folder = action.workspace / "repo_metrics"
+    (folder / "checks.py").write_text(source, encoding="utf-8")
+    return folder
+
+
+def test_a_metric_that_exits_the_process_is_an_error_with_a_comment(action: Action, baseline_text: str) -> None:
+    """os._exit(0) in the metric: its cases are error, the verdict is error, the step fails and the comment says so."""
+    add_custom_metric(action)
+    with_module(action, "import os\ndef tools_used(instance):\n    os._exit(0)\n")
+    make_baseline(action, baseline_text)
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
+    assert run.code == 3, run.stdout + run.stderr
+    assert run.outputs["verdict"] == "error", run.outputs
+    report = json.loads((action.workspace / ".evalbot-out" / "report.json").read_text(encoding="utf-8"))
+    metrics = [c["metrics"]["tools_used"] for c in report["eval_sets"][0]["cases"]]
+    assert metrics and all(m["status"] == "error" for m in metrics)
+    assert "exited with code 0" in metrics[0]["reason"]
+    assert all("exited with code 0" in m["reason"] for m in metrics[1:])  # the rest: not run, naming why
+    (comment,) = action.github.comments_on(7)
+    headline = comment.body.splitlines()[1]
+    assert "could not measure" in headline and "custom metric not measured" in headline, headline
+
+
+def test_a_module_that_exits_on_import_is_an_error_with_a_comment(action: Action, baseline_text: str) -> None:
+    add_custom_metric(action)
+    with_module(action, "import os\nos._exit(0)\n")
+    make_baseline(action, baseline_text)
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
+    assert run.code != 0, run.stdout + run.stderr
+    assert run.outputs["verdict"] in ("error", "invalid"), run.outputs
+    report = json.loads((action.workspace / ".evalbot-out" / "report.json").read_text(encoding="utf-8"))
+    (info,) = [c for c in report["eval_sets"][0]["criteria"] if c["name"] == "tools_used"]
+    assert "exited with code 0" in info["error"]
+    assert all(c["metrics"]["tools_used"]["status"] == "error" for c in report["eval_sets"][0]["cases"])
+    assert len(action.github.comments_on(7)) == 1
+
+
+MONKEYPATCH = """
+import evalbot.compare.delta, evalbot.compare.gate, evalbot.results
+from evalbot.compare.gate import Gate
+passed = lambda *a, **k: Gate(verdict="passed", exit_code=0)
+for name in dir(evalbot.compare.gate):
+    if name.startswith(("decide", "gate")) and callable(getattr(evalbot.compare.gate, name)):
+        setattr(evalbot.compare.gate, name, passed)
+evalbot.compare.delta.decide = passed
+evalbot.compare.delta._category = lambda *a, **k: ("unchanged", None)
+evalbot.results.case_status = lambda statuses: "passed"
+
+def tools_used(instance):
+    return {"tools_used": 1.0}
+"""
+
+
+def test_monkeypatching_the_gate_from_the_module_has_no_effect(action: Action, baseline_text: str) -> None:
+    """The module rewrites evalbot's gate functions when imported: that is the worker's copy; the regression
+    still blocks."""
+    add_custom_metric(action)
+    with_module(action, MONKEYPATCH)
+    make_baseline(action, baseline_text)
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 1, run.stdout + run.stderr
+    assert run.outputs["verdict"] == "blocked" and run.outputs["regressed"] == "1"
+    report = json.loads((action.workspace / ".evalbot-out" / "report.json").read_text(encoding="utf-8"))
+    assert {c["metrics"]["tools_used"]["status"] for c in report["eval_sets"][0]["cases"]} == {"passed"}
+
+
+@pytest.mark.parametrize(
+    "event_name", ["issue_comment", "workflow_dispatch", "schedule", "merge_group", "pull_request_review"]
+)
+def test_events_off_the_allow_list_never_import_and_say_not_evaluated(action: Action, event_name: str) -> None:
+    add_custom_metric(action)
+    marker = action.workspace / "repo_metrics" / "IMPORTED"
+    run = action.run(event_name, event("push"), inputs={"actuals": "actuals/good.json"}, ref="refs/heads/feature")
+    assert not marker.exists()
+    report = json.loads((action.workspace / ".evalbot-out" / "report.json").read_text(encoding="utf-8"))
+    reasons = {c["metrics"]["tools_used"]["reason"] for c in report["eval_sets"][0]["cases"]}
+    statuses = {c["metrics"]["tools_used"]["status"] for c in report["eval_sets"][0]["cases"]}
+    assert statuses == {"not_evaluated"}
+    (reason,) = reasons
+    assert reason.startswith(f"not evaluated: custom metric code is not run on {event_name} "), reason
+    assert run.code != 0, run.stdout + run.stderr  # not measured: never green by accident
+    assert f"custom metric code is not run on {event_name}" in run.stdout + run.summary
+
+
+def test_a_refused_event_on_a_pull_request_says_so_in_the_comment(action: Action, baseline_text: str) -> None:
+    """mode pull_request on pull_request_review: the comment's headline says the metric was not measured."""
+    add_custom_metric(action)
+    make_baseline(action, baseline_text)
+    run = action.run("pull_request_review", pull_request_event(),
+                     inputs={"actuals": "actuals/good.json", "mode": "pull_request"})
+    assert run.code == 3, run.stdout + run.stderr
+    assert run.outputs["verdict"] == "error"
+    (comment,) = action.github.comments_on(7)
+    headline = comment.body.splitlines()[1]
+    assert "custom metric not measured" in headline and "pull\\_request\\_review" in comment.body, headline

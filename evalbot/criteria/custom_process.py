@@ -1,0 +1,187 @@
+"""The process a custom metric runs in: started, spoken to and killed from here (the gate never imports its code).
+
+A :class:`Worker` runs ``custom_worker.py`` with this interpreter, the gate's import path plus the repository roots,
+and an environment without secrets (:func:`worker_environment`).  Every answer is awaited with a deadline; a worker
+that does not answer in time is killed with its whole process group, one that exits or answers with something that
+is not the protocol is reported as such, and from then on the worker is gone (:class:`WorkerGone`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+from evalbot.redact import holds_secret
+
+WORKER_SCRIPT = Path(__file__).with_name("custom_worker.py")
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+"""A longer answer line is not the protocol: the worker is killed."""
+_STDERR_TAIL = 400
+STARTUP_S = 60.0
+"""How long the worker's interpreter may take to start (not counted in the metric's timeout_seconds)."""
+_SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE|AUTH|COOKIE|SESSION|(^|_)KEY$|(^|_)PAT$", re.I
+)
+_DROPPED_PREFIXES = ("ACTIONS_", "INPUT_", "EVALBOT_")
+
+
+def worker_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without what a metric must not see: GitHub's runtime tokens and URLs (``ACTIONS_*``), the Action's
+    inputs (``INPUT_*``, which hold the github-token and judge keys), evalbot's own settings, every variable whose
+    name looks like a credential (``GITHUB_TOKEN``, ``GOOGLE_API_KEY``, ``*_SECRET*``, ``*PASSWORD*``, ...) and every
+    variable holding a registered secret value."""
+    return {
+        name: value for name, value in env.items()
+        if not name.upper().startswith(_DROPPED_PREFIXES) and not _SECRET_NAME.search(name) and not holds_secret(value)
+    }
+
+
+class WorkerGone(Exception):
+    """The worker exited, crashed, hung (and was killed) or broke the protocol; the message says which."""
+
+    def __init__(self, message: str, hung: bool = False) -> None:
+        super().__init__(message)
+        self.hung = hung
+
+
+class Worker:
+    """One custom metric's worker process."""
+
+    def __init__(self, function_path: str, roots: Sequence[Path], env: Mapping[str, str] | None = None) -> None:
+        self.function_path = function_path
+        self._stderr: IO[bytes] = tempfile.TemporaryFile()
+        self._buffer = b""
+        self.gone: str | None = None
+        self.proc = subprocess.Popen(
+            [sys.executable, "-E", "-s", str(WORKER_SCRIPT)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+            env=worker_environment(os.environ if env is None else env), start_new_session=True,
+        )
+        path = [p or os.getcwd() for p in sys.path]  # the gate's import path ('' is its working directory)
+        path += [str(r) for r in roots if str(r) not in path]  # appended: a repository file never shadows a package
+        self._hello = {"function": function_path, "sys_path": path}
+
+    def start(self, timeout_s: float, what: str) -> dict[str, Any]:
+        """Import the function in the worker; its answer (``contract`` ... or ``error``)."""
+        ready = self.receive(STARTUP_S, f"starting the process for {self.function_path}")
+        if ready != {"ready": True}:
+            self._fail(f"{what}: the worker's first answer is not evalbot's protocol")
+        self._write(self._hello, timeout_s, what)
+        return self.receive(timeout_s, what)
+
+    def send_items(self, items: Sequence[dict[str, Any]], timeout_s: float, what: str) -> None:
+        """Ask for one answer per item (read them with :meth:`receive`)."""
+        self._write({"items": list(items)}, timeout_s, what)
+
+    def _write(self, message: dict[str, Any], timeout_s: float, what: str) -> None:
+        if self.gone is not None:
+            raise WorkerGone(self.gone)
+        assert self.proc.stdin is not None
+        data = memoryview((json.dumps(message) + "\n").encode())
+        fd = self.proc.stdin.fileno()
+        os.set_blocking(fd, False)
+        deadline = time.monotonic() + timeout_s
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_WRITE)
+            while data:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    self._fail(f"{what} did not return within {timeout_s:g} s (timeout_seconds)", hung=True)
+                try:
+                    data = data[os.write(fd, data):]
+                except BlockingIOError:
+                    continue
+                except (BrokenPipeError, OSError):
+                    self._fail(self._exit_message(what))
+
+    def receive(self, timeout_s: float, what: str) -> dict[str, Any]:
+        """The next answer line, waited for at most ``timeout_s``; WorkerGone (the worker killed) otherwise."""
+        if self.gone is not None:
+            raise WorkerGone(self.gone)
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                if len(self._buffer) > MAX_ANSWER_BYTES:
+                    self._fail(f"{what}: the worker answered more than {MAX_ANSWER_BYTES} bytes without a line end "
+                               "(not evalbot's protocol)")
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    self._fail(f"{what} did not return within {timeout_s:g} s (timeout_seconds)", hung=True)
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    self._fail(self._exit_message(what))
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            self._fail(f"{what}: the worker answered {line[:80]!r}, not evalbot's protocol (something in the metric's "
+                       "process wrote to evalbot's channel)")
+        return answer
+
+    def _exit_message(self, what: str) -> str:
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is not None and code < 0:
+            how = f"was killed by signal {signal.Signals(-code).name if -code in signal.valid_signals() else -code}"
+        else:
+            how = f"exited with code {code}" if code is not None else "closed its output"
+        tail = self._stderr_tail()
+        return f"{what}: the custom metric's process {how} before answering" + (f" (its last output: {tail})"
+                                                                                 if tail else "")
+
+    def _stderr_tail(self) -> str:
+        try:
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - _STDERR_TAIL))
+            text = self._stderr.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        return " ".join("".join(c if c.isprintable() else " " for c in text).split())[-_STDERR_TAIL:]
+
+    def _fail(self, message: str, hung: bool = False) -> NoReturn:
+        self.kill()
+        self.gone = message
+        raise WorkerGone(message, hung=hung)
+
+    def kill(self) -> None:
+        """Kill the worker and everything it started (its own process group), and wait for it."""
+        try:  # the group too: a process the metric started must not outlive it
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        self._stderr.close()
+        self.gone = self.gone or f"{self.function_path}: the custom metric's process was stopped"
+
+    def close(self) -> None:
+        """Stop the worker (its work is done)."""
+        self.kill()
+
+    def __del__(self) -> None:
+        if getattr(self, "proc", None) is not None and self.proc.poll() is None:
+            self.kill()
