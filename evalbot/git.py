@@ -50,6 +50,28 @@ def git_show(ref: str, path: str, *, git: GitRunner) -> str | None:
     )
 
 
+def git_list(ref: str, path: str, *, git: GitRunner) -> list[tuple[str, str]] | None:
+    """``(name, type)`` of each entry of directory ``path`` ("" for the root) at ``ref`` (``git ls-tree``; type
+    "file", "dir", "symlink" or "submodule"), None when no directory is there. As for :func:`git_show`, "absent" is
+    trusted only when the commit itself is in the repository; other failures raise InputError."""
+    result = git(["ls-tree", "-z", f"{ref}:{path}" if path else f"{ref}^{{tree}}"])
+    if result.returncode == 0:
+        out: list[tuple[str, str]] = []
+        for line in result.stdout.split("\0"):
+            meta, _, name = line.partition("\t")
+            fields = meta.split()
+            if not name or len(fields) < 2:
+                continue
+            kind = {"tree": "dir", "commit": "submodule"}.get(fields[1], "symlink" if fields[0] == "120000" else "file")
+            out.append((name, kind))
+        return out
+    if git(["cat-file", "-e", f"{ref}^{{commit}}"]).returncode == 0:
+        return None  # the commit is here: the path is absent there, or not a directory
+    message = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else f"exit code {result.returncode}"
+    raise InputError(f"{ref}:{path}", "", f"git ls-tree failed: {message}; fetch the commit (git fetch origin {ref}, "
+                     "or actions/checkout with fetch-depth: 0)")
+
+
 def run_git(args: Sequence[str], cwd: Path | None = None) -> GitResult:
     """Run ``git`` in ``cwd`` (default: the current directory); a missing git binary is exit code 127."""
     try:

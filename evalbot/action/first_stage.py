@@ -19,6 +19,7 @@ from evalbot.action.workspace import (
     policy_and_template,
     policy_overrides,
     read_baseline_at,
+    similar_baselines,
 )
 from evalbot.compare.accept import proposed_baseline
 from evalbot.compare.baseline import (
@@ -291,9 +292,13 @@ def first_stage(
     update = None
     if mode == "pull_request" and pr is not None:
         update = proposed_baseline(lambda: pr_baseline_text(ws, inputs.baseline_path), baseline, inputs.baseline_path)
+    required = mode == "pull_request" and pr is not None  # no baseline at the base commit is not a pass there
+    similar = (similar_baselines(forge, ws, inputs.baseline_path, pr.base_sha)
+               if required and pr is not None and baseline is None and baseline_error is None and update is None
+               else [])
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
                          baseline_error=baseline_error, create=baseline_command(inputs), proposed=update,
-                         credentials_expected=credentials_expected(ctx))
+                         credentials_expected=credentials_expected(ctx), baseline_required=required, similar=similar)
     if gate is not None and pr is not None:
         comparison.policy_changes = gate.changes
         comparison.notes = gate.notes

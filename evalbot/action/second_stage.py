@@ -20,7 +20,14 @@ from evalbot.action import workflow
 from evalbot.action.first_stage import baseline_command
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, summarize
 from evalbot.action.settings import ActionInputs, GitHubContext
-from evalbot.action.workspace import Workspace, eval_paths, label_at, policy_and_template, read_baseline_at
+from evalbot.action.workspace import (
+    Workspace,
+    eval_paths,
+    label_at,
+    policy_and_template,
+    read_baseline_at,
+    similar_baselines,
+)
 from evalbot.compare.accept import proposed_baseline
 from evalbot.compare.delta import compare
 from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
@@ -118,9 +125,12 @@ def second_stage(
     source = label_at(pull.base_sha, inputs.baseline_path)
     update = proposed_baseline(lambda: pr_baseline_at(forge, inputs.baseline_path, pull.head_sha), baseline,
                              inputs.baseline_path)
+    similar = (similar_baselines(forge, ws, inputs.baseline_path, pull.base_sha)
+               if baseline is None and baseline_error is None and update is None else [])
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
                          baseline_error=baseline_error, create=baseline_command(inputs), proposed=update,
-                         credentials_expected=run.head_repo == ctx.repository)  # a fork's first stage had no secrets
+                         credentials_expected=run.head_repo == ctx.repository,  # a fork's first stage had no secrets
+                         baseline_required=True, similar=similar)
     comparison.commit = run.head_sha
     first_run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{run.id}"
     link = links(ctx, inputs)

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evalbot.action.settings import ActionInputs
 from evalbot.compare.baseline import (
+    DEFAULT_BASELINE_PATH,
     Baseline,
     parse_baseline,
 )
 from evalbot.compare.gate import GatePolicy, policy_from_settings
 from evalbot.errors import InputError
-from evalbot.forge.base import Forge, ForgeError
-from evalbot.git import GitResult, git_show, run_git
+from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
+from evalbot.git import GitResult, git_list, git_show, run_git
 from evalbot.render.template_files import comment_template_text
 
 log = logging.getLogger("evalbot")
@@ -94,3 +95,42 @@ def read_baseline_at(forge: Forge | None, ws: Workspace, path: str, ref: str) ->
         api = f"the contents API failed ({api_error}); " if api_error else "no github-token for the contents API; "
         return None, f"{api}git could not read it either: {exc.message}"
     return (None if text is None else parse_baseline(text, label)), None
+
+
+def list_at(forge: Forge | None, ws: Workspace, path: str, ref: str) -> list[tuple[str, str]] | None:
+    """The entries of directory ``path`` ("" for the root) at commit ``ref`` (None: no directory there), listed like
+    the baseline is read: the contents API first, ``git ls-tree`` when GitHub cannot answer; neither answering
+    raises ForgeUnavailable (exit 3), never "absent"."""
+    if forge is not None:
+        try:
+            return forge.list_directory(path, ref=ref)
+        except ForgeError as exc:
+            log.warning("evalbot: listing %s through the API failed (%s); trying git", path or "the root", exc)
+    try:
+        return git_list(ref, path, git=ws.git)
+    except InputError as exc:
+        raise ForgeUnavailable(f"list {path or 'the root'}",
+                               f"neither the API nor git could list {label_at(ref, path or '.')}: {exc}") from exc
+
+
+MAX_SIMILAR = 5
+
+
+def similar_baselines(forge: Forge | None, ws: Workspace, path: str, ref: str) -> list[str]:
+    """Other ``*.json`` files at ``ref`` in the baseline's folder and the default baseline's (at the repository's
+    root, only those named like a baseline): what a mistyped ``baseline-path`` may have meant. A hint: a folder
+    that cannot be listed adds nothing."""
+    folders = dict.fromkeys(PurePosixPath(p).parent.as_posix() for p in (path, DEFAULT_BASELINE_PATH))
+    found: list[str] = []
+    for folder in folders:
+        where = "" if folder == "." else folder
+        try:
+            entries = list_at(forge, ws, where, ref) or []
+        except ForgeError:
+            continue
+        for name, kind in sorted(entries):
+            full = f"{where}/{name}" if where else name
+            if (kind == "file" and name.endswith(".json") and full != path and full not in found
+                    and (where or "baseline" in name.lower())):
+                found.append(full)
+    return found[:MAX_SIMILAR]

@@ -378,7 +378,7 @@ def custom_not_run(report: Report) -> str | None:
 def compare(
     *, current: Report, baseline: Baseline | None, policy: GatePolicy, baseline_source: str = DEFAULT_BASELINE_PATH,
     baseline_error: str | None = None, create: str | None = None, proposed: ProposedBaseline | None = None,
-    credentials_expected: bool = False,
+    credentials_expected: bool = False, baseline_required: bool = False, similar: Sequence[str] = (),
 ) -> Comparison:
     """Compare ``current`` with ``baseline`` (None: absolute scores only) and decide the gate.
 
@@ -390,21 +390,29 @@ def compare(
     measured (:mod:`evalbot.compare.yardstick`) is listed; unaccepted ones block under ``yardstick_changes: block``.
     ``credentials_expected``: the run should have had the judge's credentials (the Action anywhere but a fork's first
     stage), so judged verdicts without a judge are a judge failure (``judge_failures``), not a warning.
+    ``baseline_required``: a pull request or merge queue, where no baseline at the base commit blocks (with the command
+    that creates it and the ``similar`` files found there: "did you mean") unless ``proposed`` creates it.
     """
     note = command = None
     info = None
     compatible = True
     path = baseline_source.rpartition(":")[2] or DEFAULT_BASELINE_PATH
-    missing_note = None
+    missing_note = missing_baseline = None
     if baseline is None and baseline_error:
         note = (f"The baseline at {baseline_source} could not be read (see above); showing absolute scores, and "
                 "regressions cannot be detected. Re-run the job once the cause is fixed.")
+    elif baseline is None and proposed is not None and proposed.baseline is not None:
+        note = (f"No baseline at {baseline_source}: this PR creates {proposed.path} (baseline created by this PR), "
+                "checked against this run; showing absolute scores. Later pull requests are compared with it.")
     elif baseline is None:
         command = create or create_command(path)
-        note = (f"No baseline at {baseline_source}; showing absolute scores. To compare pull requests with main, "
-                f"create one on main and commit it: {command}")
-        missing_note = (f"no baseline at {baseline_source}: regressions cannot be detected until one is committed "
-                        f"on main; create it there with: {command}")
+        guess = f" (did you mean {', '.join(similar)}?)" if similar else ""
+        note = (f"No baseline at {baseline_source}{guess}; showing absolute scores. To compare pull requests with "
+                f"main, create one on main and commit it: {command}")
+        missing_note = (f"no baseline at {baseline_source}{guess}: regressions cannot be detected until one is "
+                        f"committed on main; create it there with: {command}")
+        if baseline_required:
+            missing_baseline = f"no baseline at {baseline_source}{guess}"
     else:
         info = BaselineInfo(
             source=baseline_source, commit=baseline.commit, created_at=baseline.created_at,
@@ -462,6 +470,7 @@ def compare(
         have_baseline=baseline is not None,
         unmeasured=unmeasured,
         baseline_unreadable=f"baseline unreadable: {baseline_error}" if baseline_error else None,
+        baseline_missing=missing_baseline,
         yardstick=[f"{y.subject}: {y.what}" for y in yardstick if y.loosens and not y.accepted],
         update_conflicts=list(update.differences) + ([f"… and {update.more} more"] if update.more else [])
         if update is not None else [],

@@ -147,6 +147,7 @@ def decide(
     baseline_unreadable: str | None = None,
     yardstick: list[str] | None = None,
     update_conflicts: list[str] | None = None,
+    baseline_missing: str | None = None,
 ) -> Gate:
     """Apply the policy: invalid input first (exit 2), then what could not be measured (exit 3), then the
     ``fail_on`` rule (exit 1 when blocked).
@@ -155,7 +156,8 @@ def decide(
     why a baseline that exists could not be read (it matters to ``fail_on: regression`` only). ``yardstick`` are the
     changes to what is measured that this PR's baseline update does not accept (blocking under both ``regression``
     and ``threshold`` with ``yardstick_changes: block``: a lowered threshold evades either rule);
-    ``update_conflicts`` are entries of the PR's baseline update that this run contradicts (always blocking).
+    ``update_conflicts`` are entries of the PR's baseline update that this run contradicts (always blocking);
+    ``baseline_missing`` says that a pull request's base commit has no baseline (blocking: nothing could be compared).
     """
     if invalid:
         return Gate(verdict="invalid", exit_code=EXIT_INVALID_INPUT, reasons=invalid)
@@ -167,7 +169,8 @@ def decide(
     if missing:
         found = [f"also found: {r}" for r in regressions] if policy.fail_on == "regression" else []
         return Gate(verdict="error", exit_code=EXIT_UNAVAILABLE, reasons=missing + found)
-    ruler = [f"baseline update: {c}" for c in update_conflicts or []]
+    ruler = [baseline_missing] if baseline_missing else []
+    ruler += [f"baseline update: {c}" for c in update_conflicts or []]
     if policy.yardstick_changes == "block":
         ruler += [f"{c} (yardstick_changes: block)" for c in yardstick or []]
     if policy.fail_on == "threshold":

@@ -63,6 +63,11 @@ class Forge(Protocol):
         """Text of ``path`` at commit/branch ``ref``, or None when it does not exist there."""
         ...
 
+    def list_directory(self, path: str, *, ref: str) -> list[tuple[str, str]] | None:
+        """``(name, type)`` of each entry of directory ``path`` ("" for the root) at ``ref`` (type "file", "dir",
+        "symlink" or "submodule"), or None when no directory is there."""
+        ...
+
     def upsert_comment(self, *, number: int, marker: str, body: str) -> CommentRef:
         """Create or edit in place the one comment on PR ``number`` carrying ``marker``."""
         ...

@@ -256,6 +256,20 @@ class PyGithubForge:
         found = self._get_file(path, ref)
         return None if found is None else found[0]
 
+    def list_directory(self, path: str, *, ref: str) -> list[tuple[str, str]] | None:
+        """Entries of directory ``path`` at ``ref`` through the contents API (GitHub lists up to 1,000 per
+        directory), or None when no directory is there."""
+        operation = f"list {path or '/'} at {ref}"
+        try:
+            found = self._repo.get_contents(path, ref=ref)
+        except UnknownObjectException:
+            return None
+        except (GithubException, requests.RequestException) as exc:
+            raise _translate(operation, exc) from exc
+        if not isinstance(found, list):
+            return None  # a file (or symlink, submodule) by that name: no directory
+        return [(entry.name, entry.type) for entry in found]
+
     def upsert_comment(self, *, number: int, marker: str, body: str) -> CommentRef:
         """Edit our marked comment in place, or create it; never leave two behind."""
         body = with_marker(marker, body)

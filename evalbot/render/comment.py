@@ -273,7 +273,7 @@ def verdict(comparison: Comparison) -> tuple[str, str]:
         ("fixed", "fixed"),
         ("inconclusive", "inconclusive" if blocking else "inconclusive (not blocking)"),
         ("still_failing", "still failing"), ("new", "new"), ("changed_definition", "changed definition"),
-    ) if n.get(k)]
+    ) if n.get(k) and not (k == "new" and comparison.baseline is None)]  # without a baseline every case is "new"
     if accepted:
         extras.insert(1, f"{plural(accepted, 'change')} accepted by this PR's baseline update")
     ruler = yardstick_note(comparison)
@@ -308,6 +308,9 @@ def verdict(comparison: Comparison) -> tuple[str, str]:
     elif comparison.baseline is None:
         t = comparison.report.totals
         flag = "".join(f" · {e}" for e in extras[:1] if comparison.invisible_ids)
+        update = comparison.baseline_update
+        if update is not None and update.matches and comparison.baseline_error is None:
+            return ICONS[gate.verdict], f"baseline created by this PR; {t.passed} of {t.cases} case(s) passed{flag}"
         return "⚠️", f"no baseline; {t.passed} of {t.cases} case(s) passed{flag}"
     elif n.get("regressed"):  # passed although cases regressed: only a policy that never blocks lets that through
         title = (f"{n['regressed']} regressed — not blocking: fail-on {comparison.policy.fail_on}"

@@ -44,11 +44,13 @@ def test_a_bug_is_exit_70_with_outputs_still_written(tmp_path: Path) -> None:
 
 
 def test_comment_failure_keeps_the_verdict(tmp_path: Path) -> None:
-    """GitHub failing to take the comment is a warning; the gate's exit code stands."""
+    """GitHub failing to take the comment is a warning; the gate's exit code stands (here 1: the scripted base
+    commit has no baseline, which blocks a pull request), never 3."""
     out = io.StringIO()
     forge = ScriptedForge(upsert_comment=ForgeUnavailable("comment", "502", status=502))
-    env = pr_env(tmp_path) | {"INPUT_JUDGE-FAILURES": "warn"}  # no judge key here: a warning, so the gate passes
-    assert run(env, out=out, forge=forge) == 0
+    env = pr_env(tmp_path) | {"INPUT_JUDGE-FAILURES": "warn"}  # no judge key here: a warning, not exit 3
+    assert run(env, out=out, forge=forge) == 1
+    assert parse_outputs((tmp_path / "out").read_text())["verdict"] == "blocked"
     assert "::warning title=evalbot comment::The PR comment could not be posted" in out.getvalue()
 
 

@@ -106,11 +106,12 @@ def test_baseline_falls_back_to_git_show_when_the_api_refuses(
     assert run.outputs["regressed"] == "1"
 
 
-def test_missing_baseline_reports_absolute_scores(action: Action) -> None:
-    """No baseline at base.sha: absolute scores, exit 0, and the comment says how to create one."""
+def test_missing_baseline_reports_absolute_scores_and_blocks(action: Action) -> None:
+    """No baseline at base.sha: absolute scores, exit 1 (nothing to compare with is not a pass; see
+    test_no_baseline.py), and the comment says how to create one."""
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
-    assert run.code == 0, run.stdout + run.stderr
-    assert "baseline" in action.github.comments_on(7)[0].body.lower()
+    assert run.code == 1, run.stdout + run.stderr
+    assert "evalbot baseline evals --actuals actuals/regressed.json" in action.github.comments_on(7)[0].body
 
 
 def test_workspace_is_left_with_report_and_junit(action: Action) -> None:

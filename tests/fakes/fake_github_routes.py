@@ -138,9 +138,12 @@ def delete_comment(fake: FakeGitHub, token: Token, q: dict[str, str], body: Any,
 
 @route("repos/get-content")
 def get_content(fake: FakeGitHub, token: Token, q: dict[str, str], body: Any, headers: Any, **a: str) -> Answer:
-    ref, path = q.get("ref", "main"), a["path"]
+    ref, path = q.get("ref", "main"), a["path"].strip("/")
     data = fake.files.get((ref, path))
     if data is None:
+        listed = directory(fake, ref, path)
+        if listed:
+            return 200, listed, {}
         return 404, error(404, "Not Found"), {}
     if "raw" in headers.get("Accept", ""):
         return (
@@ -163,6 +166,25 @@ def get_content(fake: FakeGitHub, token: Token, q: dict[str, str], body: Any, he
         url=f"https://api.github.com/repos/{fake.repo}/contents/{path}?ref={ref}",
     )
     return 200, fake._rebase(out), {}
+
+
+def directory(fake: FakeGitHub, ref: str, path: str) -> list[dict[str, Any]]:
+    """The contents API's answer for a directory: one entry per file or folder directly inside ``path`` at ``ref``
+    (``fake.files`` holds files only; a folder exists when some file lies under it)."""
+    prefix = f"{path}/" if path else ""
+    entries: dict[str, str] = {}
+    for (at, name) in fake.files:
+        if at == ref and name.startswith(prefix):
+            first, _, rest = name[len(prefix):].partition("/")
+            entries[first] = "dir" if rest else "file"
+    template = contract().example("content-file-response-if-content-is-a-directory")[0]
+    out = []
+    for name, kind in sorted(entries.items()):
+        full = f"{prefix}{name}"
+        item = dict(template, name=name, path=full, type=kind, size=0 if kind == "dir" else len(fake.files[(ref, full)]),
+                    sha=blob_sha(full.encode()), url=f"https://api.github.com/repos/{fake.repo}/contents/{full}?ref={ref}")
+        out.append(fake._rebase(item))
+    return out
 
 
 @route("repos/create-or-update-file-contents")

@@ -25,6 +25,9 @@ class ScriptedForge:
     def read_file(self, path: str, *, ref: str) -> str | None:
         return self._do("read_file", None)
 
+    def list_directory(self, path: str, *, ref: str) -> list[tuple[str, str]] | None:
+        return self._do("list_directory", None)
+
     def upsert_comment(self, *, number: int, marker: str, body: str) -> CommentRef:
         return self._do("upsert_comment", CommentRef(id=1, url="https://x/1", action="created"))
 
