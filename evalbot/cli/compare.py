@@ -51,14 +51,48 @@ MAX_BASELINE_BYTES = 100 * 1024 * 1024
 Command = Callable[[argparse.Namespace, Mapping[str, str]], int]
 
 
-def cli_commands(args: argparse.Namespace, baseline: str, output: str) -> tuple[str, str]:
-    """This comparison's command line (without output options) and the ``evalbot baseline`` that refreshes it."""
+_POLICY_FLAGS = ("fail_on", "judge_failures", "tolerance", "alpha", "comment_template")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def cli_commands(
+    args: argparse.Namespace, baseline: str, output: str, *, judged: bool = True
+) -> tuple[str | None, str | None]:
+    """This comparison's command line (without output options) and the ``evalbot baseline`` that refreshes it: run
+    as shown in the same checkout, the first gives the same verdict and headline (same eval sets, runs, config, judge
+    cache and replay, and the gate options given on this command line; a merged run's split votes were not settled,
+    so its command says ``--resample-split 0``). None when the eval sets are not known (an
+    ``evalbot merge`` without ``--eval-sets``): a command that cannot work is not shown."""
+    if not args.paths:
+        return None, None
     common = [*args.paths]
     for run in args.actuals or []:
         common += ["--actuals", run]
     if args.config:
         common += ["--config", args.config]
-    reproduce = shlex.join(["evalbot", "compare", "--baseline", baseline, *common])
+    if getattr(args, "agent", None):
+        common += ["--agent", args.agent]
+    if getattr(args, "adk_agent", None):
+        common += ["--adk-agent", args.adk_agent]
+    if (getattr(args, "num_runs", None) or 1) > 1:
+        common += ["--num-runs", str(args.num_runs)]
+    if getattr(args, "judge_cache", None):
+        common += ["--judge-cache", str(args.judge_cache)]
+    if getattr(args, "judge_replay", False):
+        common.append("--judge-replay")
+    if getattr(args, "resample_split", None) is not None:
+        common += ["--resample-split", str(args.resample_split)]
+    elif judged and getattr(args, "parts", None):  # a merged run was judged in shard jobs, without a baseline: its
+        # split votes were never settled (``judged``: the run has judged criteria, the only ones settling concerns)
+        common += ["--resample-split", "0"]
+    gate = [item for name in _POLICY_FLAGS if getattr(args, name, None) is not None
+            for item in (_flag(name), str(getattr(args, name)))]
+    if getattr(args, "block_flaky", None) is not None:
+        gate.append("--block-flaky" if args.block_flaky else "--no-block-flaky")
+    reproduce = shlex.join(["evalbot", "compare", "--baseline", baseline, *common, *gate])
     return reproduce, shlex.join(["evalbot", "baseline", *common, "--output", output])
 
 
@@ -109,7 +143,9 @@ def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick) -
         print(f"evalbot: notice: {note}", file=sys.stderr)
     for alert in comparison.alerts:
         print(f"evalbot: warning: {alert}", file=sys.stderr)
-    comparison.reproduce_command, comparison.refresh_command = cli_commands(args, ruler.spec.label, ruler.spec.path)
+    judged = any(c.judged for es in report.eval_sets for c in es.criteria)
+    comparison.reproduce_command, comparison.refresh_command = cli_commands(args, ruler.spec.label, ruler.spec.path,
+                                                                            judged=judged)
     links = Links(summary=args.summary, report=args.report)
     comment = render_comment(comparison, marker=comment_marker(args.comment_id), links=links, template=ruler.template)
     if args.report:
@@ -341,6 +377,10 @@ def add_parsers(sub: Any) -> None:
                        "not read)")
     merge.add_argument("--config", type=cli_args.input_file, metavar="FILE",
                        help="the test_config.json the shards used (its evalbot section sets the gate policy)")
+    merge.add_argument("--judge-cache", type=cli_args.directory, metavar="DIR",
+                       help="the judge cache the shards used, shown in the comment's commands (not read)")
+    merge.add_argument("--judge-replay", action="store_true",
+                       help="the shards replayed the judge from the cache: shown in the comment's commands")
     _add_compare_outputs(merge)
     merge.add_argument("--write-baseline", type=cli_args.output_file, metavar="FILE",
                        help="write the baseline of the merged run here instead of comparing")

@@ -49,7 +49,8 @@ def test_example_one_job_equals_four_shards_merged(tmp_path: Path) -> None:
     one = _aside([report, comment], tmp_path / "one")
     parts = _shards(tmp_path, "compare", EXAMPLE)
     code = main(["merge", *map(str, parts), "--baseline", EXAMPLE_BASELINE, "--eval-sets", "examples/evals",
-                 "--actuals", "examples/runs/pr.json", "--report", str(report), "--comment", str(comment)], {})
+                 "--actuals", "examples/runs/pr.json", "--judge-cache", "examples/judge-cache", "--judge-replay",
+                 "--report", str(report), "--comment", str(comment)], {})
     assert code == 1  # the example's regression blocks, as in the one job
     _same_files(one[0], report)
     _same_files(one[1], comment)
