@@ -265,7 +265,7 @@ def first_stage(
             merged: Report | None = merged_parts(inputs, ws, loaded)
         except MissingShards as exc:
             return missing_parts(ctx, inputs, mode, forge, exc, stream)
-    pr = ctx.pull_request
+    pr = ctx.change() if mode == "pull_request" else None  # a pull request, or a merge queue's group
     baseline_error = None
     gate: GateSettings | None = None
     if mode == "pull_request" and pr is not None:
@@ -304,12 +304,13 @@ def first_stage(
         comparison.notes = gate.notes
         comparison.commit = pr.head_sha
         comparison.reproduce_command, comparison.refresh_command = commands(inputs, pr.base_sha)
+        comparison.merge_queue = pr.merge_queue
     html_path = write_html(comparison, inputs, ws)
     link = links(ctx, inputs)
     print_annotations(comparison, line_of=loaded.case_line, display=ws.relative, stream=stream)
     notices: list[str] = []
     published = None
-    if mode == "pull_request" and pr is not None:
+    if pr is not None and pr.number is not None:  # a merge queue's group has no PR to comment on
         marker = comment_marker(inputs.comment_id)
         body = render_comment(comparison, marker=marker, links=link, template=template)
         published = post_comment(forge, number=pr.number, marker=marker, body=body, stream=stream)
@@ -321,7 +322,8 @@ def first_stage(
             comparison.gate = Gate(verdict="error", exit_code=EXIT_UNAVAILABLE,
                                    reasons=[f"baseline not refreshed: {refusal}", *comparison.gate.reasons])
     summarize(ctx, render_summary(comparison, links=link), notices, html_path)
-    print(f"evalbot: {comparison.gate.verdict} (exit {comparison.gate.exit_code})", file=stream)
+    where = "merge queue: " if comparison.merge_queue else ""
+    print(f"evalbot: {where}{comparison.gate.verdict} (exit {comparison.gate.exit_code})", file=stream)
     return outcome_of(comparison, inputs, published, html_path)
 
 

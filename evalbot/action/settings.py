@@ -278,6 +278,27 @@ class PullRequest:
 
 
 @dataclass(frozen=True)
+class MergeGroup:
+    """A merge queue's group (``merge_group`` event): the queue's commit and the base it is tested against."""
+
+    base_sha: str
+    head_sha: str
+    base_ref: str
+    head_ref: str
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a pull_request-mode run compares: a pull request, or a merge queue's group (no PR to comment on)."""
+
+    base_sha: str
+    head_sha: str
+    number: int | None
+    """The pull request that gets the comment; None for a merge queue."""
+    merge_queue: bool = False
+
+
+@dataclass(frozen=True)
 class WorkflowRun:
     """The first-stage run that triggered a ``workflow_run`` event."""
 
@@ -307,6 +328,17 @@ class GitHubContext:
     default_branch: str | None = None
     pull_request: PullRequest | None = None
     workflow_run: WorkflowRun | None = None
+    merge_group: MergeGroup | None = None
+
+    def change(self) -> Change | None:
+        """The pull request, or the merge queue's group, that a pull_request-mode run compares."""
+        if self.pull_request is not None:
+            pr = self.pull_request
+            return Change(base_sha=pr.base_sha, head_sha=pr.head_sha, number=pr.number)
+        if self.merge_group is not None:
+            group = self.merge_group
+            return Change(base_sha=group.base_sha, head_sha=group.head_sha, number=None, merge_queue=True)
+        return None
 
 
 def check_paths(inputs: ActionInputs, workspace: Path) -> None:
@@ -392,6 +424,15 @@ def context_from_env(env: Mapping[str, str]) -> GitHubContext:
             event=str(wr.get("event", "")),
             conclusion=wr.get("conclusion"),
         )
+    group = None
+    mg = payload.get("merge_group")
+    if isinstance(mg, dict):
+        try:
+            group = MergeGroup(base_sha=str(mg["base_sha"]), head_sha=str(mg["head_sha"]),
+                               base_ref=str(mg.get("base_ref", "")), head_ref=str(mg.get("head_ref", "")))
+        except KeyError as exc:
+            raise InputError(event_path or "event payload", "/merge_group",
+                             f"merge_group event without {exc.args[0]}; is GITHUB_EVENT_PATH right?") from None
     output, summary = env.get("GITHUB_OUTPUT"), env.get("GITHUB_STEP_SUMMARY")
     return GitHubContext(
         event_name=env.get("GITHUB_EVENT_NAME", ""),
@@ -407,6 +448,7 @@ def context_from_env(env: Mapping[str, str]) -> GitHubContext:
         default_branch=(payload.get("repository") or {}).get("default_branch"),
         pull_request=pull,
         workflow_run=run,
+        merge_group=group,
     )
 
 
@@ -414,14 +456,15 @@ def choose_mode(requested: str, ctx: GitHubContext) -> Mode:
     """The mode to run in: the input when set, else derived from the triggering event."""
     if requested not in ("auto", "merge"):  # merge: the event decides, as for auto (the report is the parts')
         mode = cast(Mode, requested)
-    elif ctx.event_name in PULL_REQUEST_EVENTS:
-        mode = "pull_request"
+    elif ctx.event_name in PULL_REQUEST_EVENTS or (ctx.event_name == "merge_group" and ctx.merge_group is not None):
+        mode = "pull_request"  # a merge queue compares with its base commit and gates like a pull request
     elif ctx.event_name == "workflow_run":
         mode = "workflow_run"
-    else:  # push, schedule, workflow_dispatch, merge_group, local runs
+    else:  # push, schedule, workflow_dispatch, local runs
         mode = "push"
-    if mode == "pull_request" and ctx.pull_request is None:
-        raise input_error("mode", f"pull_request mode needs a pull_request event, got {ctx.event_name or 'none'!r}")
+    if mode == "pull_request" and ctx.change() is None:
+        raise input_error("mode", "pull_request mode needs a pull_request or merge_group event, got "
+                          f"{ctx.event_name or 'none'!r}")
     if mode == "workflow_run" and ctx.workflow_run is None:
         raise input_error("mode", f"workflow_run mode needs a workflow_run event, got {ctx.event_name or 'none'!r}")
     return mode

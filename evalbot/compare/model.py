@@ -211,3 +211,5 @@ class Comparison(StrictModel):
     """The baseline run's judge usage and cost, when the baseline records it (the comment shows the change)."""
     yardstick: list[YardstickChange] = Field(default_factory=list)
     """What this PR changed in what it is measured with, against the base commit's baseline (accepted or not)."""
+    merge_queue: bool = False
+    """A merge queue's run (``merge_group``): compared with its base commit like a pull request; the headline says so."""

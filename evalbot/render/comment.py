@@ -263,7 +263,12 @@ def _yardstick_pass(comparison: Comparison) -> str:
 
 
 def verdict(comparison: Comparison) -> tuple[str, str]:
-    """The icon and one-line verdict."""
+    """The icon and one-line verdict (``merge queue: …`` in a merge queue's run)."""
+    icon, title = _verdict(comparison)
+    return icon, f"merge queue: {title}" if comparison.merge_queue else title
+
+
+def _verdict(comparison: Comparison) -> tuple[str, str]:
     gate, n = comparison.gate, comparison.counts
     blocking = gate.verdict == "blocked" and comparison.policy.block_inconclusive
     flaky_blocks = gate.verdict == "blocked" and comparison.policy.block_flaky

@@ -184,7 +184,7 @@ def test_runner_paths_and_enterprise_urls(tmp_path: Path) -> None:
 def test_mode_override_needs_a_matching_payload(tmp_path: Path) -> None:
     """mode: pull_request on a push event is an input error, not a crash later."""
     ctx = context_from_env(event_env(tmp_path, "push"))
-    with pytest.raises(InputError, match="needs a pull_request event"):
+    with pytest.raises(InputError, match="needs a pull_request or merge_group event"):
         choose_mode("pull_request", ctx)
     assert choose_mode("baseline", ctx) == "baseline"
 
