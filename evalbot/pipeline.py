@@ -21,7 +21,7 @@ from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.criteria import build_criteria
 from evalbot.criteria.base import BallotBox, BuildContext, CriteriaBuilder
-from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, ConfigError, InputError
+from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, InputError
 from evalbot.formats import vertex
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.jsonio import gc_paused, parse_json, read_text
@@ -202,10 +202,7 @@ def _run_agent(inputs: Inputs, run: AgentRun, ctx: BuildContext, notices: list[s
     say(f"ran {run.agent.label}: {summary} (case runs)")
     scored = score_runs(inputs.eval_sets, runs, ctx, errors=inputs.errors, notices=notices, criteria=criteria)
     if run.record is not None:
-        try:
-            path = write_recording(run.record, inputs.eval_sets, runs, scored.per_run)
-        except OSError as exc:
-            raise ConfigError(f"--record {run.record}: cannot write the file: {exc.strerror or exc}") from None
+        path = write_recording(run.record, inputs.eval_sets, runs, scored.per_run)  # InputError naming --record
         say(f"recorded the runs in {path}")
     return scored.report
 

@@ -308,3 +308,25 @@ def test_each_streamed_case_is_decoded_once(write: Writer, monkeypatch: pytest.M
         actuals = load_actuals(write(f"a{size}.json", json.dumps({"a": [inv("q", invocation_id="i1")]}) + " " * size))
         assert built == []
         assert isinstance(actuals.find("s", "a"), list) and built == ["actuals:i1"]
+
+
+def test_cli_outputs_never_follow_a_symlink(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24: an output (here the CLI's --html) whose directory or file is a symlink is refused naming the flag,
+    and the link's target is untouched; an unwritable output is the same InputError (exit 2), never OSError."""
+    from evalbot.cli.evaluate import write_text
+    from evalbot.errors import InputError
+
+    monkeypatch.chdir(tmp_path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep", encoding="utf-8")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "report.html").symlink_to(victim)
+    (tmp_path / "linked").symlink_to(tmp_path / "out")
+    for path in ("out/report.html", "linked/new.html"):
+        with pytest.raises(InputError, match=r"--html: cannot write .*symbolic link"):
+            write_text(path, "<html>", "--html")
+    assert victim.read_text(encoding="utf-8") == "keep" and not (tmp_path / "out" / "new.html").exists()
+    with pytest.raises(InputError, match="--html: cannot write '/proc/self/mem'"):
+        write_text("/proc/self/mem", "<html>", "--html")
+    write_text("fresh/dir/report.html", "<html>", "--html")
+    assert (tmp_path / "fresh" / "dir" / "report.html").read_text(encoding="utf-8") == "<html>"

@@ -41,6 +41,7 @@ from evalbot.formats.jsonio import gc_paused
 from evalbot.git import git_show
 from evalbot.judges.factory import MISSING_CREDENTIALS, judge_from_environ
 from evalbot.load import read_optional
+from evalbot.paths import output_file, write_output
 from evalbot.pipeline import Inputs, ballots_for, evaluate, exit_code, load_inputs, settle_split_votes
 from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.render.html import render_html
@@ -205,12 +206,10 @@ def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: 
 
 def write_report_files(report: Report, inputs: ActionInputs, ws: Workspace) -> None:
     """The JSON report (the artifact the second stage reads) and the JUnit XML."""
-    target = ws.path(inputs.report_path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("w", encoding="utf-8") as handle:
+    with output_file(ws.path(inputs.report_path), name="input report-path", root=ws.root) as handle:
         write_report_json(report, handle)
     if inputs.junit_path:
-        write_junit(ws.path(inputs.junit_path), junit_suites(report))
+        write_junit(ws.path(inputs.junit_path), junit_suites(report), name="input junit-path", root=ws.root)
 
 
 MAX_BASELINE_BYTES = 100 * 1024 * 1024
@@ -246,9 +245,7 @@ def write_html(comparison: Comparison, inputs: ActionInputs, ws: Workspace) -> s
     """The self-contained HTML report beside the JSON report; its path as the inputs gave it ("" when skipped)."""
     if not inputs.html_path:
         return ""
-    target = ws.path(inputs.html_path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_html(comparison), encoding="utf-8")
+    write_output(ws.path(inputs.html_path), render_html(comparison), name="input html-path", root=ws.root)
     return inputs.html_path
 
 
@@ -364,9 +361,7 @@ def refresh_baseline(
     fresh = build_baseline(report, commit=ctx.sha or None, created_at=created, previous=committed)
     text = dump_baseline(fresh)
     if mode == "baseline":
-        target = ws.path(inputs.baseline_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        write_output(ws.path(inputs.baseline_path), text, name="input baseline-path", root=ws.root)
         print(f"evalbot: wrote the baseline to {inputs.baseline_path}", file=stream)
     if not inputs.update_baseline:
         return notices, None

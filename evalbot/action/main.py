@@ -26,6 +26,7 @@ from evalbot.action.settings import (
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_UNAVAILABLE, EvalbotError, InputError
 from evalbot.forge.base import Forge, ForgeUnavailable
 from evalbot.judges.factory import SECRET_ENV
+from evalbot.paths import confined_to
 from evalbot.redact import ScrubbingWriter, register_secret
 
 log = logging.getLogger("evalbot")
@@ -77,7 +78,8 @@ def run(
     used: Forge | None = forge
     try:
         used = used or make_forge(inputs, ctx)
-        outcome = run_mode(env, inputs, ctx, mode, used, stream)
+        with confined_to(ctx.workspace):  # the PR's files never lead a read out of the workspace
+            outcome = run_mode(env, inputs, ctx, mode, used, stream)
     except ForgeUnavailable as exc:
         print(workflow.annotation("error", f"GitHub unavailable: {exc}", title="evalbot"), file=stream)
         outcome = Outcome(verdict="error", exit_code=EXIT_UNAVAILABLE)

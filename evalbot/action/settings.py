@@ -13,6 +13,7 @@ action.yml's inputs are the same set and that action.yml's defaults parse to the
 
 from __future__ import annotations
 
+import glob
 import json
 import re
 from collections.abc import Mapping
@@ -29,7 +30,14 @@ from evalbot.compare.gate import MAX_RESAMPLE, FailOn, JudgeFailures
 from evalbot.errors import InputError
 from evalbot.judges.base import SAMPLING_MODES, Sampling
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
-from evalbot.paths import problem_with_comment_id, problem_with_directory, problem_with_input, problem_with_output
+from evalbot.load import split_case_selection
+from evalbot.paths import (
+    problem_leaving_workspace,
+    problem_with_comment_id,
+    problem_with_directory,
+    problem_with_input,
+    problem_with_output,
+)
 from evalbot.shard import Shard
 
 Mode = Literal["pull_request", "push", "workflow_run", "baseline"]
@@ -350,6 +358,12 @@ def check_paths(inputs: ActionInputs, workspace: Path) -> None:
         return str(path if path.is_absolute() else workspace / path) + ("/" if raw.endswith(("/", "\\")) else "")
 
     outputs = {"report-path": inputs.report_path, "junit-path": inputs.junit_path, "html-path": inputs.html_path}
+    given = {**outputs, "config": inputs.config, "comment-template": inputs.comment_template,
+             "judge-cache": inputs.judge_cache, "parts": inputs.parts}  # a PR baseline that leads out: "no match"
+    listed = [("eval-sets", split_case_selection(raw)[0]) for raw in inputs.eval_sets if not glob.has_magic(raw)]
+    for name, value in [*given.items(), *listed, *(("actuals", raw) for raw in inputs.actuals)]:
+        if value and (problem := problem_leaving_workspace(Path(at(value)), workspace)):
+            raise input_error(name, f"{value!r} {problem}")
     for name, raw in outputs.items():
         if raw is not None and (problem := problem_with_output(at(raw))):
             raise input_error(name, problem.replace(repr(at(raw)), repr(raw)))

@@ -18,7 +18,7 @@ from evalbot.formats.jsonio import gc_paused
 from evalbot.judges.base import DEFAULT_SAMPLING, SAMPLING_MODES, Sampling
 from evalbot.judges.factory import judge_from_environ
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
-from evalbot.paths import problem_with_directory
+from evalbot.paths import output_file, problem_with_directory, write_output
 from evalbot.progress import terminal_progress
 from evalbot.render.console import render_text
 from evalbot.render.html import render_html_report
@@ -132,20 +132,10 @@ def judge_failures_policy(args: argparse.Namespace) -> str:
 
 def write_report(report: Report, path: str, flag: str = "--report") -> None:
     """Write the JSON report (UTF-8, indented, stable key order of the model)."""
-    out = Path(path)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w", encoding="utf-8") as handle, gc_paused():
-            write_report_json(report, handle)
-    except OSError as exc:
-        raise EvalbotError(f"{flag} {path}: cannot write the file: {exc.strerror or exc}") from None
+    with output_file(path, name=flag) as handle, gc_paused():
+        write_report_json(report, handle)
 
 
 def write_text(path: str, text: str, flag: str = "--html") -> None:
     """Write a UTF-8 text file, creating its directory; a failure is an error naming ``flag``."""
-    out = Path(path)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise EvalbotError(f"{flag} {path}: cannot write the file: {exc.strerror or exc}") from None
+    write_output(path, text, name=flag)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
 from evalbot.errors import InputError, json_pointer
+from evalbot.paths import problem_leaving_workspace
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -50,8 +51,11 @@ def file_kind(mode: int) -> str:
 def refuse_special(path: Path, what: str = "a JSON file") -> None:
     """Raise InputError unless ``path`` is a regular file (symlinks followed); never opens it, so a FIFO cannot hang.
 
-    A missing file is left to the caller's own message.
+    A missing file is left to the caller's own message. In the Action, a file in the workspace that resolves
+    outside it (a committed symbolic link) is refused too (evalbot.paths.confined_to).
     """
+    if (outside := problem_leaving_workspace(path)) is not None:
+        raise InputError(path, "", f"{path} {outside}")  # named in the text: a config's error shows on its eval set
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:

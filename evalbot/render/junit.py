@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from evalbot.paths import write_output
 from evalbot.redact import scrub
 from evalbot.render.annotations import failing_summary, metric_line
 from evalbot.results import CaseResult, EvalSetReport, Report
@@ -75,10 +76,10 @@ def junit_xml(suites: Sequence[JUnitSuite], *, name: str = "evalbot") -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def write_junit(path: Path, suites: Sequence[JUnitSuite]) -> None:
-    """Write the JUnit XML file, creating parent directories."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(scrub(junit_xml(suites)), encoding="utf-8")
+def write_junit(path: Path, suites: Sequence[JUnitSuite], *, name: str = "junit", root: Path | None = None) -> None:
+    """Write the JUnit XML file, creating parent directories, never through a symbolic link (evalbot.paths); a
+    failure is an InputError naming ``name``."""
+    write_output(path, scrub(junit_xml(suites)), name=name, root=root)
 
 
 def junit_suites(report: Report) -> list[JUnitSuite]:

@@ -21,6 +21,7 @@ from evalbot.formats.adk import Invocation
 from evalbot.formats.config import EvalConfig
 from evalbot.formats.jsonio import validate
 from evalbot.formats.loaded import LoadedEvalSet
+from evalbot.paths import write_output
 from evalbot.results import Report
 from evalbot.runner.base import CaseRun, RunOutcome, RunSet, Stop
 
@@ -189,6 +190,5 @@ def write_recording(path: Path, eval_sets: Sequence[LoadedEvalSet], runs: RunSet
     """Write the recording: one EvalSetResult object, or a list when there are several eval sets."""
     results = eval_set_results(eval_sets, runs, per_run)
     payload: Any = results[0] if len(results) == 1 else results
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_output(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n", name="--record")
     return path
