@@ -163,6 +163,22 @@ def test_core_never_imports_the_front_ends_the_pipeline_or_the_runner() -> None:
     assert up == []
 
 
+def test_compare_never_imports_render() -> None:
+    """compare decides; render presents what it decided. What both need (the look-alike id check, the score
+    formatter) lives below them, in formats (issue 25: compare/delta.py imported render.mdsafe)."""
+    up = [f"{e.source}:{e.line} imports {e.target}" for m, edges_ in GRAPH.items() if _within(m, ("evalbot.compare",))
+          for e in edges_ if _within(e.target, ("evalbot.render",))]
+    assert up == []
+
+
+def test_formats_import_nothing_above_them() -> None:
+    """formats is the bottom of the core: it imports only errors, paths, redact and itself."""
+    allowed = ("evalbot.formats", "evalbot.errors", "evalbot.paths", "evalbot.redact")
+    up = [f"{e.source}:{e.line} imports {e.target}" for m, edges_ in GRAPH.items() if _within(m, ("evalbot.formats",))
+          for e in edges_ if _internal(e) and not _within(e.target, allowed)]
+    assert up == []
+
+
 def test_front_ends_do_not_borrow_from_each_other() -> None:
     """The CLI and the Action both call the pipeline; neither imports the other."""
     sideways = [f"{e.source}:{e.line} imports {e.target}" for m, edges_ in GRAPH.items() for e in edges_

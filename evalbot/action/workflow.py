@@ -7,6 +7,7 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
+from evalbot.formats.lookalike import escape_invisible
 from evalbot.redact import scrub
 from evalbot.render.annotations import Annotation, Level
 from evalbot.render.comment import SUMMARY_LIMIT_BYTES
@@ -91,8 +92,11 @@ def annotation(
     col: int | None = None,
     title: str | None = None,
 ) -> str:
-    """An ``::error``/``::warning``/``::notice`` annotation line (file path relative to the workspace)."""
-    return command(level, scrub(message), file=file, line=line, endLine=end_line, col=col, title=title)
+    """An ``::error``/``::warning``/``::notice`` annotation line (file path relative to the workspace). Invisible and
+    default-ignorable characters (a zero-width space, a bidi override, a variation selector from an id) are written
+    as escapes in every part: they never reach the runner's command raw."""
+    return command(level, escape_invisible(scrub(message)), file=file and escape_invisible(file), line=line,
+                   endLine=end_line, col=col, title=title and escape_invisible(title))
 
 
 def add_mask(value: str) -> str:

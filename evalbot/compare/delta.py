@@ -40,7 +40,7 @@ from evalbot.compare.model import (
 from evalbot.compare.stats import sign_test
 from evalbot.compare.votes import invocation_votes, vote_noise
 from evalbot.compare.yardstick import yardstick_changes
-from evalbot.render.mdsafe import escape_invisible, has_invisible
+from evalbot.formats.lookalike import escape_lookalike, has_lookalike
 from evalbot.results import (
     CUSTOM_NOT_RUN,
     CUSTOM_PROCESS_GONE,
@@ -513,11 +513,12 @@ def _mark_accepted(
 
 
 def invisible_ids(sets: Sequence[EvalSetComparison]) -> list[str]:
-    """Eval set and case ids (escaped, ``set / case``) with invisible or bidi-control characters."""
+    """Eval set and case ids (escaped, ``set / case``) with invisible, default-ignorable, bidi-control, mixed-script or
+    compatibility look-alike characters (evalbot.formats.lookalike)."""
     out: list[str] = []
     for es in sets:
-        shown = escape_invisible(es.eval_set_id)
-        if has_invisible(es.eval_set_id):
+        shown = escape_lookalike(es.eval_set_id)
+        if has_lookalike(es.eval_set_id):
             out.append(shown)
-        out += [f"{shown} / {escape_invisible(c.eval_id)}" for c in es.cases if has_invisible(c.eval_id)]
+        out += [f"{shown} / {escape_lookalike(c.eval_id)}" for c in es.cases if has_lookalike(c.eval_id)]
     return out

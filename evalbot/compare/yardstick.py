@@ -22,7 +22,7 @@ from evalbot.compare.baseline import (
     unique_keys,
 )
 from evalbot.compare.model import YardstickChange
-from evalbot.render.numbers import score_text
+from evalbot.formats.numbers import score_text
 from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, Report
 
 MAX_NAMED = 5

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from evalbot.render.numbers import score_text
+from evalbot.formats.numbers import score_text
 from evalbot.results import CaseResult, MetricResult, Report
 
 Level = Literal["error", "warning", "notice"]

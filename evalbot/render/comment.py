@@ -23,8 +23,9 @@ from evalbot import __version__
 from evalbot.compare.model import Comparison, CriterionRow, EvalSetComparison
 from evalbot.errors import EvalbotError
 from evalbot.forge.base import COMMENT_MAX_CHARS
+from evalbot.formats.lookalike import escape_lookalike
+from evalbot.formats.numbers import p_value_text, score_text
 from evalbot.render import mdsafe, words
-from evalbot.render.numbers import p_value_text, score_text
 from evalbot.render.views import Limits, sections
 
 COMMENT_LIMIT = COMMENT_MAX_CHARS
@@ -249,7 +250,7 @@ def yardstick_note(comparison: Comparison) -> str | None:
         return None
     first = sorted((y for y in comparison.yardstick if not y.accepted), key=lambda y: not y.loosens)[0]
     more = ", …" if n > 1 else ""
-    return f"⚠️ {plural(n, 'yardstick change')} ({mdsafe.escape_invisible(first.subject)}: {first.what}{more})"
+    return f"⚠️ {plural(n, 'yardstick change')} ({escape_lookalike(first.subject)}: {first.what}{more})"
 
 
 def _yardstick_pass(comparison: Comparison) -> str:
@@ -283,7 +284,7 @@ def _verdict(comparison: Comparison) -> tuple[str, str]:
         extras.insert(1, f"{plural(accepted, 'change')} accepted by this PR's baseline update")
     ruler = yardstick_note(comparison)
     if comparison.invisible_ids:
-        extras.insert(0, f"⚠️ {len(comparison.invisible_ids)} id(s) with invisible characters")
+        extras.insert(0, f"⚠️ {len(comparison.invisible_ids)} id(s) with invisible or look-alike characters")
     if gate.verdict == "invalid":
         title = f"invalid input ({len(gate.reasons)} problem(s))"
     elif gate.verdict == "error":
@@ -420,15 +421,15 @@ def comparison_data(comparison: Comparison) -> dict[str, Any]:
     """The comparison as plain data for templates (the report without its eval sets: cases are under ``eval_sets``)."""
     data: dict[str, Any] = plain(comparison.model_dump(mode="json", exclude={"report": {"eval_sets"}}))
     for es in data["eval_sets"]:  # ids with invisible characters are shown escaped (and flagged in the headline)
-        es["eval_set_id"] = mdsafe.escape_invisible(es["eval_set_id"])
+        es["eval_set_id"] = escape_lookalike(es["eval_set_id"])
         for case in es["cases"]:
-            case["eval_id"] = mdsafe.escape_invisible(case["eval_id"])
+            case["eval_id"] = escape_lookalike(case["eval_id"])
             if isinstance(case.get("current"), dict) and isinstance(case["current"].get("eval_id"), str):
-                case["current"]["eval_id"] = mdsafe.escape_invisible(case["current"]["eval_id"])
+                case["current"]["eval_id"] = escape_lookalike(case["current"]["eval_id"])
     for change in data["yardstick"]:
         for key in ("eval_set_id", "case", "criterion", "what", "current"):
             if isinstance(change.get(key), str):
-                change[key] = mdsafe.escape_invisible(change[key])
+                change[key] = escape_lookalike(change[key])
     return data
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from evalbot.formats.numbers import score_text
 from evalbot.judges.usage import format_usage
-from evalbot.render.numbers import score_text
 from evalbot.results import EvalSetReport, MetricResult, Report, mean
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "not_evaluated": "N/E", "error": "ERROR", "informational": "info"}

@@ -28,9 +28,9 @@ from evalbot.compare.baseline import BaselineUsage
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import CaseComparison, Comparison, CriterionRow, EvalSetComparison, MetricDelta
+from evalbot.formats.numbers import p_value_text
 from evalbot.render import words
 from evalbot.render.comment import cost_change, money, verdict
-from evalbot.render.numbers import p_value_text
 from evalbot.render.trajdiff import call_text, diff_calls
 from evalbot.render.views import ORDER, TITLES, history_text, judge_text, votes_text
 from evalbot.results import CriterionUsage, JudgeDetails, JudgeUsage, MetricResult, Report, TurnView, UsageRow

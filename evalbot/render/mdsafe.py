@@ -140,39 +140,3 @@ def span(value: object, limit: int | None = 200) -> Safe:
 def width(text: str) -> int:
     """Display-agnostic size GitHub's limits are most likely to count: UTF-16 code units (≥ characters)."""
     return len(text.encode("utf-16-le")) // 2
-
-
-_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-"""Letters and symbols that render as blank (Hangul fillers, the blank Braille pattern)."""
-
-
-def _invisible(ch: str) -> bool:
-    import unicodedata
-
-    category = unicodedata.category(ch)
-    return (
-        category in ("Cf", "Cc", "Co", "Cs", "Cn", "Zl", "Zp")
-        or (category == "Zs" and ch != " ")
-        or ch in _FILLERS
-    )
-
-
-def has_invisible(text: str) -> bool:
-    """Whether ``text`` holds a character that renders as nothing or reorders text (zero-width, bidi controls,
-    non-ASCII spaces, fillers, unassigned code points): an id with one can pass for another."""
-    return any(_invisible(ch) for ch in text)
-
-
-def escape_invisible(text: str) -> str:
-    """``text`` with every such character (and, then, backslashes) written as an escape: ``refund\\u200b``."""
-    if not has_invisible(text):
-        return text
-    out = []
-    for ch in text:
-        if ch == "\\":
-            out.append("\\\\")
-        elif _invisible(ch):
-            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
-        else:
-            out.append(ch)
-    return "".join(out)

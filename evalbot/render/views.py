@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from evalbot.compare.model import CaseComparison, Comparison, EvalSetComparison, MetricDelta
 from evalbot.compare.votes import Votes
 from evalbot.criteria import about_tool_calls
-from evalbot.render.mdsafe import escape_invisible
-from evalbot.render.numbers import score_text
+from evalbot.formats.lookalike import escape_lookalike
+from evalbot.formats.numbers import score_text
 from evalbot.render.trajdiff import diff_calls, diff_text
 from evalbot.results import JudgeDetails, MetricResult, TurnView
 
@@ -204,8 +204,8 @@ def case_view(es: EvalSetComparison, case: CaseComparison, limits: Limits, detai
     """A case's summary line, and its details when ``detailed``."""
     focus = _interesting(case)
     view = CaseView(
-        set_id=escape_invisible(es.eval_set_id),
-        eval_id=escape_invisible(case.eval_id),
+        set_id=escape_lookalike(es.eval_set_id),
+        eval_id=escape_lookalike(case.eval_id),
         category=case.category,
         summary=[metric_summary(d) for d in focus],
         reason=case.reason,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from evalbot.compare.accept import accept
 from evalbot.compare.baseline import build_baseline
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
+from evalbot.formats.lookalike import escape_invisible, escape_lookalike, has_lookalike
 from evalbot.render.comment import comment_marker, render_comment
-from evalbot.render.mdsafe import escape_invisible, has_invisible
 from tests.fakes.reports import TRAJ, case, eval_set, metric, report
 
 MARKER = comment_marker()
@@ -22,16 +24,70 @@ def test_look_alike_id_is_escaped_and_flagged_in_the_headline() -> None:
     assert c.invisible_ids == ["shop / refund\\u200b"]
     text = render_comment(c, marker=MARKER)
     headline = text.splitlines()[1]
-    assert "1 id(s) with invisible characters" in headline and "1 new" in headline
+    assert "1 id(s) with invisible or look-alike characters" in headline and "1 new" in headline
     assert "refund\\\\u200b" in text  # markdown-escaped backslash: renders as refund\u200b
     assert "refund\u200b" not in text
 
 
 def test_bidi_and_other_invisible_characters_are_escaped() -> None:
-    assert escape_invisible("a\u202eb\u2066c\u00a0d\u3164") == "a\\u202eb\\u2066c\\u00a0d\\u3164"
-    assert escape_invisible("plain id\\x") == "plain id\\x"  # nothing invisible: left as it is
-    assert escape_invisible("x\u200bq\\") == "x\\u200bq\\\\"
-    assert not has_invisible("café ü 日本 हिन्दी")
+    assert escape_lookalike("a\u202eb\u2066c\u00a0d\u3164") == "a\\u202eb\\u2066c\\u00a0d\\u3164"
+    assert escape_lookalike("plain id\\x") == "plain id\\x"  # nothing invisible: left as it is
+    assert escape_lookalike("x\u200bq\\") == "x\\u200bq\\\\"
+    assert escape_invisible("café ü 日本 हिन्दी") == "café ü 日本 हिन्दी"  # nothing invisible in it
+    assert has_lookalike("café ü 日本 हिन्दी")  # but Latin, Han and Devanagari in one id is mixed script
+
+
+@pytest.mark.parametrize(
+    ("renamed", "shown"),
+    [
+        ("refund\ufe0f", "refund\\ufe0f"),  # VARIATION SELECTOR-16: Mn, default-ignorable
+        ("ref\u034fund", "ref\\u034fund"),  # COMBINING GRAPHEME JOINER: Mn, default-ignorable
+        ("ref\u0443nd", "ref\\u0443nd"),  # CYRILLIC SMALL LETTER U among Latin letters
+        ("r\u0435fund", "r\\u0435fund"),  # CYRILLIC SMALL LETTER IE
+        ("\uff52efund", "\\uff52efund"),  # FULLWIDTH LATIN SMALL LETTER R (NFKC: r)
+    ],
+)
+def test_issue_24_look_alike_renames_are_flagged(renamed: str, shown: str) -> None:
+    """Issue 24: the failing case renamed with U+FE0F, U+034F or a Cyrillic letter was not flagged (the old check
+    knew only Cf/Cc/Zs...). Now the headline flags it and the id shows escaped in the comment."""
+    main = report(eval_set("shop", [case("refund", {TRAJ: metric(1.0)})]))
+    pr = report(eval_set("shop", [case(renamed, {TRAJ: metric(0.0)})]))
+    c = compare(current=pr, baseline=build_baseline(main, commit="a" * 40, created_at=None), policy=GatePolicy())
+    assert c.invisible_ids == [f"shop / {shown.replace(chr(92) * 2, chr(92))}"]
+    text = render_comment(c, marker=MARKER)
+    assert "1 id(s) with invisible or look-alike characters" in text.splitlines()[1]
+    assert renamed not in text and shown.replace("\\", "\\\\") in text
+
+
+@pytest.mark.parametrize(
+    "plain",
+    ["refund_damaged-item 2", "café ü", "日本語テスト", "カタカナとひらがなと漢字 v2", "한국어 test", "हिन्दी", "Ελληνικά",
+     "заказ_1", "e\u0301clair"],
+)
+def test_ordinary_ids_in_any_one_script_are_not_flagged(plain: str) -> None:
+    """One script (with digits, punctuation, combining accents), or Latin with Han/Kana or Hangul as CJK writing
+    mixes them (UTS #39 "highly restrictive"), is not a look-alike."""
+    assert not has_lookalike(plain) and escape_lookalike(plain) == plain
+
+
+def test_default_ignorable_ranges_match_the_ucd() -> None:
+    """The embedded Default_Ignorable_Code_Point ranges agree with unicodedata where the UCD derivation can be
+    checked: every Cf character is in the set unless it is one of the derivation's exclusions (prepended
+    concatenation marks, interlinear annotation and Egyptian format characters), and each range's assigned
+    characters are Cf, Mn (selectors, CGJ, Khmer/Mongolian), Lo (Hangul fillers) or Cn (reserved)."""
+    import sys
+    import unicodedata
+
+    from evalbot.formats.lookalike import DEFAULT_IGNORABLE, is_default_ignorable
+
+    excluded = {0x0600, 0x0601, 0x0602, 0x0603, 0x0604, 0x0605, 0x06DD, 0x070F, 0x0890, 0x0891, 0x08E2, 0x110BD,
+                0x110CD, 0xFFF9, 0xFFFA, 0xFFFB, *range(0x13430, 0x13441)}
+    cf = [c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"]
+    missing = [hex(c) for c in cf if not is_default_ignorable(chr(c)) and c not in excluded]
+    assert missing == []
+    for first, last in DEFAULT_IGNORABLE:
+        assert {unicodedata.category(chr(c)) for c in range(first, last + 1)} <= {"Cf", "Mn", "Lo", "Cn"}
+    assert is_default_ignorable("\ufe0f") and is_default_ignorable("\u034f") and not is_default_ignorable("a")
 
 
 def test_comment_names_the_commit_it_describes() -> None:

@@ -1,9 +1,9 @@
-"""The one formatter of scores and p-values (render/numbers.py), and the outputs that use it."""
+"""The one formatter of scores and p-values (formats/numbers.py), and the outputs that use it."""
 
 from __future__ import annotations
 
+from evalbot.formats.numbers import p_value_text, score_text
 from evalbot.render.html import context
-from evalbot.render.numbers import p_value_text, score_text
 from tests.fakes.comparisons import small
 
 

@@ -1,0 +1,131 @@
+"""Ids that can pass for another: invisible, default-ignorable, mixed-script and compatibility look-alike characters.
+
+An eval set or case id is data the pull request writes; the gate matches cases by id, so a failing case renamed to
+a look-alike ("refund" + U+200B, a Cyrillic "у" inside Latin "refund") shows as new while its original shows as
+removed. Such ids are flagged (the comparison's ``invisible_ids``, under the comment's headline) and shown with the
+suspicious characters escaped (``ref\\u0443nd``), in the comment, the HTML report and the annotations.
+
+What counts, from the Unicode standard (not from a hand-picked list):
+
+- invisible: general categories Cc, Cf, Co, Cs, Cn, Zl, Zp, Zs other than U+0020, the Hangul fillers and the blank
+  Braille pattern (letters that render as blank), and every Default_Ignorable_Code_Point (below: it adds combining
+  and variation selectors such as U+034F and U+FE0F, which are Mn);
+- mixed script: letters of more than one script in one id (the confusables of UTS #39 are overwhelmingly letters of
+  another script drawn like a Latin one), except the combinations UTS #39 calls "highly restrictive" (Latin with
+  Han, Hiragana, Katakana, Bopomofo or Hangul, as Japanese, Chinese and Korean write); combining marks take their
+  base letter's script;
+- compatibility look-alikes: a letter or digit NFKC folds into another (fullwidth ``ｒ``, mathematical ``𝐫``,
+  ``ſ``, ligatures), drawn like the plain one.
+
+Python's unicodedata has no script property: a letter's script is the first word of its Unicode name (``LATIN``,
+``CYRILLIC``, ``GREEK``; CJK ideographs are ``HAN``), which is how the names are built. Limits: an id written
+entirely in one other script ("асе", all Cyrillic) is one script and not flagged.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from bisect import bisect_right
+
+DEFAULT_IGNORABLE: tuple[tuple[int, int], ...] = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)
+"""Default_Ignorable_Code_Point, as ranges (first, last), from the Unicode Character Database's
+DerivedCoreProperties.txt (Unicode 15.1; unchanged since 14.0 added U+180F): "Generated from Other_Default_Ignorable_
+Code_Point + Cf (format characters) + Variation_Selector - White_Space - FFF9..FFFB (interlinear annotation format
+characters) - 13430..13440 (Egyptian hieroglyph format characters) - Prepended_Concatenation_Mark". These render as
+nothing where not supported."""
+
+_STARTS = tuple(first for first, _ in DEFAULT_IGNORABLE)
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Letters and symbols that render as blank (Hangul fillers, the blank Braille pattern)."""
+_LAYOUT = frozenset("\t\n\r")
+_CJK = frozenset({"HAN", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "BOPOMOFO", "HANGUL"})
+_WIDTH_PREFIXES = ("FULLWIDTH ", "HALFWIDTH ")
+
+
+def is_default_ignorable(ch: str) -> bool:
+    """Whether ``ch`` has the Default_Ignorable_Code_Point property."""
+    code = ord(ch)
+    at = bisect_right(_STARTS, code) - 1
+    return at >= 0 and code <= DEFAULT_IGNORABLE[at][1]
+
+
+def is_invisible(ch: str) -> bool:
+    """Whether ``ch`` renders as nothing, as blank or reorders text (see the module's docstring)."""
+    category = unicodedata.category(ch)
+    return (
+        category in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")
+        or (category == "Zs" and ch != " ")
+        or ch in _FILLERS
+        or is_default_ignorable(ch)
+    )
+
+
+def script(ch: str) -> str | None:
+    """The script of a letter (first word of its name: ``LATIN``, ``CYRILLIC``...; CJK ideographs ``HAN``); None
+    for anything that is not a letter (digits, punctuation, marks: common to every script)."""
+    if not unicodedata.category(ch).startswith("L"):
+        return None
+    name = unicodedata.name(ch, "")
+    for prefix in _WIDTH_PREFIXES:
+        name = name.removeprefix(prefix)
+    if name.startswith(("CJK ", "IDEOGRAPHIC ")):
+        return "HAN"
+    return name.split(" ", 1)[0] or None
+
+
+def _mixed(scripts: set[str]) -> bool:
+    if len(scripts) < 2:
+        return False
+    return not (scripts <= _CJK | {"LATIN"} and not {"HANGUL", "BOPOMOFO"} <= scripts)
+
+
+def _compatibility_lookalike(ch: str) -> bool:
+    return unicodedata.category(ch)[0] in "LN" and unicodedata.normalize("NFKC", ch) != ch
+
+
+def suspicious(text: str) -> list[bool]:
+    """For each character of ``text``: whether it is what makes ``text`` a possible look-alike. Invisible and
+    compatibility characters always; in a mixed-script id, every letter outside its main script (the most frequent
+    one, Latin on a tie)."""
+    marks = [is_invisible(ch) or _compatibility_lookalike(ch) for ch in text]
+    scripts = [script(ch) for ch in text]
+    counts: dict[str, int] = {}
+    for name in scripts:
+        if name is not None:
+            counts[name] = counts.get(name, 0) + 1
+    if _mixed(set(counts)):
+        main = max(counts, key=lambda s: (counts[s], s == "LATIN"))
+        marks = [m or (s is not None and s != main) for m, s in zip(marks, scripts, strict=True)]
+    return marks
+
+
+def has_lookalike(text: str) -> bool:
+    """Whether ``text`` holds an invisible, default-ignorable, compatibility or other-script look-alike character:
+    an id with one can pass for another."""
+    return any(suspicious(text))
+
+
+def _escape(ch: str) -> str:
+    return f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}"
+
+
+def escape_lookalike(text: str) -> str:
+    """``text`` with every suspicious character (and, then, backslashes) written as an escape: ``refund\\u200b``,
+    ``ref\\u0443nd``. Text without one is returned as it is."""
+    marks = suspicious(text)
+    if not any(marks):
+        return text
+    return "".join(_escape(ch) if mark else "\\\\" if ch == "\\" else ch for ch, mark in zip(text, marks, strict=True))
+
+
+def escape_invisible(text: str) -> str:
+    """``text`` with its invisible and default-ignorable characters escaped (tabs and line breaks kept), for text
+    that is not an id (messages, annotations): a zero-width space or a bidi override never reaches the reader raw,
+    while other scripts stay as written."""
+    if not any(is_invisible(ch) and ch not in _LAYOUT for ch in text):
+        return text
+    return "".join(_escape(ch) if is_invisible(ch) and ch not in _LAYOUT else ch for ch in text)
