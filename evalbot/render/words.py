@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evalbot.render.numbers import p_value_text
+from evalbot.formats.numbers import p_value_text
 
 CASE_OUTCOMES = (
     ("regressed_cases", "🔴", "regressed"),
