@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -27,6 +28,7 @@ WORKER_SCRIPT = Path(__file__).with_name("custom_worker.py")
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 """A longer answer line is not the protocol: the worker is killed."""
 _STDERR_TAIL = 400
+GATHER_S = 0.0005
 STARTUP_S = 60.0
 """How long the worker's interpreter may take to start (not counted in the metric's timeout_seconds)."""
 _SECRET_NAME = re.compile(
@@ -61,6 +63,7 @@ class Worker:
         self.function_path = function_path
         self._stderr: IO[bytes] = tempfile.TemporaryFile()
         self._buffer = b""
+        self._lines: deque[bytes] = deque()
         self.gone: str | None = None
         self.proc = subprocess.Popen(
             [sys.executable, "-E", "-s", str(WORKER_SCRIPT)],
@@ -108,23 +111,9 @@ class Worker:
         """The next answer line, waited for at most ``timeout_s``; WorkerGone (the worker killed) otherwise."""
         if self.gone is not None:
             raise WorkerGone(self.gone)
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout_s
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self._buffer:
-                if len(self._buffer) > MAX_ANSWER_BYTES:
-                    self._fail(f"{what}: the worker answered more than {MAX_ANSWER_BYTES} bytes without a line end "
-                               "(not evalbot's protocol)")
-                left = deadline - time.monotonic()
-                if left <= 0 or not selector.select(left):
-                    self._fail(f"{what} did not return within {timeout_s:g} s (timeout_seconds)", hung=True)
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    self._fail(self._exit_message(what))
-                self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
+        if not self._lines:
+            self._read_lines(timeout_s, what)
+        line = self._lines.popleft()
         try:
             answer = json.loads(line)
         except ValueError:
@@ -133,6 +122,27 @@ class Worker:
             self._fail(f"{what}: the worker answered {line[:80]!r}, not evalbot's protocol (something in the metric's "
                        "process wrote to evalbot's channel)")
         return answer
+
+    def _read_lines(self, timeout_s: float, what: str) -> None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while not self._lines:
+                if len(self._buffer) > MAX_ANSWER_BYTES:
+                    self._fail(f"{what}: the worker answered more than {MAX_ANSWER_BYTES} bytes without a line end "
+                               "(not evalbot's protocol)")
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    self._fail(f"{what} did not return within {timeout_s:g} s (timeout_seconds)", hung=True)
+                if GATHER_S:  # let the answers being written gather: fewer wake-ups of both processes
+                    time.sleep(GATHER_S)
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    self._fail(self._exit_message(what))
+                *lines, self._buffer = (self._buffer + chunk).split(b"\n")
+                self._lines.extend(lines)
 
     def _exit_message(self, what: str) -> str:
         try:

@@ -25,8 +25,8 @@ from typing import Any
 ADK_ARGS = ("eval_metric", "actual_invocations", "expected_invocations", "conversation_scenario")
 
 
-def _send(fd: int, message: dict[str, Any]) -> None:
-    data = (json.dumps(message) + "\n").encode()
+def _send(fd: int, message: dict[str, Any] | str) -> None:
+    data = ((message if isinstance(message, str) else json.dumps(message)) + "\n").encode()
     while data:
         data = data[os.write(fd, data):]
 
@@ -136,16 +136,16 @@ def _adk(function: Callable[..., Any], item: dict[str, Any]) -> dict[str, Any]:
     }}
 
 
-def _answer(function: Callable[..., Any], contract: str, item: dict[str, Any]) -> dict[str, Any]:
+def _answer(function: Callable[..., Any], contract: str, item: dict[str, Any]) -> str:
+    """The answer line for one call (JSON, without the line end)."""
     try:
         answer = _vertex(function, item) if contract == "vertex" else _adk(function, item)
     except BaseException as exc:  # the user's function: anything it raises is its error
-        return {"error": f"{item['what']} raised {type(exc).__name__}: {exc}"}
+        return json.dumps({"error": f"{item['what']} raised {type(exc).__name__}: {exc}"})
     try:
-        json.dumps(answer)
+        return json.dumps(answer)
     except (TypeError, ValueError, RecursionError):
-        return {"unserializable": type(answer.get("value")).__name__}
-    return answer
+        return json.dumps({"unserializable": type(answer.get("value")).__name__})
 
 
 def main() -> None:
