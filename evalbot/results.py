@@ -336,6 +336,11 @@ class CacheUse(StrictModel):
     directory: str
     hits: int = 0
     writes: int = 0
+    ignored: int = Field(default=0, exclude_if=lambda v: v == 0)
+    """Cached answers not replayed (not signed with this run's key, or unsigned where that is not trusted): asked
+    from the judge again."""
+    signed: bool = Field(default=False, exclude_if=lambda v: not v)
+    """Whether the run had a key: its new answers are signed and only signed ones are replayed."""
 
 
 def _absent_if_none(value: object) -> bool:

@@ -39,6 +39,7 @@ from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputE
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
 from evalbot.formats.jsonio import gc_paused
 from evalbot.git import git_show
+from evalbot.judges.cache import KEY_ENV as CACHE_KEY_ENV
 from evalbot.judges.factory import MISSING_CREDENTIALS, judge_from_environ
 from evalbot.load import read_optional
 from evalbot.paths import output_file, write_output
@@ -93,9 +94,12 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
         judge_env["OPENAI_API_KEY"] = inputs.openai_api_key
     if inputs.openai_base_url:
         judge_env["OPENAI_BASE_URL"] = inputs.openai_base_url
+    if inputs.judge_cache_key:
+        judge_env[CACHE_KEY_ENV] = inputs.judge_cache_key
     cache = str(ws.path(inputs.judge_cache)) if inputs.judge_cache else None
+    # action=True: the Action replays only answers signed with the judge-cache-key (a PR can write the cache).
     judge, notice = judge_from_environ(judge_env, cache_dir=cache, concurrency=inputs.judge_concurrency,
-                                       deadline=inputs.judge_deadline, sampling=policy.sampling)
+                                       deadline=inputs.judge_deadline, sampling=policy.sampling, action=True)
     if judge is None and notice == MISSING_CREDENTIALS:
         notice = ACTION_MISSING_CREDENTIALS
     refused = custom_code_refused(env.get("GITHUB_EVENT_NAME", ""))

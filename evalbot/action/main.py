@@ -55,7 +55,8 @@ def run(
 ) -> int:
     """Run the action; returns the exit code (0 ok, 1 blocked, 2 invalid input, 3 GitHub unavailable, 70 a bug)."""
     for name in ("INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN", "INPUT_JUDGE-API-KEY", "INPUT_JUDGE_API_KEY",
-                 "INPUT_OPENAI-API-KEY", "INPUT_OPENAI_API_KEY", "GITHUB_TOKEN", *SECRET_ENV):
+                 "INPUT_OPENAI-API-KEY", "INPUT_OPENAI_API_KEY", "INPUT_JUDGE-CACHE-KEY", "INPUT_JUDGE_CACHE_KEY",
+                 "GITHUB_TOKEN", *SECRET_ENV):
         register_secret(env.get(name))
     raw = out or sys.stdout
     stream = cast(TextIO, ScrubbingWriter(raw))  # logs and annotations never carry a secret
@@ -69,7 +70,7 @@ def run(
     except InputError as exc:
         print(workflow.annotation("error", str(exc), title="evalbot input"), file=stream)
         return EXIT_INVALID_INPUT
-    for secret in (inputs.judge_api_key, inputs.openai_api_key):
+    for secret in (inputs.judge_api_key, inputs.openai_api_key, inputs.judge_cache_key):
         if secret:
             print(workflow.add_mask(secret), file=raw)  # the runner must see the value to mask it
     print(f"evalbot: mode {mode}, repository {ctx.repository or '?'}", file=stream, flush=True)

@@ -211,6 +211,8 @@ class ActionInputs(BaseModel):
     mode: Annotated[Literal["auto", "merge"] | Mode, Choice(MODES)] = "auto"
     judge_concurrency: Annotated[int, Number(int, 1, 256)] = DEFAULT_CONCURRENCY
     judge_cache: OptionalText = None
+    judge_cache_key: Secret = ""
+    """EVALBOT_JUDGE_CACHE_KEY: signs the judge cache's answers; only answers signed with it are replayed."""
     judge_failures: Annotated[JudgeFailures | None, Choice(JUDGE_FAILURES)] = None
     """None: the config's ``evalbot.judge_failures``, else block."""
     block_flaky: OptionalFlag = None

@@ -6,6 +6,14 @@ cache directory can be restored between CI runs (``actions/cache``) and shared b
 written to a temporary file and moved into place with ``os.replace`` (readers never see a partial file; two writers
 of the same request at once may drop each other's extra samples, which are then asked again).  During a run, new
 answers are written by one background thread, off the event loop that sends judge requests.
+
+Entries are signed: with a key (``EVALBOT_JUDGE_CACHE_KEY``, the Action's ``judge-cache-key``), each answer is stored
+with an HMAC-SHA256 of the request's address, its sample index and its text, and only answers whose HMAC verifies
+with that key are replayed. The address is computable by anyone (it is a hash of the prompt), the HMAC is not: a
+pull request that commits or plants cache files cannot forge a verdict. Answers that fail the check are asked from
+the judge again and counted (``DiskCache.ignored``). Without a key, unsigned answers are replayed only where the run
+says so (``CacheTrust.unsigned``: the command line outside pull-request events, e.g. the bundled example); the
+Action never replays them.
 """
 
 from __future__ import annotations
@@ -13,11 +21,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import hmac
 import itertools
 import json
 import os
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -44,21 +54,75 @@ def cache_key(model: str, config: Mapping[str, Any], prompt: str) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _samples_of(data: Any) -> dict[int, str]:
+KEY_ENV = "EVALBOT_JUDGE_CACHE_KEY"
+"""The secret that signs judge cache entries (the Action's ``judge-cache-key`` input sets it)."""
+UNSIGNED_EVENTS_REFUSED = frozenset({"pull_request", "pull_request_target", "pull_request_review",
+                                     "pull_request_review_comment", "issue_comment", "merge_group", "workflow_run"})
+"""GitHub events whose runs gate, or run on, a pull request's tree: the command line never replays unsigned
+answers there either."""
+
+
+@dataclass(frozen=True)
+class CacheTrust:
+    """Which cached answers a run replays: those signed with ``key``, and unsigned ones only when ``unsigned``."""
+
+    key: bytes | None = None
+    unsigned: bool = False
+
+    @classmethod
+    def for_run(cls, env: Mapping[str, str], *, action: bool = False) -> CacheTrust:
+        """The run's trust from ``env``: signed answers with EVALBOT_JUDGE_CACHE_KEY; without it, unsigned answers on
+        the command line only, and never on a pull-request event (``UNSIGNED_EVENTS_REFUSED``) nor in the Action."""
+        key = env.get(KEY_ENV) or None
+        refused = action or (env.get("GITHUB_ACTIONS") == "true"
+                             and env.get("GITHUB_EVENT_NAME") in UNSIGNED_EVENTS_REFUSED)
+        return cls(key.encode("utf-8") if key else None, unsigned=key is None and not refused)
+
+    def sign(self, address: str, index: int, text: str) -> str | None:
+        """The HMAC of one stored answer, None without a key."""
+        if self.key is None:
+            return None
+        message = f"{address}\x00{index}\x00{text}".encode()
+        return hmac.new(self.key, message, hashlib.sha256).hexdigest()
+
+    def accepts(self, address: str, index: int, text: str, signature: str | None) -> bool:
+        """Whether a stored answer may be replayed: its HMAC verifies with our key, or it is unsigned-trusted."""
+        if self.key is None:
+            return self.unsigned
+        expected = self.sign(address, index, text)
+        return isinstance(signature, str) and expected is not None and hmac.compare_digest(expected, signature)
+
+
+Stored = dict[int, tuple[str, str | None]]
+"""A cache file's answers by sample index: the text and its signature (None when unsigned)."""
+
+
+def _samples_of(data: Any) -> Stored:
     """The answers of a cache file's content; anything malformed is left out (a miss, asked again)."""
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("samples"), dict):
         return {}
-    return {int(i): t for i, t in data["samples"].items() if isinstance(i, str) and i.isdigit() and isinstance(t, str)}
+    raw_signatures = data.get("signatures")
+    signatures = raw_signatures if isinstance(raw_signatures, dict) else {}
+    out: Stored = {}
+    for i, t in data["samples"].items():
+        if isinstance(i, str) and i.isdigit() and len(i) < 6 and isinstance(t, str):
+            mac = signatures.get(i)
+            out[int(i)] = (t, mac if isinstance(mac, str) else None)
+    return out
 
 
 class DiskCache:
-    """Judge answers stored as ``<dir>/<2 hex>/<sha256>.json``: ``{"format", "model", "samples": {index: text}}``."""
+    """Judge answers stored as ``<dir>/<2 hex>/<sha256>.json``: ``{"format", "model", "samples": {index: text}}``,
+    with ``"signatures": {index: hmac}`` when written with a key (see CacheTrust)."""
 
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(self, directory: Path | str, trust: CacheTrust | None = None) -> None:
         self.directory = Path(directory)
+        self.trust = trust if trust is not None else CacheTrust(unsigned=True)
         self.hits = 0
         self.misses = 0
         self.writes = 0
+        self.ignored = 0
+        """Stored answers not replayed because their signature did not verify (asked from the judge again)."""
         self._root = os.fspath(self.directory)
         self._made: set[str] = set()
         self._serial = itertools.count()
@@ -72,21 +136,32 @@ class DiskCache:
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
 
-    def _read(self, key: str) -> dict[int, str]:
+    def _read(self, key: str) -> Stored:
         try:
             return _samples_of(json.loads(self._path(key).read_text(encoding="utf-8")))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return {}
 
     def get(self, key: str, samples: int, first: int = 0) -> list[str | None]:
-        """The cached answers of samples ``first .. first+samples-1`` (None where one is missing or unreadable)."""
+        """The cached answers of samples ``first .. first+samples-1`` (None where one is missing, unreadable or not
+        trusted: see CacheTrust; those are counted in ``ignored``)."""
         # Queued answers first: the writer thread drops them from the queue only after their file is in place, so
         # an answer is either in this snapshot or already on disk (reading the file first could miss it in between).
+        # Queued answers are this run's own: trusted without a signature.
         with self._queue_lock:
             queued = dict(self._unwritten.get(key, {}))
-        found = self._read(key)
-        found.update(queued)
-        texts = [found.get(i) for i in range(first, first + samples)]
+        stored = self._read(key)
+        texts: list[str | None] = []
+        for i in range(first, first + samples):
+            if i in queued:
+                texts.append(queued[i])
+            elif i in stored:
+                text, signature = stored[i]
+                trusted = self.trust.accepts(key, i, text, signature)
+                self.ignored += not trusted
+                texts.append(text if trusted else None)
+            else:
+                texts.append(None)
         hits = sum(t is not None for t in texts)
         self.hits += hits
         self.misses += samples - hits
@@ -106,9 +181,20 @@ class DiskCache:
             os.makedirs(parent, exist_ok=True)
             self._made.add(parent)
         merged = self._read(key)
-        merged.update(answers)
-        samples = {str(i): scrub(merged[i]) for i in sorted(merged)}  # an answer may echo a key
-        payload = json.dumps({"format": CACHE_FORMAT, "model": model, "samples": samples}, ensure_ascii=False)
+        merged.update({i: (scrub(text), None) for i, text in answers.items()})  # an answer may echo a key
+        samples: dict[str, str] = {}
+        signatures: dict[str, str] = {}
+        for i in sorted(merged):
+            text, signature = merged[i]
+            samples[str(i)] = text
+            if i in answers:  # ours: signed now; a stored answer keeps the signature it had (checked when read)
+                signature = self.trust.sign(key, i, text)
+            if signature is not None:
+                signatures[str(i)] = signature
+        content: dict[str, Any] = {"format": CACHE_FORMAT, "model": model, "samples": samples}
+        if signatures:
+            content["signatures"] = signatures
+        payload = json.dumps(content, ensure_ascii=False)
         data = payload.encode("utf-8")
         # A temporary name unique to this process and thread (O_EXCL guards against leftovers of a crashed run),
         # written with plain os calls: fewer system calls than mkstemp + a text wrapper.
@@ -212,7 +298,8 @@ class CachingJudge:
             if self.replay or self.inner is None:
                 raise ReplayMiss(
                     f"replay mode: {len(missing)} of {len(texts)} judge answers are not in the cache "
-                    f"{self.cache.directory} (run once without --judge-replay to record them)"
+                    f"{self.cache.directory} or not signed with this run's key (run once without --judge-replay "
+                    "to record them)"
                 )
             fresh = await self.inner.generate(request.with_samples(len(missing)))
             if len(fresh.texts) < len(missing):

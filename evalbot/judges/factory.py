@@ -20,7 +20,7 @@ from evalbot.judges.base import (
     Sampling,
     Usage,
 )
-from evalbot.judges.cache import CachingJudge, DiskCache
+from evalbot.judges.cache import KEY_ENV, CacheTrust, CachingJudge, DiskCache
 from evalbot.judges.deadline import DEFAULT_DEADLINE, DeadlineJudge
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY, LimitedJudge
 from evalbot.judges.retry import RetryingJudge
@@ -121,7 +121,8 @@ class JudgeStack:
         summary = self.ledger.summary()
         if self.cache is not None:
             summary.cache = CacheUse(directory=str(self.cache.directory), hits=self.cache.hits,
-                                     writes=self.cache.writes)
+                                     writes=self.cache.writes, ignored=self.cache.ignored,
+                                     signed=self.cache.trust.key is not None)
         if self.retrying is not None or self.safety_retrying is not None:
             summary.retries = sum(r.retries for r in (self.retrying, self.safety_retrying) if r is not None)
         return summary
@@ -152,10 +153,12 @@ def build_stack(
     retry: RetryPolicy | None = None,
     deadline: float | None = None,
     sampling: Sampling = DEFAULT_SAMPLING,
+    cache_trust: CacheTrust | None = None,
 ) -> JudgeStack:
     """Wrap ``backend`` (None only in replay mode) in the standard layers; ``deadline`` bounds the seconds spent on
     network calls for the whole run (cached answers are served after it); ``sampling`` ``full`` asks majority-vote
-    criteria for all their samples at once."""
+    criteria for all their samples at once; ``cache_trust``: which cached answers are replayed (default: unsigned
+    ones too, as a caller that names its own directory means)."""
     if replay and cache_dir is None:
         raise ConfigError(f"--judge-replay needs a judge cache: pass --judge-cache DIR or set {CACHE_ENV}")
     limiter = retrying = None
@@ -166,7 +169,7 @@ def build_stack(
         inner = SamplingJudge(retrying)
         if deadline is not None:
             inner = DeadlineJudge(inner, deadline)
-    cache = DiskCache(cache_dir) if cache_dir is not None else None
+    cache = DiskCache(cache_dir, cache_trust) if cache_dir is not None else None
     if cache is not None:
         inner = CachingJudge(inner, cache, replay=replay)
     if inner is None:
@@ -186,8 +189,8 @@ DEFAULT_AZURE_API_VERSION = "2024-10-21"
 """Azure OpenAI's API version when OPENAI_API_VERSION is not set (a generally available one with JSON mode)."""
 OPENAI_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT",
               "OPENAI_API_VERSION")
-SECRET_ENV = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY")
-"""The judge API keys the front ends register with evalbot.redact."""
+SECRET_ENV = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", KEY_ENV)
+"""The judge API keys (and the judge cache's signing key) the front ends register with evalbot.redact."""
 
 
 class RoutingJudge:
@@ -289,20 +292,24 @@ def judge_from_environ(
     retry: RetryPolicy | None = None,
     deadline: float | None = DEFAULT_DEADLINE,
     sampling: Sampling = DEFAULT_SAMPLING,
+    action: bool = False,
 ) -> tuple[JudgeStack | None, str | None]:
     """The judge for a run and None, or None and the reason there is none (no credentials and no replay).
 
     Reads only ``env``: GOOGLE_API_KEY / GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_CLOUD_PROJECT,
     GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL / GOOGLE_VERTEX_BASE_URL, the OpenAI variables of OPENAI_ENV
-    and EVALBOT_JUDGE_CACHE (used when ``cache_dir`` is None). Replay mode never builds a network backend.
+    and EVALBOT_JUDGE_CACHE (used when ``cache_dir`` is None), EVALBOT_JUDGE_CACHE_KEY and the GitHub event
+    (which cached answers are replayed: CacheTrust.for_run; ``action``: the Action's run, which never replays
+    unsigned answers). Replay mode never builds a network backend.
     """
+    trust = CacheTrust.for_run(env, action=action)
     if cache_dir is None and env.get(CACHE_ENV):
         cache_dir = env[CACHE_ENV]
     project = env.get("GOOGLE_CLOUD_PROJECT") or None
     location = env.get("GOOGLE_CLOUD_LOCATION") or None
     if replay:
         replayed = build_stack(None, cache_dir=cache_dir, replay=True, concurrency=concurrency, retry=retry,
-                               sampling=sampling)
+                               sampling=sampling, cache_trust=trust)
         if project and location:  # safety_v1 replays the verdicts Vertex AI gave when the cache was recorded
             add_safety_service(replayed, None)
         return replayed, None
@@ -335,7 +342,7 @@ def judge_from_environ(
     backend = RoutingJudge(gemini=gemini_backend, openai=openai_backend, azure=azure_backend,
                            openai_takes_all=bool(env.get("OPENAI_BASE_URL")))
     stack = build_stack(backend, cache_dir=cache_dir, replay=False, concurrency=concurrency, retry=retry,
-                        deadline=deadline, sampling=sampling)
+                        deadline=deadline, sampling=sampling, cache_trust=trust)
     if env.get("OPENAI_BASE_URL"):  # another server than OpenAI's: its models cost what it charges, unknown here
         everything = gemini_backend is None
         stack.ledger.unpriced = lambda model: model.startswith(OPENAI_PREFIX) or everything

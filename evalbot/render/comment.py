@@ -195,6 +195,10 @@ def usage_view(usage: Mapping[str, Any] | None, baseline: Mapping[str, Any] | No
                    f"input + {_count(total.get('output_tokens')):,} output tokens · {cached:,} from the cache")
     if saved_by_sampling:
         summary += f" · {saved_by_sampling:,} saved by sequential sampling"
+    cache = usage.get("cache")
+    ignored = _count(cache.get("ignored")) if isinstance(cache, Mapping) else 0
+    if ignored:
+        summary += f" · {ignored:,} cached answer(s) ignored: not signed by this workflow"
     if base is not None and isinstance(base.get("total"), Mapping):
         base_cost = base["total"].get("estimated_cost_usd")
         summary += f" · baseline run ≈ {money(base_cost)} (change {cost_change(cost, base_cost)})"

@@ -219,9 +219,27 @@ def case_view(es: EvalSetComparison, case: CaseComparison, limits: Limits, detai
                 f"{d.criterion}: judge votes (pass–fail) {votes_text(d.current_votes) or '?'}, "
                 f"baseline {votes_text(d.baseline_votes) or '?'}{p}"
             )
+    view.votes.extend(replayed_notes(case, focus))
     if detailed:
         view.turns, view.more_turns = turn_details(case, focus, limits)
     return view
+
+
+def replayed_notes(case: CaseComparison, focus: Sequence[MetricDelta]) -> list[str]:
+    """``criterion: 3 judge answer(s) replayed from the cache`` for each judged criterion shown whose
+    answers on this case came, all or some, from the cache (MetricResult.details' ``judge`` usage)."""
+    metrics = case.current.metrics if case.current is not None else {}
+    notes = []
+    for delta in focus:
+        metric = metrics.get(delta.criterion)
+        judge = metric.details.get("judge") if metric is not None and isinstance(metric.details, Mapping) else None
+        if not isinstance(judge, Mapping):
+            continue
+        cached, requests = judge.get("cached_samples"), judge.get("requests")
+        if isinstance(cached, int) and not isinstance(cached, bool) and cached > 0:
+            asked = f"; {requests:,} request(s) made" if isinstance(requests, int) and requests > 0 else ""
+            notes.append(f"{delta.criterion}: {cached:,} judge answer(s) replayed from the cache{asked}")
+    return notes
 
 
 def history_text(case: CaseComparison) -> str | None:

@@ -207,6 +207,7 @@ BAD_INPUTS: dict[str, Bad] = {
     "mode": lambda tmp: ["sometimes"],
     "judge-concurrency": lambda tmp: ["0", "-3", "x", "1.5", "100000"],
     "judge-cache": lambda tmp: ["plain.txt"],
+    "judge-cache-key": lambda tmp: ["k\nx", "k y", "key\x00"],
     "judge-failures": lambda tmp: ["maybe", "ignore"],
     "judge-deadline": lambda tmp: ["0", "-1", "x", "nan"],
     "sampling": lambda tmp: ["some", "half", "sequential\nfull"],
