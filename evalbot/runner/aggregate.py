@@ -13,7 +13,7 @@ duration).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from evalbot.criteria import INFORMATIONAL, build_criteria
@@ -80,7 +80,10 @@ def failed_run_metrics(case_run: CaseRun, case: EvalCase, loaded: LoadedEvalSet,
     informational metrics, which see the answered calls plus the failed one flagged."""
     if case_run.failed_invocation is None and not case_run.invocations:
         return {}
-    built, _ = criteria(loaded.config, ctx or BuildContext(), loaded.path)
+    # only run-level and informational criteria score a failed run: never start a custom metric's worker for it
+    context = replace(ctx or BuildContext(), custom_code_refused=(ctx.custom_code_refused if ctx else None)
+                      or "a failed run is not scored by custom metrics")
+    built, _ = criteria(loaded.config, context, loaded.path)
     wanted = [c for c in built if c.name in RUN_LEVEL or c.name in INFORMATIONAL]
     case_input = CaseInput(loaded.eval_set_id, case, flagged(case_run.invocations, case_run.failed_invocation))
     out: dict[str, MetricResult] = {}

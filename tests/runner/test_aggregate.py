@@ -143,3 +143,26 @@ def test_merged_report_keeps_the_judge_usage(tmp_path: Path, judge: JudgeStack) 
     # 3 invocations x 2 runs x 2 sequential rounds (the fake judge's answers hold no verdict, so 3 samples never
     # decide the vote of 5)
     assert scored.report.usage.per_criterion["final_response_match_v2"].requests == 12
+
+
+def test_a_failed_run_never_starts_a_custom_metrics_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed run is scored by the run-level criteria only: the custom metric's module is imported once (for the
+    runs that are scored), not once more per failed run."""
+    (tmp_path / ".git").mkdir()
+    package = tmp_path / "agg_metrics_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "m.py").write_text(
+        "import os, pathlib\n"
+        "with pathlib.Path(__file__).with_name('imports.log').open('a') as f:\n    f.write(f'{os.getpid()}\\n')\n"
+        "def ok(instance):\n    return 1.0\n", encoding="utf-8")
+    config = {"criteria": {"failure": 0.0, "mine": 0.5},
+              "custom_metrics": {"mine": {"code_config": {"name": "agg_metrics_pkg.m.ok"}}}}
+    monkeypatch.chdir(tmp_path)
+    loaded = load_set(tmp_path, eval_set("s", case("ok", inv("hi", "you said: hi", ECHO)),
+                                         case("bad", inv("hi", "x"), inv("boom", "y"))), config)
+    runs = run_agent(load_function_agent("tests.fakes.agents:fails_on_second_turn"), [loaded], RunOptions())
+    ok, bad = score_runs([loaded], runs).report.eval_sets[0].cases
+    assert ok.metrics["mine"].status == "passed" and "mine" not in bad.metrics
+    assert bad.metrics["failure"].status == "failed"
+    assert len((package / "imports.log").read_text(encoding="utf-8").split()) == 1
