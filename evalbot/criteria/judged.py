@@ -27,6 +27,9 @@ from evalbot.judges.usage import usage_dict
 from evalbot.results import InvocationScore, JudgeDetails, MetricResult, VoteSplit
 
 NO_JUDGE = "no judge is configured"
+MAX_SAMPLES = 64
+"""The most judge samples one verdict may ask for (``num_samples``): a config is PR data, and a vote of more samples
+adds nothing a reviewer could see but cost (a PR asking for 20,000 once made 14,174 requests before the deadline)."""
 
 
 class JudgeModelOptions(Options):
@@ -35,7 +38,7 @@ class JudgeModelOptions(Options):
 
     judge_model: str = DEFAULT_JUDGE_MODEL
     judge_model_config: dict[str, Any] | None = None
-    num_samples: int = Field(default=5, ge=1)
+    num_samples: int = Field(default=5, ge=1, le=MAX_SAMPLES)
     parallelism_limit: int = Field(default=1, ge=1)
 
 

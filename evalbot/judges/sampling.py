@@ -1,10 +1,28 @@
-"""Serve ``num_samples`` with one ``candidate_count`` request, falling back to one request per sample."""
+"""Serve ``num_samples`` with ``candidate_count`` requests of at most MAX_BATCH samples, falling back to one
+request per sample."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Iterable, Sequence
 
 from evalbot.judges.base import CandidateCountUnsupported, Judge, JudgeReply, JudgeRequest, Usage
+
+MAX_BATCH = 8
+"""The most samples one request asks for (Gemini's own ``candidate_count`` limit); more are asked in batches of
+this size, and a model without ``candidate_count`` gets at most this many single requests per batch."""
+
+
+def join(replies: Sequence[JudgeReply]) -> JudgeReply:
+    """The replies' texts in order, their usage and cached counts summed."""
+    texts: list[str] = []
+    usage = Usage()
+    cached = 0
+    for reply in replies:
+        texts.extend(reply.texts)
+        usage += reply.usage
+        cached += reply.cached_samples
+    return JudgeReply(tuple(texts), usage, cached)
 
 
 class SamplingJudge:
@@ -19,7 +37,14 @@ class SamplingJudge:
         self.single_sample_models: set[str] = set()
 
     async def generate(self, request: JudgeRequest) -> JudgeReply:
-        """Answer with exactly ``request.num_samples`` texts."""
+        """Answer with exactly ``request.num_samples`` texts, asked in batches of at most ``MAX_BATCH``."""
+        n = request.num_samples
+        if n > MAX_BATCH:
+            sizes = [min(MAX_BATCH, n - done) for done in range(0, n, MAX_BATCH)]
+            return await self._all(self._batch(request.with_samples(k)) for k in sizes)
+        return await self._batch(request)
+
+    async def _batch(self, request: JudgeRequest) -> JudgeReply:
         n = request.num_samples
         if n <= 1 or request.model in self.single_sample_models:
             return await self._one_by_one(request, n)
@@ -37,17 +62,16 @@ class SamplingJudge:
         single = request.with_samples(1)
         if n == 1:
             return await self._single(single)
-        results = await asyncio.gather(*(self._single(single) for _ in range(n)), return_exceptions=True)
-        texts: list[str] = []
-        usage = Usage()
-        cached = 0
+        return await self._all(self._single(single) for _ in range(n))
+
+    @staticmethod
+    async def _all(calls: Iterable[Awaitable[JudgeReply]]) -> JudgeReply:
+        """Every call's reply joined; the first failure is raised once all have finished (none is left running)."""
+        results = await asyncio.gather(*calls, return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
                 raise result
-            texts.extend(result.texts)
-            usage += result.usage
-            cached += result.cached_samples
-        return JudgeReply(tuple(texts), usage, cached)
+        return join([r for r in results if not isinstance(r, BaseException)])
 
     async def _single(self, request: JudgeRequest) -> JudgeReply:
         reply = await self.inner.generate(request)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel
 
 from evalbot import __version__
@@ -26,6 +25,7 @@ from evalbot.forge.base import COMMENT_MAX_CHARS
 from evalbot.formats.lookalike import escape_lookalike
 from evalbot.formats.numbers import p_value_text, score_text
 from evalbot.render import mdsafe, words
+from evalbot.render.bounded import BoundedSandbox, render_bounded
 from evalbot.render.views import Limits, sections
 
 COMMENT_LIMIT = COMMENT_MAX_CHARS
@@ -339,12 +339,13 @@ def _verdict(comparison: Comparison) -> tuple[str, str]:
     return ICONS[gate.verdict], title
 
 
-def environment(custom_template: str | None = None) -> jinja2.Environment:
-    """The sandboxed template environment (the default templates, plus a user comment template if given)."""
+def environment(custom_template: str | None = None) -> BoundedSandbox:
+    """The sandboxed template environment (the default templates, plus a user comment template if given), its
+    renders bounded in time and work (evalbot.render.bounded)."""
     loaders: list[jinja2.BaseLoader] = [jinja2.PackageLoader("evalbot.render", "templates")]
     if custom_template is not None:
         loaders.insert(0, jinja2.DictLoader({CUSTOM_TEMPLATE: custom_template}))
-    env = ImmutableSandboxedEnvironment(
+    env = BoundedSandbox(
         loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -461,7 +462,10 @@ def _context(
 
 def _render(env: jinja2.Environment, name: str, context: Mapping[str, Any]) -> str:
     try:
-        return env.get_template(name).render(context)
+        template = env.get_template(name)
+        if isinstance(env, BoundedSandbox):
+            return render_bounded(env, template, context)
+        return template.render(context)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"comment template {exc.name or name}, line {exc.lineno}: {exc.message}") from None
     except jinja2.TemplateError as exc:

@@ -33,6 +33,16 @@ def with_evalbot_section(action: Action, section: dict[str, object]) -> str:
     return original
 
 
+def base_commit_template(action: Action, name: str, template: str) -> None:
+    """``evals/<name>`` as the comment template of the config, in the PR's tree and at the base commit."""
+    (action.workspace / "evals" / name).write_text(template, encoding="utf-8")
+    action.github.put_file(f"evals/{name}", template, ref=BASE_SHA)
+    original = with_evalbot_section(action, {"comment_template": name})
+    base = json.loads(original)
+    base["evalbot"] = {"comment_template": name}
+    action.github.put_file(CONFIG, json.dumps(base), ref=BASE_SHA)
+
+
 def nothing_leaked(action: Action, *texts: str) -> None:
     """Neither secret (outside the runner's own ``::add-mask::`` command) nor the environment was written."""
     for text in texts + tuple(c.body for c in action.github.comments.values()):
@@ -48,12 +58,7 @@ def test_pickle_template_from_the_base_commit_runs_no_code(
     make_baseline(action, baseline_text)
     marker = tmp_path / "pwned"
     template = pickle_template(marker)
-    (action.workspace / "evals" / "evil.md.j2").write_text(template, encoding="utf-8")
-    action.github.put_file("evals/evil.md.j2", template, ref=BASE_SHA)
-    original = with_evalbot_section(action, {"comment_template": "evil.md.j2"})
-    base = json.loads(original)
-    base["evalbot"] = {"comment_template": "evil.md.j2"}
-    action.github.put_file(CONFIG, json.dumps(base), ref=BASE_SHA)
+    base_commit_template(action, "evil.md.j2", template)
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
     assert run.code == 2, run.stdout + run.stderr
     assert not marker.exists()

@@ -50,3 +50,15 @@ def test_failed_single_sample_fails_the_request(fake: FakeGemini) -> None:
     with pytest.raises(JudgeCallError, match="boom"):
         asyncio.run(judge.generate(JudgeRequest("solo", "p", num_samples=3)))
     assert len(fake.requests) == 3 and all(r.candidate_count == 1 for r in fake.requests)
+
+
+def test_many_samples_are_asked_in_bounded_batches(fake: FakeGemini) -> None:
+    """64 samples (the most num_samples allows): eight requests of at most MAX_BATCH candidates, never one of 64."""
+    from evalbot.judges.sampling import MAX_BATCH
+
+    reply = asyncio.run(_sampling(fake).generate(JudgeRequest("m", "p", num_samples=64)))
+    assert len(reply.texts) == 64
+    assert sorted(r.candidate_count for r in fake.requests) == [MAX_BATCH] * 8
+    fake.reset()
+    reply = asyncio.run(_sampling(fake).generate(JudgeRequest("m", "p", num_samples=19)))
+    assert len(reply.texts) == 19 and sorted(r.candidate_count for r in fake.requests) == [3, MAX_BATCH, MAX_BATCH]
