@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -195,6 +195,33 @@ def load_config(path: Path) -> EvalConfig:
     return parse_config(read_json(path), str(path))
 
 
+def normal_key(key: str) -> str:
+    """``failOn`` / ``fail-on`` / ``fail_on`` → ``fail_on`` (how keys of a config's ``evalbot`` section are read)."""
+    out = "".join("_" + ch.lower() if ch.isupper() else ch for ch in key)
+    return out.replace("-", "_")
+
+
+def _normal(section: Mapping[str, Any]) -> dict[str, Any]:
+    return {normal_key(str(k)): v for k, v in section.items()}
+
+
+def one_section(
+    sections: Sequence[tuple[dict[str, Any], str]], label: Callable[[str], str] = str
+) -> tuple[dict[str, Any], str | None]:
+    """The one ``evalbot`` section of the eval sets' configs (configs without one set no policy). The gate is one
+    verdict with one policy, so two configs with different sections are an input error naming both files, never the
+    first one silently."""
+    if not sections:
+        return {}, None
+    first, where = sections[0]
+    for other, path in sections[1:]:
+        if _normal(other) != _normal(first):
+            raise InputError(label(path), "/evalbot", f"this evalbot section differs from the one in {label(where)}; "
+                             "the gate has one policy for the whole run: make the sections the same, keep one of "
+                             "them, or name the config with the config input (--config)")
+    return first, where
+
+
 class Configs:
     """The configs of a run, each file read once: the explicit ``--config``, else ``test_config.json`` beside each
     eval set (as ADK does), else ADK's defaults.  An unusable explicit config raises InputError at once."""
@@ -225,18 +252,21 @@ class Configs:
         return self.beside(eval_set_path) or default_config()
 
     def settings(self, eval_set_files: Sequence[Path]) -> tuple[dict[str, Any], Path | None]:
-        """The config's ``evalbot`` section and its file: the explicit config's, else the first config beside an
-        eval set that has one (an unreadable config is reported by the evaluation itself, not here)."""
+        """The config's ``evalbot`` section and its file: the explicit config's, else the one of the configs beside
+        the eval sets (configs without a section set nothing; two different sections raise InputError naming both,
+        see :func:`one_section`; an unreadable config is reported by the evaluation itself, not here)."""
         if self.explicit is not None:
             return dict(self.explicit.extras), self.explicit_path
+        sections: dict[str, dict[str, Any]] = {}
         for file in eval_set_files:
             try:
                 config = self.beside(file)
             except InputError:
                 continue
             if config is not None and config.extras:
-                return dict(config.extras), file.parent / "test_config.json"
-        return {}, None
+                sections.setdefault(str(file.parent / "test_config.json"), dict(config.extras))
+        settings, where = one_section([(section, path) for path, section in sections.items()])
+        return settings, Path(where) if where is not None else None
 
 
 def config_for(eval_set_path: Path, override: EvalConfig | Configs | None) -> EvalConfig:

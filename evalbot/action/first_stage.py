@@ -9,13 +9,22 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 from evalbot.action import workflow
-from evalbot.action.gate import GateSettings, config_candidates, policy_changes, settings_at, template_at
+from evalbot.action.gate import (
+    GateSettings,
+    base_eval_files,
+    config_candidates,
+    policy_changes,
+    repo_path,
+    settings_at,
+    template_at,
+)
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, print_annotations, summarize
 from evalbot.action.settings import ActionInputs, GitHubContext, Mode, credentials_expected, on_default_branch
 from evalbot.action.workspace import (
     Workspace,
     eval_paths,
     label_at,
+    list_at,
     policy_and_template,
     policy_overrides,
     read_baseline_at,
@@ -192,8 +201,15 @@ def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: 
     def label(path: str) -> str:
         return label_at(ref, path)
 
-    candidates = config_candidates(inputs.config, loaded.files, ws.root)
     try:
+        # The configs of the base commit's own eval sets under the same inputs first (a PR that moves its eval sets
+        # and their config elsewhere must not shed the policy), then those beside the PR's, as they are at the base
+        # commit; two different sections among them are an input error (one_section).
+        base_files = [] if inputs.config else base_eval_files(
+            lambda path: list_at(forge, ws, path, ref), list(inputs.eval_sets), ws.root)
+        pr_files = [rel for f in loaded.files if (rel := repo_path(f, ws.root)) is not None]
+        candidates = config_candidates(inputs.config, base_files + [f for f in pr_files if f not in base_files],
+                                       ws.root)
         base_settings, base_config = settings_at(read, candidates, label)
         source = label(base_config) if base_config else "action inputs"
         policy = policy_from_settings(base_settings, source=source, overrides=overrides)
@@ -203,9 +219,14 @@ def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: 
     except ForgeUnavailable as exc:  # fail closed: the default policy, and the run's verdict is error (exit 3)
         return GateSettings(policy=GatePolicy(), template=None, error=str(exc))
     changes = policy_changes(base_settings, pr_settings, policy, pr_policy)
+    notes = [note] if note else []
+    pr_path = repo_path(pr_config, ws.root) if pr_config is not None else None
+    if base_config is not None and pr_path != base_config:
+        notes.insert(0, f"The gate policy is the base commit's {base_config} (the config of its eval sets there); "
+                        f"this PR's eval sets use {pr_path or 'no evalbot section'}.")
     if template != pr_template and not any(c.startswith("comment_template ") for c in changes):
         changes.append("the comment template's text")
-    return GateSettings(policy=policy, template=template, changes=changes, notes=[note] if note else [])
+    return GateSettings(policy=policy, template=template, changes=changes, notes=notes)
 
 
 def write_report_files(report: Report, inputs: ActionInputs, ws: Workspace) -> None:

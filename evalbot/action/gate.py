@@ -10,14 +10,19 @@ merge) and compared with the base's: every difference is a notice in the comment
 
 from __future__ import annotations
 
+import glob
 import json
+import posixpath
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from evalbot.compare.gate import POLICY_KEYS, GatePolicy, normal_key
+from evalbot.compare.gate import POLICY_KEYS, GatePolicy
 from evalbot.errors import InputError
+from evalbot.forge.base import ForgeUnavailable
+from evalbot.load import EVAL_SET_SUFFIXES, is_eval_set_name, normal_key, one_section
 from evalbot.render.template_files import MAX_TEMPLATE_BYTES, join_inside, template_relpath, template_setting
 
 ReadAt = Callable[[str, str], "str | None"]
@@ -46,21 +51,110 @@ def repo_path(path: Path | str, root: Path) -> str | None:
     return rel.as_posix()
 
 
-def config_candidates(config: str | None, eval_files: list[Path], root: Path) -> list[str]:
-    """Where the config with the ``evalbot`` section may be: the ``config`` input, else the ``test_config.json``
-    beside each eval set, in the order the run looks for it."""
-    raw = [Path(config)] if config else [f.parent / "test_config.json" for f in eval_files]
+ListAt = Callable[[str], "list[tuple[str, str]] | None"]
+"""``list(path)``: the ``(name, type)`` entries of a repository folder at the base commit, None when absent there."""
+
+MAX_BASE_FOLDERS = 500
+"""Folders listed at most while finding the base commit's eval sets (then the run fails closed, naming the fix)."""
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A repository-relative glob as ``glob.glob(recursive=True)`` reads it: ``**`` any folders, ``*``/``?`` within
+    one name, ``[...]`` a character class."""
+    out, i = "", 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:[^/]*/)*", i + 3
+            continue
+        if pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+            continue
+        if ch == "*":
+            out += "[^/]*"
+        elif ch == "?":
+            out += "[^/]"
+        elif ch == "[" and (end := pattern.find("]", i + 2)) > 0:
+            body = pattern[i + 1: end]
+            out += "[" + ("^" + re.escape(body[1:]) if body.startswith("!") else re.escape(body)) + "]"
+            i = end
+        else:
+            out += re.escape(ch)
+        i += 1
+    return re.compile(out + r"\Z")
+
+
+def _at_base(raw: str, root: Path) -> str | None:
+    """An input path as a repository path at the base commit: relative paths are normalised as text (the PR's
+    checkout, where a folder may have become a symlink, is not consulted); absolute ones must lie in the checkout."""
+    if Path(raw).is_absolute():
+        return repo_path(raw, root)
+    rel = posixpath.normpath(PurePosixPath(raw).as_posix())
+    return None if rel == ".." or rel.startswith("../") else rel
+
+
+def base_eval_files(list_at: ListAt, eval_sets: list[str], root: Path) -> list[str]:
+    """The eval set files the base commit has under the run's ``eval-sets`` inputs (files, folders searched
+    recursively, glob patterns), as repository paths: where the base commit's own configs are, whatever the pull
+    request moved. Raises ForgeUnavailable when a folder cannot be listed (the caller fails closed)."""
+    listed = 0
+
+    def walk(folder: str) -> list[str]:
+        nonlocal listed
+        found: list[str] = []
+        stack = [folder]
+        while stack:
+            here = stack.pop()
+            listed += 1
+            if listed > MAX_BASE_FOLDERS:
+                raise ForgeUnavailable("find the base commit's eval sets", f"more than {MAX_BASE_FOLDERS} folders "
+                                       "under the eval-sets inputs; name the config holding the gate policy with "
+                                       "the config input")
+            for name, kind in sorted(list_at(here) or []):
+                full = f"{here}/{name}" if here else name
+                if kind == "dir":
+                    stack.append(full)
+                elif kind == "file" and is_eval_set_name(name):
+                    found.append(full)
+        return sorted(found)
+
+    out: list[str] = []
+    for raw in eval_sets:
+        if glob.has_magic(raw):
+            pattern = _at_base(raw, root)
+            if pattern is None:
+                continue
+            parts = PurePosixPath(pattern).parts
+            fixed = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+            prefix = PurePosixPath(*parts[:fixed]).as_posix() if fixed else ""
+            wanted, regex = EVAL_SET_SUFFIXES, _glob_regex(pattern.removeprefix("./"))
+            hits = [f for f in walk("" if prefix == "." else prefix) if regex.match(f) and f.endswith(wanted)]
+        else:
+            rel = _at_base(raw, root)
+            if rel is None:
+                continue
+            entries = list_at(rel) if rel != "." else list_at("")
+            hits = walk("" if rel == "." else rel) if entries is not None else [rel]
+        out += [f for f in hits if f not in out]
+    return out
+
+
+def config_candidates(config: str | None, eval_files: list[str], root: Path) -> list[str]:
+    """Where the config with the ``evalbot`` section may be at the base commit: the ``config`` input, else the
+    ``test_config.json`` beside each of the base commit's eval sets (repository paths), in the order the run looks."""
+    raw = [config] if config else [(PurePosixPath(f).parent / "test_config.json").as_posix() for f in eval_files]
     out: list[str] = []
     for p in raw:
-        rel = repo_path(p, root)
+        rel = _at_base(p, root)
         if rel is not None and rel not in out:
             out.append(rel)
     return out
 
 
 def settings_at(read: ReadAt, candidates: list[str], label: Callable[[str], str]) -> tuple[dict[str, Any], str | None]:
-    """The first candidate config at the base commit that has an ``evalbot`` section (unparseable ones are skipped,
-    as the run itself skips them)."""
+    """The ``evalbot`` section of the candidate configs at the base commit (see :func:`one_section`; unparseable
+    ones are skipped, as the run itself skips them)."""
+    sections: list[tuple[dict[str, Any], str]] = []
     for path in candidates:
         text = read(path, "config")
         if text is None:
@@ -71,10 +165,10 @@ def settings_at(read: ReadAt, candidates: list[str], label: Callable[[str], str]
             continue
         extras = data.get("evalbot") if isinstance(data, dict) else None
         if isinstance(extras, dict) and extras:
-            return dict(extras), path
+            sections.append((dict(extras), path))
         if extras is not None and not isinstance(extras, dict):
             raise InputError(label(path), "/evalbot", "expected an object of evalbot settings (at the base commit)")
-    return {}, None
+    return one_section(sections, label)
 
 
 def template_at(

@@ -18,6 +18,7 @@ from evalbot.errors import (
     printable,
 )
 from evalbot.judges.base import DEFAULT_SAMPLING, Sampling
+from evalbot.load import normal_key
 
 FailOn = Literal["regression", "threshold", "never"]
 JudgeFailures = Literal["block", "warn"]
@@ -71,13 +72,7 @@ SETTINGS_KEYS = POLICY_KEYS | {"comment_template", "baseline_path"}
 """Every key of the config's ``evalbot`` object (the one place listing them): any other key is an input error."""
 
 
-def _normal_key(key: str) -> str:
-    out = "".join("_" + ch.lower() if ch.isupper() else ch for ch in key)
-    return out.replace("-", "_")
-
-
-normal_key = _normal_key
-"""``failOn`` / ``fail-on`` / ``fail_on`` → ``fail_on``."""
+_normal_key = normal_key
 
 
 def policy_from_settings(

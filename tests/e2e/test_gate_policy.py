@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.e2e.conftest import BASE_SHA, Action, pull_request_event
-from tests.e2e.test_pull_request import make_baseline
+from tests.e2e.conftest import BASE_SHA, Action, event, pull_request_event
+from tests.e2e.test_pull_request import BASELINE, make_baseline
 from tests.fakes.fake_github import APP_TOKEN
 
 CONFIG = "evals/test_config.json"
@@ -146,3 +146,73 @@ def test_base_config_unreadable_fails_closed(action: Action, baseline_text: str)
     body = action.github.comments_on(7)[0].body
     assert "could not measure, not passing" in body.splitlines()[1]
     assert "gate settings at the base commit are unreadable" in body
+
+
+def base_tree(action: Action, files: dict[str, str]) -> None:
+    """Publish ``files`` (repository path → text) at the base commit."""
+    for path, text in files.items():
+        action.github.put_file(path, text, ref=BASE_SHA)
+
+
+def test_moving_the_eval_sets_and_config_keeps_the_base_policy(action: Action) -> None:
+    """Issue 23: the PR moves ``evals/`` into ``evals/moved/`` with a config that has no evalbot section. The base
+    commit's eval sets (same eval-sets input) are under ``evals/``, so their config's ``fail_on: threshold`` still
+    applies and the case still failing blocks (exit 1); with the defaults it would pass as "still failing"."""
+    made = action.run("push", event("push"), inputs={"mode": "baseline", "actuals": "actuals/regressed.json"},
+                      ref="refs/heads/main", sha=BASE_SHA)
+    assert made.code == 0, made.stdout + made.stderr
+    ws = action.workspace
+    evalset = (ws / "evals" / "shop.evalset.json").read_text(encoding="utf-8")
+    config = json.loads((ws / CONFIG).read_text(encoding="utf-8"))
+    base_tree(action, {
+        BASELINE: (ws / BASELINE).read_text(encoding="utf-8"),
+        "evals/shop.evalset.json": evalset,
+        CONFIG: json.dumps({**config, "evalbot": {"fail_on": "threshold"}}),
+    })
+    (ws / BASELINE).unlink()  # the PR does not touch the baseline
+    moved = ws / "evals" / "moved"
+    moved.mkdir()
+    (ws / "evals" / "shop.evalset.json").rename(moved / "shop.evalset.json")
+    (ws / CONFIG).rename(moved / "test_config.json")
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 1, run.stdout + run.stderr
+    body = action.github.comments_on(7)[0].body
+    assert "fail-on: threshold" in body
+    assert ("The gate policy is the base commit's evals/test\\_config.json (the config of its eval sets there); this "
+            "PR's eval sets use no evalbot section.") in body
+    assert "fail\\_on threshold → regression" in body  # the PR would drop it: said, taking effect after merge
+
+
+def test_different_sections_in_the_base_commits_folders_are_refused(action: Action, baseline_text: str) -> None:
+    """Eval sets in two folders whose configs at the base commit hold different evalbot sections: exit 2 naming
+    both files, never the first one silently (the PR's own tree agreeing changes nothing)."""
+    make_baseline(action, baseline_text)
+    ws = action.workspace
+    evalset = (ws / "evals" / "shop.evalset.json").read_text(encoding="utf-8")
+    config = json.loads((ws / CONFIG).read_text(encoding="utf-8"))
+    base_tree(action, {
+        "evals/a/shop.evalset.json": evalset,
+        "evals/a/test_config.json": json.dumps({**config, "evalbot": {"fail_on": "threshold"}}),
+        "evals/b/other.evalset.json": evalset.replace('"shop"', '"other"'),
+        "evals/b/test_config.json": json.dumps({**config, "evalbot": {"fail_on": "never"}}),
+    })
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
+    assert run.code == 2, run.stdout + run.stderr + "".join(c.body for c in action.github.comments_on(7))
+    (refused,) = [a for a in run.annotations() if "differs from the one in" in a]
+    assert f"{BASE_SHA[:12]}:evals/b/test_config.json" in refused and f"{BASE_SHA[:12]}:evals/a/test_config.json" \
+        in refused, refused
+    assert action.github.comments_on(7) == []
+
+
+def test_different_sections_in_the_prs_folders_are_refused(action: Action, baseline_text: str) -> None:
+    """The same rule on the run's own tree (push mode reads it; a PR's is checked so main does not break)."""
+    ws = action.workspace
+    config = json.loads((ws / CONFIG).read_text(encoding="utf-8"))
+    for name, section in (("a", {"fail_on": "threshold"}), ("b", {"block_flaky": True})):
+        (ws / "evals" / name).mkdir()
+        (ws / "evals" / name / "test_config.json").write_text(json.dumps({**config, "evalbot": section}))
+        (ws / "evals" / name / f"{name}.evalset.json").write_text(
+            (ws / "evals" / "shop.evalset.json").read_text(encoding="utf-8").replace('"shop"', f'"{name}"'))
+    run = action.run("push", event("push"), inputs={"actuals": "actuals/good.json"}, ref="refs/heads/main")
+    assert run.code == 2, run.stdout + run.stderr
+    assert any("evals/b/test_config.json" in a and "evals/a/test_config.json" in a for a in run.annotations())
