@@ -22,7 +22,7 @@ from typing import Any
 from evalbot.compare.gate import POLICY_KEYS, GatePolicy
 from evalbot.errors import InputError
 from evalbot.forge.base import ForgeUnavailable
-from evalbot.load import EVAL_SET_SUFFIXES, is_eval_set_name, normal_key, one_section
+from evalbot.load import DATASET_SUFFIXES, EVAL_SET_SUFFIXES, is_eval_set_name, normal_key, one_section
 from evalbot.render.template_files import MAX_TEMPLATE_BYTES, join_inside, template_relpath, template_setting
 
 ReadAt = Callable[[str, str], "str | None"]
@@ -133,8 +133,11 @@ def base_eval_files(list_at: ListAt, eval_sets: list[str], root: Path) -> list[s
             rel = _at_base(raw, root)
             if rel is None:
                 continue
-            entries = list_at(rel) if rel != "." else list_at("")
-            hits = walk("" if rel == "." else rel) if entries is not None else [rel]
+            entries = list_at("" if rel == "." else rel)
+            if entries is not None:
+                hits = walk("" if rel == "." else rel)
+            else:  # a file, or nothing there: a named eval set file counts (its config is beside it)
+                hits = [rel] if rel.endswith((".json", *DATASET_SUFFIXES)) else []
         out += [f for f in hits if f not in out]
     return out
 

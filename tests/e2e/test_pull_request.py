@@ -151,18 +151,19 @@ def requests_logged(run_stdout: str) -> int:
 
 
 def test_api_requests_are_counted_and_minimal(action: Action, baseline_text: str) -> None:
-    """A PR run reads the gate settings (test_config.json) and the baseline at base.sha, lists the comments and
-    creates one (then lists again: another run may have raced it), or edits it on a re-run; never GET /user. The
-    count is logged at debug level and matches what GitHub (the fake) received."""
+    """A PR run lists the eval-sets folder at base.sha (where its eval sets and their configs are), reads the gate
+    settings (test_config.json) and the baseline there, lists the comments and creates one (then lists again: another
+    run may have raced it), or edits it on a re-run; never GET /user. The count is logged at debug level and matches
+    what GitHub (the fake) received."""
     make_baseline(action, baseline_text)
     first = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
     assert first.code == 0, first.stdout + first.stderr
-    assert requests_logged(first.stdout) == len(action.github.exchanges) == 5
+    assert requests_logged(first.stdout) == len(action.github.exchanges) == 6
     second = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
     assert second.code == 1
-    assert requests_logged(second.stdout) == len(action.github.exchanges) - 5 == 4
+    assert requests_logged(second.stdout) == len(action.github.exchanges) - 6 == 5
     ops = [e.operation for e in action.github.exchanges]
-    reads = ["repos/get-content", "repos/get-content"]  # the config's gate settings, then the baseline
+    reads = ["repos/get-content"] * 3  # the eval-sets folder, the config's gate settings, then the baseline
     first_ops = [*reads, "issues/list-comments", "issues/create-comment", "issues/list-comments"]
     assert ops == [*first_ops, *reads, "issues/list-comments", "issues/update-comment"]
 
