@@ -1,5 +1,6 @@
-"""The layout the tools enforce: no import cycles (function-level imports included), lazy imports only where they are
-commented, the core free of the front ends, the front ends apart, the SDKs fenced, few modules at the top.
+"""The layout the tools enforce: no import cycles (function-level imports and cycles through a package's
+``__init__`` included), lazy imports only where they are commented, the core free of the front ends, the front ends
+apart, the SDKs fenced, few modules at the top, and test modules that do not import each other.
 
 ruff's banned-api (TID251, pyproject.toml) keeps the core from importing ``evalbot.cli``, ``evalbot.action`` and
 ``evalbot.pipeline``; it cannot see function-level cycles or tell one front end from the other, so this test reads
@@ -61,10 +62,13 @@ def _is_type_checking(node: ast.If) -> bool:
     return "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-def edges(module: str) -> Iterator[Edge]:
-    """Every import of an evalbot module by ``module``, at any depth."""
+def edges(module: str, source: str | None = None) -> Iterator[Edge]:
+    """Every import of an evalbot module by ``module`` (its file, or ``source``), at any depth.
+
+    ``from P import x`` with P a package is an import of P's ``__init__`` as well as of ``P.x`` (Python reads the name
+    from the package), so a module of P written that way while P's ``__init__`` imports it closes a cycle."""
     path = MODULES[module]
-    source = path.read_text(encoding="utf-8")
+    source = path.read_text(encoding="utf-8") if source is None else source
     lines = source.splitlines()
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
 
@@ -86,6 +90,8 @@ def edges(module: str) -> Iterator[Edge]:
                         anchor = package.split(".")[: len(package.split(".")) - child.level + 1]
                         base = ".".join([*anchor, *([base] if base else [])])
                     names = [f"{base}.{a.name}" for a in child.names] or [base]
+                    if base in MODULES and MODULES[base].name == "__init__.py" and base != module:
+                        yield Edge(module, base, child.lineno, kind, comment.strip())
                 for name in names:
                     target = _target(name) if name.startswith("evalbot") else None
                     if target is not None and target != module:
@@ -218,6 +224,55 @@ def test_the_graph_sees_function_level_and_cyclic_imports(tmp_path: Path) -> Non
     finally:
         GRAPH.clear()
         GRAPH.update(saved)
+
+
+def test_a_cycle_through_a_package_init_is_seen() -> None:
+    """``from evalbot.cli import args`` in a module that evalbot/cli/__init__.py imports was a cycle through the
+    package's ``__init__`` the graph did not see (it only saw evalbot.cli.args)."""
+    found = list(edges("evalbot.cli.commands", "from evalbot.cli import args as cli_args\n"))
+    assert {e.target for e in found} == {"evalbot.cli", "evalbot.cli.args"}
+    saved = dict(GRAPH)
+    try:
+        GRAPH["evalbot.cli"] = [Edge("evalbot.cli", "evalbot.cli.commands", 3, "top", "")]
+        GRAPH["evalbot.cli.commands"] = found
+        assert any({"evalbot.cli", "evalbot.cli.commands"} <= set(c) for c in cycles())
+    finally:
+        GRAPH.clear()
+        GRAPH.update(saved)
+
+
+TESTS = ROOT / "tests"
+
+
+def test_module_imports(path: Path) -> list[str]:
+    """The test modules (``test_*.py``) a test file imports: shared builders belong in tests/fakes (or a conftest)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        found += [f"{path.relative_to(path.parents[1])}:{node.lineno} imports {name}" for name in names
+                  if name.startswith("tests.") and name.rpartition(".")[2].startswith("test_")]
+    return found
+
+
+test_module_imports.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
+
+
+def test_test_modules_do_not_import_each_other() -> None:
+    """tests/criteria/test_echoed_answers.py imported test_pointwise_template, the e2e tests test_pull_request: a test
+    module imported by another runs its module-level code twice and ties the two together."""
+    found = [hit for path in sorted(TESTS.rglob("*.py")) for hit in test_module_imports(path)]
+    assert found == []
+
+
+def test_the_test_import_check_sees_both_forms(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    planted = tmp_path / "tests" / "test_x.py"
+    planted.write_text("from tests.e2e.test_pull_request import make_baseline\nimport tests.cli.test_compare\n"
+                       "from tests.fakes.builders import inv\n", encoding="utf-8")
+    assert test_module_imports(planted) == ["tests/test_x.py:1 imports tests.e2e.test_pull_request",
+                                            "tests/test_x.py:2 imports tests.cli.test_compare"]
 
 
 if __name__ == "__main__":

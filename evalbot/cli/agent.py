@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from evalbot.cli import args as cli_args
+import evalbot.cli.args as cli_args
 from evalbot.errors import ConfigError
 from evalbot.pipeline import AgentRun
 from evalbot.runner.adk_agent import load_adk_agent

@@ -8,10 +8,10 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
+import evalbot.cli.agent as cli_agent
+import evalbot.cli.args as cli_args
+import evalbot.cli.compare as cli_compare
 from evalbot import __version__
-from evalbot.cli import agent as cli_agent
-from evalbot.cli import args as cli_args
-from evalbot.cli import compare as cli_compare
 from evalbot.cli.evaluate import add_eval_args, evaluate_args, show_report
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EvalbotError
 from evalbot.judges.factory import SECRET_ENV

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evalbot.cli import args as cli_args
+import evalbot.cli.args as cli_args
 from evalbot.cli.agent import add_agent_args
 from evalbot.cli.evaluate import add_eval_args, evaluate_args, judge_context, show_report, write_report, write_text
 from evalbot.compare.accept import ProposedBaseline, proposed_baseline

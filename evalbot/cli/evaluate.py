@@ -7,8 +7,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import evalbot.cli.args as cli_args
 from evalbot import pipeline
-from evalbot.cli import args as cli_args
 from evalbot.cli.agent import agent_run
 from evalbot.compare.gate import policy_from_settings, sampling_from_settings
 from evalbot.compare.judge_gaps import judge_gaps

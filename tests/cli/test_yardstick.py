@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from tests.cli.test_compare import CONFIG, PR, REFUND, cli, make_baseline, proj
 from tests.fakes.builders import Writer, case, eval_set, inv
+from tests.fakes.cli_project import CONFIG, PR, REFUND, cli, make_baseline, proj
 
-__all__ = ["proj"]  # the fixture, shared with test_compare
+__all__ = ["proj"]  # the fixture (tests/fakes/cli_project.py)
 
 BASE = ".evalbot/baseline.json"
 CASES = {

@@ -13,11 +13,11 @@ from evalbot.criteria import hallucinations as hal
 from evalbot.criteria import rubric_final_response_quality as frq
 from evalbot.criteria import safety
 from evalbot.judges.templates import echoes_example, example_placeholders
-from tests.criteria.test_pointwise_template import ACTUAL as PW_ACTUAL
-from tests.criteria.test_pointwise_template import CASE as PW_CASE
-from tests.criteria.test_pointwise_template import TEMPLATE, _criteria
 from tests.fakes.fake_gemini import Recorded
 from tests.fakes.judged import Judged, build, case_input, inv, run
+from tests.fakes.pointwise import ACTUAL as PW_ACTUAL
+from tests.fakes.pointwise import CASE as PW_CASE
+from tests.fakes.pointwise import TEMPLATE, _criteria
 
 CASE = {"eval_id": "c", "conversation": [inv("t1", "q1", "reference")]}
 ACTUAL = [inv("t1", "q1", "answer")]

@@ -12,25 +12,10 @@ from evalbot.criteria import pointwise_template as pw
 from evalbot.criteria.base import BuildContext
 from evalbot.formats.config import parse_config
 from evalbot.results import MetricResult
-from tests.fakes.judged import Judged, case_input, inv, judged, run, unfence
+from tests.fakes.judged import Judged, case_input, judged, run, unfence
+from tests.fakes.pointwise import ACTUAL, CASE, TEMPLATE, _criteria
 from tests.fakes.reports import case, eval_set, report
 from tests.fakes.reports import criterion as criterion_info
-
-TEMPLATE = {
-    "criteria": {"Follows trajectory": "The response matches the tools that were called."},
-    "rating_rubric": {"1": "Follows", "0": "Does not follow"},
-    "input_variables": ["prompt", "predicted_trajectory"],
-}
-CASE = {"eval_id": "c", "conversation": [inv("t", "q", "ref")]}
-ACTUAL = [inv("t", "Weather in Paris?", "Sunny.", intermediate_data={
-    "tool_uses": [{"name": "get_weather", "args": {"city": "Paris"}}]})]
-
-
-def _criteria(options: dict[str, Any], judge: Any) -> list[Any]:
-    config = parse_config({"criteria": {"follows": {"threshold": 0.5, **options}}}, "test_config.json")
-    built, infos = build_criteria(config, BuildContext(judge=judge))
-    assert infos[0].judged is True
-    return built
 
 
 def _scored(judge: Judged, template: dict[str, Any], answers: list[str]) -> MetricResult:

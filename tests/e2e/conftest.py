@@ -17,7 +17,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from tests.fakes.fake_gemini import FakeGemini
-from tests.fakes.fake_github import APP_TOKEN, FakeGitHub
+from tests.fakes.fake_github import APP_TOKEN, READ_ONLY_TOKEN, FakeGitHub, Pull
 from tests.fakes.runner_files import parse_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -197,3 +197,88 @@ def gemini() -> Iterator[FakeGemini]:
 @pytest.fixture
 def action(tmp_path: Path, github: FakeGitHub, gemini: FakeGemini) -> Action:
     return Action(tmp_path, github, gemini)
+
+
+BASELINE = ".evalbot/baseline.json"
+MARK = "<!-- evalbot id=default -->"
+
+
+def make_baseline(action: Action, text: str) -> str:
+    """Publish the baseline at the PR's base commit only (the PR's own tree does not have it)."""
+    action.github.put_file(BASELINE, text, ref=BASE_SHA)
+    return text
+
+
+RUN_ID = 5151
+
+
+def workflow_run_event(*, event_name: str = "pull_request") -> dict[str, Any]:
+    """workflow_run 'completed' for the first stage's run on the fork's head commit."""
+    payload = event("workflow_run")
+    run = payload["workflow_run"]
+    run.update(
+        id=RUN_ID, head_sha=HEAD_SHA, head_branch="feature", event=event_name, conclusion="failure", pull_requests=[]
+    )  # GitHub leaves this empty for forks
+    run["head_repository"]["owner"]["login"] = "forker"
+    run["head_repository"]["full_name"] = "forker/shop-agent"
+    return payload
+
+
+def first_stage(action: Action, actuals: str, baseline_text: str) -> None:
+    """The fork's pull_request run (read-only token, no key), its report uploaded as the artifact."""
+    make_baseline(action, baseline_text)
+    posted = action.github.calls("issues/create-comment", status=201)
+    run = action.run(
+        "pull_request",
+        pull_request_event(fork=True),
+        inputs={"actuals": actuals},
+        token=READ_ONLY_TOKEN,
+        judge_key=None,
+    )
+    assert run.code in (0, 1), run.stdout + run.stderr
+    assert action.github.calls("issues/create-comment", status=201) == posted  # the read-only token cannot post
+    report = (run.workspace / ".evalbot-out" / "report.json").read_bytes()
+    junit = (run.workspace / ".evalbot-out" / "junit.xml").read_bytes()
+    action.github.add_artifact(RUN_ID, "evalbot-report", {"report.json": report, "junit.xml": junit})
+    action.github.add_pull(Pull(7, head_sha=HEAD_SHA, base_sha=BASE_SHA, head_ref="feature", head_owner="forker"))
+
+
+CONFIG = "evals/test_config.json"
+
+
+def with_evalbot_section(action: Action, section: dict[str, object]) -> str:
+    """Give the workspace's config (the PR's tree) an ``evalbot`` section; returns the original text (main's)."""
+    path = action.workspace / CONFIG
+    original = path.read_text(encoding="utf-8")
+    data = json.loads(original)
+    data["evalbot"] = section
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return original
+
+
+def base_commit_template(action: Action, name: str, template: str) -> None:
+    """``evals/<name>`` as the comment template of the config, in the PR's tree and at the base commit."""
+    (action.workspace / "evals" / name).write_text(template, encoding="utf-8")
+    action.github.put_file(f"evals/{name}", template, ref=BASE_SHA)
+    original = with_evalbot_section(action, {"comment_template": name})
+    base = json.loads(original)
+    base["evalbot"] = {"comment_template": name}
+    action.github.put_file(CONFIG, json.dumps(base), ref=BASE_SHA)
+
+
+def measure_baseline(action: Action) -> None:
+    """Mode baseline on main's good actuals, published at the base commit only."""
+    run = action.run("push", event("push"), inputs={"mode": "baseline", "actuals": "actuals/good.json"},
+                     ref="refs/heads/main", sha=BASE_SHA)
+    assert run.code == 0, run.stdout + run.stderr
+    baseline = action.workspace / BASELINE
+    make_baseline(action, baseline.read_text(encoding="utf-8"))
+    baseline.unlink()
+
+
+def pr_actuals(action: Action, greeting: str) -> str:
+    """The good actuals with the greeting case's final response replaced; returns the workspace path."""
+    data = json.loads((action.workspace / "actuals" / "good.json").read_text(encoding="utf-8"))
+    data["greeting"][0]["final_response"]["parts"][0]["text"] = greeting
+    (action.workspace / "actuals" / "pr.json").write_text(json.dumps(data), encoding="utf-8")
+    return "actuals/pr.json"

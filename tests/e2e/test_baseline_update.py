@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import threading
 
-from tests.e2e.conftest import BASE_SHA, VALID, Action, event, pull_request_event
-from tests.e2e.test_pull_request import BASELINE, make_baseline
+from tests.e2e.conftest import BASE_SHA, BASELINE, VALID, Action, event, make_baseline, pull_request_event
 
 INVALID = '{"reasoning": "a fact differs", "is_the_agent_response_valid": "invalid"}'
 

@@ -12,9 +12,7 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import Action, pull_request_event
-from tests.e2e.test_gate_policy import CONFIG, base_commit_template
-from tests.e2e.test_pull_request import make_baseline
+from tests.e2e.conftest import CONFIG, Action, base_commit_template, make_baseline, pull_request_event
 
 NESTED_RANGES = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}done"
 

@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Action, event, pull_request_event
-from tests.e2e.test_pull_request import make_baseline
-from tests.e2e.test_two_stage import first_stage, workflow_run_event
+from tests.e2e.conftest import Action, event, first_stage, make_baseline, pull_request_event, workflow_run_event
 
 MODULE = """
 import pathlib

@@ -8,8 +8,7 @@ import json
 
 import pytest
 
-from tests.e2e.conftest import Action, event, pull_request_event
-from tests.e2e.test_pull_request import make_baseline
+from tests.e2e.conftest import Action, event, make_baseline, pull_request_event
 from tests.fakes.fake_github import READ_ONLY_TOKEN
 
 WHAT_TO_SET = ("the judge-api-key and openai-api-key inputs are empty (a secret that is not set, or misnamed in the "

@@ -6,11 +6,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.e2e.conftest import BASE_SHA, Action, event, pull_request_event
-from tests.e2e.test_pull_request import BASELINE, make_baseline
+from tests.e2e.conftest import (
+    BASE_SHA,
+    BASELINE,
+    CONFIG,
+    Action,
+    base_commit_template,
+    event,
+    make_baseline,
+    pull_request_event,
+    with_evalbot_section,
+)
 from tests.fakes.fake_github import APP_TOKEN
 
-CONFIG = "evals/test_config.json"
 JUDGE_KEY = "fake-gemini-key"
 
 
@@ -21,26 +29,6 @@ def pickle_template(marker: Path) -> str:
         '{{ c.gate.parse_raw("' + payload + '", content_type="application/pickle", allow_pickle=True) }}'
         '{{ c.report.parse_raw("' + payload + '", content_type="application/pickle", allow_pickle=True) }}'
     )
-
-
-def with_evalbot_section(action: Action, section: dict[str, object]) -> str:
-    """Give the workspace's config (the PR's tree) an ``evalbot`` section; returns the original text (main's)."""
-    path = action.workspace / CONFIG
-    original = path.read_text(encoding="utf-8")
-    data = json.loads(original)
-    data["evalbot"] = section
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return original
-
-
-def base_commit_template(action: Action, name: str, template: str) -> None:
-    """``evals/<name>`` as the comment template of the config, in the PR's tree and at the base commit."""
-    (action.workspace / "evals" / name).write_text(template, encoding="utf-8")
-    action.github.put_file(f"evals/{name}", template, ref=BASE_SHA)
-    original = with_evalbot_section(action, {"comment_template": name})
-    base = json.loads(original)
-    base["evalbot"] = {"comment_template": name}
-    action.github.put_file(CONFIG, json.dumps(base), ref=BASE_SHA)
 
 
 def nothing_leaked(action: Action, *texts: str) -> None:

@@ -12,8 +12,7 @@ from pathlib import Path
 
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL
 from evalbot.judges.cache import CACHE_FORMAT, cache_key
-from tests.e2e.conftest import Action, pull_request_event
-from tests.e2e.test_planted_verdicts import measure_baseline, pr_actuals
+from tests.e2e.conftest import Action, measure_baseline, pr_actuals, pull_request_event
 from tests.fakes.fake_gemini import FakeGemini, Recorded
 from tests.fakes.fake_github import FakeGitHub
 

@@ -12,9 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import BASE_SHA, HEAD_SHA, REPO, VALID, Action, pull_request_event
-from tests.e2e.test_pull_request import make_baseline
-from tests.e2e.test_two_stage import RUN_ID, workflow_run_event
+from tests.e2e.conftest import (
+    BASE_SHA,
+    HEAD_SHA,
+    REPO,
+    RUN_ID,
+    VALID,
+    Action,
+    make_baseline,
+    pull_request_event,
+    workflow_run_event,
+)
 from tests.fakes.fake_gemini import FakeGemini
 from tests.fakes.fake_github import FakeGitHub, Pull
 

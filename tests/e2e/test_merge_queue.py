@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.e2e.conftest import BASE_SHA, Action, event
-from tests.e2e.test_gate_policy import CONFIG, with_evalbot_section
-from tests.e2e.test_pull_request import BASELINE, make_baseline
+from tests.e2e.conftest import BASE_SHA, BASELINE, CONFIG, Action, event, make_baseline, with_evalbot_section
 
 QUEUE_SHA = "9" * 40
 

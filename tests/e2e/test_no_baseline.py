@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.conftest import BASE_SHA, Action, pull_request_event
-from tests.e2e.test_pull_request import BASELINE, make_baseline
+from tests.e2e.conftest import BASE_SHA, BASELINE, Action, make_baseline, pull_request_event
 
 COMMAND = "evalbot baseline evals --actuals actuals/good.json --output .evalbot/baseline.json"
 

@@ -10,12 +10,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.conftest import BASE_SHA, Action, event, pull_request_event
-from tests.e2e.test_pull_request import BASELINE, make_baseline
+from tests.e2e.conftest import (
+    BASE_SHA,
+    CONFIG,
+    Action,
+    measure_baseline,
+    pr_actuals,
+    pull_request_event,
+)
 from tests.fakes.fake_gemini import FakeGemini, Recorded
 from tests.fakes.fake_github import FakeGitHub
 
-CONFIG = "evals/test_config.json"
 VALID = '{"reasoning": "same facts", "is_the_agent_response_valid": "valid"}'
 POINTWISE = {"threshold": 0.5, "metric_prompt_template": {
     "criteria": {"Helpful": "The response helps the user with their order."},
@@ -34,24 +39,6 @@ def set_config(action: Action, criteria: dict[str, Any]) -> None:
     text = json.dumps(data)
     path.write_text(text, encoding="utf-8")
     action.github.put_file(CONFIG, text, ref=BASE_SHA)
-
-
-def measure_baseline(action: Action) -> None:
-    """Mode baseline on main's good actuals, published at the base commit only."""
-    run = action.run("push", event("push"), inputs={"mode": "baseline", "actuals": "actuals/good.json"},
-                     ref="refs/heads/main", sha=BASE_SHA)
-    assert run.code == 0, run.stdout + run.stderr
-    baseline = action.workspace / BASELINE
-    make_baseline(action, baseline.read_text(encoding="utf-8"))
-    baseline.unlink()
-
-
-def pr_actuals(action: Action, greeting: str) -> str:
-    """The good actuals with the greeting case's final response replaced; returns the workspace path."""
-    data = json.loads((action.workspace / "actuals" / "good.json").read_text(encoding="utf-8"))
-    data["greeting"][0]["final_response"]["parts"][0]["text"] = greeting
-    (action.workspace / "actuals" / "pr.json").write_text(json.dumps(data), encoding="utf-8")
-    return "actuals/pr.json"
 
 
 def test_a_planted_score_quoted_before_the_judges_own_is_no_rating(tmp_path: Path) -> None:

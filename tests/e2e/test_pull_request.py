@@ -9,23 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import BASE_SHA, Action, pull_request_event
+from tests.e2e.conftest import BASE_SHA, BASELINE, MARK, Action, make_baseline, pull_request_event
 from tests.fakes.fake_github import READ_ONLY_TOKEN, FakeGitHub
-
-BASELINE = ".evalbot/baseline.json"
-MARK = "<!-- evalbot id=default -->"
 
 
 def test_baseline_mode_writes_the_file_it_measured(baseline_text: str) -> None:
     """Mode baseline wrote main's scores with the commit it measured (the other tests compare with it)."""
     data = json.loads(baseline_text)
     assert data["commit"] == BASE_SHA and "shop" in data["eval_sets"]
-
-
-def make_baseline(action: Action, text: str) -> str:
-    """Publish the baseline at the PR's base commit only (the PR's own tree does not have it)."""
-    action.github.put_file(BASELINE, text, ref=BASE_SHA)
-    return text
 
 
 def test_comment_created_then_edited_in_place_and_the_gate_blocks(action: Action, baseline_text: str) -> None:

@@ -4,48 +4,23 @@ from __future__ import annotations
 
 import json
 import socket
-from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import BASE_SHA, HEAD_SHA, REPO, Action, event, pull_request_event
-from tests.e2e.test_pull_request import MARK, make_baseline
-from tests.fakes.fake_github import READ_ONLY_TOKEN, Pull
+from tests.e2e.conftest import (
+    BASE_SHA,
+    HEAD_SHA,
+    MARK,
+    REPO,
+    RUN_ID,
+    Action,
+    event,
+    first_stage,
+    workflow_run_event,
+)
+from tests.fakes.fake_github import Pull
 from tests.fakes.fake_github_routes import STORAGE_SIGNATURE
 from tests.forge.malformed_zips import BROKEN_DIRECTORY, MALFORMED
-
-RUN_ID = 5151
-
-
-def workflow_run_event(*, event_name: str = "pull_request") -> dict[str, Any]:
-    """workflow_run 'completed' for the first stage's run on the fork's head commit."""
-    payload = event("workflow_run")
-    run = payload["workflow_run"]
-    run.update(
-        id=RUN_ID, head_sha=HEAD_SHA, head_branch="feature", event=event_name, conclusion="failure", pull_requests=[]
-    )  # GitHub leaves this empty for forks
-    run["head_repository"]["owner"]["login"] = "forker"
-    run["head_repository"]["full_name"] = "forker/shop-agent"
-    return payload
-
-
-def first_stage(action: Action, actuals: str, baseline_text: str) -> None:
-    """The fork's pull_request run (read-only token, no key), its report uploaded as the artifact."""
-    make_baseline(action, baseline_text)
-    posted = action.github.calls("issues/create-comment", status=201)
-    run = action.run(
-        "pull_request",
-        pull_request_event(fork=True),
-        inputs={"actuals": actuals},
-        token=READ_ONLY_TOKEN,
-        judge_key=None,
-    )
-    assert run.code in (0, 1), run.stdout + run.stderr
-    assert action.github.calls("issues/create-comment", status=201) == posted  # the read-only token cannot post
-    report = (run.workspace / ".evalbot-out" / "report.json").read_bytes()
-    junit = (run.workspace / ".evalbot-out" / "junit.xml").read_bytes()
-    action.github.add_artifact(RUN_ID, "evalbot-report", {"report.json": report, "junit.xml": junit})
-    action.github.add_pull(Pull(7, head_sha=HEAD_SHA, base_sha=BASE_SHA, head_ref="feature", head_owner="forker"))
 
 
 def test_second_stage_posts_the_fork_comment_and_edits_it_later(action: Action, baseline_text: str) -> None:

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import BASE_SHA, Action, event, pull_request_event
-from tests.e2e.test_pull_request import BASELINE, make_baseline
+from tests.e2e.conftest import BASE_SHA, BASELINE, Action, event, make_baseline, pull_request_event
 
 CONFIG = "evals/test_config.json"
 EVAL_SET = "evals/shop.evalset.json"
