@@ -100,3 +100,30 @@ def test_a_bad_flag_value_is_reported_against_the_flag(tmp_path: Path, capsys: p
     assert exited.value.code == 2
     assert err == ("evalbot compare: error: argument --tolerance: expected a number at least 0 and at most 1, "
                    "got '2' (see evalbot compare --help)\n")
+
+
+def test_live_audio_and_extra_simulator_options_are_notices_naming_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ADK 2.13's live_model_config, the llm_audio simulator and simulator keys evalbot does not read are accepted
+    (exit 0, as ADK accepts them) with one notice each naming the option, in the terminal and the comment."""
+    config = {"criteria": {"response_match_score": 0.5}, "live_model_config": {"model": "gemini-live"},
+              "user_simulator_config": {"type": "llm_audio", "max_alowed_invocations": 3, "voiceName": "Kore"}}
+    folder, plain, actuals = _project(tmp_path, config)
+    code, comment, terminal, report = _compare(tmp_path, capsys, str(folder), str(plain), "--actuals", str(actuals))
+    assert code == 0, terminal
+    cfg = folder / "test_config.json"
+    notices = [
+        f"{cfg}:/live_model_config: live_model_config is not used: evalbot runs the agent in ordinary text turns, "
+        "not in a live session",
+        f"{cfg}:/user_simulator_config/type: user_simulator_config.type 'llm_audio' is not simulated (evalbot "
+        "simulates users in text only): its conversation_scenario cases are not_evaluated",
+        f"{cfg}:/user_simulator_config/max_alowed_invocations: unknown key 'max_alowed_invocations' (did you mean "
+        "'max_allowed_invocations'?); kept and unused, as ADK keeps it",
+        f"{cfg}:/user_simulator_config/voiceName: unknown key 'voiceName'; kept and unused, as ADK keeps it",
+    ]
+    sets = {es["eval_set_id"]: es for es in report["eval_sets"]}
+    assert sets["s"]["notices"] == notices
+    for notice in notices:
+        assert terminal.count(notice) == 1, terminal
+        assert comment.count(notice.replace("_", "\\_")) == 1, comment

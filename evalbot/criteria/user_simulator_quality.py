@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import Field
 
@@ -23,6 +24,7 @@ from evalbot.criteria.judged import JudgeCall, JudgeModelOptions, judge_call, ju
 from evalbot.formats.adk import ConversationScenario, Invocation, UserPersona
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.invocations import content_text
+from evalbot.formats.personas import BUILTIN_PERSONAS, unknown_persona_message
 from evalbot.judges.templates import render
 from evalbot.results import InvocationScore, JudgeDetails, MetricResult, threshold_status
 
@@ -51,16 +53,25 @@ def parse_valid(text: str) -> float | None:
 
 
 def persona_text(persona: UserPersona | str | None) -> str:
-    """The persona shown to the judge: its description and behaviours, or a registry id as given."""
+    """The persona shown to the judge: description, then each behaviour with what the user must not do.
+
+    An id is resolved from the built-in personas exactly as the simulator resolves it, so the judge checks the user
+    against the persona the simulator was given (ADK gives its judge the persona's violation rubrics too).
+    """
     if persona is None:
         return ""
     if isinstance(persona, str):
-        return f"The {persona.lower()} user persona."
-    lines = [persona.description or persona.id or ""]
-    for behavior in getattr(persona, "behaviors", None) or []:
-        if isinstance(behavior, dict):
-            lines.append(f"- {behavior.get('name', '')}: {behavior.get('description', '')}")
-            lines.extend(f"  - must not: {r}" for r in behavior.get("violation_rubrics", []) or [])
+        data: dict[str, Any] = BUILTIN_PERSONAS.get(persona) or {"description": unknown_persona_message(persona)}
+    else:
+        data = persona.model_dump(mode="json", exclude_none=True)
+    lines = [str(data.get("description") or data.get("id") or "")]
+    behaviors = data.get("behaviors")
+    for behavior in behaviors if isinstance(behaviors, list) else []:
+        if not isinstance(behavior, dict):
+            continue
+        lines.append(f"- {behavior.get('name', '')}: {behavior.get('description', '')}")
+        rubrics = behavior.get("violation_rubrics", behavior.get("violationRubrics")) or []
+        lines.extend(f"  - violated when: {r}" for r in (rubrics if isinstance(rubrics, list) else []))
     return "\n".join(line for line in lines if line)
 
 

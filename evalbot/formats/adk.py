@@ -13,6 +13,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from evalbot.formats.personas import BUILTIN_PERSONAS, unknown_persona_message
+
 _CAMEL = {"alias_generator": to_camel, "populate_by_name": True}
 
 
@@ -157,7 +159,7 @@ class Invocation(_Strict):
 
 
 class UserPersona(_Lenient):
-    """A simulated user's persona (free-form; ADK ships EXPERT, NOVICE, EVALUATOR)."""
+    """A simulated user's persona given as an object (an id names one of ``formats.personas.BUILTIN_PERSONAS``)."""
 
     id: str | None = None
     description: str | None = None
@@ -169,6 +171,14 @@ class ConversationScenario(_Strict):
     starting_prompt: str
     conversation_plan: str
     user_persona: UserPersona | str | None = None
+
+    @field_validator("user_persona")
+    @classmethod
+    def _known_persona(cls, value: UserPersona | str | None) -> UserPersona | str | None:
+        # ADK refuses an id its registry lacks when it parses the eval set; so do we, naming the built-in ids.
+        if isinstance(value, str) and value not in BUILTIN_PERSONAS:
+            raise ValueError(unknown_persona_message(value))
+        return value
 
 
 class SessionInput(_Lenient):

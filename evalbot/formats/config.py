@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic.alias_generators import to_snake
 
-from evalbot.errors import InputError, json_pointer, unknown_key_notice
+from evalbot.errors import InputError, json_pointer, printable, unknown_key_notice
 
 DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 """ADK's criteria when an eval set has no ``test_config.json``."""
@@ -50,6 +50,9 @@ class EvalConfig:
         return self.path or "ADK defaults"
 
 
+SIMULATOR_KEYS = ("type", "model", "model_configuration", "max_allowed_invocations", "custom_instructions",
+                  "include_function_calls")
+"""The ``user_simulator_config`` keys evalbot reads; ADK keeps any other key, and so does evalbot (with a notice)."""
 TOP_LEVEL_KEYS = ("criteria", "custom_metrics", "user_simulator_config", "live_model_config", "evalbot")
 """The keys of ADK's EvalConfig, plus evalbot's own section."""
 
@@ -149,6 +152,7 @@ def parse_config(data: Any, path: str | None) -> EvalConfig:
         for key in data
         if to_snake(str(key)) not in TOP_LEVEL_KEYS
     )
+    notices += _option_notices(where, data, sim)
     return EvalConfig(
         criteria=specs,
         path=path,
@@ -157,6 +161,29 @@ def parse_config(data: Any, path: str | None) -> EvalConfig:
         custom_metrics={name: snake_keys(entry) for name, entry in custom.items()},  # names are verbatim, as in criteria
         extras=extras,
     )
+
+
+def _option_notices(where: str, data: dict[str, Any], sim: dict[str, Any] | None) -> tuple[str, ...]:
+    """Notices for ADK options evalbot accepts but does not act on: live mode, audio simulation, extra sim keys."""
+    notices: list[str] = []
+    if data.get("live_model_config", data.get("liveModelConfig")) is not None:
+        key = "live_model_config" if "live_model_config" in data else "liveModelConfig"
+        notices.append(printable(
+            f"{where}:{json_pointer([key])}: live_model_config is not used: evalbot runs the agent in ordinary "
+            "text turns, not in a live session"))
+    if sim is None:
+        return tuple(notices)
+    pointer = ["user_simulator_config"]
+    if snake_keys(sim).get("type") == "llm_audio":
+        notices.append(printable(
+            f"{where}:{json_pointer([*pointer, 'type'])}: user_simulator_config.type 'llm_audio' is not simulated "
+            "(evalbot simulates users in text only): its conversation_scenario cases are not_evaluated"))
+    notices.extend(
+        unknown_key_notice(f"{where}:{json_pointer([*pointer, key])}", str(key), SIMULATOR_KEYS,
+                           "kept and unused, as ADK keeps it")
+        for key in sim if to_snake(str(key)) not in SIMULATOR_KEYS
+    )
+    return tuple(notices)
 
 
 def default_config() -> EvalConfig:

@@ -56,6 +56,9 @@ async def _one(agent: Agent, loaded: LoadedEvalSet, case: EvalCase, run: int, si
         if isinstance(sim, str):
             skipped.outcome, skipped.reason = "error", f"invalid user simulator config: {sim}"
             return skipped
+        if sim.unsupported is not None:
+            skipped.outcome, skipped.reason = "not_evaluated", sim.unsupported
+            return skipped
         if options.judge is None:
             reason = options.judge_unavailable_reason or "no LLM is configured"
             skipped.outcome = "not_evaluated"

@@ -22,6 +22,7 @@ import jinja2.sandbox
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import ConversationScenario, Invocation, UserPersona
 from evalbot.formats.invocations import content_text, intermediate_texts, tool_calls, tool_responses
+from evalbot.formats.personas import BUILTIN_PERSONAS, unknown_persona_message
 from evalbot.judges.base import Judge, JudgeError, JudgeRequest
 from evalbot.runner.base import SimulatorError, Stop
 
@@ -31,8 +32,9 @@ PURPOSE = "user_simulator"
 """Usage accounting label of the simulator's LLM calls."""
 _DEFAULT_MODEL_CONFIGURATION: dict[str, Any] = {"thinking_config": {"include_thoughts": True, "thinking_budget": 10240}}
 _REQUIRED_PLACEHOLDERS = ("stop_signal", "conversation_plan", "conversation_history")
-_KNOWN_KEYS = {"type", "model", "model_configuration", "max_allowed_invocations", "custom_instructions",
-               "include_function_calls"}
+AUDIO_REASON = ("user_simulator_config.type 'llm_audio' simulates the user by voice (speech synthesis and a live "
+                "audio model); evalbot simulates users in text only, so this scenario is not evaluated: use "
+                "'llm_backed' to run it in text")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class SimulatorConfig:
     max_allowed_invocations: int = 20
     custom_instructions: str | None = None
     include_function_calls: bool = False
+    unsupported: str | None = None
+    """Why scenarios under this config cannot be simulated (``type: llm_audio``), or None."""
 
 
 def parse_simulator_config(raw: Mapping[str, Any] | None, source: str) -> SimulatorConfig:
@@ -51,12 +55,12 @@ def parse_simulator_config(raw: Mapping[str, Any] | None, source: str) -> Simula
     if raw is None:
         return SimulatorConfig()
     where = f"{source}:/user_simulator_config"
-    unknown = sorted(set(raw) - _KNOWN_KEYS)
-    if unknown:
-        raise ConfigError(f"{where}/{unknown[0]}: unknown key; known: {', '.join(sorted(_KNOWN_KEYS))}")
+    # Keys evalbot does not read are kept, as ADK keeps them; parse_config already gave a notice for each.
     kind = raw.get("type") or "llm_backed"
+    if kind == "llm_audio":
+        return SimulatorConfig(unsupported=AUDIO_REASON)
     if kind != "llm_backed":
-        raise ConfigError(f"{where}/type: {kind!r} is not supported by evalbot; use 'llm_backed'")
+        raise ConfigError(f"{where}/type: {kind!r} is not a simulator type; use 'llm_backed' (or ADK's 'llm_audio')")
     model = raw.get("model", SimulatorConfig.model)
     if not isinstance(model, str) or not model:
         raise ConfigError(f"{where}/model: expected a model name such as 'gemini-2.5-flash'")
@@ -101,7 +105,7 @@ def _environment() -> jinja2.Environment:
 
 def builtin_personas() -> dict[str, Any]:
     """The personas a scenario may name by id (EXPERT, NOVICE, EVALUATOR)."""
-    return dict(_environment().get_template("personas.j2").module.builtin)  # type: ignore[attr-defined]
+    return dict(BUILTIN_PERSONAS)
 
 
 def resolve_persona(persona: UserPersona | str | None) -> dict[str, Any] | None:
@@ -109,11 +113,9 @@ def resolve_persona(persona: UserPersona | str | None) -> dict[str, Any] | None:
     if persona is None:
         return None
     if isinstance(persona, str):
-        found = builtin_personas().get(persona)
+        found = BUILTIN_PERSONAS.get(persona)
         if found is None:
-            known = ", ".join(sorted(builtin_personas()))
-            raise SimulatorError(f"unknown user_persona {persona!r}; use one of {known} or an object with "
-                                 "'description' and 'behaviors'")
+            raise SimulatorError(unknown_persona_message(persona))
         return dict(found)
     data = persona.model_dump(mode="json", exclude_none=True)
     if not data.get("description"):

@@ -47,11 +47,40 @@ def test_scenarios_without_an_llm_or_with_a_bad_config(tmp_path: Path) -> None:
                      RunOptions(judge_unavailable_reason="no judge credentials"))
     (result,) = runs.of("s", "sim")
     assert result.outcome == "not_evaluated" and result.reason is not None and "no judge credentials" in result.reason
-    bad = load_set(tmp_path, eval_set("s2", scenario), {"criteria": {}, "user_simulator_config": {"type": "llm_audio"}},
+    bad = load_set(tmp_path, eval_set("s2", scenario), {"criteria": {}, "user_simulator_config": {"type": "text"}},
                    name="bad.evalset.json")
     (result,) = run_agent(load_function_agent("tests.fakes.agents:echo"), [bad], RunOptions(judge=object())).of(
         "s2", "sim")
-    assert result.outcome == "error" and "'llm_audio' is not supported" in (result.reason or "")
+    assert result.outcome == "error" and "'text' is not a simulator type" in (result.reason or "")
+
+
+def test_an_audio_simulator_scenario_is_not_evaluated_naming_the_option(tmp_path: Path) -> None:
+    """``user_simulator_config.type: llm_audio`` (ADK's voice simulator): the scenario is not_evaluated with a reason
+    naming the option, no turn is run for it, and the fixed-conversation cases still run."""
+    scenario = {"eval_id": "sim", "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "p"}}
+    loaded = load_set(tmp_path, eval_set("s", scenario, case("fixed", inv("hi"))),
+                      {"criteria": {}, "user_simulator_config": {"type": "llm_audio"}})
+    runs = run_agent(load_function_agent("tests.fakes.agents:echo"), [loaded], RunOptions(judge=object()))
+    (sim,), (fixed,) = runs.of("s", "sim"), runs.of("s", "fixed")
+    assert sim.outcome == "not_evaluated" and "user_simulator_config.type 'llm_audio'" in (sim.reason or "")
+    assert sim.invocations == [] and fixed.outcome == "ok" and len(fixed.invocations) == 1
+
+
+def test_an_unknown_persona_id_is_a_case_error_naming_the_file_pointer_and_known_ids(tmp_path: Path) -> None:
+    """ADK refuses an id its persona registry lacks; evalbot says where and which ids exist, and the set's other
+    cases still load."""
+    scenario = {"eval_id": "sim", "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "p",
+                                                            "user_persona": "GRUMPY"}}
+    loaded = load_set(tmp_path, eval_set("s", case("fixed", inv("hi")), scenario))
+    fixed, sim = loaded.cases
+    assert fixed.error is None and sim.error is not None
+    assert str(sim.error) == (
+        f"{loaded.path}:/eval_cases/1/conversation_scenario/user_persona: unknown user_persona id 'GRUMPY'; the "
+        "built-in ids are EVALUATOR, EXPERT, NOVICE (or give an object with 'description' and 'behaviors')")
+    for known in ("EXPERT", "NOVICE", "EVALUATOR"):
+        ok = {"eval_id": known, "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "p",
+                                                          "user_persona": known}}
+        assert load_set(tmp_path / known, eval_set("s", ok)).cases[0].error is None
 
 
 @pytest.mark.parametrize("kwargs", [{"num_runs": 0}, {"concurrency": 0}, {"timeout": 0.0}])

@@ -127,8 +127,7 @@ def test_persona_objects_and_unknown_ids() -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"max_alowed_invocations": 3}, "/user_simulator_config/max_alowed_invocations: unknown key"),
-        ({"type": "llm_audio"}, "'llm_audio' is not supported"),
+        ({"type": "llm_text"}, "/type: 'llm_text' is not a simulator type"),
         ({"max_allowed_invocations": "5"}, "integer >= 1, or -1"),
         ({"custom_instructions": "{{ conversation_plan }} {{ stop_signal }}"}, "must use {{ conversation_history }}"),
         ({"model_configuration": []}, "model_configuration: expected an object"),
@@ -150,3 +149,12 @@ def test_the_judge_still_answers_in_the_next_event_loop(fake: FakeGemini, judge:
     assert _simulate(judge, _scenario()).stop == "stop_signal"
     reply = asyncio.run(judge.generate(JudgeRequest("judge-model", "score this")))
     assert reply.texts == ("fake answer 0",)
+
+
+def test_extra_keys_are_kept_and_llm_audio_is_marked_unsupported() -> None:
+    """ADK keeps simulator keys it does not know, so a typo or a newer key is not an error (parse_config gives the
+    notice); ``llm_audio`` parses into a config that says why its scenarios are not evaluated."""
+    config = parse_simulator_config({"max_alowed_invocations": 3, "voice": "x"}, "cfg.json")
+    assert config.max_allowed_invocations == 20 and config.unsupported is None
+    audio = parse_simulator_config({"type": "llm_audio", "model": "m"}, "cfg.json")
+    assert audio.unsupported is not None and "user_simulator_config.type 'llm_audio'" in audio.unsupported
