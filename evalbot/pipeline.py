@@ -178,6 +178,8 @@ def evaluate(
         report.shard = shard_info(report, run, shard)
         return report
     ctx = ctx or BuildContext()
+    if ctx.judge is not None:
+        ctx.judge.cap_requests(*request_cap(inputs))
     notices = judge_notices(ctx)
     if agent is not None:
         report = _run_agent(inputs, agent, ctx, notices, progress, criteria, say or (lambda _: None))
@@ -191,6 +193,19 @@ def evaluate(
             report = score_run(inputs.eval_sets, read.actuals, ctx, errors=errors, notices=notices,
                                progress=progress, criteria=criteria)
     return drop_unused_judge_notices(report, ctx)
+
+
+REQUESTS_PER_CASE_CRITERION = 2_000
+"""Judge requests one criterion may need on one case: 64 samples one request each on a model without
+candidate_count, over a conversation of many turns, plus settling split votes. A backstop, not a budget."""
+BASE_REQUESTS = 1_000
+
+
+def request_cap(inputs: Inputs) -> tuple[int, str]:
+    """The run-wide cap on judge requests, derived from the cases, and how (printed when the cap is hit)."""
+    units = sum(len(es.cases) * max(1, len(es.config.criteria)) for es in inputs.eval_sets)
+    return (BASE_REQUESTS + units * REQUESTS_PER_CASE_CRITERION,
+            f"{BASE_REQUESTS:,} + {REQUESTS_PER_CASE_CRITERION:,} per case and criterion, {units:,} of them")
 
 
 def _run_agent(inputs: Inputs, run: AgentRun, ctx: BuildContext, notices: list[str], progress: Progress | None,

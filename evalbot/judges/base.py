@@ -137,6 +137,10 @@ class RunJudge(Judge, Protocol):
         """Vertex AI's safety metric behind the run's layers, when a Google Cloud project is configured."""
         ...
 
+    def cap_requests(self, limit: int, why: str) -> None:
+        """Let at most ``limit`` requests reach the judge service in this run (``why``: how it was derived)."""
+        ...
+
     def usage_summary(self) -> JudgeUsage:
         """Token usage and estimated cost per criterion, per model and in total (``UsageLedger.summary``), plus the
         cache's hits and the retry count: what becomes ``Report.usage``."""

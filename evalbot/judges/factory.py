@@ -21,6 +21,7 @@ from evalbot.judges.base import (
     Usage,
 )
 from evalbot.judges.cache import KEY_ENV, CacheTrust, CachingJudge, DiskCache
+from evalbot.judges.cap import RequestCap
 from evalbot.judges.deadline import DEFAULT_DEADLINE, DeadlineJudge
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY, LimitedJudge
 from evalbot.judges.retry import RetryingJudge
@@ -106,6 +107,13 @@ class JudgeStack:
     notes: list[str] = field(default_factory=list)
     sampling: Sampling = DEFAULT_SAMPLING
     """How majority-vote criteria ask for their samples (see judges.sequential)."""
+    cap: RequestCap | None = None
+    """The run-wide cap on requests reaching the judge service (set from the run's cases: cap_requests)."""
+
+    def cap_requests(self, limit: int, why: str) -> None:
+        """Let at most ``limit`` requests reach the judge service in this run (``why``: how it was derived)."""
+        if self.cap is not None:
+            self.cap.set(limit, why)
 
     async def generate(self, request: JudgeRequest) -> JudgeReply:
         """Answer through every layer."""
@@ -161,11 +169,12 @@ def build_stack(
     ones too, as a caller that names its own directory means)."""
     if replay and cache_dir is None:
         raise ConfigError(f"--judge-replay needs a judge cache: pass --judge-cache DIR or set {CACHE_ENV}")
-    limiter = retrying = None
+    limiter = retrying = cap = None
     inner: Judge | None = None
     if backend is not None:
         limiter = LimitedJudge(backend, concurrency)
-        retrying = RetryingJudge(limiter, retry or RetryPolicy())
+        cap = RequestCap(limiter)
+        retrying = RetryingJudge(cap, retry or RetryPolicy())
         inner = SamplingJudge(retrying)
         if deadline is not None:
             inner = DeadlineJudge(inner, deadline)
@@ -176,7 +185,7 @@ def build_stack(
         raise ConfigError("no judge backend and no cache to replay from")
     ledger = UsageLedger()
     top = MeteredJudge(SequentialJudge(inner, sampling), ledger)
-    return JudgeStack(top, ledger, limiter, retrying, cache, backend, sampling=sampling)
+    return JudgeStack(top, ledger, limiter, retrying, cache, backend, sampling=sampling, cap=cap)
 
 
 def _truthy(value: str | None) -> bool:
