@@ -202,13 +202,54 @@ SECRET_ENV = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY", "AZURE_OPENA
 """The judge API keys (and the judge cache's signing key) the front ends register with evalbot.redact."""
 
 
-class RoutingJudge:
-    """Sends each request to the backend its model name picks.
+_GEMINI_PATHS = ("models/", "tunedModels/", "projects/", "publishers/google/")
+"""Resource-path forms of Gemini model names (Gemini API and Vertex AI)."""
+_OPENAI_FAMILIES = ("gpt-", "chatgpt-", "o1", "o3", "o4")
+"""Bare names OpenAI's own service serves (OPENAI_API_KEY alone is enough for them)."""
+_OTHER_FAMILIES = ("claude-", "llama", "mistral", "mixtral", "codestral", "qwen", "deepseek", "phi-", "command-",
+                   "grok-")
+"""Bare names of other providers' models: never Gemini's; served only by an OPENAI_BASE_URL server."""
 
-    ``azure/<deployment>`` goes to Azure OpenAI, ``openai/<model>`` to the OpenAI-compatible server (OpenAI itself
-    or OPENAI_BASE_URL), any other name to Gemini, or, when no Gemini credentials are set but OPENAI_BASE_URL is,
-    to that server under its own name (a local server or a LiteLLM proxy names its models as it likes). A name
-    whose backend is not configured fails that request (not_evaluated, with what to set).
+
+def model_family(model: str) -> str:
+    """Who serves a judge model name: ``gemini`` (Gemini API / Vertex AI), ``openai`` (a bare OpenAI name: OpenAI's
+    own service or OPENAI_BASE_URL), or ``other`` (a LiteLLM-style ``provider/model`` name such as
+    ``anthropic/...``, ``ollama/...``, ``groq/...``, ``gemini/...``, or a bare ``claude-...``: only an
+    OpenAI-compatible server set as OPENAI_BASE_URL, such as a LiteLLM proxy or Ollama, serves it). ``openai/`` and
+    ``azure/`` names are routed before this is asked. Unrecognised bare names are Gemini's."""
+    lowered = model.lower()
+    if model.startswith(_GEMINI_PATHS):
+        return "gemini"
+    if "/" in model:
+        return "other"
+    if lowered.startswith(_OPENAI_FAMILIES):
+        return "openai"
+    if lowered.startswith(_OTHER_FAMILIES):
+        return "other"
+    return "gemini"
+
+
+def unserved_message(model: str) -> str:
+    """Why a non-Gemini, non-OpenAI model name cannot be judged here, and how to serve it."""
+    ollama = model.split("/", 1)[1] if model.startswith(("ollama/", "ollama_chat/")) else None
+    local = (f"; or run Ollama itself (OPENAI_BASE_URL=http://localhost:11434/v1) and name the judge "
+             f"'openai/{ollama}'") if ollama else ""
+    return (f"judge model {model!r} is not a Gemini or OpenAI model and no server for it is configured; evalbot "
+            "never sends it to Gemini. Serve it through an OpenAI-compatible endpoint, for example a LiteLLM proxy "
+            f"whose model_list names {model!r}, and set OPENAI_BASE_URL to it (OPENAI_API_KEY too if it needs one): "
+            f"evalbot sends the name as written{local}")
+
+
+class RoutingJudge:
+    """Sends each request to the backend its model name picks (see model_family).
+
+    ``azure/<deployment>`` goes to Azure OpenAI, ``openai/<model>`` and a bare OpenAI name (``gpt-...``) to the
+    OpenAI-compatible server (OpenAI itself or OPENAI_BASE_URL). Other providers' names
+    (``anthropic/...``, ``ollama/...``, ``groq/...``, ``claude-...``) go only to an OPENAI_BASE_URL server, under
+    the name as written (a LiteLLM proxy routes them), and never to Gemini. Any other name goes to Gemini, or, when
+    no Gemini credentials are set but OPENAI_BASE_URL is, to that server under its own name (a local server or a
+    LiteLLM proxy names its models as it likes). A name whose backend is not configured fails that request
+    (not_evaluated, with what to set).
     """
 
     def __init__(self, *, gemini: Judge | None = None, openai: Judge | None = None, azure: Judge | None = None,
@@ -231,11 +272,16 @@ class RoutingJudge:
                 raise JudgeCallError(f"judge model {model!r} is an Azure OpenAI deployment, but AZURE_OPENAI_ENDPOINT "
                                      "and AZURE_OPENAI_API_KEY are not set")
             return self.azure
-        if model.startswith(OPENAI_PREFIX):
+        family = model_family(model)
+        if model.startswith(OPENAI_PREFIX) or family == "openai":
             if self.openai is None:
                 raise JudgeCallError(f"judge model {model!r} is an OpenAI model, but neither OPENAI_API_KEY nor "
                                      "OPENAI_BASE_URL is set")
             return self.openai
+        if family == "other":
+            if self.openai is not None and self.openai_takes_all:
+                return self.openai
+            raise JudgeCallError(unserved_message(model))
         if self.gemini is not None:
             return self.gemini
         if self.openai is not None and self.openai_takes_all:
@@ -354,7 +400,8 @@ def judge_from_environ(
                         deadline=deadline, sampling=sampling, cache_trust=trust)
     if env.get("OPENAI_BASE_URL"):  # another server than OpenAI's: its models cost what it charges, unknown here
         everything = gemini_backend is None
-        stack.ledger.unpriced = lambda model: model.startswith(OPENAI_PREFIX) or everything
+        stack.ledger.unpriced = lambda model: (model.startswith(OPENAI_PREFIX) or everything
+                                               or model_family(model) == "other")
     if project and location:
         from evalbot.judges.vertex_safety import VertexSafety  # lazily: google-genai is slow to import
 
