@@ -61,6 +61,9 @@ SCENARIO_INVOCATIONS = 5
 MAX_LISTED = 20
 """Cases named in one refusal message (the count of the rest follows)."""
 
+RUNS_DIR = "runs"
+"""The folder beside a report holding the recorded runs it scored (evalbot.action.remeasure uploads it)."""
+
 _SHARD = re.compile(r"^\s*(\d{1,4})\s*/\s*(\d{1,4})\s*$")
 
 
@@ -478,7 +481,7 @@ def _parts_in(directory: Path, depth: int) -> list[Path]:
                 raise InputError(path, "", "part refused: a symlink; give the report file itself")
             continue
         if entry.is_dir(follow_symlinks=False):
-            if depth > 1:
+            if depth > 1 and entry.name != RUNS_DIR:  # runs/: the recorded runs uploaded beside a part, not parts
                 found += _parts_in(path, depth - 1)
         elif entry.name.endswith(".json"):
             found.append(path)  # a FIFO or device is refused by read_part, never opened blocking

@@ -19,6 +19,7 @@ from evalbot.action.gate import (
     template_at,
 )
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, print_annotations, summarize
+from evalbot.action.remeasure import copy_runs
 from evalbot.action.settings import ActionInputs, GitHubContext, Mode, credentials_expected, on_default_branch
 from evalbot.action.workspace import (
     Workspace,
@@ -139,6 +140,7 @@ def shard_job(inputs: ActionInputs, ws: Workspace, report: Report, stream: TextI
     """A matrix job (input shard): write its part of the report and nothing else: no comment, no gate, no baseline
     (the merge job does those); exit 0 unless an input is invalid."""
     write_report_files(report, inputs.model_copy(update={"junit_path": None}), ws)
+    copy_runs(inputs, ws)  # the fork-safe second stage re-measures these
     invalid = exit_code(report) == EXIT_INVALID_INPUT
     print(f"evalbot: shard {inputs.shard}: {report.totals.cases} case(s) evaluated; part written to "
           f"{inputs.report_path} (upload it; a job with mode merge joins the parts)", file=stream)
@@ -311,6 +313,8 @@ def first_stage(
     report = (merged if inputs.merging and merged is not None
               else evaluate_inputs(env, inputs, ws, loaded, policy, baseline))
     write_report_files(report, inputs, ws)
+    if mode == "pull_request" and not inputs.merging:
+        copy_runs(inputs, ws)  # uploaded with the report: the fork-safe second stage re-measures these
     update = None
     if mode == "pull_request" and pr is not None:
         update = proposed_baseline(lambda: pr_baseline_text(ws, inputs.baseline_path), baseline, inputs.baseline_path)

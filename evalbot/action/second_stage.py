@@ -1,24 +1,28 @@
-"""The fork-safe second stage (``workflow_run``): turn the first stage's report artifact into the PR comment.
+"""The fork-safe second stage (``workflow_run``): re-measure a fork's pull request and post its comment.
 
 The artifact comes from a workflow the pull request could change, so it is untrusted data: size-capped, read in
 memory, validated by the Report model (unknown keys refused) and only ever rendered through the escaping
-templates. The PR is found from the run's head commit, never from anything inside the artifact, and the baseline
-and the gate settings come from the base commit and the default branch.
+templates. Its report's scores and verdict are never shown: the recorded runs it carries are re-scored here against
+the eval sets and criteria of this job's checkout (the default branch), with this job's judge (see
+evalbot.action.remeasure). The PR is found from the run's head commit, never from anything inside the artifact, and
+the baseline and the gate settings come from the base commit and the default branch.
 """
 
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TextIO
 
 from pydantic import ValidationError
 
 from evalbot.action import workflow
-from evalbot.action.first_stage import baseline_command
+from evalbot.action.first_stage import baseline_command, evaluate_inputs
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, summarize
+from evalbot.action.remeasure import added_note, check_artifact, runs_in, write_runs
 from evalbot.action.settings import ActionInputs, GitHubContext
 from evalbot.action.workspace import (
     Workspace,
@@ -33,10 +37,10 @@ from evalbot.compare.delta import compare
 from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
 from evalbot.forge.base import Forge, ForgeError
 from evalbot.formats.loaded import LoadedEvalSet
-from evalbot.pipeline import load_inputs, settings_for
+from evalbot.pipeline import load_inputs, read_actuals
 from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.results import Report
-from evalbot.shard import MissingShards, check_loaded, merge_reports, part_from_bytes
+from evalbot.shard import RUNS_DIR, MissingShards, check_loaded, merge_reports, part_from_bytes
 
 log = logging.getLogger("evalbot")
 MAX_ARTIFACT_BYTES = 50 * 1024 * 1024
@@ -64,7 +68,7 @@ def report_from_parts(files: Mapping[str, bytes], inputs: ActionInputs, eval_set
     untrusted data, its case list checked against ``eval_sets`` (the trusted checkout's); raises MissingShards
     (exit 3) or MergeError (exit 2) naming what is wrong."""
     wanted = PurePosixPath(inputs.report_path).name
-    names = sorted(name for name in files if name.endswith(".json"))
+    names = sorted(name for name in files if name.endswith(".json") and PurePosixPath(name).parent.name != RUNS_DIR)
     if not names:
         raise MissingShards(f"no part in the artifacts matching {inputs.artifact_name} (found: "
                             f"{', '.join(sorted(files))[:500] or 'nothing'}); did the shard jobs upload their parts?",
@@ -86,10 +90,24 @@ def pr_baseline_at(forge: Forge, path: str, head_sha: str) -> str | None:
         return None
 
 
+def unmeasured(ctx: GitHubContext, inputs: ActionInputs, forge: Forge, number: int, head_sha: str, message: str,
+               stream: TextIO) -> Outcome:
+    """The pull request's run could not be measured: verdict error (exit 3), the comment's headline says why (and
+    replaces any earlier comment, which may have been green)."""
+    print(workflow.annotation("error", f"could not measure PR #{number}: {message}", title="evalbot"), file=stream)
+    link = links(ctx, inputs)
+    marker = comment_marker(inputs.comment_id)
+    published = post_comment(forge, number=number, marker=marker, stream=stream,
+                             body=render_unmeasured(message, marker=marker, links=link, commit=head_sha))
+    summarize(ctx, render_unmeasured(message, marker="", links=link), [published.notice] if published.notice else [])
+    return Outcome(verdict="error", exit_code=EXIT_UNAVAILABLE, comment_url=published.comment_url)
+
+
 def second_stage(
     env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContext, forge: Forge | None, stream: TextIO
 ) -> Outcome:
-    """Download, validate, compare with the baseline at the PR's base commit, and upsert the comment."""
+    """Download the first stage's artifact, re-score its recorded runs against this (trusted) checkout's eval sets and
+    criteria, compare with the baseline at the PR's base commit, and upsert the comment."""
     run = ctx.workflow_run
     if run is None or forge is None:
         raise InputError("input mode", "", "workflow_run mode needs a workflow_run event and a github-token")
@@ -103,25 +121,25 @@ def second_stage(
         print(workflow.annotation("notice", note, title="evalbot"), file=stream)
         return Outcome(verdict="passed", exit_code=EXIT_OK, report_path=inputs.report_path)
     files = forge.download_artifact(run_id=run.id, name=inputs.artifact_name, max_bytes=MAX_ARTIFACT_BYTES)
+    ws = Workspace(ctx.workspace)
+    loaded = load_inputs(eval_paths(inputs), config=inputs.config)  # the trusted checkout's definitions
     if "*" in inputs.artifact_name:  # the parts of a sharded run: merged, each read as untrusted data
         try:
-            report = report_from_parts(files, inputs, load_inputs(eval_paths(inputs), config=inputs.config).eval_sets)
+            claimed = report_from_parts(files, inputs, loaded.eval_sets)
         except MissingShards as exc:
-            print(workflow.annotation("error", f"could not measure the whole run of PR #{pull.number}: {exc}",
-                                      title="evalbot merge"), file=stream)
-            link = links(ctx, inputs)
-            marker = comment_marker(inputs.comment_id)
-            published = post_comment(forge, number=pull.number, marker=marker, stream=stream,
-                                     body=render_unmeasured(str(exc), marker=marker, links=link, commit=run.head_sha))
-            summarize(ctx, render_unmeasured(str(exc), marker="", links=link),
-                      [published.notice] if published.notice else [])
-            return Outcome(verdict="error", exit_code=EXIT_UNAVAILABLE, comment_url=published.comment_url)
+            return unmeasured(ctx, inputs, forge, pull.number, run.head_sha, str(exc), stream)
     else:
-        report = report_from_artifact(files, inputs)
-    ws = Workspace(ctx.workspace)
-    section = settings_for(eval_paths(inputs), config=inputs.config)
-    policy, template = policy_and_template(inputs, ws, section)
+        claimed = report_from_artifact(files, inputs)
+    policy, template = policy_and_template(inputs, ws, loaded.settings())
     baseline, baseline_error = read_baseline_at(forge, ws, inputs.baseline_path, pull.base_sha)
+    with tempfile.TemporaryDirectory(prefix="evalbot-runs-") as private:
+        paths = write_runs(runs_in(files), Path(private))
+        check = check_artifact(claimed, read_actuals(paths), loaded.eval_sets, inputs.artifact_name)
+        if check.problem is not None:
+            return unmeasured(ctx, inputs, forge, pull.number, run.head_sha, check.problem, stream)
+        # Re-measured here: the claimed report's scores and verdict are never shown as evalbot's.
+        report = evaluate_inputs(env, inputs.model_copy(update={"actuals": tuple(paths)}), ws, loaded, policy,
+                                 baseline)
     source = label_at(pull.base_sha, inputs.baseline_path)
     update = proposed_baseline(lambda: pr_baseline_at(forge, inputs.baseline_path, pull.head_sha), baseline,
                              inputs.baseline_path)
@@ -129,17 +147,21 @@ def second_stage(
                if baseline is None and baseline_error is None and update is None else [])
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
                          baseline_error=baseline_error, create=baseline_command(inputs), proposed=update,
-                         credentials_expected=run.head_repo == ctx.repository,  # a fork's first stage had no secrets
+                         credentials_expected=run.head_repo == ctx.repository,  # a fork: a missing key stays a warning
                          baseline_required=True, similar=similar)
     comparison.commit = run.head_sha
+    comparison.notes += [added_note(check.added)] if check.added else []
     first_run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{run.id}"
     link = links(ctx, inputs)
     marker = comment_marker(inputs.comment_id)
     body = render_comment(comparison, marker=marker, links=link, template=template)
-    body += f"\n<sub>Results produced by [the pull request's workflow run]({first_run}).</sub>\n"
+    body += (f"\n<sub>Re-measured by this repository's trusted workflow from the recorded runs of [the pull request's "
+             f"workflow run]({first_run}), against the default branch's eval sets and criteria; that run's own "
+             "scores and verdict are not used.</sub>\n")
     published = post_comment(forge, number=pull.number, marker=marker, body=body, stream=stream)
     summarize(ctx, render_summary(comparison, links=link), [published.notice] if published.notice else [])
-    print(f"evalbot: PR #{pull.number}: {comparison.gate.verdict}", file=stream)
+    print(f"evalbot: PR #{pull.number}: {comparison.gate.verdict} (re-measured from the artifact's recorded runs)",
+          file=stream)
     # The first stage's job is the merge gate; this stage fails only when it could not do its own job.
     return replace(
         outcome_of(comparison, inputs, published), exit_code=EXIT_UNAVAILABLE if published.failed else EXIT_OK

@@ -224,6 +224,12 @@ def workflow_run_event(*, event_name: str = "pull_request") -> dict[str, Any]:
     return payload
 
 
+def uploaded(folder: Path) -> dict[str, bytes]:
+    """What actions/upload-artifact with ``path: .evalbot-out/`` uploads: every file, by its path in the folder (the
+    report, the JUnit XML and the recorded runs in runs/ that the second stage re-measures)."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def first_stage(action: Action, actuals: str, baseline_text: str) -> None:
     """The fork's pull_request run (read-only token, no key), its report uploaded as the artifact."""
     make_baseline(action, baseline_text)
@@ -237,9 +243,7 @@ def first_stage(action: Action, actuals: str, baseline_text: str) -> None:
     )
     assert run.code in (0, 1), run.stdout + run.stderr
     assert action.github.calls("issues/create-comment", status=201) == posted  # the read-only token cannot post
-    report = (run.workspace / ".evalbot-out" / "report.json").read_bytes()
-    junit = (run.workspace / ".evalbot-out" / "junit.xml").read_bytes()
-    action.github.add_artifact(RUN_ID, "evalbot-report", {"report.json": report, "junit.xml": junit})
+    action.github.add_artifact(RUN_ID, "evalbot-report", uploaded(run.workspace / ".evalbot-out"))
     action.github.add_pull(Pull(7, head_sha=HEAD_SHA, base_sha=BASE_SHA, head_ref="feature", head_owner="forker"))
 
 

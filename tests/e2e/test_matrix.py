@@ -21,6 +21,7 @@ from tests.e2e.conftest import (
     Action,
     make_baseline,
     pull_request_event,
+    uploaded,
     workflow_run_event,
 )
 from tests.fakes.fake_gemini import FakeGemini
@@ -40,9 +41,10 @@ def _one_job(action: Action, baseline_text: str) -> tuple[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def parts(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+def parts(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, bytes]]:
     """The matrix, run once for the module: each shard job of PR 8 writes its part and nothing else (no comment,
-    no GitHub request, exit 0); the parts as they are uploaded."""
+    no GitHub request, exit 0); the parts as they are uploaded (the report directory: report.json and the recorded
+    runs in runs/, which the fork-safe second stage re-measures)."""
     tmp = tmp_path_factory.mktemp("matrix")
     with FakeGitHub(repo=REPO) as github, FakeGemini(responder=lambda prompt, index, request: VALID) as gemini:
         action = Action(tmp, github, gemini)
@@ -55,24 +57,26 @@ def parts(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
             part = run.workspace / ".evalbot-out" / "report.json"
             assert json.loads(part.read_text())["shard"]["index"] == k
             assert not (run.workspace / ".evalbot-out" / "junit.xml").exists()
-            out.append(part.read_bytes())
+            out.append(uploaded(run.workspace / ".evalbot-out"))
+            assert list(out[-1]) == ["report.json", "runs/0-regressed.json"]
             shutil.rmtree(run.workspace / ".evalbot-out")
         assert github.comments == {} and github.exchanges == []  # a shard job neither comments nor asks GitHub
     return out
 
 
-def _download(action: Action, parts: list[bytes], skip: int | None = None) -> None:
+def _download(action: Action, parts: list[dict[str, bytes]], skip: int | None = None) -> None:
     """What actions/download-artifact with pattern evalbot-part-* and path .evalbot-parts leaves: one folder per
-    artifact."""
-    for k, data in enumerate(parts, start=1):
+    artifact (the runs/ folder in each is not a part)."""
+    for k, files in enumerate(parts, start=1):
         if k != skip:
-            folder = action.workspace / ".evalbot-parts" / f"evalbot-part-{k}"
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "report.json").write_bytes(data)
+            for name, data in files.items():
+                target = action.workspace / ".evalbot-parts" / f"evalbot-part-{k}" / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
 
 
 def test_four_shards_and_a_merge_job_post_the_one_jobs_comment(action: Action, baseline_text: str,
-                                                              parts: list[bytes]) -> None:
+                                                              parts: list[dict[str, bytes]]) -> None:
     body, report = _one_job(action, baseline_text)
     shutil.rmtree(action.workspace / ".evalbot-out")
     _download(action, parts)
@@ -86,9 +90,10 @@ def test_four_shards_and_a_merge_job_post_the_one_jobs_comment(action: Action, b
     assert any("title=Regression" in a for a in merge.annotations())
 
 
-def test_a_missing_shard_is_error_exit_3_naming_it(action: Action, baseline_text: str, parts: list[bytes]) -> None:
+def test_a_missing_shard_is_error_exit_3_naming_it(action: Action, baseline_text: str,
+                                                  parts: list[dict[str, bytes]]) -> None:
     make_baseline(action, baseline_text)
-    lost = [c["eval_id"] for es in json.loads(parts[0])["eval_sets"] for c in es["cases"]]
+    lost = [c["eval_id"] for es in json.loads(parts[0]["report.json"])["eval_sets"] for c in es["cases"]]
     assert lost  # shard 1 holds a case (3 cases over 4 shards: one shard is empty)
     _download(action, parts, skip=1)
     merge = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS, "mode": "merge"})
@@ -109,7 +114,7 @@ def test_a_missing_shard_is_error_exit_3_naming_it(action: Action, baseline_text
 
 
 def test_a_missing_shard_replaces_an_earlier_green_comment(action: Action, baseline_text: str,
-                                                            parts: list[bytes]) -> None:
+                                                            parts: list[dict[str, bytes]]) -> None:
     """A PR whose earlier run passed, then a new push whose shard job failed: the old green comment must not stand
     for the new commit."""
     make_baseline(action, baseline_text)
@@ -125,7 +130,8 @@ def test_a_missing_shard_replaces_an_earlier_green_comment(action: Action, basel
     assert "✅" not in comment.body
 
 
-def test_hostile_parts_directory_is_refused(action: Action, baseline_text: str, parts: list[bytes]) -> None:
+def test_hostile_parts_directory_is_refused(action: Action, baseline_text: str,
+                                           parts: list[dict[str, bytes]]) -> None:
     make_baseline(action, baseline_text)
     _download(action, parts)
     victim = action.workspace / ".evalbot-parts" / "evalbot-part-2" / "report.json"
@@ -148,12 +154,12 @@ def test_shard_input_is_validated(action: Action) -> None:
 
 
 def test_fork_safe_second_stage_merges_the_part_artifacts(action: Action, baseline_text: str,
-                                                          parts: list[bytes]) -> None:
+                                                          parts: list[dict[str, bytes]]) -> None:
     """The fork's matrix uploads evalbot-part-1..4; the workflow_run stage downloads them by pattern, merges them as
     untrusted data and posts the one comment."""
     make_baseline(action, baseline_text)
-    for k, data in enumerate(parts, start=1):
-        action.github.add_artifact(RUN_ID, f"evalbot-part-{k}", {"report.json": data})
+    for k, files in enumerate(parts, start=1):
+        action.github.add_artifact(RUN_ID, f"evalbot-part-{k}", files)
     action.github.add_artifact(RUN_ID, "unrelated", {"report.json": b"not json"})
     action.github.add_pull(Pull(7, head_sha=HEAD_SHA, base_sha=BASE_SHA, head_ref="feature", head_owner="forker"))
     second = action.run("workflow_run", workflow_run_event(), judge_key=None, sha="d" * 40, ref="refs/heads/main",
@@ -165,9 +171,9 @@ def test_fork_safe_second_stage_merges_the_part_artifacts(action: Action, baseli
     assert action.github.calls("blob") == N  # each part's archive, fetched from storage
 
     action.github.artifacts.clear()  # shard 3's job failed: its artifact is missing
-    for k, data in enumerate(parts, start=1):
+    for k, files in enumerate(parts, start=1):
         if k != 3:
-            action.github.add_artifact(RUN_ID, f"evalbot-part-{k}", {"report.json": data})
+            action.github.add_artifact(RUN_ID, f"evalbot-part-{k}", files)
     again = action.run("workflow_run", workflow_run_event(), judge_key=None,
                        inputs={"mode": "workflow_run", "artifact-name": "evalbot-part-*"})
     assert again.code == 3 and again.outputs["verdict"] == "error"
@@ -235,7 +241,7 @@ def test_second_stage_part_1_of_1_omitting_the_regressed_case_is_error(
 
 
 def test_merged_cases_unknown_to_the_checkout_are_a_notice(action: Action, baseline_text: str,
-                                                           parts: list[bytes]) -> None:
+                                                           parts: list[dict[str, bytes]]) -> None:
     """A case the parts hold but the merge job's eval sets do not: reported with a notice, not an error."""
     make_baseline(action, baseline_text)
     _download(action, parts)
