@@ -7,6 +7,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 from typing import TextIO, cast
 
 from evalbot.action import workflow
@@ -28,6 +29,7 @@ from evalbot.forge.base import Forge, ForgeUnavailable
 from evalbot.judges.factory import SECRET_ENV
 from evalbot.paths import confined_to
 from evalbot.redact import ScrubbingWriter, register_secret
+from evalbot.shard import RUNS_DIR
 
 log = logging.getLogger("evalbot")
 
@@ -93,7 +95,9 @@ def run(
         print(workflow.annotation("error", message, title="evalbot bug"), file=stream)
         outcome = Outcome(verdict="error", exit_code=EXIT_INTERNAL)
     finally:
-        written = [inputs.report_path, inputs.junit_path, inputs.html_path, inputs.baseline_path, inputs.judge_cache]
+        runs = str(PurePosixPath(inputs.report_path).parent / RUNS_DIR)  # the recorded runs copied for stage two
+        written = [inputs.report_path, runs, inputs.junit_path, inputs.html_path, inputs.baseline_path,
+                   inputs.judge_cache]
         hand_over(ctx.workspace, written)  # on every path out: the runner's user must be able to delete them
         requests: int | None = getattr(used, "api_requests", None)
         if requests is not None:  # shown in the job log with step debug logging on (ACTIONS_STEP_DEBUG)

@@ -2,7 +2,7 @@
 
 The workspace holds a metrics module that leaves a marker file whenever it is imported, so each stage's behaviour is
 observed from outside the process: the pull_request stage imports it and scores the metric, the fork-safe
-workflow_run stage renders that score from the artifact without importing anything, and a pull_request_target run
+workflow_run stage re-measures the recorded runs without importing anything (the metric is not measured there), and a pull_request_target run
 refuses to import it.
 """
 
@@ -50,9 +50,14 @@ def test_first_stage_scores_it_and_the_second_stage_imports_nothing(action: Acti
         ref="refs/heads/main",
     )
     assert run.code == 0, run.stdout + run.stderr
-    assert not marker.exists()  # the trusted stage read the scores from the artifact only
+    assert not marker.exists()  # the trusted stage re-measures the runs but imports no repository code
+    assert run.outputs["verdict"] == "error"
     (comment,) = action.github.comments_on(7)
-    assert "| tools\\_used | 0.500 | — | 0.667 |" in comment.body  # the first stage's score, rendered
+    # The first stage's score is never shown as evalbot's: the metric is not measured here, and the headline says so.
+    assert comment.body.splitlines()[1].startswith("### ⛔ evalbot: could not measure, not passing: custom metric not "
+                                                   "measured on 3 case(s)"), comment.body
+    assert "| tools\\_used | 0.500 | — | 0.667 |" not in comment.body  # the first stage's score is not shown
+    assert "custom metric code is not run on workflow\\_run" in comment.body
 
 
 def test_pull_request_target_refuses_to_import_repository_code(action: Action, baseline_text: str) -> None:

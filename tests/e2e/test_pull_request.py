@@ -176,7 +176,8 @@ def test_files_written_into_the_workspace_belong_to_its_owner(action: Action, ba
     assert invalid.code == 2, invalid.stdout
     made = set(ws.rglob("*")) - before
     assert {p.relative_to(ws).as_posix() for p in made} >= {
-        ".evalbot-out", ".evalbot-out/report.json", ".evalbot-out/junit.xml", "cache", "cache/judge",
+        ".evalbot-out", ".evalbot-out/report.json", ".evalbot-out/junit.xml", ".evalbot-out/runs",
+        ".evalbot-out/runs/0-regressed.json", "cache", "cache/judge",
         "out2", "out2/deep", "out2/deep/report.json"}
     assert {(p.relative_to(ws).as_posix(), p.lstat().st_uid, p.lstat().st_gid) for p in made} == {
         (p.relative_to(ws).as_posix(), 1001, 1001) for p in made}
