@@ -45,10 +45,22 @@ def holds_secret(text: str) -> bool:
         return any(secret in text for secret in _secrets)
 
 
+_TOKEN = re.compile(r"\S+")
+
+
+def _strip_token(match: re.Match[str]) -> str:
+    token = match.group()
+    return _PATH_QUERY.sub(r"\1?…", _URL_QUERY.sub(r"\1?…", token)) if "?" in token else token
+
+
 def strip_url_queries(text: str) -> str:
     """Every URL in ``text``, with or without a scheme, without its query string (``?…`` kept as a hint that one
-    was there)."""
-    return _PATH_QUERY.sub(r"\1?…", _URL_QUERY.sub(r"\1?…", text))
+    was there).
+
+    No match can span whitespace and every one holds a ``?``, so the patterns run only on the whitespace-separated
+    tokens holding one: the same result, and a long token without a query (a 200,000-character judge answer in the
+    cache) costs one linear scan instead of the path pattern's backtracking from each of its positions (minutes)."""
+    return _TOKEN.sub(_strip_token, text) if "?" in text else text
 
 
 def scrub(text: str, extra: tuple[str, ...] = ()) -> str:
