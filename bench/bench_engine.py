@@ -69,13 +69,16 @@ def _as_events(invocation: dict[str, Any]) -> dict[str, Any]:
 
 
 def synthetic(
-    n_cases: int, seed: int = 7, events: bool = True
+    n_cases: int, seed: int = 7, events: bool = True, actual_seed: int | None = None
 ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
     """An EvalSet JSON of ``n_cases`` cases and the matching ``{eval_id: [actual invocations]}``.
 
-    Actual invocations are in the events form (as ADK inference records them) unless ``events`` is False.
+    Actual invocations are in the events form (as ADK inference records them) unless ``events`` is False. With
+    ``actual_seed``, the changes made to the actual runs come from their own random stream: the same eval set (same
+    ``seed``) with two actual seeds gives two runs of one suite, e.g. a baseline's and a pull request's.
     """
     rng = random.Random(seed)
+    act_rng = rng if actual_seed is None else random.Random(actual_seed)
     cases, actuals = [], {}
     for c in range(n_cases):
         expected, actual = [], []
@@ -89,12 +92,12 @@ def synthetic(
             }
             expected.append(inv)
             act = copy.deepcopy(inv)
-            roll = rng.random()
+            roll = act_rng.random()
             if roll < 0.2:
                 act["intermediate_data"]["tool_uses"].reverse()
             elif roll < 0.35:
                 act["intermediate_data"]["tool_uses"].append({"name": "extra_tool", "args": {}})
-            words = [w if rng.random() < 0.8 else rng.choice(_VOCAB) for w in text.split()]
+            words = [w if act_rng.random() < 0.8 else act_rng.choice(_VOCAB) for w in text.split()]
             act["final_response"]["parts"][0]["text"] = " ".join(words)
             actual.append(_as_events(act) if events else act)
         cases.append({"eval_id": f"case_{c}", "conversation": expected})

@@ -423,8 +423,13 @@ def plain(value: object, depth: int = 0) -> Any:
 
 
 def comparison_data(comparison: Comparison) -> dict[str, Any]:
-    """The comparison as plain data for templates (the report without its eval sets: cases are under ``eval_sets``)."""
-    data: dict[str, Any] = plain(comparison.model_dump(mode="json", exclude={"report": {"eval_sets"}}))
+    """The comparison as plain data for templates (the report without its eval sets: cases are under ``eval_sets``).
+
+    pydantic's JSON mode already yields plain data only (dicts with ``str`` keys, lists, and exact ``str``, ``int``,
+    ``float``, ``bool`` or None: subclasses, tuples and enums come out as those), so the dump is not walked again
+    with ``plain``: at 10,000 cases that second walk was 4.3 M calls for the same values.
+    """
+    data: dict[str, Any] = comparison.model_dump(mode="json", exclude={"report": {"eval_sets"}})
     for es in data["eval_sets"]:  # ids with invisible characters are shown escaped (and flagged in the headline)
         es["eval_set_id"] = escape_lookalike(es["eval_set_id"])
         for case in es["cases"]:

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from evalbot.errors import InputError
+from evalbot.formats.lookalike import escape_lookalike
+from evalbot.render import mdsafe
 from evalbot.render.comment import Links, TemplateError, _context, comparison_data, plain, render_comment
 from evalbot.render.template_files import MAX_TEMPLATE_BYTES, comment_template_text
 from evalbot.render.views import Limits
@@ -41,6 +43,37 @@ def test_template_context_holds_plain_data_only() -> None:
                        links=Links(), kind="comment")
     walk(context)
     assert context["c"]["gate"]["verdict"] == "blocked" and context["sections"][0]["cases"]
+
+
+def test_comparison_data_is_the_plain_walk_of_its_dump() -> None:
+    """comparison_data no longer walks the dump with ``plain``: pydantic's JSON mode must already give exactly what
+    that walk gave, and only exact plain types, even when the models hold str/int subclasses, tuples or markup."""
+
+    class Sneaky(str):
+        def __html__(self) -> str:
+            return str(self)
+
+    c = small()
+    c.alerts.append(Sneaky("**bold** @team <b>x</b>"))
+    c.notes.append(mdsafe.Safe("[link](https://example.com)"))
+    data = comparison_data(c)
+    walk(data)
+    assert "Safe" not in repr({type(v).__name__ for v in _leaves(data)})
+    expected = plain(c.model_dump(mode="json", exclude={"report": {"eval_sets"}}))
+    for es in expected["eval_sets"]:  # the escaping comparison_data applies (ids here are visible: unchanged)
+        for case in es["cases"]:
+            assert case["eval_id"] == escape_lookalike(case["eval_id"])
+    assert data == expected
+    assert data["alerts"][-1] == "**bold** @team <b>x</b>" and type(data["alerts"][-1]) is str
+    assert type(data["notes"][-1]) is str
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
 
 
 def test_plain_refuses_objects() -> None:
