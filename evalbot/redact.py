@@ -46,11 +46,21 @@ def holds_secret(text: str) -> bool:
 
 
 _TOKEN = re.compile(r"\S+")
+_ANY_QUERY = re.compile(r"\?[^\s#\"'<>`)\]]+")
+"""Any ``?`` followed by query-like text: the rule for tokens too long for the two URL patterns."""
+PATTERN_TOKEN_LIMIT = 256
+"""Longer tokens holding a ``?`` drop every ``?…`` query-like tail instead of running the URL patterns, whose
+backtracking is quadratic in a token's dotted or alphanumeric runs (``x?a.a.a…`` of 100,000 characters took 143 s).
+Dropping more than a URL's query from such a token only ever removes text, never leaves a signature behind."""
 
 
 def _strip_token(match: re.Match[str]) -> str:
     token = match.group()
-    return _PATH_QUERY.sub(r"\1?…", _URL_QUERY.sub(r"\1?…", token)) if "?" in token else token
+    if "?" not in token:
+        return token
+    if len(token) > PATTERN_TOKEN_LIMIT:
+        return _ANY_QUERY.sub("?…", token)
+    return _PATH_QUERY.sub(r"\1?…", _URL_QUERY.sub(r"\1?…", token))
 
 
 def strip_url_queries(text: str) -> str:
