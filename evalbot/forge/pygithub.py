@@ -215,12 +215,9 @@ class PyGithubForge:
     def _get_file(self, path: str, ref: str) -> tuple[str, str] | None:
         """(text, blob sha) of ``path`` at ``ref``; the raw media type for files the JSON omits."""
         operation = f"read {path} at {ref}"
-        try:
-            found = self._repo.get_contents(path, ref=ref)
-        except UnknownObjectException:
+        found = self._contents(operation, path, ref)
+        if found is None:
             return None
-        except (GithubException, requests.RequestException) as exc:
-            raise _translate(operation, exc) from exc
         if not isinstance(found, ContentFile) or found.type != "file":
             raise ForgeError(operation, "not a file (a directory, symlink or submodule); point it at a file")
         if found.encoding == "base64":
@@ -235,6 +232,15 @@ class PyGithubForge:
         if status != 200:
             raise ForgeError(operation, "raw download failed", status=status)
         return text, found.sha
+
+    def _contents(self, operation: str, path: str, ref: str) -> ContentFile | list[ContentFile] | None:
+        """The contents API's answer for ``path`` at ``ref`` (a file or a directory listing), None when absent."""
+        try:
+            return self._repo.get_contents(path, ref=ref)
+        except UnknownObjectException:
+            return None
+        except (GithubException, requests.RequestException) as exc:
+            raise _translate(operation, exc) from exc
 
     def _marked(self, number: int, marker: str) -> list[IssueComment]:
         """Comments on ``number`` carrying ``marker`` and written by us, oldest first, all pages."""
@@ -259,13 +265,9 @@ class PyGithubForge:
     def list_directory(self, path: str, *, ref: str) -> list[tuple[str, str]] | None:
         """Entries of directory ``path`` at ``ref`` through the contents API (GitHub lists up to 1,000 per
         directory), or None when no directory is there."""
-        operation = f"list {path or '/'} at {ref}"
-        try:
-            found = self._repo.get_contents(path, ref=ref)
-        except UnknownObjectException:
+        found = self._contents(f"list {path or '/'} at {ref}", path, ref)
+        if found is None:
             return None
-        except (GithubException, requests.RequestException) as exc:
-            raise _translate(operation, exc) from exc
         if not isinstance(found, list):
             return None  # a file (or symlink, submodule) by that name: no directory
         return [(entry.name, entry.type) for entry in found]
