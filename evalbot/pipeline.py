@@ -19,6 +19,7 @@ from evalbot.compare import settle
 from evalbot.compare.baseline import Baseline
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
+from evalbot.compare.passrule import apply_pass_rules
 from evalbot.criteria import build_criteria
 from evalbot.criteria.base import BallotBox, BuildContext, CriteriaBuilder
 from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, InputError
@@ -233,8 +234,10 @@ def settle_split_votes(report: Report, baseline: Baseline | None, ctx: BuildCont
     is asked ``policy.resample_split`` more samples by the run's own judge (same cache, deadline and usage ledger)
     and decided by the larger vote, in ``report``; returns how many invocations were resampled.
 
-    Nothing happens without a baseline, with ``noise_aware`` off or ``resample_split`` 0, or when scoring kept no
+    The policy's ``pass_rule`` decides each case from its runs first (:mod:`evalbot.compare.passrule`), so a baseline
+    records what the gate decides. Nothing else happens without a baseline, with ``noise_aware`` off or ``resample_split`` 0, or when scoring kept no
     votes (``ctx.ballots`` None). The report's usage is refreshed to include the extra samples."""
+    apply_pass_rules(report, policy.pass_rule)
     extra = policy.resample_split
     if ballots_for(baseline, policy) is None or ctx.ballots is None or ctx.judge is None:
         return 0

@@ -207,6 +207,12 @@ class CaseResult(StrictModel):
     """The same hash without the case's id: a case renamed or moved to another eval set keeps it."""
     turns: PackedTurns = Field(default_factory=PackedTurns)
     """Expected vs actual per turn, kept for cases a reviewer may need to read (empty for others)."""
+    runs: str | None = Field(default=None, max_length=2000, pattern=r"^[PFENI]*$")
+    """With several runs of the agent (``--num-runs N``, or a recording of N runs): each run's case outcome in run
+    order, one letter each (:data:`OUTCOME_CODES`); a policy ``pass_rule`` decides the case from it. Reruns of a
+    flipped case (``rerun_flipped``) are appended after the first N."""
+    reruns: int = 0
+    """How many of ``runs`` are reruns of a case whose outcome flipped against the baseline (the last ones)."""
 
 
 class MetricSummary(StrictModel):
@@ -239,6 +245,11 @@ class CriterionInfo(StrictModel):
     named."""
 
 
+OUTCOME_CODES: dict[str, str] = {"passed": "P", "failed": "F", "error": "E", "not_evaluated": "N",
+                                  "informational": "I"}
+"""One letter per case outcome: a case's runs (``CaseResult.runs``) and its history on main in the baseline."""
+
+
 class EvalSetReport(StrictModel):
     """The results of one eval set file."""
 
@@ -253,6 +264,8 @@ class EvalSetReport(StrictModel):
     criteria: list[CriterionInfo] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
     metrics: dict[str, MetricSummary] = Field(default_factory=dict)
+    pass_rule: str | None = None
+    """The policy's ``pass_rule`` (``k/N``) that decided this eval set's cases from their runs; None: ADK's pooling."""
 
 
 class Totals(StrictModel):

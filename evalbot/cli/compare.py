@@ -34,6 +34,7 @@ from evalbot.compare.baseline import (
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
+from evalbot.compare.passrule import apply_pass_rules
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError, InputError
 from evalbot.formats.jsonio import gc_paused
 from evalbot.git import run_git
@@ -334,6 +335,8 @@ def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                 write_text(path, render_unmeasured(str(exc), marker=marker, links=links), flag)
         return EXIT_UNAVAILABLE
     if args.write_baseline:
+        settings, config = settings_for(args.paths, config=args.config) if args.paths else ({}, None)
+        apply_pass_rules(report, policy_from_settings(settings, source=str(config or "command line")).pass_rule)
         if args.report:
             write_report(report, args.report)
         return write_baseline(args, env, report, args.write_baseline)

@@ -72,7 +72,7 @@ class Acceptance:
     effective: Baseline
     update: BaselineUpdate
     sets: set[str] = field(default_factory=set)
-    """Eval sets whose path or removal is accepted."""
+    """Eval sets whose path, removal or pass rule is accepted."""
     criteria: set[tuple[str, str]] = field(default_factory=set)
     cases: set[tuple[str, str]] = field(default_factory=set)
     """Cases (and removals of cases) accepted."""
@@ -204,6 +204,15 @@ def _set_entries(
         else:
             path = new.path
             result.sets.add(key)
+    rule = old.pass_rule if old is not None else ran.pass_rule
+    if old is not None and new.pass_rule != old.pass_rule:
+        changed += 1
+        if new.pass_rule != ran.pass_rule:
+            problems.append(f"{where}/pass_rule: {_text(new.pass_rule)} in the file, {_text(ran.pass_rule)} in this "
+                            "run")
+        else:
+            rule = new.pass_rule
+            result.sets.add(key)
     criteria = dict(old.criteria) if old is not None else {}
     for name in sorted(set(criteria) | set(new.criteria)):
         was, now, got = criteria.get(name), new.criteria.get(name), ran.criteria.get(name)
@@ -244,8 +253,8 @@ def _set_entries(
         cases[name] = now_case.model_copy(update={"history": keep})  # the flaky history is always main's
         result.cases.add((key, name))
     if old is None:
-        return BaselineEvalSet(path=path, criteria=criteria, cases=cases), changed
-    return old.model_copy(update={"path": path, "criteria": criteria, "cases": cases}), changed
+        return BaselineEvalSet(path=path, criteria=criteria, cases=cases, pass_rule=rule), changed
+    return old.model_copy(update={"path": path, "criteria": criteria, "cases": cases, "pass_rule": rule}), changed
 
 
 def _removed(

@@ -22,13 +22,22 @@ from evalbot.errors import InputError
 from evalbot.formats.jsonio import describe, parse_json, pointer_for
 from evalbot.git import GitRunner, git_show
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL
-from evalbot.results import CaseResult, CriterionInfo, JudgeUsage, Report, Status, StrictModel, TokenCounts
+from evalbot.results import (
+    OUTCOME_CODES,
+    CaseResult,
+    CriterionInfo,
+    JudgeUsage,
+    Report,
+    Status,
+    StrictModel,
+    TokenCounts,
+)
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE_PATH = ".evalbot/baseline.json"
 HISTORY_LIMIT = 10
 """Outcomes of a case on main that the baseline keeps (the most recent refreshes, oldest first)."""
-STATUS_CODES: dict[str, str] = {"passed": "P", "failed": "F", "error": "E", "not_evaluated": "N", "informational": "I"}
+STATUS_CODES: dict[str, str] = OUTCOME_CODES
 """One character per outcome in a case's ``history``."""
 _HISTORY = rf"^[{''.join(STATUS_CODES.values())}]{{1,{HISTORY_LIMIT}}}$"
 _SPLIT = r"(?:[0-9]{1,6}-[0-9]{1,6}|\.)"
@@ -115,6 +124,8 @@ class BaselineEvalSet(_Model):
     path: str
     criteria: dict[str, BaselineCriterion] = Field(default_factory=dict)
     cases: dict[str, BaselineCase] = Field(default_factory=dict)
+    pass_rule: str | None = Field(default=None, max_length=16, pattern=r"^[0-9]{1,4}/[0-9]{1,4}$")
+    """The ``pass_rule`` (``k/N``) that decided the cases from their runs on main; None: ADK's pooling."""
 
 
 MAX_COUNT = 10**12
@@ -248,6 +259,7 @@ def build_baseline(
             path=es.path,
             criteria=criteria,
             cases={k: _case(c, judged) for k, c in zip(case_keys, es.cases, strict=True)},
+            pass_rule=es.pass_rule,
         )
     fresh = Baseline(
         evalbot_version=report.evalbot_version,

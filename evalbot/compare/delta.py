@@ -27,6 +27,7 @@ from evalbot.compare.gate import GatePolicy, decide
 from evalbot.compare.judge_gaps import judge_gaps
 from evalbot.compare.model import (
     CATEGORIES,
+    AgentRuns,
     BaselineInfo,
     BaselineUpdate,
     CaseCategory,
@@ -37,6 +38,7 @@ from evalbot.compare.model import (
     MetricDelta,
     YardstickChange,
 )
+from evalbot.compare.passrule import apply_pass_rules
 from evalbot.compare.stats import sign_test
 from evalbot.compare.votes import invocation_votes, vote_noise
 from evalbot.compare.yardstick import yardstick_changes
@@ -124,14 +126,15 @@ def _category(cur: CaseResult, base: BaselineCase, deltas: Sequence[MetricDelta]
 
 def compare_case(
     key: str, cur: CaseResult | None, base: BaselineCase | None, *, criteria: Sequence[CriterionInfo],
-    base_criteria: dict[str, BaselineCriterion], policy: GatePolicy,
+    base_criteria: dict[str, BaselineCriterion], policy: GatePolicy, rule: str | None = None,
 ) -> CaseComparison:
-    """Classify one case (present in the run, the baseline, or both)."""
+    """Classify one case (present in the run, the baseline, or both); ``rule``: the eval set's ``pass_rule``."""
     if cur is None:
         return CaseComparison(eval_id=key, category="removed", baseline_status=base.status if base else None)
     if base is None:
         category: CaseCategory = "error" if cur.status == "error" else "new"
-        return CaseComparison(eval_id=key, category=category, reason=cur.reason, current=cur)
+        return CaseComparison(eval_id=key, category=category, reason=cur.reason, current=cur,
+                              runs=agent_runs(cur, rule))
     if cur.fingerprint is None or base.fingerprint != cur.fingerprint:
         if cur.status == "error":
             return CaseComparison(eval_id=key, category="error", reason=cur.reason, baseline_status=base.status,
@@ -155,6 +158,8 @@ def compare_case(
             )
         )
     category, reason = _category(cur, base, deltas)
+    if rule is not None and category == "still_failing" and base.status == "passed":
+        category, reason = "regressed", f"failed the pass rule {rule} (no criterion alone fell below it)"
     history = case_history(base) if category == "regressed" else None
     if history is not None and history.runs < 2:
         history = None  # one recorded run says nothing about flakiness
@@ -164,8 +169,15 @@ def compare_case(
                   + ("blocking because block_flaky is set" if policy.block_flaky else "not blocking (block_flaky: false)"))
     return CaseComparison(
         eval_id=key, category=category, reason=reason, baseline_status=base.status, current=cur, metrics=deltas,
-        history=history,
+        history=history, runs=agent_runs(cur, rule),
     )
+
+
+def agent_runs(case: CaseResult | None, rule: str | None) -> AgentRuns | None:
+    """What the comment shows of a case's runs (None: it ran once and was not rerun)."""
+    if case is None or case.runs is None:
+        return None
+    return AgentRuns(outcomes=case.runs, rule=rule, reruns=case.reruns)
 
 
 def criterion_row(
@@ -251,7 +263,7 @@ def compare_eval_set(
             ))
             continue
         cases.append(compare_case(case_key, case, base_case, criteria=es.criteria,
-                                  base_criteria=usable.criteria if usable else {}, policy=policy))
+                                  base_criteria=usable.criteria if usable else {}, policy=policy, rule=es.pass_rule))
     cases += [CaseComparison(eval_id=k, category="removed", baseline_status=c.status) for k, c in base_cases.items()]
     rows = [
         criterion_row(info, es, usable, _pairs(info.name, cases, usable) if usable else [], policy)
@@ -392,7 +404,9 @@ def compare(
     stage), so judged verdicts without a judge are a judge failure (``judge_failures``), not a warning.
     ``baseline_required``: a pull request or merge queue, where no baseline at the base commit blocks (with the command
     that creates it and the ``similar`` files found there: "did you mean") unless ``proposed`` creates it.
+    The policy's ``pass_rule`` decides each case from its runs first (in ``current``).
     """
+    apply_pass_rules(current, policy.pass_rule)
     note = command = None
     info = None
     compatible = True
@@ -448,7 +462,8 @@ def compare(
     yardstick = yardstick_changes(baseline, current) if baseline is not None else []
     if acceptance is not None and baseline is not None and compatible:
         infos = {key: es.criteria for key, es in zip(keys, current.eval_sets, strict=True)}
-        _mark_accepted(sets, infos, yardstick, acceptance, baseline, policy)
+        rules = {key: es.pass_rule for key, es in zip(keys, current.eval_sets, strict=True)}
+        _mark_accepted(sets, infos, yardstick, acceptance, baseline, policy, rules)
         for es in sets:
             _count_case_outcomes(es.rows, es.cases)
     counts: dict[str, int] = {category: 0 for category in CATEGORIES}
@@ -485,7 +500,7 @@ def compare(
 
 def _mark_accepted(
     sets: Sequence[EvalSetComparison], criteria: dict[str, list[CriterionInfo]], yardstick: Sequence[YardstickChange],
-    acceptance: Acceptance, main: Baseline, policy: GatePolicy,
+    acceptance: Acceptance, main: Baseline, policy: GatePolicy, rules: dict[str, str | None],
 ) -> None:
     """Cases whose entry the PR's update changes (and this run confirms) are shown as they compare with main's entry:
     a regression becomes ``accepted``, a fix stays ``fixed``; yardstick changes whose entries the PR's update records
@@ -497,7 +512,7 @@ def _mark_accepted(
                 continue
             against_main = compare_case(case.eval_id, case.current, base_set.cases.get(case.eval_id),
                                         criteria=criteria.get(es.key, []), base_criteria=base_set.criteria,
-                                        policy=policy)
+                                        policy=policy, rule=rules.get(es.key))
             if against_main.category in ("regressed", "flaky", "inconclusive"):
                 was = against_main.category
                 against_main.category = "accepted"

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evalbot.compare.passrule import RuleError, normalize_setting
 from evalbot.errors import (
     EXIT_FAILED,
     EXIT_INVALID_INPUT,
@@ -50,6 +51,8 @@ class GatePolicy(BaseModel):
     does not accept it (a removed or renamed case or eval set, a changed case definition, a lowered threshold, a
     dropped criterion, a criterion recomputed by custom code): ``block`` (default) blocks, ``warn`` only says so
     in the headline. Added cases, eval sets and criteria, and raised thresholds, never block.
+    ``pass_rule`` (``"k/N"``, or per eval set ``{"checkout": "3/3", "*": "2/3"}``; None: ADK's pooling) decides a
+    case from its N runs of the agent: it passes when at least k runs passed (:mod:`evalbot.compare.passrule`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -64,6 +67,12 @@ class GatePolicy(BaseModel):
     sampling: Sampling = DEFAULT_SAMPLING
     resample_split: int = Field(default=10, ge=0, le=MAX_RESAMPLE, strict=True)
     yardstick_changes: YardstickChanges = "block"
+    pass_rule: dict[str, str] | None = None
+
+    @field_validator("pass_rule", mode="before")
+    @classmethod
+    def _rule(cls, value: Any) -> dict[str, str] | None:
+        return normalize_setting(value)
 
 
 POLICY_KEYS = frozenset(GatePolicy.model_fields)
@@ -95,6 +104,11 @@ def policy_from_settings(
         if name in POLICY_KEYS:
             raw[name] = value
             pointers[name] = json_pointer(["evalbot", str(key)])
+        if name == "pass_rule":
+            try:
+                normalize_setting(value)
+            except RuleError as exc:
+                raise InputError(source, json_pointer(["evalbot", str(key), *exc.parts]), f"pass_rule: {exc}") from None
     flags: set[str] = set()
     for key, value in (overrides or {}).items():
         if value is not None:

@@ -7,9 +7,10 @@ from typing import Literal, get_args
 from pydantic import Field
 
 from evalbot.compare.baseline import BaselineUsage
-from evalbot.compare.flaky import CaseHistory
+from evalbot.compare.flaky import SYMBOLS, CaseHistory
 from evalbot.compare.gate import Gate, GatePolicy
 from evalbot.compare.votes import Votes
+from evalbot.formats.numbers import score_text
 from evalbot.results import CaseResult, Problem, Report, Status, StrictModel
 
 CaseCategory = Literal[
@@ -46,6 +47,41 @@ class MetricDelta(StrictModel):
     """Fisher exact test of baseline vs current judge votes, for judged flips."""
 
 
+class AgentRuns(StrictModel):
+    """A case's runs of the agent in this run, and how they were decided (``pass_rule``, reruns)."""
+
+    outcomes: str
+    """One letter per run (P passed, F failed, E error, N not evaluated), reruns last."""
+    rule: str | None = None
+    """The ``pass_rule`` (``k/N``) that decided the case from its first N runs; None: ADK's pooling."""
+    reruns: int = 0
+    """Runs added because the case's outcome flipped against the baseline (``rerun_flipped``)."""
+    main: str | None = None
+    """The case's outcomes on main the reruns were tested against (its history in the baseline)."""
+    p_value: float | None = None
+    """One-sided Fisher exact test: this run's pass rate below main's (reruns only)."""
+
+    @property
+    def symbols(self) -> str:
+        """``✓✗✓``, reruns after a ``+``: ``✗✗ + ✓✓``."""
+        first, again = self.outcomes[: len(self.outcomes) - self.reruns], self.outcomes[len(self.outcomes) - self.reruns:]
+        draw = "".join(SYMBOLS.get(ch, "?") for ch in first)
+        return draw + (" + " + "".join(SYMBOLS.get(ch, "?") for ch in again) if again else "")
+
+    def describe(self) -> str:
+        """``Agent runs: ✓✗✓ (pass rule 2/3: passed 2 of 3)``."""
+        first = self.outcomes[: len(self.outcomes) - self.reruns]
+        rule = (f"pass rule {self.rule}: passed {first.count('P')} of {len(first)}" if self.rule
+                else f"passed {first.count('P')} of {len(first)}, pooled as ADK does")
+        text = f"Agent runs: {self.symbols} ({rule})"
+        if self.reruns:
+            main = "".join(SYMBOLS.get(ch, "?") for ch in self.main or "")
+            p = f", Fisher exact p = {score_text(self.p_value)}" if self.p_value is not None else ""
+            text += (f"; {self.reruns} rerun(s) after the flip: passed {self.outcomes.count('P')} of "
+                     f"{len(self.outcomes)} runs, against {main or 'no history'} on main{p}")
+        return text
+
+
 class CaseComparison(StrictModel):
     """One case: its category, why, the current result (for details) and per-criterion deltas."""
 
@@ -57,6 +93,8 @@ class CaseComparison(StrictModel):
     metrics: list[MetricDelta] = Field(default_factory=list)
     history: CaseHistory | None = None
     """The case's outcomes on main as the baseline records them (for regressed and flaky cases)."""
+    runs: AgentRuns | None = None
+    """The case's runs of the agent, when it ran several times or was rerun."""
 
 
 class CriterionRow(StrictModel):
@@ -118,7 +156,7 @@ class BaselineInfo(StrictModel):
 YardstickKind = Literal[
     "eval_set_removed", "eval_set_renamed", "eval_set_moved", "case_removed", "case_renamed", "case_definition",
     "criterion_removed", "threshold_lowered", "threshold_raised", "criterion_changed", "custom_metric",
-    "judge_model",
+    "judge_model", "pass_rule",
 ]
 """What a pull request changed in what its run is measured with (see :mod:`evalbot.compare.yardstick`)."""
 

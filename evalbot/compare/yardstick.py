@@ -22,6 +22,7 @@ from evalbot.compare.baseline import (
     unique_keys,
 )
 from evalbot.compare.model import YardstickChange
+from evalbot.compare.passrule import loosens
 from evalbot.formats.numbers import score_text
 from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, Report
 
@@ -173,9 +174,22 @@ def yardstick_changes(base: Baseline, report: Report) -> list[YardstickChange]:
         if es.path != old.path:
             out.append(YardstickChange(kind="eval_set_moved", eval_set_id=key, what=f"moved from {old.path} to "
                                        f"{es.path}", loosens=False))
+        out += _rule_change(key, es, old)
         out += _criteria_changes(key, es, old)
         out += _case_changes(key, old, cases[key], new_by_fingerprint)
     return out
+
+
+def _rule_change(key: str, es: EvalSetReport, old: BaselineEvalSet) -> list[YardstickChange]:
+    """The eval set's ``pass_rule`` against the one main's baseline was decided with (a looser one blocks)."""
+    if es.pass_rule == old.pass_rule:
+        return []
+    what = f"pass rule {old.pass_rule or 'ADK pooling'} → {es.pass_rule or 'ADK pooling'}"
+    main_cases = [(k, c.status) for k, c in old.cases.items()]
+    now = [(k, c.status) for k, c in zip(unique_keys([c.eval_id for c in es.cases]), es.cases, strict=True)]
+    return [YardstickChange(kind="pass_rule", eval_set_id=key, what=what,
+                            main=_set_summary(main_cases, where="on main"), current=_set_summary(now, where="now"),
+                            loosens=loosens(old.pass_rule, es.pass_rule))]
 
 
 def _set_gone(

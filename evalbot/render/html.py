@@ -215,6 +215,7 @@ def case_data(case: CaseComparison, judged: frozenset[str]) -> Data:
         "tags": " ".join(f"t-{t}" for t in tags(case)),
         "reason": clip(case.reason),
         "history": history_text(case),
+        "runs": case.runs.describe() if case.runs is not None else None,
         "metrics": [m for m in rows if m not in info],
         "info": " · ".join(
             m["name"] + " " + m["current"] + (f" (baseline {m['baseline']})" if m["baseline"] not in ("—", m["current"])

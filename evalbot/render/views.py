@@ -70,6 +70,8 @@ class CaseView:
     votes: list[str] = field(default_factory=list)
     history: str | None = None
     """The case's outcomes on main and what they say (regressed and flaky cases)."""
+    runs: str | None = None
+    """The case's runs of the agent (``--num-runs``, reruns) and the rule that decided them."""
     detailed: bool = False
     turns: list[TurnDetail] = field(default_factory=list)
     more_turns: int = 0
@@ -210,6 +212,7 @@ def case_view(es: EvalSetComparison, case: CaseComparison, limits: Limits, detai
         summary=[metric_summary(d) for d in focus],
         reason=case.reason,
         history=history_text(case),
+        runs=case.runs.describe() if case.runs is not None else None,
         detailed=detailed,
     )
     for d in focus:

@@ -24,6 +24,7 @@ from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.formats.vertex import VertexInvocation
 from evalbot.results import (
+    OUTCOME_CODES,
     CaseResult,
     EvalSetReport,
     InvocationScore,
@@ -163,8 +164,10 @@ def _merge_case(scored: list[CaseResult], case_runs: list[CaseRun], num_runs: in
     turns: list[TurnView] = []
     statuses: list[Status] = []
     reasons: list[str] = []
+    outcomes: list[str] = []
     for case_run in case_runs:
         result = scored[case_run.run - 1]
+        outcomes.append(OUTCOME_CODES[result.status if case_run.outcome == "ok" else case_run.outcome])
         prefix = f"run {case_run.run}: " if num_runs > 1 else ""
         if case_run.outcome == "ok":
             # scoring leaves out the turns of a run that passed; the pooled case needs every run's turns
@@ -189,6 +192,8 @@ def _merge_case(scored: list[CaseResult], case_runs: list[CaseRun], num_runs: in
                         reason="; ".join(dict.fromkeys(reasons)) or None, metrics=merged,
                         fingerprint=first.fingerprint, content=first.content)
     pooled.turns = PackedTurns.of(turns)
+    if num_runs > 1:
+        pooled.runs = "".join(outcomes)
     return pooled
 
 

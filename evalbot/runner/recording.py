@@ -29,6 +29,8 @@ FORMAT = "evalbot.recorded_runs"
 VERSION = 1
 ADK_STATUS = {"passed": 1, "failed": 2, "not_evaluated": 3, "error": 3, "informational": 4}
 """evalbot statuses as ADK's EvalStatus ints (ADK has no "error": it would be NOT_EVALUATED)."""
+MAX_RECORDED_RUNS = 1000
+"""Most runs a recording may claim (``--num-runs``' limit): each is scored, so a forged count cannot stall a run."""
 _OUTCOME_STATUS = {"failed": 2, "error": 3, "not_evaluated": 3}
 
 
@@ -174,9 +176,10 @@ def runs_from_data(data: Any, path: Path, into: RunSet | None = None) -> RunSet:
                              "expected an EvalSetResult with a list of eval_case_results")
         meta: dict[str, Any] = item["evalbot"] if isinstance(item.get("evalbot"), dict) else {}
         num_runs = meta.get("num_runs", 1)
-        if isinstance(num_runs, bool) or not isinstance(num_runs, int) or num_runs < 1:
+        if isinstance(num_runs, bool) or not isinstance(num_runs, int) or not 1 <= num_runs <= MAX_RECORDED_RUNS:
             raise InputError(path, "/" + "/".join(map(str, (*prefix, "evalbot", "num_runs"))),
-                             f"expected a positive integer, got {num_runs!r}")
+                             f"expected a whole number of runs from 1 to {MAX_RECORDED_RUNS:,} (as --num-runs), got "
+                             f"{str(num_runs)[:40]}")
         runs.num_runs = max(runs.num_runs, num_runs)
         runs.agent = runs.agent or meta.get("agent")
         set_id = str(item.get("eval_set_id") or "")

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import random
 import threading
+from pathlib import Path
 from typing import Any
 
 RELEASE = threading.Event()
@@ -101,3 +105,35 @@ async def counting(prompt: str) -> dict[str, Any]:
     if "hang" in prompt:
         await asyncio.sleep(3600)
     return echo(prompt)
+
+
+class Scripted:
+    """Passes each case with the probability a script gives its prompt (``{"seed": 7, "cases": {"q1": 0.5}}`` in the
+    file named by ``EVALBOT_FAKE_AGENT_SCRIPT``; prompts not named always pass), or as a string of outcomes spells
+    it (``"PFP"``: pass on the first call, fail on the second..., the last one repeated). Each answer is drawn from
+    (seed, prompt, how many times that prompt was asked), so a run is reproducible in whatever order cases run.
+    ``calls`` counts the agent calls per prompt (reruns included)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def reset(self) -> None:
+        with self.lock:
+            self.calls.clear()
+
+    def __call__(self, prompt: str) -> dict[str, Any]:
+        script = json.loads(Path(os.environ["EVALBOT_FAKE_AGENT_SCRIPT"]).read_text(encoding="utf-8"))
+        with self.lock:
+            n = self.calls.get(prompt, 0)
+            self.calls[prompt] = n + 1
+        plan = script.get("cases", {}).get(prompt, 1.0)
+        if isinstance(plan, str):
+            ok = plan[min(n, len(plan) - 1)] == "P"
+        else:
+            ok = random.Random(f"{script.get('seed', 0)}:{prompt}:{n}").random() < float(plan)
+        return {"response": "done", "predicted_trajectory": [{"tool_name": "answer" if ok else "wrong",
+                                                              "tool_input": {"q": prompt}}]}
+
+
+scripted = Scripted()

@@ -101,6 +101,18 @@ def test_a_broken_recording_names_the_pointer(tmp_path: Path) -> None:
     assert "from 1 to 1" in report.errors[0].message
 
 
+@pytest.mark.parametrize("claimed", [10**9, 1001, 0, "3"])
+def test_a_forged_number_of_runs_is_refused(tmp_path: Path, claimed: Any) -> None:
+    """A recording claiming a billion runs (each would be scored) or a non-count is an error at its pointer."""
+    out, _, path = _record(tmp_path, "tests.fakes.agents:echo")
+    data = json.loads(out.read_text(encoding="utf-8"))
+    data["evalbot"]["num_runs"] = claimed
+    out.write_text(json.dumps(data), encoding="utf-8")
+    report = evaluate([str(path)], actuals=[str(out)])
+    assert [e.pointer for e in report.errors] == ["/evalbot/num_runs"]
+    assert "from 1 to 1,000" in report.errors[0].message
+
+
 def test_recording_validates_as_adk_eval_set_result(tmp_path: Path) -> None:
     """When google-adk is installed, ADK's own EvalSetResult model accepts the recording."""
     eval_result = pytest.importorskip("google.adk.evaluation.eval_result")
