@@ -69,20 +69,21 @@ def _as_events(invocation: dict[str, Any]) -> dict[str, Any]:
 
 
 def synthetic(
-    n_cases: int, seed: int = 7, events: bool = True, actual_seed: int | None = None
+    n_cases: int, seed: int = 7, events: bool = True, actual_seed: int | None = None, invocations: int = INVOCATIONS
 ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
     """An EvalSet JSON of ``n_cases`` cases and the matching ``{eval_id: [actual invocations]}``.
 
     Actual invocations are in the events form (as ADK inference records them) unless ``events`` is False. With
     ``actual_seed``, the changes made to the actual runs come from their own random stream: the same eval set (same
     ``seed``) with two actual seeds gives two runs of one suite, e.g. a baseline's and a pull request's.
+    ``invocations`` per case: 3 by default; with 4, each case's actual entry holds more than 200 brackets.
     """
     rng = random.Random(seed)
     act_rng = rng if actual_seed is None else random.Random(actual_seed)
     cases, actuals = [], {}
     for c in range(n_cases):
         expected, actual = [], []
-        for t in range(INVOCATIONS):
+        for t in range(invocations):
             text = " ".join(rng.choice(_VOCAB) for _ in range(WORDS))
             inv: dict[str, Any] = {
                 "invocation_id": f"c{c}-t{t}",
@@ -132,7 +133,7 @@ def _peak_rss_mb() -> float:
 # ----------------------------------------------------------------------------------------------------------------
 # evalbot
 # ----------------------------------------------------------------------------------------------------------------
-def bench_evalbot(n_cases: int, repeat: int) -> dict[str, Any]:
+def bench_evalbot(n_cases: int, repeat: int, invocations: int = INVOCATIONS) -> dict[str, Any]:
     """Per-case times for evalbot: scoring loaded cases, and loading the JSON files + scoring."""
     from evalbot.formats.actuals import Actuals
     from evalbot.formats.config import parse_config
@@ -140,7 +141,7 @@ def bench_evalbot(n_cases: int, repeat: int) -> dict[str, Any]:
     from evalbot.load import load_actuals, load_eval_set
     from evalbot.scoring import score_run
 
-    eval_set, actuals = synthetic(n_cases)
+    eval_set, actuals = synthetic(n_cases, invocations=invocations)
     config = parse_config({"criteria": CRITERIA}, None)
     with tempfile.TemporaryDirectory(prefix="evalbot-bench-") as tmp:
         set_path, actuals_path = Path(tmp) / "bench.evalset.json", Path(tmp) / "actuals.json"
@@ -167,6 +168,29 @@ def bench_evalbot(n_cases: int, repeat: int) -> dict[str, Any]:
         "means": {name: metrics[name].mean for name in CRITERIA},
         "passed": report.totals.passed,
     }
+
+
+def bench_loads(n_cases: int, rounds: int = 40) -> dict[int, dict[str, float]]:
+    """CPU µs per actual entry (events form) of ``json.loads`` and of ``jsonio.loads`` (json.loads plus the depth,
+    number and surrogate checks), with 3 and with 4 invocations per case: the 4th takes an entry past 200 brackets.
+    The two are timed alternately and the least CPU time of ``rounds`` is kept (steadier than wall time on a shared
+    machine)."""
+    from evalbot.formats import jsonio
+
+    out: dict[int, dict[str, float]] = {}
+    for invocations in (INVOCATIONS, INVOCATIONS + 1):
+        texts = [json.dumps(entry) for entry in synthetic(n_cases, invocations=invocations)[1].values()]
+        decoders: dict[str, Callable[[str], Any]] = {"json": json.loads, "jsonio": lambda t: jsonio.loads(t, "x")}
+        best = dict.fromkeys(decoders, float("inf"))
+        for _ in range(rounds):
+            for name, decode in decoders.items():
+                t0 = time.process_time()
+                for text in texts:
+                    decode(text)
+                best[name] = min(best[name], (time.process_time() - t0) / len(texts) * 1e6)
+        brackets = sum(t.count("[") + t.count("{") for t in texts) / len(texts)
+        out[invocations] = {"brackets": brackets, "json_us": best["json"], "jsonio_us": best["jsonio"]}
+    return out
 
 
 def scale_worker(directory: str) -> None:
@@ -340,6 +364,18 @@ def main(argv: list[str] | None = None) -> int:
     ev = results["evalbot"]
     print(f"  evalbot  score {ev['score_per_case_ms']:8.3f} ms/case   load+score {ev['load_and_score_per_case_ms']:8.3f}"
           f" ms/case   means {_means(ev['means'])}")
+    # A 4th invocation takes each actual entry past 200 brackets, where jsonio.loads once walked every decoded value
+    # to check its depth: the cost of one invocation should not jump there.
+    four = results["evalbot_4_invocations"] = bench_evalbot(args.cases, args.repeat, INVOCATIONS + 1)
+    per3 = ev["load_and_score_per_case_ms"] / INVOCATIONS
+    per4 = four["load_and_score_per_case_ms"] / (INVOCATIONS + 1)
+    print(f"  {INVOCATIONS + 1} invocations per case: load+score {four['load_and_score_per_case_ms']:8.3f} ms/case;"
+          f" per invocation {per3:.3f} ms with {INVOCATIONS}, {per4:.3f} ms with {INVOCATIONS + 1}"
+          f" ({per4 / per3:.2f}x; no cliff: about 1.0)")
+    loads = results["loads"] = bench_loads(args.cases)
+    print("  decoding one actual entry, CPU µs: " + "; ".join(
+        f"{n} invocations ({r['brackets']:.0f} brackets) json.loads {r['json_us']:.1f}, jsonio.loads {r['jsonio_us']:.1f}"
+        f" (+{r['jsonio_us'] - r['json_us']:.1f})" for n, r in loads.items()))
     if not args.no_adk:
         adk = bench_adk(args.cases, args.repeat, args.adk_python)
         results["adk"] = adk

@@ -12,7 +12,18 @@ from hypothesis import strategies as st
 
 from evalbot.errors import InputError
 from evalbot.formats.adk import EvalCase, Invocation
-from evalbot.formats.jsonio import decode_value, pointer_for, read_json, scan_array, scan_document, skip_value, validate
+from evalbot.formats.jsonio import (
+    MAX_DEPTH,
+    decode_value,
+    loads,
+    nested_deeper_than,
+    pointer_for,
+    read_json,
+    scan_array,
+    scan_document,
+    skip_value,
+    validate,
+)
 from tests.fakes.builders import Writer, case, inv
 
 
@@ -142,3 +153,48 @@ def test_scanning_malformed_json_raises_decode_errors(text: str) -> None:
     with pytest.raises(json.JSONDecodeError):
         scan_document(text, lambda key, at: scan_array(text, at, lambda i, a: skip_value(text, a))
                       if text[at] == "[" else skip_value(text, at))
+
+
+def _levels(value: Any) -> int:
+    """Levels of arrays and objects in a decoded value (the oracle for nested_deeper_than)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_levels, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_levels, value), default=0)
+    return 0
+
+
+_TRICKY_TEXT = st.text(alphabet=st.sampled_from(list('[]{}"\\/ab\n\u00e9\ud800\U0001f600')), max_size=6)
+_NESTED = st.recursive(
+    st.none() | st.integers() | _TRICKY_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TRICKY_TEXT, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=_NESTED, indent=st.sampled_from([None, 1]), ascii_only=st.booleans(), limit=st.integers(0, 8))
+def test_nesting_measured_on_the_text_matches_the_decoded_value(
+    doc: Any, indent: int | None, ascii_only: bool, limit: int
+) -> None:
+    """Brackets, quotes and backslashes inside strings and keys (escaped or raw, lone surrogates too) never count."""
+    text = json.dumps(doc, indent=indent, ensure_ascii=ascii_only)
+    assert nested_deeper_than(text, limit) == (_levels(json.loads(text)) > limit)
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH, MAX_DEPTH + 1])
+def test_nesting_at_the_limit_amid_strings_full_of_brackets(levels: int) -> None:
+    """200 levels decode; 201 are refused with the pointer of the first too-deep value, however wide the document."""
+    noise = ["]]]}}} \\\\", '\\"[[[', "{", "\\"] * 60  # each string holds brackets, escaped quotes or backslashes
+    inner: Any = noise
+    for _ in range(levels - 2):
+        inner = [inner, "]"]
+    text = json.dumps({"wide": [noise] * 50, "deep": inner})
+    assert (text.count("[") + text.count("{")) > MAX_DEPTH
+    if levels == MAX_DEPTH:
+        assert loads(text, "doc.json") == json.loads(text)
+        return
+    with pytest.raises(InputError) as info:
+        loads(text, "doc.json")
+    assert "nested more than 200 levels" in info.value.message
+    assert info.value.pointer.startswith("/deep/0/0/0/")
