@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Static checks of the Action packaging, offline: action.yml against the vendored SchemaStore schema,
-# workflows (the repository's and those embedded in README.md) with check-jsonschema, actionlint and
+# workflows (the repository's and those embedded in the docs) with check-jsonschema, actionlint and
 # zizmor (the release workflow included), the Dockerfile with hadolint, and the shell scripts (the image smoke test,
 # this one, .ci/run) with shellcheck. Tools come from the `dev` extra (PyPI wheels).
 set -euo pipefail
@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-# README.md: every ```yaml block that is a workflow (has `jobs:`) becomes a file to lint, in a scratch
+# The docs' workflows (every ```yaml block of README.md, examples/**/*.md and docs/**/*.md; see
+# scripts/doc_workflows.py): first held to our conventions (one action reference, declared inputs, `|| [ $? -eq 1 ]`
+# never `|| true`, no placeholder agent step, fork safety), then each written out as a file to lint, in a scratch
 # project holding our action.yml, with `uses: <owner>/evalbot@<ref>` pointed at it (`uses: ./`), so that
 # actionlint checks the examples' `with:` inputs against the real action.yml.
 readme_root="$tmp/readme"
@@ -17,19 +19,9 @@ readme_dir="$readme_root/.github/workflows"
 mkdir -p "$readme_dir"
 cp action.yml Dockerfile "$readme_root/"
 git init --quiet "$readme_root"
-if [ -f README.md ]; then
-  python3 - "$readme_dir" <<'PY'
-import pathlib, re, sys
-out = pathlib.Path(sys.argv[1])
-text = pathlib.Path("README.md").read_text(encoding="utf-8")
-blocks = re.findall(r"^```ya?ml[ \t]*\n(.*?)^```", text, re.M | re.S)
-workflows = [b for b in blocks if re.search(r"^jobs:", b, re.M)]
-for n, block in enumerate(workflows, 1):
-    local = re.sub(r"uses:\s*[\w.-]+/evalbot@[\w.-]+", "uses: ./", block)
-    (out / f"readme-{n}.yml").write_text(local, encoding="utf-8")
-print(f"README.md: {len(workflows)} workflow block(s) of {len(blocks)} yaml block(s)")
-PY
-fi
+echo "-- the docs' workflows"
+python3 scripts/doc_workflows.py --check
+python3 scripts/doc_workflows.py "$readme_dir"
 mapfile -t repo_workflows < <(find .github/workflows -name '*.yml' -o -name '*.yaml' | sort)
 mapfile -t readme_workflows < <(find "$readme_dir" -name '*.yml' | sort)
 all_workflows=("${repo_workflows[@]}" "${readme_workflows[@]}")

@@ -48,11 +48,12 @@ def test_outputs_table_matches_action_yml() -> None:
 
 
 def test_the_three_flows_are_there_with_least_privilege() -> None:
-    """Same-repo, fork-safe (two workflows), baseline refresh and the sharded matrix: permissions {} on top, granted
-    per job."""
+    """Same-repo, fork-safe (two workflows), baseline refresh, the first baseline through a PR, the sharded matrix,
+    an OpenAI and a local judge: permissions {} on top, granted per job."""
     flows = workflows()
     triggers = [next(iter(w[True] if True in w else w["on"])) for w in flows]
-    assert triggers == ["pull_request", "pull_request", "workflow_run", "push", "pull_request"]
+    assert triggers == ["pull_request", "pull_request", "workflow_run", "push", "pull_request", "pull_request",
+                        "pull_request", "pull_request"]
     for flow in flows:
         assert flow["permissions"] == {}
         assert all("permissions" in job for job in flow["jobs"].values())
@@ -67,7 +68,7 @@ def test_examples_use_only_declared_inputs() -> None:
         for step in job["steps"]
         if str(step.get("uses", "")).startswith("evalbot/evalbot@")
     ]
-    assert len(used) == 6
+    assert len(used) == 10
     assert all(set(w) <= set(ACTION["inputs"]) for w in used)
 
 
