@@ -8,6 +8,8 @@ without changing a verdict, a judged verdict that flipped on a split vote), and 
 started afresh. The run is then compared with the accepted entry instead of main's, with main's history (the flaky
 history is always main's). An entry this run contradicts (a status it did not reach, a forged history, a case or
 criterion it does not have, a definition it does not use) is not accepted and blocks, with the difference named.
+A criterion's trend of means (drawn by the HTML report, never deciding anything) is checked like a history: main's
+continued with the file's own mean, or started afresh; the run is always drawn against main's trend.
 Pure.
 """
 
@@ -26,8 +28,11 @@ from evalbot.compare.baseline import (
     BaselineCriterion,
     BaselineEvalSet,
     build_baseline,
+    continued_trend,
     joined_history,
     parse_baseline,
+    past_trend,
+    same_measure,
     same_scores,
     split_entry,
 )
@@ -116,6 +121,27 @@ def _history_problems(where: str, mine: BaselineCase, main: BaselineCase | None)
     return out
 
 
+def _trend_problems(where: str, new: BaselineEvalSet, old: BaselineEvalSet | None, base: Baseline) -> list[str]:
+    """Criteria whose trend is neither main's continued with the entry's own mean (a new commit, or a re-run
+    replacing the last point), nor main's unchanged (no mean), nor started afresh with the entry's mean."""
+    out: list[str] = []
+    for name, c in new.criteria.items():
+        prior = old.criteria.get(name) if old is not None else None
+        if not c.trend or (prior is not None and c.trend == prior.trend):
+            continue
+        allowed = [] if c.mean is None else [c.trend[-1:]]
+        if prior is not None and same_measure(prior, c):
+            past = past_trend(prior, base.commit, base.created_at)
+            allowed += [past] if c.mean is None else [continued_trend(past, c.trend[-1:], replace_last=r)
+                                                      for r in (False, True)]
+        if c.trend not in allowed:
+            shown = [p.mean for p in max(allowed, key=len)] if allowed else []
+            out.append(f"{where}/criteria/{name}/trend: means {_text([p.mean for p in c.trend])} in the file, "
+                       f"{_text(shown)} expected (main's trend continued with the entry's mean: refresh the file "
+                       "with `evalbot baseline`)")
+    return out
+
+
 def _verdicts(case: BaselineCase) -> tuple[object, ...]:
     """What a case entry decides: its definition, status and each criterion's status (not scores or histories)."""
     return case.fingerprint, case.status, {name: m.status for name, m in case.metrics.items()}
@@ -182,6 +208,7 @@ def accept(main: Baseline | None, mine: Baseline, report: Report, policy: GatePo
             problems.append(f"{where}: in the file, not in this run")
             continue
         judged = {name for name, c in ran.criteria.items() if c.judged}
+        problems += _trend_problems(f"/eval_sets/{key}", new, old, base)
         merged, n = _set_entries(result, key, old, new, ran, judged, policy, problems)
         changed += n
         sets[key] = merged
@@ -227,7 +254,8 @@ def _set_entries(
         elif _definition(now) != _definition(got):
             problems.append(f"{at}: {_text(_definition(now))} in the file, {_text(_definition(got))} in this run")
         else:
-            criteria[name] = now
+            main_trend = was.trend if was is not None and same_measure(was, now) else None
+            criteria[name] = now.model_copy(update={"trend": main_trend})  # the trend drawn is always main's
             result.criteria.add((key, name))
     cases = dict(old.cases) if old is not None else {}
     for name in list(dict.fromkeys([*cases, *new.cases])):

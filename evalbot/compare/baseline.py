@@ -13,8 +13,9 @@ import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from evalbot import __version__
 from evalbot.compare.votes import Votes, invocation_votes
@@ -27,6 +28,7 @@ from evalbot.results import (
     CaseResult,
     CriterionInfo,
     JudgeUsage,
+    MetricSummary,
     Report,
     Status,
     StrictModel,
@@ -101,6 +103,31 @@ class BaselineCase(_Model):
         return self
 
 
+MAX_MEAN = 1e12
+"""Largest absolute mean a trend point may hold (a forged file cannot make the chart's scale nonsense)."""
+TREND_TEXT_LIMIT = 64
+"""Characters of a trend point's commit or date kept (and accepted when reading)."""
+
+
+class TrendPoint(_Model):
+    """One refresh on main in a criterion's trend: the eval set's mean and when and where it was measured."""
+
+    mean: float = Field(strict=True, ge=-MAX_MEAN, le=MAX_MEAN, allow_inf_nan=False)
+    commit: str | None = Field(default=None, max_length=TREND_TEXT_LIMIT)
+    created_at: str | None = Field(default=None, max_length=TREND_TEXT_LIMIT)
+
+
+def _at_most_history_limit(value: Any) -> Any:
+    """Refuse an over-long trend before its points are validated (a forged file of a million points fails fast)."""
+    if isinstance(value, list) and len(value) > HISTORY_LIMIT:
+        raise ValueError(f"a trend keeps at most {HISTORY_LIMIT} refreshes on main, not {len(value):,}; the file "
+                         "was edited by hand: refresh it with `evalbot baseline`")
+    return value
+
+
+Trend = Annotated[list[TrendPoint], BeforeValidator(_at_most_history_limit)]
+
+
 class BaselineCriterion(_Model):
     """A criterion as configured for an eval set, with its aggregate on main."""
 
@@ -116,6 +143,17 @@ class BaselineCriterion(_Model):
     mean: float | None = None
     passed: int = 0
     failed: int = 0
+    trend: Trend | None = None
+    """The criterion's mean in each of the last refreshes on main that had one, oldest first (at most
+    :data:`HISTORY_LIMIT`), with their commit and date; the last is this run's ``mean``. Drawn by the HTML report,
+    never used to decide anything. Absent in baselines written before evalbot kept it."""
+
+    @model_validator(mode="after")
+    def _last_mean_is_this_run(self) -> BaselineCriterion:
+        if self.trend and self.mean is not None and self.trend[-1].mean != self.mean:
+            raise ValueError(f"trend must end with this run's mean ({self.mean!r}); the file was edited by hand: "
+                             "refresh it with `evalbot baseline`")
+        return self
 
 
 class BaselineEvalSet(_Model):
@@ -228,6 +266,26 @@ def _case(case: CaseResult, judged: set[str]) -> BaselineCase:
                         metrics=metrics)
 
 
+def criterion_entry(
+    info: CriterionInfo, summary: MetricSummary | None, commit: str | None, created_at: str | None
+) -> BaselineCriterion:
+    """A criterion's baseline entry: its definition and, with the run's ``summary``, its aggregate and the one
+    point of its trend this run makes."""
+    mean = summary.mean if summary else None
+    return BaselineCriterion(
+        fingerprint=info.fingerprint,
+        threshold=info.threshold,
+        judged=info.judged,
+        judge_model=judge_model_of(info),
+        custom=info.custom,
+        options_sha=options_hash(info.options),
+        mean=mean,
+        passed=summary.passed if summary else 0,
+        failed=summary.failed if summary else 0,
+        trend=None if mean is None else [trend_point(mean, commit, created_at)],
+    )
+
+
 def build_baseline(
     report: Report, *, commit: str | None, created_at: str | None, previous: Baseline | None = None
 ) -> Baseline:
@@ -239,21 +297,9 @@ def build_baseline(
         judged = {c.name for c in es.criteria if c.judged}
         criteria = {}
         for info in es.criteria:
-            summary = es.metrics.get(info.name)
-            model = judge_model_of(info)
-            if model:
-                models.add(model)
-            criteria[info.name] = BaselineCriterion(
-                fingerprint=info.fingerprint,
-                threshold=info.threshold,
-                judged=info.judged,
-                judge_model=model,
-                custom=info.custom,
-                options_sha=options_hash(info.options),
-                mean=summary.mean if summary else None,
-                passed=summary.passed if summary else 0,
-                failed=summary.failed if summary else 0,
-            )
+            criteria[info.name] = entry = criterion_entry(info, es.metrics.get(info.name), commit, created_at)
+            if entry.judge_model:
+                models.add(entry.judge_model)
         case_keys = unique_keys([c.eval_id for c in es.cases])
         sets[key] = BaselineEvalSet(
             path=es.path,
@@ -281,12 +327,61 @@ def joined_history(old: str | None, new: str, *, sep: str, replace_last: bool) -
     return sep.join(entries)
 
 
+def trend_point(mean: float, commit: str | None, created_at: str | None) -> TrendPoint:
+    """A refresh's point in a criterion's trend (its commit and date clipped to what a baseline accepts)."""
+    return TrendPoint(mean=mean, commit=commit[:TREND_TEXT_LIMIT] if commit else None,
+                      created_at=created_at[:TREND_TEXT_LIMIT] if created_at else None)
+
+
+def same_measure(a: BaselineCriterion, b: BaselineCriterion) -> bool:
+    """Whether two criterion entries measure the same thing, threshold aside (their means form one trend): the
+    same options, judge model and custom code; without an options hash (older baselines), the same fingerprint."""
+    if a.options_sha is None or b.options_sha is None:
+        return a.fingerprint == b.fingerprint and a.judge_model == b.judge_model
+    return (a.options_sha, a.judge_model, a.custom) == (b.options_sha, b.judge_model, b.custom)
+
+
+def past_trend(prior: BaselineCriterion, commit: str | None, created_at: str | None) -> list[TrendPoint]:
+    """The trend a criterion entry records; an entry without one (older evalbot) contributes its one mean,
+    measured at its baseline's ``commit`` and ``created_at``."""
+    if prior.trend is not None:
+        return list(prior.trend)
+    return [] if prior.mean is None else [trend_point(prior.mean, commit, created_at)]
+
+
+def continued_trend(past: Sequence[TrendPoint], fresh: Sequence[TrendPoint], *, replace_last: bool) -> list[TrendPoint]:
+    """``past`` followed by ``fresh``'s point (replacing past's last on a re-run of the same commit), capped at
+    :data:`HISTORY_LIMIT`; a run without a mean (``fresh`` empty) leaves ``past`` as it was."""
+    if not fresh:
+        return list(past)
+    entries = list(past[:-1] if replace_last else past)
+    return [*entries, fresh[-1]][-HISTORY_LIMIT:]
+
+
+def carry_trends(fresh: BaselineEvalSet, old: BaselineEvalSet | None, previous: Baseline, *, rerun: bool
+                 ) -> BaselineEvalSet:
+    """``fresh`` with each criterion's trend continued from ``old`` (its entry in ``previous``) where the criterion
+    measures the same thing (:func:`same_measure`); otherwise its trend starts again with this run."""
+    if old is None:
+        return fresh
+    criteria = {}
+    for name, c in fresh.criteria.items():
+        prior = old.criteria.get(name)
+        if prior is not None and same_measure(prior, c):
+            trend = continued_trend(past_trend(prior, previous.commit, previous.created_at), c.trend or [],
+                                    replace_last=rerun)
+            c = c.model_copy(update={"trend": trend or None})
+        criteria[name] = c
+    return fresh.model_copy(update={"criteria": criteria})
+
+
 def _signature(es: BaselineEvalSet) -> dict[str, tuple[str, str | None, float | None]]:
     return {name: (c.fingerprint, c.judge_model, c.threshold) for name, c in es.criteria.items()}
 
 
 def carry_history(fresh: Baseline, previous: Baseline) -> Baseline:
-    """``fresh`` with each case's history (and its judged criteria's vote history) continued from ``previous``.
+    """``fresh`` with each case's history (and its judged criteria's vote history) continued from ``previous``,
+    and each criterion's trend of means (:func:`carry_trends`).
 
     A case continues its history only where it measures the same thing as before: the same eval set key and case
     key, the same case fingerprint, and the eval set's criteria unchanged (fingerprints, judge models,
@@ -301,6 +396,7 @@ def carry_history(fresh: Baseline, previous: Baseline) -> Baseline:
     sets = {}
     for key, es in fresh.eval_sets.items():
         old_set = previous.eval_sets.get(key)
+        es = carry_trends(es, old_set, previous, rerun=rerun)
         if old_set is None or _signature(old_set) != _signature(es):
             sets[key] = es
             continue
@@ -407,11 +503,13 @@ def read_baseline(
 
 VOLATILE_FIELDS = frozenset({"commit", "created_at", "usage"})
 """Fields of a baseline that say when and where it was measured and what it cost, not what it measured (a PR's
-baseline file differing only in these does not update anything: a refresh replaying the judge cache costs nothing)."""
+baseline file differing only in these, or in its criteria's trends, does not update anything: a refresh replaying
+the judge cache costs nothing)."""
 
 
 def same_scores(old: Baseline, new: Baseline) -> bool:
-    """Whether two baselines hold the same results (only when and where they were measured, and the judge's cost,
-    differ)."""
-    volatile = set(VOLATILE_FIELDS)
+    """Whether two baselines hold the same results (only when and where they were measured, the judge's cost and
+    the trends of means, which only the HTML report draws, differ)."""
+    volatile: dict[str, Any] = dict.fromkeys(VOLATILE_FIELDS, True)
+    volatile["eval_sets"] = {"__all__": {"criteria": {"__all__": {"trend"}}}}
     return old.model_dump(exclude=volatile) == new.model_dump(exclude=volatile)

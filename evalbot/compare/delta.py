@@ -19,7 +19,10 @@ from evalbot.compare.baseline import (
     BaselineEvalSet,
     BaselineMetric,
     create_command,
+    criterion_entry,
     judge_model_of,
+    past_trend,
+    same_measure,
     unique_keys,
 )
 from evalbot.compare.flaky import case_history
@@ -169,7 +172,7 @@ def compare_case(
                   + ("blocking because block_flaky is set" if policy.block_flaky else "not blocking (block_flaky: false)"))
     return CaseComparison(
         eval_id=key, category=category, reason=reason, baseline_status=base.status, current=cur, metrics=deltas,
-        history=history, runs=agent_runs(cur, rule),
+        history=history, runs=agent_runs(cur, rule), main_outcomes=base.history,
     )
 
 
@@ -200,6 +203,8 @@ def criterion_row(
     )
     if base is None:
         return row
+    if same_measure(base, criterion_entry(info, None, None, None)):
+        row.trend = past_trend(base, None, None)
     if not _comparable(info, base):
         row.change = "changed_definition"
         return row

@@ -21,6 +21,11 @@ SYMBOLS = {"P": "✓", "F": "✗", "E": "!", "N": "·", "I": "i"}
 """How each recorded outcome is drawn in the comment (passed, failed, error, not evaluated, informational)."""
 
 
+def symbols(outcomes: str) -> str:
+    """Recorded outcomes (``PPFPP``) as drawn: ``✓✓✗✓✓``."""
+    return "".join(SYMBOLS.get(ch, "?") for ch in outcomes)
+
+
 class CaseHistory(StrictModel):
     """A case's recorded outcomes on main, oldest first, and what they say."""
 
@@ -43,7 +48,7 @@ class CaseHistory(StrictModel):
     @property
     def symbols(self) -> str:
         """``✓✓✗✓✓``."""
-        return "".join(SYMBOLS.get(ch, "?") for ch in self.outcomes)
+        return symbols(self.outcomes)
 
     @property
     def flip_rate(self) -> float:

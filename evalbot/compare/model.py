@@ -6,8 +6,8 @@ from typing import Literal, get_args
 
 from pydantic import Field
 
-from evalbot.compare.baseline import BaselineUsage
-from evalbot.compare.flaky import SYMBOLS, CaseHistory
+from evalbot.compare.baseline import BaselineUsage, TrendPoint
+from evalbot.compare.flaky import CaseHistory, symbols
 from evalbot.compare.gate import Gate, GatePolicy
 from evalbot.compare.votes import Votes
 from evalbot.formats.numbers import score_text
@@ -65,8 +65,7 @@ class AgentRuns(StrictModel):
     def symbols(self) -> str:
         """``✓✗✓``, reruns after a ``+``: ``✗✗ + ✓✓``."""
         first, again = self.outcomes[: len(self.outcomes) - self.reruns], self.outcomes[len(self.outcomes) - self.reruns:]
-        draw = "".join(SYMBOLS.get(ch, "?") for ch in first)
-        return draw + (" + " + "".join(SYMBOLS.get(ch, "?") for ch in again) if again else "")
+        return symbols(first) + (" + " + symbols(again) if again else "")
 
     def describe(self) -> str:
         """``Agent runs: ✓✗✓ (pass rule 2/3: passed 2 of 3)``."""
@@ -75,7 +74,7 @@ class AgentRuns(StrictModel):
                 else f"passed {first.count('P')} of {len(first)}, pooled as ADK does")
         text = f"Agent runs: {self.symbols} ({rule})"
         if self.reruns:
-            main = "".join(SYMBOLS.get(ch, "?") for ch in self.main or "")
+            main = symbols(self.main or "")
             p = f", Fisher exact p = {score_text(self.p_value)}" if self.p_value is not None else ""
             text += (f"; {self.reruns} rerun(s) after the flip: passed {self.outcomes.count('P')} of "
                      f"{len(self.outcomes)} runs, against {main or 'no history'} on main{p}")
@@ -95,6 +94,9 @@ class CaseComparison(StrictModel):
     """The case's outcomes on main as the baseline records them (for regressed and flaky cases)."""
     runs: AgentRuns | None = None
     """The case's runs of the agent, when it ran several times or was rerun."""
+    main_outcomes: str | None = None
+    """The case's outcomes on main (``BaselineCase.history``, oldest first) for every case measured as on main (the
+    same definition): the HTML report draws them as glyphs."""
 
 
 class CriterionRow(StrictModel):
@@ -124,6 +126,9 @@ class CriterionRow(StrictModel):
     accepted_cases: int = 0
     passed: int = 0
     failed: int = 0
+    trend: list[TrendPoint] = Field(default_factory=list)
+    """The criterion's mean in the baseline's last refreshes on main, oldest first, when the baseline's criterion
+    measures what this run's does (threshold aside): the HTML report draws it with ``current_mean``."""
 
 
 class EvalSetComparison(StrictModel):

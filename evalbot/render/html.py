@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -26,6 +27,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from evalbot import __version__
 from evalbot.compare.baseline import BaselineUsage
 from evalbot.compare.delta import compare
+from evalbot.compare.flaky import symbols
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import CaseComparison, Comparison, CriterionRow, EvalSetComparison, MetricDelta
 from evalbot.formats.numbers import p_value_text
@@ -53,6 +55,11 @@ FILTERS = (
 )
 Data = dict[str, Any]
 NO_BASELINE = "(no baseline: evalbot run)"
+CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 140, 32, 4
+"""The trend sparkline's size in CSS pixels, and the margin that keeps its dots inside."""
+MIN_SPAN = 0.05
+"""Smallest range of means a sparkline spreads over its height (times the largest magnitude, at least 1): a trend
+that moved by a thousandth stays a flat line instead of filling the chart."""
 NOTEWORTHY = frozenset({"regressed", "fixed", "inconclusive", "error", "still_failing"})
 """Changes that keep an informational metric in the case's table instead of the one-line list."""
 
@@ -97,6 +104,51 @@ def delta_text(delta: float | None) -> tuple[str, str]:
     return f"{'▲' if delta > 0 else '▼'} {delta:+.3f}".replace("-", "−"), "up" if delta > 0 else "down"
 
 
+def _point_label(mean: float, commit: str | None, created_at: str | None) -> str:
+    where = ", ".join(x for x in (commit[:12] if commit else None, created_at[:10] if created_at else None) if x)
+    return f"{mean:.3f}" + (f" ({where})" if where else "")
+
+
+def trend_chart(row: CriterionRow) -> Data | None:
+    """The row's sparkline (None without a trend on main): main's means oldest first, then this run's mean
+    highlighted in the last slot, and the threshold as a dashed line, as SVG coordinates, with the values in words
+    for its title and description. Non-finite numbers are left out (a trend point cannot hold one; a mean never
+    should)."""
+    past = [p for p in row.trend if math.isfinite(p.mean)]
+    if not past:
+        return None
+    here = row.current_mean if row.current_mean is not None and math.isfinite(row.current_mean) else None
+    threshold = row.threshold if row.threshold is not None and math.isfinite(row.threshold) else None
+    values = [p.mean for p in past] + [v for v in (here, threshold) if v is not None]
+    lo, hi = min(values), max(values)
+    span = MIN_SPAN * max(1.0, abs(lo), abs(hi))
+    if hi - lo < span:
+        mid = (hi + lo) / 2
+        lo, hi = mid - span / 2, mid + span / 2
+    step = (CHART_WIDTH - 2 * CHART_PAD) / len(past)  # this run takes the slot after the last refresh
+
+    def y(v: float) -> str:
+        return f"{CHART_PAD + (hi - v) / (hi - lo) * (CHART_HEIGHT - 2 * CHART_PAD):.1f}"
+
+    dots = [{"x": f"{CHART_PAD + i * step:.1f}", "y": y(p.mean), "label": _point_label(p.mean, p.commit, p.created_at)}
+            for i, p in enumerate(past)]
+    on_main = ", ".join(d["label"] for d in dots)
+    now = None if here is None else {"x": f"{CHART_WIDTH - CHART_PAD:.1f}", "y": y(here), "label": f"this run {here:.3f}"}
+    runs = f"{len(past)} refresh{'es' if len(past) != 1 else ''}"
+    return {
+        "width": CHART_WIDTH, "height": CHART_HEIGHT,
+        "line": " ".join(f"{d['x']},{d['y']}" for d in dots),
+        "dots": dots,
+        "last": dots[-1],
+        "now": now,
+        "threshold": None if threshold is None else y(threshold),
+        "title": f"{row.criterion}: mean on main over the last {runs}, and this run",
+        "desc": f"On main, oldest first: {on_main}. "
+                + ("This run: no mean." if here is None else f"This run: {here:.3f}.")
+                + ("" if threshold is None else f" Threshold {threshold:.3f}."),
+    }
+
+
 def row_data(row: CriterionRow) -> Data:
     shown, direction = delta_text(row.delta)
     return {
@@ -114,6 +166,7 @@ def row_data(row: CriterionRow) -> Data:
         "passed": row.passed,
         "failed": row.failed,
         "outcomes": [f"{n} {label}" for _, n, label in words.case_counts(row.model_dump())],
+        "chart": trend_chart(row),
     }
 
 
@@ -216,6 +269,7 @@ def case_data(case: CaseComparison, judged: frozenset[str]) -> Data:
         "reason": clip(case.reason),
         "history": history_text(case),
         "runs": case.runs.describe() if case.runs is not None else None,
+        "glyphs": symbols(case.main_outcomes) if case.main_outcomes else None,
         "metrics": [m for m in rows if m not in info],
         "info": " · ".join(
             m["name"] + " " + m["current"] + (f" (baseline {m['baseline']})" if m["baseline"] not in ("—", m["current"])
@@ -233,6 +287,7 @@ def set_data(es: EvalSetComparison, judged: frozenset[str]) -> Data:
     rank = {category: i for i, category in enumerate(ORDER)}
     ordered = sorted(es.cases, key=lambda c: rank.get(c.category, len(rank)))
     cases = [case_data(c, judged) for c in ordered]
+    rows = [row_data(r) for r in es.rows]
     counts = {t: sum(t in c["tags"].split(" ") for c in cases) for t in ("t-regressed", "t-failing")}
     return {
         "id": es.eval_set_id,
@@ -241,7 +296,9 @@ def set_data(es: EvalSetComparison, judged: frozenset[str]) -> Data:
         "in_baseline": es.in_baseline,
         "in_current": es.in_current,
         "errors": [" ".join(x for x in (p.pointer, p.message) if x) for p in es.errors],
-        "rows": [row_data(r) for r in es.rows],
+        "rows": rows,
+        "charts": any(r["chart"] for r in rows),
+        "glyphs": any(c["glyphs"] for c in cases),
         "cases": cases,
         "chunks": [cases[i : i + CHUNK] for i in range(0, len(cases), CHUNK)],
         "regressed": counts["t-regressed"],

@@ -136,3 +136,44 @@ def test_the_csp_blocks_a_script_that_escaping_missed(tmp_path: Path, chrome: Br
     chrome.open(path.as_uri())
     assert chrome.evaluate("document.title").startswith("evalbot: blocked")
     assert chrome.evaluate("document.getElementById('q').hidden") is False
+
+
+def test_trend_charts_render_as_svg_with_hostile_names(tmp_path: Path, chrome: Browser) -> None:
+    """The sparklines are real SVG in the browser (laid out, with an accessible name from their title), and markup
+    in an eval set's or criterion's name stays text: no element, no script, nothing loaded."""
+    import json
+
+    from evalbot.results import Report
+    from tests.fakes.reports import criterion, main_refreshes
+
+    evil = ATTACK.replace("pwned", "pwned-trend")
+
+    def run(resp: float, failing: bool) -> Report:
+        return report(eval_set(evil, [case("c1", {TRAJ: metric(0.0 if failing else 1.0), evil: metric(resp, 0.5)}),
+                                      case("c2", {TRAJ: metric(1.0), evil: metric(resp, 0.5)})],
+                               criteria=[criterion(TRAJ), criterion(evil, 0.5)]))
+
+    main = main_refreshes([run(0.4 + i / 20, failing=i % 2 == 1) for i in range(12)])
+    path = tmp_path / "trend.html"
+    path.write_text(render_html(compare(current=run(0.3, failing=False), baseline=main, policy=small().policy)),
+                    encoding="utf-8")
+    chrome.open(path.as_uri())
+    found = json.loads(chrome.evaluate("""JSON.stringify(Array.from(document.querySelectorAll('svg.spark')).map(s => {
+        const box = s.getBoundingClientRect();
+        return {ns: s.namespaceURI, w: box.width, h: box.height, title: s.querySelector(':scope > title').textContent,
+                dots: s.querySelectorAll('circle.pt').length, now: s.querySelectorAll('circle.now').length,
+                thr: s.querySelectorAll('line.thr').length, inner: s.getBBox().width};
+    }))"""))
+    assert len(found) == 2
+    for chart in found:
+        assert chart["ns"] == "http://www.w3.org/2000/svg" and chart["w"] == 140 and chart["h"] == 32
+        assert chart["dots"] == 10 and chart["now"] == 1 and chart["thr"] == 1 and chart["inner"] > 100
+    assert any(c["title"].startswith(evil) for c in found)  # the name as text, markup and all
+    assert chrome.evaluate("document.documentElement.getAttribute('data-pwned-trend')") is None
+    assert chrome.evaluate("document.querySelectorAll('img, svg script, svg foreignObject').length") == 0
+    assert chrome.evaluate("document.querySelectorAll('script').length") == 1  # the page's own
+    tree = chrome.call("Accessibility.getFullAXTree")["nodes"]
+    names = [n.get("name", {}).get("value", "") for n in tree if n.get("role", {}).get("value") == "image"]
+    assert sum(name.endswith(": mean on main over the last 10 refreshes, and this run") for name in names) == 2
+    glyphs = chrome.evaluate("Array.from(document.querySelectorAll('.case .h')).map(h => h.textContent).join('|')")
+    assert sorted(glyphs.split("|")) == ["on main ✓✓✓✓✓✓✓✓✓✓", "on main ✓✗✓✗✓✗✓✗✓✗"]
