@@ -370,3 +370,52 @@ def test_yaml_of_the_docs_is_loaded_as_the_runner_would() -> None:
         assert dw.triggers(flow)
         assert dw.triggers({True: flow.get("on")}) == dw.triggers(flow)
     assert YAML(typ="safe").load("update-baseline: true")["update-baseline"] is True
+
+
+# --- the judge configurations, as the README gives them ---
+
+def judges_section() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return readme[readme.index("### OpenAI and local judges") : readme.index("### Inputs")]
+
+
+VALID_VOTE = '{"reasoning": "same facts", "is_the_agent_response_valid": "valid"}'
+
+
+@pytest.mark.parametrize(("judge_model", "key", "sent"), [
+    (None, "sk-test-0123456789", "gpt-4.1-mini"),  # the README's OpenAI config, as written
+    ("openai/llama3.1", None, "llama3.1"),  # the local server: no key, only openai-base-url
+])
+def test_the_documented_judge_configs_reach_their_server(tmp_path: Path, judge_model: str | None, key: str | None,
+                                                         sent: str) -> None:
+    """The README's test_config.json for an OpenAI judge (and, with the model it names for Ollama, a local one) runs
+    the judged criterion on the OpenAI-compatible server the inputs name (OPENAI_API_KEY / OPENAI_BASE_URL, what the
+    Action's openai-api-key / openai-base-url set), with the `openai/` prefix not sent: judged, not `not_evaluated`."""
+    from tests.fakes.fake_openai import FakeOpenAI
+
+    section = judges_section()
+    (config_text,) = re.findall(r"^```json\n(.*?)^```", section, re.M | re.S)
+    config = json.loads(config_text)
+    if judge_model is not None:
+        assert f'"{judge_model}"' in section
+        config["criteria"]["final_response_match_v2"]["judge_model_options"]["judge_model"] = judge_model
+    evals = tmp_path / "evals" / "faq"
+    evals.mkdir(parents=True)
+    shutil.copy(ROOT / "examples" / "evals" / "faq" / "faq.evalset.json", evals)
+    (evals / "test_config.json").write_text(json.dumps(config), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))
+           and not k.startswith(("GOOGLE_", "GEMINI_", "OPENAI_", "AZURE_", "EVALBOT_"))}
+    with FakeOpenAI(responder=lambda prompt, index, request: VALID_VOTE) as fake:
+        env["OPENAI_BASE_URL"] = fake.url
+        if key is not None:
+            env["OPENAI_API_KEY"] = key
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "evalbot"), "run", "evals", "--actuals",
+             str(ROOT / "examples" / "runs" / "pr.json"), "--report", "report.json"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=120)
+        models = {r.model for r in fake.requests}
+    assert done.returncode in (0, 1), done.stderr
+    assert models == {sent}
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    statuses = {c["metrics"]["final_response_match_v2"]["status"] for es in report["eval_sets"] for c in es["cases"]}
+    assert statuses == {"passed"}
