@@ -1,6 +1,6 @@
 """Benchmark: the HTML report of a large comparison, rendered and opened in headless Chromium.
 
-    python bench/bench_html.py [--cases 10000] [--repeat 3] [--keep OUT.html]
+    python bench/bench_html.py [--cases 10000] [--repeat 3] [--keep OUT.html] [--all-markup]
 
 Builds a baseline and a PR run of ``cases`` cases in two eval sets (the second judged by final_response_match_v2
 with 5 samples, rationale and votes). About 10% of cases regress, 5% are fixed, 15% keep failing and 2% flip on a
@@ -9,6 +9,10 @@ others carry 3 turns of 3 tool calls (nested arguments) and 40-word responses. E
 informational efficiency metrics. Printed: render time, file size, and in headless Chromium (Debian's package,
 fresh profile each time) the time to first paint and first contentful paint, DOMContentLoaded and load (from
 navigation start), and the time the "regressed" filter takes to apply (style and layout forced).
+
+``--all-markup`` also measures, in the same run, the page with every case's details written as markup (what
+evalbot wrote before details beyond ``render.html.MARKUP_LIMIT`` travelled as compressed data), and prints the
+ratios.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from evalbot.compare.baseline import build_baseline  # noqa: E402
 from evalbot.compare.delta import compare  # noqa: E402
 from evalbot.compare.gate import GatePolicy  # noqa: E402
-from evalbot.render.html import render_html  # noqa: E402
+from evalbot.render.html import MARKUP_LIMIT, render_html  # noqa: E402
 from evalbot.results import (  # noqa: E402
     CaseResult,
     CriterionInfo,
@@ -136,39 +140,58 @@ def measure(binary: str, path: Path) -> dict[str, float]:
         return {**timings, "filter_ms": took, "filter_shown": shown}
 
 
+def variant(comparison: Any, limit: int, repeat: int, keep: str | None) -> dict[str, float]:
+    """Render ``repeat`` times with ``limit`` cases' details as markup, open the page ``repeat`` times."""
+    renders = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        html = render_html(comparison, markup_limit=limit)
+        renders.append(time.perf_counter() - start)
+    data = html.encode("utf-8")
+    out = {"render_s": statistics.median(renders), "render_min_s": min(renders), "bytes": float(len(data))}
+    print(f"  render_html: median {out['render_s']:.2f} s over {repeat} (min {min(renders):.2f} s)")
+    print(f"  file size: {len(data) / 1e6:.1f} MB ({len(data):,} bytes)")
+    binary = find_browser()
+    if binary is None:
+        print("  no Chromium found: browser timings skipped (apt-get install chromium, or set EVALBOT_CHROMIUM)")
+        return out
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(keep) if keep else Path(tmp) / "report.html"
+        path.write_bytes(data)
+        runs = [measure(binary, path) for _ in range(repeat)]
+    for key, label in (("first-paint", "first paint"), ("first-contentful-paint", "first contentful paint"),
+                       ("dcl", "DOMContentLoaded"), ("load", "load event"), ("filter_ms", "'regressed' filter")):
+        values = [r[key] for r in runs if key in r]
+        if values:
+            out[key] = statistics.median(values)
+            print(f"  {label}: median {statistics.median(values):,.0f} ms (min {min(values):,.0f}, "
+                  f"max {max(values):,.0f}) over {len(values)} fresh browser(s)")
+    print(f"  cases shown by the 'regressed' filter: {runs[0]['filter_shown']:.0f}")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", metavar="OUT.html", help="also write the page here")
+    parser.add_argument("--all-markup", action="store_true",
+                        help="also measure the page with every case's details as markup, and print the ratios")
     args = parser.parse_args()
     base, pr = build(args.cases, pr=False), build(args.cases, pr=True)
     baseline = build_baseline(base, commit="0" * 40, created_at="2026-01-01T00:00:00+00:00")
     comparison = compare(current=pr, baseline=baseline, policy=GatePolicy(), baseline_source="main:.evalbot/baseline.json")
-    renders = []
-    for _ in range(args.repeat):
-        start = time.perf_counter()
-        html = render_html(comparison)
-        renders.append(time.perf_counter() - start)
-    data = html.encode("utf-8")
     print(f"cases: {args.cases:,}  counts: {json.dumps({k: v for k, v in comparison.counts.items() if v})}")
-    print(f"render_html: median {statistics.median(renders):.2f} s over {args.repeat} (min {min(renders):.2f} s)")
-    print(f"file size: {len(data) / 1e6:.1f} MB ({len(data):,} bytes)")
-    binary = find_browser()
-    if binary is None:
-        print("no Chromium found: browser timings skipped (apt-get install chromium, or set EVALBOT_CHROMIUM)")
+    print(f"the report (details of at most {MARKUP_LIMIT:,} cases as markup, beyond the verdict's own cases):")
+    lean = variant(comparison, MARKUP_LIMIT, args.repeat, args.keep)
+    if not args.all_markup:
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(args.keep) if args.keep else Path(tmp) / "report.html"
-        path.write_bytes(data)
-        runs = [measure(binary, path) for _ in range(args.repeat)]
-    for key, label in (("first-paint", "first paint"), ("first-contentful-paint", "first contentful paint"),
-                       ("dcl", "DOMContentLoaded"), ("load", "load event"), ("filter_ms", "'regressed' filter")):
-        values = [r[key] for r in runs if key in r]
-        if values:
-            print(f"{label}: median {statistics.median(values):,.0f} ms (min {min(values):,.0f}, "
-                  f"max {max(values):,.0f}) over {len(values)} fresh browser(s)")
-    print(f"cases shown by the 'regressed' filter: {runs[0]['filter_shown']:.0f}")
+    print("every case's details as markup:")
+    full = variant(comparison, 10**9, args.repeat, None)
+    print("ratios (every case as markup / the report):")
+    for key in ("render_s", "bytes", "first-contentful-paint", "dcl", "filter_ms"):
+        if key in lean and key in full and lean[key]:
+            print(f"  {key}: {full[key] / lean[key]:.1f}x")
 
 
 if __name__ == "__main__":

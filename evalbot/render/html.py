@@ -15,13 +15,16 @@ optional inline script adds the search box.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
+import json
 import math
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
 import jinja2
+import markupsafe
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from evalbot import __version__
@@ -46,6 +49,17 @@ VALUE_LIMIT = 400
 """Characters of one argument value in the trajectory diff."""
 OPEN_LIMIT = 50
 """Cases shown expanded at load (regressed, inconclusive, errored first); the rest open on a click."""
+MARKUP_LIMIT = 1_000
+"""Cases whose details are written into the page as markup: every regressed, flaky, inconclusive and errored case
+(what the verdict rests on), then failing cases up to this many in all; they read with JavaScript off. Every other
+case's details travel as compressed data and are built by the page's script when the case is opened, so a report
+of 10,000 cases stays under 10 MB and opens at once."""
+DATA_ID = "case-data"
+"""The id of the element holding the deferred cases' details (gzip, then base64: no character the HTML parser
+could take for markup)."""
+MARKUP_FIRST = ("regressed", "flaky", "inconclusive", "error")
+BODY_KEYS = ("reason", "runs", "history", "metrics", "info", "noise", "turns")
+"""The parts of a case's data that make its details (the rest is its summary line)."""
 CHUNK = 100
 """Cases per block that the browser lays out only when it is near the viewport (content-visibility): a page of
 10,000 cases would otherwise be laid out again and again, whole, while it loads."""
@@ -64,16 +78,27 @@ NOTEWORTHY = frozenset({"regressed", "fixed", "inconclusive", "error", "still_fa
 """Changes that keep an informational metric in the case's table instead of the one-line list."""
 
 
+def text_node(value: object) -> markupsafe.Markup:
+    """``value`` escaped for an element's text (``&``, ``<``, ``>``): quotes need no escaping there, and the
+    report's argument values are full of them. Never used inside an attribute (the template's ``t`` filter)."""
+    if isinstance(value, markupsafe.Markup):
+        return value
+    text = str(value)
+    return markupsafe.Markup(text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
 @cache
 def environment() -> jinja2.Environment:
     """The sandboxed, autoescaping environment of the HTML report (its templates are evalbot's own files)."""
-    return ImmutableSandboxedEnvironment(
+    env = ImmutableSandboxedEnvironment(
         loader=jinja2.PackageLoader("evalbot.render", "templates"),
         undefined=jinja2.StrictUndefined,
         autoescape=True,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["t"] = text_node
+    return env
 
 
 @cache
@@ -209,7 +234,7 @@ def calls_data(turn: TurnView) -> list[Data]:
         {
             "kind": row.kind,
             "expected": call_text(row.expected, VALUE_LIMIT) if row.expected is not None else None,
-            "actual": call_text(row.actual, VALUE_LIMIT) if row.actual is not None else None,
+            "actual": call_text(row.actual, VALUE_LIMIT) if row.actual is not None and row.kind != "same" else None,
             "expected_pos": row.expected_pos,
             "actual_pos": row.actual_pos,
             "changes": [{"key": c.key, "expected": c.expected, "actual": c.actual} for c in row.changes],
@@ -279,6 +304,7 @@ def case_data(case: CaseComparison, judged: frozenset[str]) -> Data:
             turn_data(i, t, metrics, deltas, judged) for i, t in enumerate(current.turns if current else [])
         ],
         "open": False,
+        "lazy": None,
     }
 
 
@@ -309,12 +335,34 @@ def set_data(es: EvalSetComparison, judged: frozenset[str]) -> Data:
 def _open_first(sets: Sequence[Data]) -> None:
     """Expand the first OPEN_LIMIT regressed, inconclusive or errored cases."""
     budget = OPEN_LIMIT
-    for category in ("regressed", "flaky", "inconclusive", "error"):
+    for category in MARKUP_FIRST:
         for s in sets:
             for c in s["cases"]:
                 if budget and c["category"] == category:
                     c["open"] = True
                     budget -= 1
+
+
+def _defer(sets: Sequence[Data], markup_limit: int) -> tuple[str, int]:
+    """Keep the details of the cases the verdict rests on, then of failing ones up to MARKUP_LIMIT in all, as
+    markup; move every other case's
+    details into one compressed block (returned: base64 of gzip of JSON, "" when nothing is deferred, and how many
+    cases it holds) and give each case its index there (``lazy``)."""
+    rank = {category: i for i, category in enumerate(MARKUP_FIRST)}
+
+    def importance(c: Data) -> tuple[int, int]:
+        return rank.get(c["category"], len(rank)), 0 if "t-failing" in c["tags"].split(" ") else 1
+
+    cases = sorted((c for s in sets for c in s["cases"]), key=importance)  # stable: the page's order within a rank
+    keep = max(markup_limit, sum(c["category"] in rank for c in cases))
+    deferred: list[Data] = []
+    for c in cases[keep:]:
+        c["lazy"] = len(deferred)
+        deferred.append({k: c.pop(k) for k in BODY_KEYS})
+    if not deferred:
+        return "", 0
+    raw = json.dumps(deferred, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii"), len(deferred)
 
 
 def _usage(usage: JudgeUsage | None, baseline: BaselineUsage | None = None) -> list[Data]:
@@ -337,7 +385,7 @@ def _usage(usage: JudgeUsage | None, baseline: BaselineUsage | None = None) -> l
     return out
 
 
-def context(comparison: Comparison) -> Data:
+def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
     """The template's context: plain data only (no model objects reach the template)."""
     icon, title = verdict(comparison)
     judged = frozenset(
@@ -345,6 +393,7 @@ def context(comparison: Comparison) -> Data:
     ) | frozenset(r.criterion for es in comparison.eval_sets for r in es.rows if r.judged)
     sets = [set_data(es, judged) for es in comparison.eval_sets]
     _open_first(sets)
+    deferred, deferred_count = _defer(sets, markup_limit)
     cases = [c for s in sets for c in s["cases"]]
     filters = [
         {"key": key, "label": label,
@@ -374,6 +423,9 @@ def context(comparison: Comparison) -> Data:
         "counts": [{"key": k, "label": k.replace("_", " "), "n": v} for k, v in comparison.counts.items() if v],
         "filters": filters,
         "sets": sets,
+        "deferred": deferred,
+        "deferred_count": deferred_count,
+        "data_id": DATA_ID,
         "usage": _usage(comparison.report.usage, comparison.baseline_usage),
         "csp": f"default-src 'none'; style-src {style_hash}; script-src {script_hash}; img-src 'none'; "
                "base-uri 'none'; form-action 'none'",
@@ -384,9 +436,10 @@ def context(comparison: Comparison) -> Data:
     }
 
 
-def render_html(comparison: Comparison) -> str:
-    """The HTML report of a comparison with the baseline (or of a run alone when it has none)."""
-    return environment().get_template(TEMPLATE).render(context(comparison))
+def render_html(comparison: Comparison, *, markup_limit: int = MARKUP_LIMIT) -> str:
+    """The HTML report of a comparison with the baseline (or of a run alone when it has none); ``markup_limit``:
+    see MARKUP_LIMIT."""
+    return environment().get_template(TEMPLATE).render(context(comparison, markup_limit))
 
 
 def render_html_report(report: Report) -> str:

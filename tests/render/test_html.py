@@ -92,7 +92,7 @@ def test_hostile_markup_is_text_and_the_only_elements_are_ours() -> None:
     assert names.count("script") == 1 and names.count("style") == 1
     assert not {"img", "iframe", "svg", "marquee"} & set(names)
     assert [a for t, a in page.tags if t == "meta" and a.get("http-equiv") == "refresh"] == []
-    assert "&lt;script&gt;document.title=&#34;pwned&#34;" in text
+    assert '&lt;script&gt;document.title="pwned"' in text  # text nodes escape & < > (quotes are harmless there)
     assert "{{ 7*7 }}{% raw %}" in text and "49" not in re.sub(r"sha256-[^']+", "", text)
     assert "&lt;svg onload=alert(1)&gt;" in text and "&lt;marquee&gt;bad&lt;/marquee&gt;" in text
     assert all(not re.search(r"\bon\w+=", " ".join(f"{k}={v}" for k, v in a.items())) for _, a in page.tags)
@@ -156,7 +156,7 @@ def test_every_set_case_turn_diff_rationale_and_noise_verdict_is_there() -> None
     assert "▼ −1.000" in text and "▲ +0.200" in text
     # the argument-level diff of the regressed case
     assert "<code>amount</code>: <del>25.0</del> → <ins>250.0</ins>" in text
-    assert '<li class="d">1. balance(card=&#34;G1&#34;) <em>missing</em></li>' in text
+    assert '<li class="d">1. balance(card="G1") <em>missing</em></li>' in text
     # responses, the judge's rationale and vote split, the noise verdict
     assert "I refunded $250.00 to your card." in text
     assert "The reference says 9 to 5; the response says 9 to 6." in text and "votes 2–3" in text
@@ -246,3 +246,55 @@ def test_what_could_not_be_measured_is_said_under_the_headline() -> None:
     text = render_html(c)
     assert '<p class="alert">⚠️ baseline unreadable: &lt;i&gt;bad JSON&lt;/i&gt; at /eval_sets</p>' in text
     assert text.index('class="alert"') < text.index('<nav class="filters"')
+
+
+def deferred_bodies(text: str) -> list[dict[str, Any]]:
+    """The details the page's script builds on demand, decoded as the script does (base64, gzip, JSON)."""
+    import gzip
+    import json
+
+    match = re.search(r'<script type="application/octet-stream" id="case-data">([^<]*)</script>', text)
+    assert match is not None
+    assert re.fullmatch(r"[A-Za-z0-9+/=]+", match.group(1))  # base64 only: nothing the HTML parser reads as markup
+    data = json.loads(gzip.decompress(base64.b64decode(match.group(1))))
+    assert isinstance(data, list)
+    return data
+
+
+def test_beyond_the_markup_limit_details_travel_as_data_and_the_verdicts_cases_stay_markup() -> None:
+    """markup_limit=0: the regressed and inconclusive cases (what the verdict rests on) keep their details as
+    markup; every other case has an empty body pointing into one compressed data block holding exactly the details
+    the markup would have shown."""
+    comparison = small()
+    full, lean = context(comparison, markup_limit=10**6), context(comparison, markup_limit=0)
+    page = render_html(comparison, markup_limit=0)
+    data = deferred_bodies(page)
+    by_id = {c["id"]: c for s in full["sets"] for c in s["cases"]}
+    lean_cases = {c["id"]: c for s in lean["sets"] for c in s["cases"]}
+    assert {i for i, c in lean_cases.items() if c["lazy"] is None} == {"refund_damaged", "store_hours"}
+    assert lean["deferred_count"] == len(data) == 3
+    for eval_id, c in lean_cases.items():
+        if c["lazy"] is not None:
+            assert data[c["lazy"]] == {k: by_id[eval_id][k] for k in html_report.BODY_KEYS}
+            assert f'<div class="body" data-k="{c["lazy"]}"></div>' in page
+    assert "<code>amount</code>: <del>25.0</del> → <ins>250.0</ins>" in page  # the regression reads without script
+    assert "3 passing or less important cases" in page
+    assert render_html(comparison, markup_limit=0) == page  # gzip without a timestamp: the same bytes each time
+
+
+def test_the_failing_cases_come_first_after_the_verdicts_cases() -> None:
+    """With room for one more case's markup, it goes to a failing case (gift_card), not the fixed or passing one."""
+    lean = context(small(), markup_limit=3)
+    marked = [c["id"] for s in lean["sets"] for c in s["cases"] if c["lazy"] is None]
+    assert sorted(marked) == ["gift_card", "refund_damaged", "store_hours"]
+
+
+def test_hostile_text_in_deferred_details_never_reaches_the_markup() -> None:
+    """The hostile answer is in a failing, not regressed, case: with markup_limit=0 it is only in the data block."""
+    pr = report(eval_set("attack", [case("hostile", {TRAJ: metric(0.0)}, turns=[turn(
+        expected_calls=REFUND, actual_calls=REFUND[:1], actual_response=HOSTILE_ANSWER)])]))
+    c = compared(pr, pr)
+    page = render_html(c, markup_limit=0)
+    assert "pwned" not in page and "evil.example" not in page
+    assert [t for t, _ in parse(page).tags].count("script") == 2  # ours, and the data block (never executed)
+    assert deferred_bodies(page)[0]["turns"][0]["actual_response"] == HOSTILE_ANSWER

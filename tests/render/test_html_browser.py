@@ -8,6 +8,7 @@ is how docs/html-report.png is made).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -177,3 +178,76 @@ def test_trend_charts_render_as_svg_with_hostile_names(tmp_path: Path, chrome: B
     assert sum(name.endswith(": mean on main over the last 10 refreshes, and this run") for name in names) == 2
     glyphs = chrome.evaluate("Array.from(document.querySelectorAll('.case .h')).map(h => h.textContent).join('|')")
     assert sorted(glyphs.split("|")) == ["on main ✓✓✓✓✓✓✓✓✓✓", "on main ✓✗✓✗✓✗✓✗✓✗"]
+
+
+SIGNATURE = """JSON.stringify(Array.from(document.querySelectorAll('.case')).map(c => {
+  const out = [c.querySelector('.cid').textContent];
+  (function walk(n) {
+    for (let e = n.firstElementChild; e; e = e.nextElementSibling) {
+      const own = Array.from(e.childNodes).filter(x => x.nodeType === 3).map(x => x.data).join('')
+        .replace(/\\s+/g, ' ').trim();
+      out.push(e.tagName + '.' + e.className + ':' + own);
+      walk(e);
+    }
+  })(c.querySelector('.body'));
+  return out;
+}))"""
+OPEN_ALL = "document.querySelectorAll('.case').forEach(c => { c.open = true; })"
+BUILT = "Array.from(document.querySelectorAll('.body')).every(b => b.firstElementChild !== null)"
+
+
+def wait_for(chrome: Browser, expression: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not chrome.evaluate(expression):
+        assert time.monotonic() < deadline, f"timed out waiting for {expression}"
+        time.sleep(0.05)
+
+
+def test_details_built_on_open_are_the_markup_element_for_element(tmp_path: Path, chrome: Browser) -> None:
+    """The same comparison rendered with every case as markup and with every deferrable case as data: once every
+    case is opened, each case's body has the same elements, classes and text in both pages; the hostile answer
+    (in a deferred case) stays text and runs nothing."""
+    c = small()
+    attacked = report(eval_set("attack", [case("hostile_answer", {TRAJ: metric(0.0), RESP: metric(0.1, 0.6)}, turns=[
+        turn(expected_calls=REFUND, actual_calls=REFUND[:1], actual_response=ATTACK)])]))
+    extra = compare(current=attacked, baseline=None, policy=c.policy).eval_sets
+    c = c.model_copy(update={"eval_sets": [*c.eval_sets, *extra]})
+    signatures = []
+    for name, limit in (("full.html", 10**6), ("lean.html", 0)):
+        path = tmp_path / name
+        path.write_text(render_html(c, markup_limit=limit), encoding="utf-8")
+        chrome.open(path.as_uri())
+        chrome.evaluate(OPEN_ALL)
+        wait_for(chrome, BUILT)
+        signatures.append(json.loads(chrome.evaluate(SIGNATURE)))
+        assert chrome.evaluate("document.documentElement.getAttribute('data-pwned')") is None
+        assert chrome.evaluate("document.title").startswith("evalbot: blocked")
+    full, lean = signatures
+    assert len(full) == 6 and full == lean
+    assert any("PRE.a:" + ATTACK in line for sig in lean for line in sig)  # the attack, shown as text
+    assert any("LI.g:: →" in line for sig in lean for line in sig)  # an argument diff row, built by the script
+
+
+def test_deferred_details_with_javascript_off_say_where_they_are(tmp_path: Path, chrome: Browser) -> None:
+    """JavaScript off: the regressed case reads in full; a deferred case's body says how to see its details."""
+    path = tmp_path / "lean.html"
+    path.write_text(render_html(small(), markup_limit=0), encoding="utf-8")
+    chrome.call("Emulation.setScriptExecutionDisabled", {"value": True})
+    chrome.open(path.as_uri())
+    chrome.evaluate(OPEN_ALL)
+    time.sleep(0.3)
+    assert "$250.00" in chrome.evaluate("document.querySelector('.c-regressed pre.a').textContent")
+    gift = "Array.from(document.querySelectorAll('.case')).find(c => c.querySelector('.cid').textContent === 'gift_card')"
+    assert chrome.evaluate(f"{gift}.querySelector('.body').childElementCount") == 0
+    assert "built when it is opened" in chrome.evaluate(
+        f"getComputedStyle({gift}.querySelector('.body'), '::before').content")
+
+
+def test_search_finds_text_inside_details_not_yet_built(tmp_path: Path, chrome: Browser) -> None:
+    """The search box looks into the deferred data: gift_card's missing call ``balance`` finds it unopened."""
+    path = tmp_path / "lean.html"
+    path.write_text(render_html(small(), markup_limit=0), encoding="utf-8")
+    chrome.open(path.as_uri())
+    chrome.evaluate("var q = document.getElementById('q'); q.value = 'balance G1'; q.dispatchEvent(new Event('input'))")
+    wait_for(chrome, "document.getElementById('qn').textContent === '1 of 5 match'")
+    assert visible(chrome) == ["gift_card"]
