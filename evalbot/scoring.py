@@ -11,9 +11,9 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from evalbot.criteria import READS, BrokenCriterion, build_criteria
+from evalbot.criteria import READS, RUBRIC_READERS, BrokenCriterion, build_criteria
 from evalbot.criteria.base import BuildContext, CaseInput, CriteriaBuilder, Criterion
-from evalbot.errors import InputError, unknown_key_notice
+from evalbot.errors import InputError, printable, unknown_key_notice
 from evalbot.formats import vertex
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import EvalCase, FunctionCall, Invocation
@@ -244,10 +244,13 @@ def score_eval_set(
         notices += dataset_notices
     errors += [Problem(path=loaded.config.label, message=f"{i.name}: {i.error}") for i in infos if i.error]
     extra_keys: dict[str, str] = {}
+    rubric_types: set[str | None] = set()
     cases = []
     for loaded_case in loaded.cases:
         before = len(pending)
         cases.append(_score_case(loaded_case, loaded.eval_set_id, built, actuals, pending))
+        if loaded_case.case is not None:
+            rubric_types.update(case_rubric_types(loaded_case.case))
         if loaded_case.case is not None and loaded_case.case.model_extra:
             for key in loaded_case.case.model_extra:
                 extra_keys.setdefault(key, loaded_case.eval_id)
@@ -256,6 +259,7 @@ def score_eval_set(
             scored(len(pending) > before)
     notices += (unknown_case_key_notices(loaded.path, extra_keys) if loaded.case_notices is None
                 else loaded.case_notices)
+    notices += unused_rubric_notices(loaded.path, rubric_types, {c.name for c in built})
     return EvalSetReport(
         eval_set_id=loaded.eval_set_id,
         path=loaded.path,
@@ -306,6 +310,33 @@ def _dataset_columns(
     kept = [BrokenCriterion(c.name, c.threshold, "", NO_COLUMN) if c.name in broken else c
             for c in built if c.name not in dropped]
     return kept, [i for i in infos if i.name not in dropped], errors, notices
+
+
+def case_rubric_types(case: EvalCase) -> set[str | None]:
+    """The ``type`` of every rubric of a case and of its conversation's invocations (None: untyped)."""
+    rubrics = [*(case.rubrics or []), *(r for inv in case.conversation or [] for r in inv.rubrics or [])]
+    return {r.type for r in rubrics}
+
+
+def unused_rubric_notices(path: str, types: set[str | None], configured: set[str]) -> list[str]:
+    """Notices for the rubric types found on cases that no configured criterion reads (ADK drops them silently):
+    one per known type, one for untyped rubrics, one for all other types (a few named, each clipped)."""
+    read = ", ".join(map(repr, RUBRIC_READERS))
+    out = []
+    for rubric_type, reader in RUBRIC_READERS.items():
+        if rubric_type in types and reader not in configured:
+            out.append(f"{path}: case or invocation rubrics typed {rubric_type!r} are not used: no configured "
+                       f"criterion reads them (add {reader} to the config to judge them)")
+    if None in types:
+        out.append(f"{path}: case or invocation rubrics without a \"type\" are not used: each rubric criterion reads "
+                   f"only the rubrics of its own type (as in ADK): {read}")
+    others = sorted(t for t in types if t is not None and t not in RUBRIC_READERS)
+    if others:
+        named = ", ".join(repr(printable(t if len(t) <= 40 else t[:39] + "…")) for t in others[:3])
+        more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+        out.append(f"{path}: case or invocation rubrics typed {named}{more} are not used: no criterion reads those "
+                   f"types (the types read are {read})")
+    return out
 
 
 def unknown_case_key_notices(path: str, extra_keys: Mapping[str, str]) -> list[str]:

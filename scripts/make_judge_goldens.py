@@ -3,6 +3,7 @@
 Run with ADK's virtualenv (google-adk 2.13.0), from the repository root::
 
     /work/adkvenv/bin/python scripts/make_judge_goldens.py [--out tests/data/judge_parity]
+    /work/adkvenv/bin/python scripts/make_judge_goldens.py --set trajectory   # tests/data/judge_parity/trajectory
 
 Each scenario below is an eval case, its actual invocations, a criterion config and *scripted judge answers* keyed
 by tag: every judged text carries a tag like ``@@T1@@`` and the fake Gemini server (tests/fakes/fake_gemini.py)
@@ -29,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 warnings.filterwarnings("ignore")
 
 from scripts.judge_parity_scenarios import SCENARIOS  # noqa: E402
+from scripts.trajectory_parity_scenarios import scenarios as trajectory_scenarios  # noqa: E402
 from tests.fakes.fake_gemini import FakeGemini, TaggedResponder  # noqa: E402
 
 APP = "judge_parity_app"
@@ -55,6 +57,8 @@ async def _run_adk(scenario: dict[str, Any]) -> Any:
 
     case = EvalCase.model_validate(scenario["eval_case"])
     actual = [Invocation.model_validate(i) for i in copy.deepcopy(scenario["actual"])]
+    if scenario["metric"] == "rubric_based_multi_turn_trajectory_quality_v1":
+        _runtime_tools(actual)
     manager = InMemoryEvalSetsManager()
     manager.create_eval_set(app_name=APP, eval_set_id="parity")
     manager.add_eval_case(app_name=APP, eval_set_id="parity", eval_case=case)
@@ -69,6 +73,17 @@ async def _run_adk(scenario: dict[str, Any]) -> Any:
     )
     results = [r async for r in service.evaluate(evaluate_request=request)]
     return results[0]
+
+
+def _runtime_tools(invocations: list[Any]) -> None:
+    """Tool declarations as an ADK run holds them (genai Tool objects): read from JSON they stay dicts, on which
+    ADK 2.13's trajectory evaluator fails (``'dict' object has no attribute 'function_declarations'``)."""
+    from google.genai import types
+
+    for invocation in invocations:
+        for details in (invocation.app_details.agent_details.values() if invocation.app_details else []):
+            details.tool_declarations = [types.Tool.model_validate(t) if isinstance(t, dict) else t
+                                         for t in details.tool_declarations]
 
 
 def _rubrics(scores: Any) -> list[dict[str, Any]] | None:
@@ -92,16 +107,21 @@ def _summarize(result: Any, metric: str) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "tests" / "data" / "judge_parity"))
+    parser.add_argument("--out", default=None, help="folder of the goldens (default: tests/data/judge_parity[/SET])")
     parser.add_argument("--only", default=None, help="record only this scenario")
+    parser.add_argument("--set", choices=["judged", "trajectory"], default="judged",
+                        help="judged: scripts/judge_parity_scenarios.py; trajectory: the seeded scenarios of "
+                             "scripts/trajectory_parity_scenarios.py")
     args = parser.parse_args()
-    out = Path(args.out)
+    default = ROOT / "tests" / "data" / "judge_parity"
+    out = Path(args.out) if args.out else default / "trajectory" if args.set == "trajectory" else default
+    chosen = trajectory_scenarios() if args.set == "trajectory" else SCENARIOS
     out.mkdir(parents=True, exist_ok=True)
     from google.adk import version as adk_version
 
     with FakeGemini() as fake:
         _configure(fake.url)
-        for scenario in SCENARIOS:
+        for scenario in chosen:
             if args.only and scenario["name"] != args.only:
                 continue
             fake.reset()

@@ -1,9 +1,10 @@
 """Judged verdicts a run could not obtain: how many, why, and whether the judge failed or was never configured.
 
 Pure: reads a Report. A judged verdict is one invocation's verdict on a judged criterion (a case-level result
-without per-invocation verdicts counts as one). It is *missing* when its status is ``not_evaluated``: the judge
-call failed (HTTP error, timeout, deadline, garbled or empty answer), the answer carried no usable or a
-conflicting verdict, or no judge was configured. The last kind (``no_judge``) is the expected state of a fork PR's
+without per-invocation verdicts counts as one; an invocation marked ``informational`` has no verdict of its own,
+as the earlier turns of a conversation judged once on its last). It is *missing* when its status is
+``not_evaluated``: the judge call failed (HTTP error, timeout, deadline, garbled or empty answer), the answer
+carried no usable or a conflicting verdict, or no judge was configured. The last kind (``no_judge``) is the expected state of a fork PR's
 first stage, which has no secrets, and is a warning there; where the credentials are expected (a same-repository
 pull request, a push, a merge queue, a baseline refresh) it is a judge failure like the others.
 """
@@ -76,7 +77,9 @@ def judge_gaps(report: Report) -> JudgeGaps:
             for name, metric in case.metrics.items():
                 if name not in judged or metric.status in ("error", "informational"):
                     continue
-                verdicts = [(v.status, v.reason) for v in metric.per_invocation] or [(metric.status, metric.reason)]
+                verdicts: list[tuple[str, str | None]] = [
+                    (v.status, v.reason) for v in metric.per_invocation if v.status != "informational"]
+                verdicts = verdicts or [(metric.status, metric.reason)]
                 for status, why in verdicts:
                     total += 1
                     if status != "not_evaluated":

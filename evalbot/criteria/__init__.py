@@ -23,6 +23,7 @@ from evalbot.criteria import (
     rouge_l,
     rouge_l_sum,
     rubric_final_response_quality,
+    rubric_multi_turn_trajectory_quality,
     rubric_tool_use_quality,
     safety,
     tool_call_valid,
@@ -49,6 +50,7 @@ CRITERIA: dict[str, CriterionFactory] = {
     "final_response_match_v2": final_response_match_v2.build,
     "rubric_based_final_response_quality_v1": rubric_final_response_quality.build,
     "rubric_based_tool_use_quality_v1": rubric_tool_use_quality.build,
+    "rubric_based_multi_turn_trajectory_quality_v1": rubric_multi_turn_trajectory_quality.build,
     "hallucinations_v1": hallucinations.build,
     "per_turn_user_simulator_quality_v1": user_simulator_quality.build,
     "safety_v1": safety.build,
@@ -85,6 +87,7 @@ JUDGED: set[str] = {
     "final_response_match_v2",
     "rubric_based_final_response_quality_v1",
     "rubric_based_tool_use_quality_v1",
+    "rubric_based_multi_turn_trajectory_quality_v1",
     "hallucinations_v1",
     "per_turn_user_simulator_quality_v1",
     "safety_v1",
@@ -108,6 +111,15 @@ TOOL_CALLS: set[str] = {
 }
 """Names of criteria about the agent's tool calls: a case failing one shows its calls as a trajectory diff; the
 others show expected vs actual responses."""
+
+
+RUBRIC_READERS: dict[str, str] = {
+    rubric_final_response_quality.RUBRIC_TYPE: "rubric_based_final_response_quality_v1",
+    rubric_tool_use_quality.RUBRIC_TYPE: "rubric_based_tool_use_quality_v1",
+    rubric_multi_turn_trajectory_quality.RUBRIC_TYPE: "rubric_based_multi_turn_trajectory_quality_v1",
+}
+"""The criterion that reads the case and invocation rubrics of each rubric ``type`` (as in ADK, a rubric without a
+type, or of another type, is read by none of them)."""
 
 
 _CALLS = ("expected_calls", "actual_calls")

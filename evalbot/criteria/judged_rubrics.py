@@ -82,6 +82,11 @@ def parse_answer(text: str) -> list[Parsed]:
     return out
 
 
+MAX_RUBRICS = 100
+"""The most rubrics one judge prompt may list: rubrics are PR data, and a prompt of thousands of properties costs
+without measuring anything a reviewer could read (the judge drops or merges verdicts long before that)."""
+
+
 class RubricError(ValueError):
     """Rubrics that cannot be used (duplicate ids, or none for an invocation)."""
 
@@ -99,6 +104,9 @@ def effective_rubrics(
         if known is not None and known != rubric:
             raise RubricError(f"rubric_id {rubric.rubric_id!r} is defined twice (again in the {scope} rubrics)")
         chosen[rubric.rubric_id] = rubric
+    if len(chosen) > MAX_RUBRICS:
+        raise RubricError(f"{len(chosen)} rubrics apply to one judge prompt; at most {MAX_RUBRICS} are judged at "
+                          "once (split them over criteria or cases)")
     return list(chosen.values())
 
 
@@ -179,34 +187,42 @@ class RubricCriterion:
         except RubricError as exc:
             return not_evaluated(self.threshold, str(exc), len(case.actual))
         call = self.call.fresh()
-        scores = await asyncio.gather(*(self._one(call, a, r) for a, r in zip(case.actual, lists, strict=True)))
-        return self._summarize(list(scores), call)
+        scores = await asyncio.gather(*(judge_rubrics(call, self.prompt(a, r, self.options), self.threshold, a, r)
+                                        for a, r in zip(case.actual, lists, strict=True)))
+        return summarize(self.threshold, list(scores), call)
 
-    async def _one(self, call: JudgeCall, actual: Invocation, rubrics: list[Rubric]) -> InvocationScore:
-        answer = await call.ask(self.prompt(actual, rubrics, self.options))
-        if answer.error is not None:
-            return score_invocation(None, self.threshold, actual, reason=answer.error)
-        results, unmatched = score_samples(answer.texts, rubrics)
-        present = [r.score for r in results if r.score is not None]
-        score = statistics.mean(present) if present else None
-        details = JudgeDetails(rubrics=results, unmatched=sorted(set(unmatched)) or None)
-        reason = None if score is not None else (
-            echo_reason(answer.texts) or "no rubric verdict could be read from the judge's answers")
-        if score is None and answer.texts:
-            details.answer = clip(answer.texts[0], 600)
-        return score_invocation(score, self.threshold, actual, reason=reason, details=details.as_details())
 
-    def _summarize(self, scores: list[InvocationScore], call: JudgeCall) -> MetricResult:
-        pooled: list[float] = []
-        by_rubric: dict[str, list[float]] = {}
-        for inv in scores:
-            for entry in JudgeDetails.read(inv.details).rubrics or []:
-                if entry.score is not None:
-                    pooled.append(entry.score)
-                    by_rubric.setdefault(entry.rubric_id, []).append(entry.score)
-        overall = statistics.mean(pooled) if pooled else None
-        details = {**call.tally.details(),
-                   "rubrics": [{"rubric_id": k, "score": statistics.mean(v)} for k, v in by_rubric.items()]}
-        reason = None if overall is not None else "no rubric could be judged (see each invocation's reason)"
-        return MetricResult(score=overall, status=threshold_status(overall, self.threshold), threshold=self.threshold,
-                            per_invocation=scores, reason=reason, details=details)
+async def judge_rubrics(call: JudgeCall, prompt: str, threshold: float | None, invocation: Invocation,
+                        rubrics: Sequence[Rubric]) -> InvocationScore:
+    """Ask ``call`` for its samples of ``prompt`` and score ``invocation``: the mean of the rubrics' majority votes
+    (``score_samples``); a failed call, or answers without a verdict, leave it not_evaluated with the reason."""
+    answer = await call.ask(prompt)
+    if answer.error is not None:
+        return score_invocation(None, threshold, invocation, reason=answer.error)
+    results, unmatched = score_samples(answer.texts, rubrics)
+    present = [r.score for r in results if r.score is not None]
+    score = statistics.mean(present) if present else None
+    details = JudgeDetails(rubrics=results, unmatched=sorted(set(unmatched)) or None)
+    reason = None if score is not None else (
+        echo_reason(answer.texts) or "no rubric verdict could be read from the judge's answers")
+    if score is None and answer.texts:
+        details.answer = clip(answer.texts[0], 600)
+    return score_invocation(score, threshold, invocation, reason=reason, details=details.as_details())
+
+
+def summarize(threshold: float | None, scores: list[InvocationScore], call: JudgeCall) -> MetricResult:
+    """The case result: the mean over every (invocation, rubric) verdict pooled (ADK's), per-rubric means and the
+    judge's usage in the details."""
+    pooled: list[float] = []
+    by_rubric: dict[str, list[float]] = {}
+    for inv in scores:
+        for entry in JudgeDetails.read(inv.details).rubrics or []:
+            if entry.score is not None:
+                pooled.append(entry.score)
+                by_rubric.setdefault(entry.rubric_id, []).append(entry.score)
+    overall = statistics.mean(pooled) if pooled else None
+    details = {**call.tally.details(),
+               "rubrics": [{"rubric_id": k, "score": statistics.mean(v)} for k, v in by_rubric.items()]}
+    reason = None if overall is not None else "no rubric could be judged (see each invocation's reason)"
+    return MetricResult(score=overall, status=threshold_status(overall, threshold), threshold=threshold,
+                        per_invocation=scores, reason=reason, details=details)
