@@ -250,16 +250,12 @@ def score_eval_set(
         before = len(pending)
         cases.append(_score_case(loaded_case, loaded.eval_set_id, built, actuals, pending))
         if loaded_case.case is not None:
-            rubric_types.update(case_rubric_types(loaded_case.case))
-        if loaded_case.case is not None and loaded_case.case.model_extra:
-            for key in loaded_case.case.model_extra:
-                extra_keys.setdefault(key, loaded_case.eval_id)
+            note_case(loaded_case.case, loaded_case.eval_id, extra_keys, rubric_types)
         loaded_case.release()  # a case parsed on demand from a large file is not kept once scored
         if scored is not None:
             scored(len(pending) > before)
-    notices += (unknown_case_key_notices(loaded.path, extra_keys) if loaded.case_notices is None
+    notices += (case_notices(loaded, extra_keys, rubric_types) if loaded.case_notices is None
                 else loaded.case_notices)
-    notices += unused_rubric_notices(loaded.path, rubric_types, {c.name for c in built})
     return EvalSetReport(
         eval_set_id=loaded.eval_set_id,
         path=loaded.path,
@@ -312,10 +308,21 @@ def _dataset_columns(
     return kept, [i for i in infos if i.name not in dropped], errors, notices
 
 
-def case_rubric_types(case: EvalCase) -> set[str | None]:
-    """The ``type`` of every rubric of a case and of its conversation's invocations (None: untyped)."""
+def case_notices(loaded: LoadedEvalSet, extra_keys: Mapping[str, str], rubric_types: set[str | None]) -> list[str]:
+    """The notices about an eval set's cases, found over all of them: unknown keys (``extra_keys``: key -> the
+    first case holding it) and rubric types no configured criterion reads."""
+    configured = {spec.name for spec in loaded.config.criteria}
+    return [*unknown_case_key_notices(loaded.path, extra_keys),
+            *unused_rubric_notices(loaded.path, rubric_types, configured)]
+
+
+def note_case(case: EvalCase, eval_id: str, extra_keys: dict[str, str], rubric_types: set[str | None]) -> None:
+    """Record what ``case_notices`` reports of one case: its unknown keys (key -> the first case holding it) and
+    the ``type`` of every rubric of the case and of its conversation's invocations (None: untyped)."""
+    for key in case.model_extra or {}:
+        extra_keys.setdefault(key, eval_id)
     rubrics = [*(case.rubrics or []), *(r for inv in case.conversation or [] for r in inv.rubrics or [])]
-    return {r.type for r in rubrics}
+    rubric_types.update(r.type for r in rubrics)
 
 
 def unused_rubric_notices(path: str, types: set[str | None], configured: set[str]) -> list[str]:

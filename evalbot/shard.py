@@ -50,7 +50,7 @@ from evalbot.results import (
     summarize_cases,
     totals,
 )
-from evalbot.scoring import unknown_case_key_notices
+from evalbot.scoring import case_notices, note_case
 
 CaseKey = tuple[str, str]
 """(eval_set_id, eval_id): what the partition is keyed by."""
@@ -138,7 +138,8 @@ class Plan:
     sets: list[ShardSet]
     assignment: dict[CaseKey, int]
     case_notices: list[tuple[str, ...]]
-    """Per eval set, the notices about its cases' unknown keys, found over all its cases (each shard scores some)."""
+    """Per eval set, the notices about its cases (unknown keys, unused rubric types), found over all its cases (each
+    shard scores some)."""
 
 
 def plan(eval_sets: Sequence[LoadedEvalSet], count: int) -> Plan:
@@ -148,14 +149,14 @@ def plan(eval_sets: Sequence[LoadedEvalSet], count: int) -> Plan:
     for loaded in eval_sets:
         listed: list[tuple[str, int]] = []
         extra_keys: dict[str, str] = {}
+        rubric_types: set[str | None] = set()
         for case in loaded.cases:
             listed.append(_invocations(case))
-            if case.case is not None and case.case.model_extra:
-                for key in case.case.model_extra:
-                    extra_keys.setdefault(key, case.eval_id)
+            if case.case is not None:
+                note_case(case.case, case.eval_id, extra_keys, rubric_types)
             case.release()
         sets.append(ShardSet(eval_set_id=loaded.eval_set_id, path=loaded.path, cases=listed))
-        notices.append(tuple(unknown_case_key_notices(loaded.path, extra_keys)))
+        notices.append(tuple(case_notices(loaded, extra_keys, rubric_types)))
     return Plan(sets, partition(_weighted(sets), count), notices)
 
 
