@@ -176,8 +176,9 @@ def test_trend_charts_render_as_svg_with_hostile_names(tmp_path: Path, chrome: B
     tree = chrome.call("Accessibility.getFullAXTree")["nodes"]
     names = [n.get("name", {}).get("value", "") for n in tree if n.get("role", {}).get("value") == "image"]
     assert sum(name.endswith(": mean on main over the last 10 refreshes, and this run") for name in names) == 2
-    glyphs = chrome.evaluate("Array.from(document.querySelectorAll('.case .h')).map(h => h.textContent).join('|')")
-    assert sorted(glyphs.split("|")) == ["on main ✓✓✓✓✓✓✓✓✓✓", "on main ✓✗✓✗✓✗✓✗✓✗"]
+    glyphs = chrome.evaluate("Array.from(document.querySelectorAll('.case .h')).map(h => "
+                             "getComputedStyle(h, '::before').content + h.textContent).join('|')")
+    assert sorted(glyphs.split("|")) == ['"on main "✓✓✓✓✓✓✓✓✓✓', '"on main "✓✗✓✗✓✗✓✗✓✗']  # the label is CSS
 
 
 SIGNATURE = """JSON.stringify(Array.from(document.querySelectorAll('.case')).map(c => {
