@@ -69,6 +69,19 @@ trap cleanup EXIT
 ws="$tmp/workspace" home="$tmp/home" workflow="$tmp/workflow" fc="$tmp/file_commands"
 mkdir -p "$ws" "$home" "$workflow" "$fc"
 cp -R examples/evals examples/runs examples/judge-cache "$ws/"
+# The Action replays only cached answers signed with its judge-cache-key (an unsigned cache is a PR's to forge):
+# sign the workspace's copy with a smoke key, with evalbot's own signing code, and give the Action that key.
+CACHE_KEY="smoke-cache-key"
+EVALBOT_JUDGE_CACHE_KEY="$CACHE_KEY" PYTHONPATH="$ROOT" "$PY" - "$ws/judge-cache" <<'PYEOF'
+import json, os, sys
+from pathlib import Path
+from evalbot.judges.cache import CacheTrust
+trust = CacheTrust.for_run(os.environ)
+for path in sorted(Path(sys.argv[1]).glob("*/*.json")):
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["signatures"] = {i: trust.sign(path.stem, int(i), text) for i, text in data["samples"].items()}
+    path.write_text(json.dumps(data), encoding="utf-8")
+PYEOF
 if [ "$(id -u)" = 0 ]; then
   chown -R 1001:1001 "$ws" "$home" "$workflow" "$fc"  # as on a hosted runner: the runner user owns them
 fi
@@ -92,6 +105,7 @@ env_args=()
 for kv in "${input_env[@]}" \
   "INPUT_EVAL-SETS=evals" "INPUT_ACTUALS=runs/pr.json" "INPUT_JUDGE-CACHE=judge-cache" \
   "INPUT_GITHUB-TOKEN=ghs_fake_app_token" "INPUT_JUDGE-API-KEY=smoke-test-key" \
+  "INPUT_JUDGE-CACHE-KEY=$CACHE_KEY" \
   "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9" \
   "HOME=/github/home" "CI=true" "GITHUB_ACTIONS=true" "GITHUB_EVENT_NAME=pull_request" \
   "GITHUB_EVENT_PATH=/github/workflow/event.json" "GITHUB_WORKSPACE=/github/workspace" \
