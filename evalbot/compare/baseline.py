@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,7 +151,7 @@ class BaselineCriterion(_Model):
 
     @model_validator(mode="after")
     def _last_mean_is_this_run(self) -> BaselineCriterion:
-        if self.trend and self.mean is not None and self.trend[-1].mean != self.mean:
+        if self.trend and self.mean is not None and math.isfinite(self.mean) and self.trend[-1].mean != self.mean:
             raise ValueError(f"trend must end with this run's mean ({self.mean!r}); the file was edited by hand: "
                              "refresh it with `evalbot baseline`")
         return self
@@ -282,7 +283,7 @@ def criterion_entry(
         mean=mean,
         passed=summary.passed if summary else 0,
         failed=summary.failed if summary else 0,
-        trend=None if mean is None else [trend_point(mean, commit, created_at)],
+        trend=[trend_point(mean, commit, created_at)] if mean is not None and math.isfinite(mean) else None,
     )
 
 

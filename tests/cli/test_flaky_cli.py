@@ -138,3 +138,24 @@ def test_compare_refuses_a_forged_history(proj: Path, capsys: pytest.CaptureFixt
     target.write_text(json.dumps(data), encoding="utf-8")
     code, _, err = compare(capsys)
     assert code == 2 and "/eval_sets/orders/cases/refund" in err and "history must end" in err
+
+
+def test_refreshes_keep_a_trend_of_means_drawn_by_the_html_report(proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Three refreshes on main: the trajectory criterion's trend holds three means with their commits; the HTML
+    report draws them with this run's; a trend edited by hand (NaN) makes the baseline unreadable, named."""
+    for run, commit in (("good", "c1"), ("refund_fails", "c2"), ("good", "c3")):
+        assert refresh(capsys, run, commit)[0] == 0
+    data = json.loads(Path(".evalbot/baseline.json").read_text(encoding="utf-8"))
+    trend = data["eval_sets"]["orders"]["criteria"]["tool_trajectory_avg_score"]["trend"]
+    assert [(p["mean"], p["commit"]) for p in trend] == [(1.0, "c1"), (0.5, "c2"), (1.0, "c3")]
+    code, _, _ = compare(capsys, "--html", "report.html")
+    html = Path("report.html").read_text(encoding="utf-8")
+    assert code == 0  # refund oscillated on main (PFP): flaky, not blocking
+    assert html.count('<svg class="spark"') == 1 and html.count('class="pt"') == 3
+    assert "<desc>On main, oldest first: 1.000 (c1, 2026-01-01), 0.500 (c2, 2026-01-01), 1.000 (c3, 2026-01-01). " \
+           "This run: 0.500. Threshold 1.000.</desc>" in html
+    text = Path(".evalbot/baseline.json").read_text(encoding="utf-8").replace('"mean": 0.5', '"mean": NaN', 1)
+    Path("forged.json").write_text(text, encoding="utf-8")
+    code, out, err = cli(capsys, "compare", "evals", "--actuals", "runs/good.json", "--baseline", "forged.json",
+                         "--comment", "comment2.md")
+    assert code == 2 and "forged.json:/eval_sets/orders/criteria/tool_trajectory_avg_score/trend/1/mean" in out + err

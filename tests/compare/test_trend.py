@@ -228,3 +228,16 @@ def test_cases_carry_their_outcomes_on_main() -> None:
     c = compare(current=run(0.6), baseline=main, policy=POLICY)
     assert [k.main_outcomes for k in c.eval_sets[0].cases] == ["PFP", "PFP"]
     assert all(k.history is None for k in c.eval_sets[0].cases)  # the comment's flaky detail is unchanged
+
+
+def test_a_non_finite_mean_adds_no_point() -> None:
+    """A run whose summary holds a non-finite mean (a merged report from JSON could) adds no point: a trend never
+    holds one."""
+    b = main_refreshes([run(0.5)])
+    odd = run(0.6)
+    es = odd.eval_sets[0]
+    summaries = {**es.metrics, RESP: es.metrics[RESP].model_copy(update={"mean": float("inf")})}
+    odd = odd.model_copy(update={"eval_sets": [es.model_copy(update={"metrics": summaries})]})
+    after = build_baseline(odd, commit="x", created_at=None, previous=b)
+    assert means(after) == [0.5] and means(after, TRAJ) == [1.0, 1.0]
+    assert "Infinity" not in json.dumps(data(after)["eval_sets"]["s"]["criteria"][RESP]["trend"])
