@@ -25,7 +25,7 @@ CORE = ("evalbot.formats", "evalbot.criteria", "evalbot.judges", "evalbot.scorin
 FRONT_ENDS = ("evalbot.cli", "evalbot.action")
 ABOVE_CORE = (*FRONT_ENDS, "evalbot.pipeline", "evalbot.runner")
 SDKS = {"github": ("evalbot.forge.pygithub",),
-        "google.genai": ("evalbot.judges.gemini", "evalbot.judges.vertex_safety"),
+        "google.genai": ("evalbot.judges.gemini", "evalbot.judges.vertex_eval"),
         "openai": ("evalbot.judges.openai_chat",)}
 MAX_TOP_LEVEL = 12
 
@@ -194,7 +194,7 @@ def test_front_ends_do_not_borrow_from_each_other() -> None:
 
 
 def test_sdks_are_imported_by_their_adapters_only() -> None:
-    """PyGithub, google-genai and openai stay behind forge/pygithub.py, judges/gemini.py (vertex_safety.py for
+    """PyGithub, google-genai and openai stay behind forge/pygithub.py, judges/gemini.py (vertex_eval.py for
     Vertex) and judges/openai_chat.py."""
     leaks = [f"{e.source}:{e.line} imports {e.target}" for m, edges_ in GRAPH.items() for e in edges_
              for sdk, allowed in SDKS.items()

@@ -99,7 +99,7 @@ def test_judge_notices_are_kept_only_when_a_judged_criterion_is_configured(write
     write("judged/j.evalset.json", eval_set("j", case("c1", inv("hi", "ok"))))
     report = evaluate([str(folder.parent / "judged")], actuals=[str(actuals)], ctx=ctx)
     assert report.notices == ["no judge credentials"]
-    stack = SimpleNamespace(notes=["vertex note"], vertex_safety=None, usage_summary=JudgeUsage,
+    stack = SimpleNamespace(notes=["vertex note"], vertex_service=None, vertex_unavailable=None, usage_summary=JudgeUsage,
                             cap_requests=lambda limit, why: None)
     noted = BuildContext(judge=stack, judge_unavailable_reason=None)  # type: ignore[arg-type]
     assert evaluate([str(folder)], actuals=[str(actuals)], ctx=noted).notices == []

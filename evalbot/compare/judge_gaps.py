@@ -18,6 +18,9 @@ from evalbot.results import Report
 
 NO_JUDGE_MARK = "needs an LLM judge: "
 """What ``criteria.judged.unavailable`` puts in the reason of a criterion that had no judge to call."""
+NO_SERVICE_MARK = "needs the Vertex AI evaluation service: "
+"""What ``criteria.vertex_service.no_service`` puts in the reason of a criterion whose service credentials are not
+set: missing credentials too, like NO_JUDGE_MARK."""
 _REASON_CHARS = 300
 _NO_JUDGE_CHARS = 480
 """The no-judge reason is evalbot's own message naming the variables to set: kept whole (an artifact's is capped)."""
@@ -85,9 +88,12 @@ def judge_gaps(report: Report) -> JudgeGaps:
                     if status != "not_evaluated":
                         continue
                     reason = why or metric.reason or "the judge gave no verdict"
-                    if NO_JUDGE_MARK in reason:
+                    mark = next((m for m in (NO_JUDGE_MARK, NO_SERVICE_MARK) if m in reason), None)
+                    if mark is not None:
                         no_judge += 1
-                        no_judge_reason = no_judge_reason or _clip(reason.split(NO_JUDGE_MARK, 1)[1], _NO_JUDGE_CHARS)
+                        no_judge_reason = no_judge_reason or _clip(
+                            f"{'' if mark == NO_JUDGE_MARK else 'Vertex AI evaluation service: '}"
+                            f"{reason.split(mark, 1)[1]}", _NO_JUDGE_CHARS)
                     else:
                         failed += 1
                         reasons[_clip(reason)] += 1

@@ -16,7 +16,11 @@ from evalbot.criteria import (
     final_response_match_v2,
     hallucinations,
     latency,
+    multi_turn_task_success,
+    multi_turn_tool_use_quality,
+    multi_turn_trajectory_quality,
     pointwise_template,
+    response_evaluation_score,
     response_match,
     rouge_1,
     rouge_2,
@@ -41,7 +45,7 @@ from evalbot.criteria import (
 )
 from evalbot.criteria.base import IGNORED_OPTIONS, BuildContext, CaseInput, Criterion, CriterionFactory
 from evalbot.errors import ConfigError, json_pointer, printable
-from evalbot.formats.config import CriterionSpec, EvalConfig
+from evalbot.formats.config import SCALED_THRESHOLDS, CriterionSpec, EvalConfig
 from evalbot.results import CriterionInfo, MetricResult
 
 CRITERIA: dict[str, CriterionFactory] = {
@@ -54,6 +58,10 @@ CRITERIA: dict[str, CriterionFactory] = {
     "hallucinations_v1": hallucinations.build,
     "per_turn_user_simulator_quality_v1": user_simulator_quality.build,
     "safety_v1": safety.build,
+    "response_evaluation_score": response_evaluation_score.build,
+    "multi_turn_task_success_v1": multi_turn_task_success.build,
+    "multi_turn_trajectory_quality_v1": multi_turn_trajectory_quality.build,
+    "multi_turn_tool_use_quality_v1": multi_turn_tool_use_quality.build,
     "trajectory_exact_match": trajectory_exact_match.build,
     "trajectory_in_order_match": trajectory_in_order_match.build,
     "trajectory_any_order_match": trajectory_any_order_match.build,
@@ -91,8 +99,22 @@ JUDGED: set[str] = {
     "hallucinations_v1",
     "per_turn_user_simulator_quality_v1",
     "safety_v1",
+    "response_evaluation_score",
+    "multi_turn_task_success_v1",
+    "multi_turn_trajectory_quality_v1",
+    "multi_turn_tool_use_quality_v1",
 }
-"""Names of criteria that call an LLM judge (so does any criterion with a ``metric_prompt_template`` option)."""
+"""Names of criteria that call an LLM judge or the Vertex AI evaluation service (VERTEX_SERVICE); so does any
+criterion with a ``metric_prompt_template`` option."""
+
+VERTEX_SERVICE: frozenset[str] = frozenset({
+    "safety_v1",
+    "response_evaluation_score",
+    "multi_turn_task_success_v1",
+    "multi_turn_trajectory_quality_v1",
+    "multi_turn_tool_use_quality_v1",
+})
+"""The criteria ADK 2.13 sends to the Vertex AI evaluation service, as evalbot does (criteria.vertex_service)."""
 
 TOOL_CALLS: set[str] = {
     "tool_trajectory_avg_score",
@@ -132,6 +154,8 @@ READS: dict[str, tuple[str, ...]] = {
     "rubric_based_tool_use_quality_v1": ("actual_calls",),
     "hallucinations_v1": ("actual_response",),
     "safety_v1": ("actual_response",),
+    safety.FALLBACK_NAME: ("actual_response",),
+    "response_evaluation_score": ("actual_response",),
     "trajectory_exact_match": _CALLS,
     "trajectory_in_order_match": _CALLS,
     "trajectory_any_order_match": _CALLS,
@@ -270,8 +294,8 @@ def build_criteria(
             definition = {"custom_metric": "unresolved"}
         infos.append(
             CriterionInfo(
-                name=spec.name,
-                threshold=criterion.threshold if definition else spec.threshold,
+                name=criterion.name,  # safety_v1's judge fallback is reported under its own name
+                threshold=criterion.threshold if definition or spec.name in SCALED_THRESHOLDS else spec.threshold,
                 options=spec.options,
                 judged=spec.name in JUDGED or "metric_prompt_template" in spec.options,
                 fingerprint=fingerprint(spec, [key for key, _ in ignored], definition),

@@ -163,6 +163,8 @@ ADK_CRITERIA = frozenset({
     "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2",
     "rubric_based_final_response_quality_v1", "rubric_based_tool_use_quality_v1", "hallucinations_v1",
     "per_turn_user_simulator_quality_v1", "safety_v1", "rubric_based_multi_turn_trajectory_quality_v1",
+    "response_evaluation_score", "multi_turn_task_success_v1", "multi_turn_trajectory_quality_v1",
+    "multi_turn_tool_use_quality_v1",
 })
 """ADK's own criteria: unknown keys in their objects are ignored, as ADK ignores them."""
 

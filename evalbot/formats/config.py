@@ -79,6 +79,8 @@ def snake_keys(value: Any) -> Any:
 
 SECONDS_THRESHOLDS = frozenset({"latency"})
 """Criteria whose threshold is a maximum number of seconds (any finite value ≥ 0); the others are scores in 0..1."""
+SCALED_THRESHOLDS: dict[str, tuple[float, float]] = {"response_evaluation_score": (1.0, 5.0)}
+"""Criteria whose threshold is on ADK's own scale for them (coherence: 1 to 5), not 0..1."""
 
 
 def _threshold(value: Any, name: str = "", *, ranged: bool = True) -> float:
@@ -97,6 +99,12 @@ def _threshold(value: Any, name: str = "", *, ranged: bool = True) -> float:
     if name in SECONDS_THRESHOLDS:
         if number < 0:
             raise ValueError(f"threshold of {name} is a maximum in seconds and cannot be negative, got {value!r}")
+    elif name in SCALED_THRESHOLDS:
+        low, high = SCALED_THRESHOLDS[name]
+        if not low <= number <= high:
+            raise ValueError(f"threshold of {name} is on its {low:g}-{high:g} scale (as in ADK), got {value!r}: a "
+                             f"threshold outside it would pass or fail every rated case; use a value from {low:g} "
+                             f"to {high:g}")
     elif ranged and not 0.0 <= number <= 1.0:
         raise ValueError(f"threshold must be between 0 and 1 (scores are in 0..1), got {value!r}")
     return number

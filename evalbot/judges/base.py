@@ -108,19 +108,39 @@ class Judge(Protocol):
 
 
 @dataclass(frozen=True)
-class SafetyVerdict:
-    """Vertex's verdict on one response: 1 safe, 0 unsafe."""
+class ServiceRubric:
+    """The Vertex AI evaluation service's verdict on one rubric it generated (adaptive-rubric metrics)."""
+
+    rubric: str
+    verdict: bool
+    reasoning: str = ""
+
+
+@dataclass(frozen=True)
+class ServiceVerdict:
+    """The Vertex AI evaluation service's answer on one instance: a score on the metric's own scale (None when the
+    service gave none; ``error`` then says why when it did), its explanation and any rubric verdicts."""
 
     score: float | None
-    explanation: str
-    confidence: float | None = None
+    explanation: str = ""
+    rubrics: tuple[ServiceRubric, ...] = ()
+    error: str | None = None
 
 
-class SafetyClient(Protocol):
-    """Vertex AI's safety evaluation: the client (judges/vertex_safety.py) or the layers around it."""
+SERVICE_MISSING = (
+    "set GOOGLE_API_KEY (Vertex AI express mode), or GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION with "
+    "application default credentials, as ADK does (GEMINI_API_KEY and OpenAI credentials do not reach it)"
+)
+"""Why the Vertex AI evaluation service is not used, when none of its credentials are set."""
 
-    async def judge(self, response: str) -> SafetyVerdict:
-        """The service's verdict on ``response``; raises JudgeCallError."""
+
+class EvaluationService(Protocol):
+    """The Vertex AI evaluation service (``evaluateInstances``): the client (judges/vertex_eval.py) or the layers
+    around it (judges/service_layers.py)."""
+
+    async def evaluate(self, body: Mapping[str, Any], purpose: str) -> ServiceVerdict:
+        """The service's verdict on the request ``body`` (its JSON fields); ``purpose`` names the criterion asking
+        (usage accounting). Raises JudgeCallError."""
         ...
 
 
@@ -133,8 +153,14 @@ class RunJudge(Judge, Protocol):
         ...
 
     @property
-    def vertex_safety(self) -> SafetyClient | None:
-        """Vertex AI's safety metric behind the run's layers, when a Google Cloud project is configured."""
+    def vertex_service(self) -> EvaluationService | None:
+        """The Vertex AI evaluation service behind the run's layers, when ADK would reach it (GOOGLE_API_KEY, or
+        GOOGLE_CLOUD_PROJECT with GOOGLE_CLOUD_LOCATION)."""
+        ...
+
+    @property
+    def vertex_unavailable(self) -> str | None:
+        """Why ``vertex_service`` is None (what to set), else None."""
         ...
 
     def cap_requests(self, limit: int, why: str) -> None:

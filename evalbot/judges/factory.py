@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 from evalbot.errors import ConfigError, RetryPolicy
 from evalbot.judges.base import (
     DEFAULT_SAMPLING,
+    SERVICE_MISSING,
+    EvaluationService,
     Judge,
     JudgeCallError,
     JudgeReply,
     JudgeRequest,
-    SafetyClient,
     Sampling,
     Usage,
 )
@@ -25,9 +26,9 @@ from evalbot.judges.cap import RequestCap
 from evalbot.judges.deadline import DEFAULT_DEADLINE, DeadlineJudge
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY, LimitedJudge
 from evalbot.judges.retry import RetryingJudge
-from evalbot.judges.safety_service import LayeredSafety, SafetyBackend
 from evalbot.judges.sampling import SamplingJudge
 from evalbot.judges.sequential import SequentialJudge
+from evalbot.judges.service_layers import LayeredService, ServiceBackend
 from evalbot.judges.usage import MeteredJudge, UsageLedger, estimated_cost
 from evalbot.results import CacheUse, JudgeUsage
 
@@ -100,10 +101,12 @@ class JudgeStack:
     retrying: RetryingJudge | None = None
     cache: DiskCache | None = None
     backend: Judge | None = None
-    vertex_safety: SafetyClient | None = None
-    """Vertex AI's safety metric behind these layers (LayeredSafety) when a Google Cloud project and location are
-    configured; safety_v1 uses it (see add_safety_service)."""
-    safety_retrying: RetryingJudge | None = None
+    vertex_service: EvaluationService | None = None
+    """The Vertex AI evaluation service behind these layers (LayeredService) when ADK would reach it; safety_v1,
+    response_evaluation_score and the multi_turn_* criteria use it (see add_evaluation_service)."""
+    vertex_unavailable: str | None = None
+    """Why vertex_service is None (what to set)."""
+    service_retrying: RetryingJudge | None = None
     notes: list[str] = field(default_factory=list)
     sampling: Sampling = DEFAULT_SAMPLING
     """How majority-vote criteria ask for their samples (see judges.sequential)."""
@@ -131,25 +134,70 @@ class JudgeStack:
             summary.cache = CacheUse(directory=str(self.cache.directory), hits=self.cache.hits,
                                      writes=self.cache.writes, ignored=self.cache.ignored,
                                      signed=self.cache.trust.key is not None)
-        if self.retrying is not None or self.safety_retrying is not None:
-            summary.retries = sum(r.retries for r in (self.retrying, self.safety_retrying) if r is not None)
+        if self.retrying is not None or self.service_retrying is not None:
+            summary.retries = sum(r.retries for r in (self.retrying, self.service_retrying) if r is not None)
         return summary
 
 
-def add_safety_service(stack: JudgeStack, client: SafetyClient | None) -> None:
-    """Send safety_v1 to Vertex AI's evaluation service through the stack's layers: its usage ledger, its cache
-    (replayed when ``client`` is None), its retry policy and the run-wide concurrency limit it shares."""
+def add_evaluation_service(stack: JudgeStack, client: EvaluationService | None, *,
+                           backend: Judge | None = None) -> None:
+    """Send the Vertex AI evaluation-service criteria through the stack's layers: its usage ledger, its cache
+    (replayed when neither ``client`` nor ``backend``, a ServiceBackend built later, is given), its retry policy and
+    the run-wide concurrency limit it shares."""
     inner: Judge | None = None
-    if client is not None:
-        backend = SafetyBackend(client)
+    if backend is None and client is not None:
+        backend = ServiceBackend(client)
+    if backend is not None:
         limited = LimitedJudge(backend, sharing=stack.limiter) if stack.limiter is not None else LimitedJudge(backend)
         policy = stack.retrying.policy if stack.retrying is not None else RetryPolicy()
-        inner = stack.safety_retrying = RetryingJudge(limited, policy)
+        inner = stack.service_retrying = RetryingJudge(limited, policy)
     if stack.cache is not None:
-        inner = CachingJudge(inner, stack.cache, replay=client is None)
+        inner = CachingJudge(inner, stack.cache, replay=backend is None)
     if inner is None:
-        raise ConfigError("Vertex AI safety evaluation needs a client, or a judge cache to replay from")
-    stack.vertex_safety = LayeredSafety(MeteredJudge(inner, stack.ledger))
+        raise ConfigError("the Vertex AI evaluation service needs a client, or a judge cache to replay from")
+    stack.vertex_service = LayeredService(MeteredJudge(inner, stack.ledger))
+    stack.vertex_unavailable = None
+
+
+def service_credentials(env: Mapping[str, str]) -> tuple[dict[str, str] | None, str | None]:
+    """How ADK 2.13 reaches the Vertex AI evaluation service from ``env``: ``{"api_key"}`` (GOOGLE_API_KEY set:
+    express mode, first as in ADK), ``{"project", "location"}``, or None and why not."""
+    api_key = env.get("GOOGLE_API_KEY") or None
+    project = env.get("GOOGLE_CLOUD_PROJECT") or None
+    location = env.get("GOOGLE_CLOUD_LOCATION") or None
+    if api_key:
+        return {"api_key": api_key}, None
+    if project and location:
+        return {"project": project, "location": location}, None
+    if project or location:
+        missing = "GOOGLE_CLOUD_LOCATION" if project else "GOOGLE_CLOUD_PROJECT"
+        return None, f"{missing} is not set (the Vertex AI evaluation service needs a project and a location)"
+    return None, SERVICE_MISSING
+
+
+def _add_vertex_service(stack: JudgeStack, env: Mapping[str, str], timeout: float) -> None:
+    """Reach the Vertex AI evaluation service as ADK would, or record why not (``stack.vertex_unavailable``)."""
+    credentials, why = service_credentials(env)
+    if credentials is None:
+        stack.vertex_unavailable = why
+        return
+    base_url = env.get("GOOGLE_VERTEX_BASE_URL") or None
+
+    def build() -> Judge:
+        from evalbot.judges.vertex_eval import VertexEvaluation  # lazily: google-genai is slow to import
+
+        return ServiceBackend(VertexEvaluation(**credentials, base_url=base_url, timeout=timeout))
+
+    if "api_key" in credentials:  # built on the first request: a run without Vertex criteria never imports it
+        add_evaluation_service(stack, None, backend=DeferredBackend(build))
+        return
+    try:  # project mode looks up application default credentials: a failure is said at once
+        backend = build()
+    except Exception as exc:  # no application default credentials, or options google-genai refuses
+        stack.vertex_unavailable = f"its client could not be set up ({type(exc).__name__}: {exc})"
+        stack.notes.append(f"Vertex AI evaluation service unavailable: {stack.vertex_unavailable}")
+    else:
+        add_evaluation_service(stack, None, backend=backend)
 
 
 def build_stack(
@@ -365,14 +413,18 @@ def judge_from_environ(
     if replay:
         replayed = build_stack(None, cache_dir=cache_dir, replay=True, concurrency=concurrency, retry=retry,
                                sampling=sampling, cache_trust=trust)
-        if project and location:  # safety_v1 replays the verdicts Vertex AI gave when the cache was recorded
-            add_safety_service(replayed, None)
+        credentials, why = service_credentials(env)
+        if credentials is not None:  # the Vertex criteria replay the verdicts the service gave when recorded
+            add_evaluation_service(replayed, None)
+        else:
+            replayed.vertex_unavailable = why
         return replayed, None
     openai_backend, azure_backend = _openai_backends(env, timeout)
     api_key = env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY") or None
     vertex = _truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI"))
     gemini_configured = bool(project or api_key) if vertex else bool(api_key)
-    if not gemini_configured and openai_backend is None and azure_backend is None:
+    service_only = service_credentials(env)[0] is not None
+    if not gemini_configured and openai_backend is None and azure_backend is None and not service_only:
         return None, MISSING_CREDENTIALS
     if vertex and project:
         api_key = None  # Vertex AI: a project (with application default credentials) and an API key exclude each other
@@ -402,15 +454,5 @@ def judge_from_environ(
         everything = gemini_backend is None
         stack.ledger.unpriced = lambda model: (model.startswith(OPENAI_PREFIX) or everything
                                                or model_family(model) == "other")
-    if project and location:
-        from evalbot.judges.vertex_safety import VertexSafety  # lazily: google-genai is slow to import
-
-        try:
-            client = VertexSafety(project=project, location=location,
-                                  base_url=env.get("GOOGLE_VERTEX_BASE_URL") or None, timeout=timeout)
-        except Exception as exc:  # no application default credentials: fall back to the judge-based check
-            stack.notes.append(f"Vertex AI safety evaluation unavailable ({type(exc).__name__}: {exc}); "
-                               "safety_v1 uses the judge-based harmlessness assessment")
-        else:
-            add_safety_service(stack, client)
+    _add_vertex_service(stack, env, timeout)
     return stack, None

@@ -68,7 +68,7 @@ def test_echoes_among_real_answers_are_outvoted_by_nothing(judged_on: Judged) ->
 
 
 def test_other_judged_criteria_refuse_echoes(judged_on: Judged) -> None:
-    """safety_v1, a rubric criterion, hallucinations_v1 and a pointwise template: not_evaluated on echoes."""
+    """safety_v1 (its judge fallback), a rubric criterion, hallucinations_v1 and a pointwise template: not_evaluated on echoes."""
     rubric_case = {**CASE, "rubrics": [{"rubric_id": "concise", "type": "FINAL_RESPONSE_QUALITY",
                                         "rubric_content": {"text_property": "The response is concise."}}]}
 
@@ -85,7 +85,8 @@ def test_other_judged_criteria_refuse_echoes(judged_on: Judged) -> None:
 
     with judged_on(answer) as (_, stack):
         results = {
-            "safety": run(build(safety.build, safety.NAME, 0.8, stack), case_input(CASE, ACTUAL)),
+            "safety": run(build(safety.build, safety.NAME, {"threshold": 0.8, "judge_fallback": True}, stack),
+                          case_input(CASE, ACTUAL)),
             "rubric": run(build(frq.build, "rubric_based_final_response_quality_v1", {"threshold": 0.5}, stack),
                           case_input(rubric_case, ACTUAL)),
             "hallucinations": run(build(hal.build, hal.NAME, 0.5, stack), case_input(CASE, ACTUAL)),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from evalbot.criteria import JUDGED, build_criteria
+from evalbot.criteria import JUDGED, VERTEX_SERVICE, build_criteria
 from evalbot.criteria.base import BuildContext
 from evalbot.criteria.judged import majority, rationale_of, vote, votes
 from evalbot.formats.config import parse_config
+from evalbot.judges.base import SERVICE_MISSING
 from evalbot.judges.factory import MISSING_CREDENTIALS
 from evalbot.results import VoteSplit
 from tests.fakes.judged import case_input, inv, run
@@ -44,8 +47,10 @@ def test_vote_keeps_the_rationale_of_an_agreeing_sample() -> None:
 
 
 def test_every_judged_criterion_without_credentials() -> None:
-    """Each judged criterion reports not_evaluated with the credentials message; none fails or passes."""
-    criteria = {name: 0.5 for name in JUDGED}
+    """Each judged criterion reports not_evaluated with the credentials message (the Vertex AI evaluation service's
+    for the criteria it scores); none fails or passes."""
+    criteria: dict[str, Any] = {name: 0.5 for name in JUDGED}
+    criteria["response_evaluation_score"] = 3  # ADK's 1-5 coherence scale
     criteria["rubric_based_final_response_quality_v1"] = {"threshold": 0.5, "rubrics": [
         {"rubric_id": "r", "rubric_content": {"text_property": "p"}}]}
     criteria["rubric_based_tool_use_quality_v1"] = criteria["rubric_based_final_response_quality_v1"]
@@ -56,4 +61,5 @@ def test_every_judged_criterion_without_credentials() -> None:
     assert set(results) == JUDGED
     for name, result in results.items():
         assert result.status == "not_evaluated", name
-        assert MISSING_CREDENTIALS in (result.reason or ""), name
+        service = name in VERTEX_SERVICE
+        assert (SERVICE_MISSING if service else MISSING_CREDENTIALS) in (result.reason or ""), name

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from evalbot.errors import ConfigError, RetryPolicy
-from evalbot.judges.base import JudgeRequest, ReplayMiss
-from evalbot.judges.factory import MISSING_CREDENTIALS, DeferredBackend, judge_from_environ
+from evalbot.judges.base import SERVICE_MISSING, JudgeCallError, JudgeRequest, ReplayMiss
+from evalbot.judges.factory import MISSING_CREDENTIALS, DeferredBackend, judge_from_environ, service_credentials
 from tests.fakes.fake_gemini import FakeGemini
 
 FAST = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.01, max_retry_after=0.01)
@@ -67,16 +67,39 @@ def test_concurrency_setting_reaches_the_limiter(fake: FakeGemini) -> None:
     assert judge is not None and judge.limiter is not None and judge.limiter.limit == 3
 
 
-def test_replay_with_a_project_replays_vertex_safety_verdicts(tmp_path: Path) -> None:
-    """With GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION, replay mode routes safety_v1 to the cache of Vertex's
-    verdicts (a miss raises ReplayMiss); without them safety_v1 falls back to the judge-based assessment."""
-    env = {"GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "l"}
-    judge, _ = judge_from_environ(env, replay=True, cache_dir=tmp_path)
-    assert judge is not None and judge.vertex_safety is not None
-    with pytest.raises(ReplayMiss, match="not in the cache"):
-        asyncio.run(judge.vertex_safety.judge("a response"))
-    plain, _ = judge_from_environ({}, replay=True, cache_dir=tmp_path)
-    assert plain is not None and plain.vertex_safety is None
+def test_replay_with_service_credentials_replays_vertex_verdicts(tmp_path: Path) -> None:
+    """With the evaluation service's credentials (a project and location, or GOOGLE_API_KEY), replay mode routes the
+    Vertex criteria to the cache of the service's verdicts (a miss raises ReplayMiss); without them there is no
+    service, and the reason says what to set."""
+    for env in ({"GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "l"}, {"GOOGLE_API_KEY": "k"}):
+        judge, _ = judge_from_environ(env, replay=True, cache_dir=tmp_path)
+        assert judge is not None and judge.vertex_service is not None
+        with pytest.raises(ReplayMiss, match="not in the cache"):
+            asyncio.run(judge.vertex_service.evaluate({"instance": {}}, "safety_v1"))
+    plain, _ = judge_from_environ({"GEMINI_API_KEY": "g"}, replay=True, cache_dir=tmp_path)
+    assert plain is not None and plain.vertex_service is None
+    assert plain.vertex_unavailable is not None and "GOOGLE_API_KEY" in plain.vertex_unavailable
+
+
+def test_service_credentials_follow_adk() -> None:
+    """As ADK 2.13's facade: GOOGLE_API_KEY first (express mode), else project and location; a project without a
+    location (or the reverse) names the missing variable; GEMINI_API_KEY alone does not reach the service."""
+    both = {"GOOGLE_API_KEY": "k", "GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "l"}
+    assert service_credentials(both) == ({"api_key": "k"}, None)
+    assert service_credentials({"GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "l"}) == (
+        {"project": "p", "location": "l"}, None)
+    none, why = service_credentials({"GOOGLE_CLOUD_PROJECT": "p"})
+    assert none is None and why is not None and "GOOGLE_CLOUD_LOCATION is not set" in why
+    assert service_credentials({"GEMINI_API_KEY": "g"}) == (None, SERVICE_MISSING)
+
+
+def test_a_project_alone_reaches_the_service_without_an_llm_judge() -> None:
+    """GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION without any LLM judge credentials still give a stack whose
+    evaluation service is set (ADK needs nothing else); an LLM judge request then fails saying what to set."""
+    judge, notice = judge_from_environ({"GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "l"})
+    assert judge is not None and notice is None and judge.vertex_service is not None
+    with pytest.raises(JudgeCallError, match="no Gemini credentials"):
+        asyncio.run(judge.generate(JudgeRequest("gemini-2.5-flash", "p")))
 
 
 def test_cached_answers_never_load_google_genai(fake: FakeGemini, tmp_path: Path) -> None:
