@@ -139,18 +139,22 @@ class MultiTurnMetric:
 
     async def evaluate(self, case: CaseInput) -> MetricResult:
         """Ask the service about the conversation once."""
-        if self.service is None:
-            return no_service(self.name, self.threshold, self.why, case)
         if not case.actual:
             return not_evaluated(self.threshold, "the case has no invocations to judge")
         earlier = [invocation_score(inv.invocation_id or None, None, "informational", EARLIER_TURN, None)
                    for inv in case.actual[:-1]]
         last_invocation = case.actual[-1]
+
+        def unjudged(reason: str) -> MetricResult:  # one verdict missing: the last invocation's
+            last = score_invocation(None, self.threshold, last_invocation, reason=reason)
+            return not_evaluated(self.threshold, reason).model_copy(update={"per_invocation": [*earlier, last]})
+
+        if self.service is None:
+            return unjudged(f"{self.name} {SERVICE_MARK}{self.why}")
         try:
             verdict = await self.service.evaluate(predefined(self.metric, conversation(case.actual)), self.name)
         except JudgeError as exc:
-            last = score_invocation(None, self.threshold, last_invocation, reason=str(exc))
-            return not_evaluated(self.threshold, str(exc)).model_copy(update={"per_invocation": [*earlier, last]})
+            return unjudged(str(exc))
         score, reason = verdict.score, None
         if score is not None and not 0.0 <= score <= 1.0:
             score, reason = None, f"the Vertex AI evaluation service gave {verdict.score!r}, outside this metric's [0, 1]"

@@ -129,7 +129,8 @@ def test_without_credentials_not_evaluated_with_what_to_set(metric: str) -> None
     assert (result.reason or "").startswith(f"{metric} {SERVICE_MARK}{SERVICE_MISSING}")
     assert SERVICE_MARK == NO_SERVICE_MARK
     gaps = judge_gaps(_report(metric, result))
-    assert gaps.no_judge == 3 and gaps.failed == 0
+    verdicts = 3 if metric == "safety_v1" else 1  # a multi-turn metric has one verdict per conversation
+    assert gaps.no_judge == verdicts and gaps.failed == 0 and gaps.total == verdicts
     message = gaps.no_judge_message(expected=True) or ""
     assert "GOOGLE_API_KEY" in message and "Vertex AI evaluation service" in message
 
