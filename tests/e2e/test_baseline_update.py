@@ -95,6 +95,20 @@ def test_forged_history_in_the_pr_baseline_is_not_accepted(action: Action, basel
     assert '/eval\\_sets/shop/cases/order\\_status/history: "PFPFPFP" in the file, "PP" in this run' in body
 
 
+def test_forged_trend_in_the_pr_baseline_is_not_accepted(action: Action, baseline_text: str) -> None:
+    """An honest refresh whose trend of means was edited (a made-up past drawn by the HTML report once merged) does
+    not match the run: the difference is listed with its pointer and the gate blocks."""
+    make_baseline(action, baseline_text)
+    honest = json.loads(refresh_in_the_pr(action))
+    name, crit = next((n, c) for n, c in honest["eval_sets"]["shop"]["criteria"].items() if "trend" in c)
+    crit["trend"] = [{"mean": 1.0, "commit": "<b>made-up</b>"}, *crit["trend"]]
+    (action.workspace / BASELINE).write_text(json.dumps(honest, indent=2), encoding="utf-8")
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
+    assert run.code == 1, run.stdout + run.stderr
+    body = action.github.comments_on(7)[0].body
+    assert "does not match this run" in body and f"/eval\\_sets/shop/criteria/{name.replace('_', chr(92) + '_')}/trend: means" in body
+
+
 def test_push_to_main_settles_a_split_flip_before_committing(action: Action) -> None:
     """The push that refreshes the baseline settles like a pull request: a judged verdict that flipped against the
     committed baseline on a split vote (3-0 then 2-3) gets 10 more samples, and the committed baseline records the

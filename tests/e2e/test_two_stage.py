@@ -144,6 +144,9 @@ def test_push_to_main_commits_the_refreshed_baseline_once(action: Action) -> Non
     assert following.code == 0 and len(action.github.commits) == 2
     cases = json.loads(action.github.files[("main", ".evalbot/baseline.json")])["eval_sets"]["shop"]["cases"]
     assert {k: c["history"] for k, c in cases.items()} == {"greeting": "PP", "order_status": "PP", "refund": "PP"}
+    criteria = json.loads(action.github.files[("main", ".evalbot/baseline.json")])["eval_sets"]["shop"]["criteria"]
+    trends = {name: [p["commit"] for p in c["trend"]] for name, c in criteria.items() if "trend" in c}
+    assert trends and all(commits == ["e" * 40, "f" * 40] for commits in trends.values()), trends  # the re-run replaced
     topic = action.run("push", event("push"), inputs=inputs, ref="refs/heads/topic")
     assert topic.code == 0 and len(action.github.commits) == 2
     assert "applies only to pushes to the default branch" in topic.summary
