@@ -226,7 +226,7 @@ def _run_agent(inputs: Inputs, run: AgentRun, ctx: BuildContext, notices: list[s
 def ballots_for(baseline: Baseline | None, policy: GatePolicy) -> BallotBox | None:
     """The ballot box a run keeps when it will settle split votes against ``baseline`` (a pull request's, or the one
     a refresh replaces) under ``policy``: None when it will not, so no votes are held for nothing."""
-    return BallotBox() if baseline is not None and policy.resample_split > 0 and policy.noise_aware else None
+    return BallotBox() if settle.settles(baseline, policy) else None
 
 
 def settle_split_votes(report: Report, baseline: Baseline | None, ctx: BuildContext, policy: GatePolicy) -> int:
@@ -236,9 +236,12 @@ def settle_split_votes(report: Report, baseline: Baseline | None, ctx: BuildCont
 
     The policy's ``pass_rule`` decides each case from its runs first (:mod:`evalbot.compare.passrule`), so a baseline
     records what the gate decides. Nothing else happens without a baseline, with ``noise_aware`` off or ``resample_split`` 0, or when scoring kept no
-    votes (``ctx.ballots`` None). The report's usage is refreshed to include the extra samples."""
+    votes (``ctx.ballots`` None). The report's usage is refreshed to include the extra samples. A shard's part
+    records what it settled against (``ShardInfo.settled_against``), for the merge to check."""
     apply_pass_rules(report, policy.pass_rule)
     extra = policy.resample_split
+    if report.shard is not None:
+        report.shard.settled_against = settle.fingerprint(baseline, policy) if ctx.ballots is not None else None
     if ballots_for(baseline, policy) is None or ctx.ballots is None or ctx.judge is None:
         return 0
     found = settle.targets(compare(current=report, baseline=baseline, policy=policy), ctx.ballots)

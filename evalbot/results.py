@@ -437,6 +437,10 @@ class ShardInfo(StrictModel):
     """Fingerprint of the full case list below (eval sets, case ids, invocation counts)."""
     eval_sets: list[ShardSet] = Field(default_factory=list)
     """The full case list of the run, from which every job derives the same partition."""
+    settled_against: str | None = None
+    """Fingerprint of the baseline and settling policy the shard job settled split judge votes against
+    (``compare.settle.fingerprint``); None when it settled nothing. The merge that compares checks it against its
+    own, so that a sharded run settles exactly as one job would."""
 
 
 class Report(StrictModel):

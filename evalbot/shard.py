@@ -344,6 +344,32 @@ def _merge(parts: Sequence[tuple[str, Report]], info: ShardInfo, assignment: dic
     )
 
 
+def check_settled(parts: Sequence[tuple[str, Report]], expected: str | None, against: str) -> None:
+    """Refuse parts that settled split judge votes otherwise than this merge would (``expected``: the
+    ``compare.settle.fingerprint`` of the baseline and policy it compares with, named by ``against``): the merged
+    report would not be the one job's. Only runs with judged criteria are concerned (nothing else is settled).
+    Raises MissingShards (could not measure, exit 3): a part settled elsewhere is never merged into a verdict."""
+    if not any(c.judged for _, r in parts[:1] for es in r.eval_sets for c in es.criteria):
+        return
+    odd = [name for name, report in parts if report.shard is not None and report.shard.settled_against != expected]
+    if not odd:
+        return
+    def said(value: str | None) -> str:
+        return "no baseline (nothing settled)" if value is None else "another baseline or settling policy"
+    first = next(r for n, r in parts if n == odd[0]).shard
+    assert first is not None
+    raise MissingShards(
+        f"{_names(odd)} settled split judge votes against {said(first.settled_against)}, but this merge compares "
+        f"with {against if expected is not None else 'nothing to settle against'}: the merged results would not be "
+        "those of one job. Give the shard jobs the same baseline, resample_split and alpha as the merge (evalbot "
+        "compare --shard K/N --baseline ...), or --resample-split 0 to both", [])
+
+
+def _names(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:MAX_LISTED])
+    return shown + (f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")
+
+
 def check_loaded(report: Report, eval_sets: Sequence[LoadedEvalSet], where: str) -> list[str]:
     """Check the merged ``report``'s case list against the eval sets the merging job loaded itself (``where`` names
     them, e.g. "in the checkout"): the parts' own case list is their word, so a part "1/1" listing every case but one

@@ -31,6 +31,7 @@ from evalbot.action.workspace import (
     read_baseline_at,
     similar_baselines,
 )
+from evalbot.compare import settle
 from evalbot.compare.accept import proposed_baseline
 from evalbot.compare.baseline import (
     Baseline,
@@ -59,7 +60,7 @@ from evalbot.render.html import render_html
 from evalbot.render.junit import junit_suites, write_junit
 from evalbot.render.template_files import comment_template_text, read_regular_file
 from evalbot.results import CUSTOM_NOT_RUN, Report, write_report_json
-from evalbot.shard import MissingShards, check_loaded, merge_reports, part_files, read_part
+from evalbot.shard import MissingShards, check_loaded, check_settled, merge_reports, part_files, read_part
 
 log = logging.getLogger("evalbot")
 BASELINE_MESSAGE = "chore(evalbot): refresh eval baseline [skip ci]"
@@ -120,10 +121,12 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
     return report
 
 
-def merged_parts(inputs: ActionInputs, ws: Workspace, loaded: Inputs) -> Report:
+def merged_parts(inputs: ActionInputs, ws: Workspace, loaded: Inputs, settled: tuple[str | None, str]) -> Report:
     """Mode merge: the report joined from the shard jobs' parts in the ``parts`` directory (untrusted files: regular
     files inside the workspace, size-capped, validated; see evalbot.shard), its case list checked against the eval
-    sets this job loaded (``loaded``). Raises MissingShards or MergeError."""
+    sets this job loaded (``loaded``), and its split votes settled as this job would have settled them
+    (``settled``: the fingerprint of this job's baseline and policy, and how to name them). Raises MissingShards or
+    MergeError."""
     root = ws.root
     where = ws.path(inputs.parts)
     found = part_files([str(where)], root=root) if where.exists() or where.is_symlink() else []
@@ -131,8 +134,10 @@ def merged_parts(inputs: ActionInputs, ws: Workspace, loaded: Inputs) -> Report:
         raise MissingShards(f"no part in {inputs.parts}: no shard job's report was downloaded there (did the shard "
                             "jobs run and upload their parts, and did actions/download-artifact put them there?)", [])
     with gc_paused():
-        report = merge_reports([(ws.relative(str(path)), read_part(path, root=root)) for path in found])
+        parts = [(ws.relative(str(path)), read_part(path, root=root)) for path in found]
+        report = merge_reports(parts)
     report.notices += check_loaded(report, loaded.eval_sets, "in this job's checkout")
+    check_settled(parts, *settled)
     return report
 
 
@@ -282,13 +287,6 @@ def first_stage(
     """pull_request, push and baseline modes."""
     ws = Workspace(ctx.workspace)
     loaded = load_inputs(eval_paths(inputs), config=inputs.config, lines=True)  # lines: for the annotations
-    if inputs.shard is not None:
-        return shard_job(inputs, ws, evaluate_inputs(env, inputs, ws, loaded), stream)
-    if inputs.merging:
-        try:
-            merged: Report | None = merged_parts(inputs, ws, loaded)
-        except MissingShards as exc:
-            return missing_parts(ctx, inputs, mode, forge, exc, stream)
     pr = ctx.change() if mode == "pull_request" else None  # a pull request, or a merge queue's group
     baseline_error = None
     gate: GateSettings | None = None
@@ -309,9 +307,20 @@ def first_stage(
         baseline = None if text is None else parse_baseline(text, inputs.baseline_path)
         source = inputs.baseline_path
     # Split votes that flipped against the baseline are settled in every mode: on a pull request against the base
-    # commit's baseline, on main against the committed one, so a refreshed baseline records the larger vote.
-    report = (merged if inputs.merging and merged is not None
-              else evaluate_inputs(env, inputs, ws, loaded, policy, baseline))
+    # commit's baseline, on main against the committed one, so a refreshed baseline records the larger vote. A
+    # shard job settles its own cases (it holds their votes); the merge job checks the parts settled as it would.
+    if inputs.shard is not None:
+        if baseline_error:
+            log.warning("evalbot: shard %s: split votes not settled: %s", inputs.shard, baseline_error)
+        return shard_job(inputs, ws, evaluate_inputs(env, inputs, ws, loaded, policy, baseline), stream)
+    if inputs.merging:
+        try:
+            settled = (settle.fingerprint(baseline, policy), settle.described(source, policy))
+            report = merged_parts(inputs, ws, loaded, settled)
+        except MissingShards as exc:
+            return missing_parts(ctx, inputs, mode, forge, exc, stream)
+    else:
+        report = evaluate_inputs(env, inputs, ws, loaded, policy, baseline)
     write_report_files(report, inputs, ws)
     if mode == "pull_request" and not inputs.merging:
         copy_runs(inputs, ws)  # uploaded with the report: the fork-safe second stage re-measures these

@@ -17,6 +17,7 @@ from typing import Any
 import evalbot.cli.args as cli_args
 from evalbot.cli.agent import add_agent_args
 from evalbot.cli.evaluate import add_eval_args, evaluate_args, judge_context, show_report, write_report, write_text
+from evalbot.compare import settle
 from evalbot.compare.accept import ProposedBaseline, proposed_baseline
 from evalbot.compare.baseline import (
     DEFAULT_BASELINE_PATH,
@@ -45,7 +46,7 @@ from evalbot.render.console import render_text
 from evalbot.render.html import render_html
 from evalbot.render.template_files import comment_template_text, read_regular_file
 from evalbot.results import Report
-from evalbot.shard import MissingShards, check_loaded, merge_reports, part_files, read_part
+from evalbot.shard import MissingShards, check_loaded, check_settled, merge_reports, part_files, read_part
 
 MAX_BASELINE_BYTES = 100 * 1024 * 1024
 
@@ -59,14 +60,12 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def cli_commands(
-    args: argparse.Namespace, baseline: str, output: str, *, judged: bool = True
-) -> tuple[str | None, str | None]:
+def cli_commands(args: argparse.Namespace, baseline: str, output: str) -> tuple[str | None, str | None]:
     """This comparison's command line (without output options) and the ``evalbot baseline`` that refreshes it: run
     as shown in the same checkout, the first gives the same verdict and headline (same eval sets, runs, config, judge
-    cache and replay, and the gate options given on this command line; a merged run's split votes were not settled,
-    so its command says ``--resample-split 0``). None when the eval sets are not known (an
-    ``evalbot merge`` without ``--eval-sets``): a command that cannot work is not shown."""
+    cache and replay, and the gate options given on this command line; a merged run settled its split votes as one
+    job would, ``check_settled``). None when the eval sets are not known (an ``evalbot merge`` without
+    ``--eval-sets``): a command that cannot work is not shown."""
     if not args.paths:
         return None, None
     common = [*args.paths]
@@ -86,9 +85,6 @@ def cli_commands(
         common.append("--judge-replay")
     if getattr(args, "resample_split", None) is not None:
         common += ["--resample-split", str(args.resample_split)]
-    elif judged and getattr(args, "parts", None):  # a merged run was judged in shard jobs, without a baseline: its
-        # split votes were never settled (``judged``: the run has judged criteria, the only ones settling concerns)
-        common += ["--resample-split", "0"]
     gate = [item for name in _POLICY_FLAGS if getattr(args, name, None) is not None
             for item in (_flag(name), str(getattr(args, name)))]
     if getattr(args, "block_flaky", None) is not None:
@@ -144,9 +140,7 @@ def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick) -
         print(f"evalbot: notice: {note}", file=sys.stderr)
     for alert in comparison.alerts:
         print(f"evalbot: warning: {alert}", file=sys.stderr)
-    judged = any(c.judged for es in report.eval_sets for c in es.criteria)
-    comparison.reproduce_command, comparison.refresh_command = cli_commands(args, ruler.spec.label, ruler.spec.path,
-                                                                            judged=judged)
+    comparison.reproduce_command, comparison.refresh_command = cli_commands(args, ruler.spec.label, ruler.spec.path)
     links = Links(summary=args.summary, report=args.report)
     comment = render_comment(comparison, marker=comment_marker(args.comment_id), links=links, template=ruler.template)
     if args.report:
@@ -164,21 +158,30 @@ def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick) -
     return comparison.gate.exit_code
 
 
-COMPARING = ("comment", "summary", "html", "baseline", "fail_on", "judge_failures", "block_flaky", "tolerance", "alpha",
-             "comment_template", "resample_split")
+COMPARING = ("comment", "summary", "html", "fail_on", "judge_failures", "block_flaky", "tolerance", "comment_template")
+"""What only the merge of a sharded run does. A shard job takes the options that settle split votes (--baseline,
+--resample-split, --alpha; for baseline: --previous): it settles its own cases, as one job would."""
 
 
 def cmd_shard_part(args: argparse.Namespace, env: Mapping[str, str], output: str, flag: str) -> int:
-    """``compare`` / ``baseline`` with ``--shard K/N``: evaluate the shard and write its part of the report; comparing
-    (or writing the baseline) is ``evalbot merge``'s job once every part is there. Exit 0 unless inputs are
-    invalid."""
+    """``compare`` / ``baseline`` with ``--shard K/N``: evaluate the shard, settle its split votes against the
+    baseline (compare: --baseline or the config's; baseline: --previous) and write its part of the report;
+    comparing (or writing the baseline) is ``evalbot merge``'s job once every part is there. Exit 0 unless inputs
+    are invalid."""
     given = [f"--{name.replace('_', '-')}" for name in COMPARING if getattr(args, name, None) is not None]
     if given:
         raise ConfigError(f"--shard: a shard job only writes its part of the report; give {', '.join(given)} to "
                           "`evalbot merge`, which joins the parts")
     if not output:
         raise ConfigError(f"--shard needs {flag} PART.json: where to write this shard's part of the report")
-    report = evaluate_args(args, env)
+    inputs = load_inputs(args.paths, config=args.config)
+    settings, config = inputs.settings()
+    if args.command == "compare":
+        ruler = yardstick(args, settings, config)
+        baseline, policy = ruler.baseline, ruler.policy
+    else:
+        baseline, policy = (_previous_for_shard(args), refresh_policy(args, settings, config))
+    report = evaluate_settled(args, env, inputs, baseline, policy)
     write_report(report, output, flag)
     print(render_text(report))
     print(f"wrote {output}: part {args.shard} of the run ({report.totals.cases} case(s)); join the parts with "
@@ -308,23 +311,51 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print("evalbot: warning: this run selects cases (FILE:case1,case2): the baseline written holds only the "
               "cases run", file=sys.stderr)
     settings, config = inputs.settings()
-    policy = policy_from_settings(settings, source=str(config or "command line"),
-                                  overrides={"sampling": args.sampling, "resample_split": args.resample_split})
-    return write_baseline(args, env, evaluate_settled(args, env, inputs, previous, policy), args.output)
+    return write_baseline(args, env, evaluate_settled(args, env, inputs, previous, refresh_policy(args, settings, config)),
+                          args.output)
+
+
+def refresh_policy(args: argparse.Namespace, settings: dict[str, Any], config: Path | None) -> GatePolicy:
+    """The policy a baseline refresh settles split votes with (config section, --sampling, --resample-split)."""
+    return policy_from_settings(settings, source=str(config or "command line"),
+                                overrides={"sampling": getattr(args, "sampling", None),
+                                           "resample_split": args.resample_split})
+
+
+def _previous_for_shard(args: argparse.Namespace) -> Baseline | None:
+    """``baseline --shard``: the --previous baseline its split votes are settled against (its --output is the part,
+    not a baseline); None without --previous or with --reset-history."""
+    if not args.previous or args.reset_history:
+        return None
+    return previous_baseline(args, args.previous)[0]
 
 
 def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot merge``: join the parts of a sharded run into one report; then, as the unsharded command would,
     write the baseline (--write-baseline), compare (--baseline / --comment / --summary) or print the results."""
+    settings, config = settings_for(args.paths, config=args.config) if args.paths else ({}, None)
+    ruler = None
     try:
         with gc_paused():  # the parts' millions of acyclic objects: no collector passes over them while they load
-            report = merge_reports([(str(path), read_part(path)) for path in part_files(args.parts)])
+            parts = [(str(path), read_part(path)) for path in part_files(args.parts)]
+            report = merge_reports(parts)
             if args.paths:  # the merged case list against the eval sets this command loaded itself
                 report.notices += check_loaded(report, load_inputs(args.paths, config=args.config).eval_sets,
                                                "given with --eval-sets")
             else:
                 print("evalbot: warning: no --eval-sets given, so the merged case list is checked only against the "
                       "parts' own list (a part that leaves a case out of its list goes unnoticed)", file=sys.stderr)
+        # The shard jobs settled their split votes; they must have settled them as this command would have.
+        if args.write_baseline:
+            policy = refresh_policy(args, settings, config)
+            previous, _ = previous_baseline(args, args.write_baseline)
+            check_settled(parts, settle.fingerprint(previous, policy), settle.described(
+                args.previous or args.write_baseline, policy))
+        elif any(getattr(args, name, None) is not None for name in ("baseline", "comment", "summary")):
+            ruler = yardstick(args, settings, config)
+            check_settled(parts, settle.fingerprint(ruler.baseline, ruler.policy),
+                          settle.described(ruler.spec.label, ruler.policy))
+        del parts
     except MissingShards as exc:
         print(f"error: {exc}", file=sys.stderr)
         # The comment and summary files say so in their headline: a stale file from an earlier run never stands in.
@@ -335,14 +366,12 @@ def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                 write_text(path, render_unmeasured(str(exc), marker=marker, links=links), flag)
         return EXIT_UNAVAILABLE
     if args.write_baseline:
-        settings, config = settings_for(args.paths, config=args.config) if args.paths else ({}, None)
         apply_pass_rules(report, policy_from_settings(settings, source=str(config or "command line")).pass_rule)
         if args.report:
             write_report(report, args.report)
         return write_baseline(args, env, report, args.write_baseline)
-    if any(getattr(args, name, None) is not None for name in ("baseline", "comment", "summary")):
-        settings, config = settings_for(args.paths, config=args.config) if args.paths else ({}, None)
-        return finish_compare(args, report, yardstick(args, settings, config))
+    if ruler is not None:
+        return finish_compare(args, report, ruler)
     return show_report(args, report)
 
 

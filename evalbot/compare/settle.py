@@ -8,14 +8,22 @@ whose vote, on either side, is split.  Once resampled, the invocation's verdict 
 its votes record the real split, how many samples were added and whether the larger vote *settles* it (``settled``:
 a significant majority that also differs significantly from the baseline's vote, at the policy's ``alpha``); only a
 vote that settles nothing stays split for the gate.
+
+A sharded run settles in its shard jobs (each holds the ballots of its cases and reads the same baseline); its parts
+carry the :func:`fingerprint` of what they settled against, which the merge checks against its own baseline and
+policy, so the merged report is the one job's.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalbot.compare.baseline import Baseline
+from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import Comparison
 from evalbot.compare.stats import fisher_exact, sign_test
 from evalbot.compare.votes import Votes
@@ -45,6 +53,27 @@ class Target:
     """Samples the vote had before resampling."""
     base: Votes | None = None
     """The baseline's vote on the same invocation, when the two line up."""
+
+
+def settles(baseline: Baseline | None, policy: GatePolicy) -> bool:
+    """Whether a run compared with ``baseline`` under ``policy`` settles split votes at all."""
+    return baseline is not None and policy.resample_split > 0 and policy.noise_aware
+
+
+def fingerprint(baseline: Baseline | None, policy: GatePolicy) -> str | None:
+    """What decides how split votes are settled: the baseline's content and the policy's ``resample_split``,
+    ``alpha`` and ``noise_aware``; None when nothing is settled (no baseline, ``resample_split`` 0, noise_aware
+    off). Two runs with the same fingerprint ask the same extra samples of the same invocations."""
+    if baseline is None or not settles(baseline, policy):
+        return None
+    blob = json.dumps([baseline.model_dump(mode="json", exclude_none=True), policy.resample_split, policy.alpha,
+                       policy.noise_aware], sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def described(baseline: str, policy: GatePolicy) -> str:
+    """The baseline (where it was read) and the policy split votes are settled with, as a refusal names them."""
+    return f"{baseline} (resample_split {policy.resample_split}, alpha {policy.alpha})"
 
 
 def split_flip_indices(base: Sequence[Votes | None] | None, cur: Sequence[Votes | None] | None) -> list[int]:

@@ -64,7 +64,8 @@ def test_reproduce_after_a_sharded_merge(checkout: Path, capsys: pytest.CaptureF
     """The merge's command names the eval sets, runs and judge options given to the merge, and runs as an unsharded
     compare with the same verdict and headline."""
     for k in (1, 2):
-        assert main(["compare", *RUN, *JUDGE, "--shard", f"{k}/2", "--report", f"part{k}.json"], env={}) == 0
+        assert main(["compare", *RUN, *JUDGE, *BASELINE, "--shard", f"{k}/2", "--report", f"part{k}.json"],
+                    env={}) == 0
     code = main(["merge", "part1.json", "part2.json", "--eval-sets", "examples/evals", "--actuals",
                  "examples/runs/pr.json", *JUDGE, *BASELINE, "--comment", "comment.md"], env={})
     capsys.readouterr()
@@ -80,7 +81,8 @@ def test_reproduce_after_a_sharded_merge(checkout: Path, capsys: pytest.CaptureF
 def test_merge_without_eval_sets_shows_no_broken_command(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Without --eval-sets the merge does not know the eval sets: no command that would fail with exit 2."""
     for k in (1, 2):
-        assert main(["compare", *RUN, *JUDGE, "--shard", f"{k}/2", "--report", f"part{k}.json"], env={}) == 0
+        assert main(["compare", *RUN, *JUDGE, *BASELINE, "--shard", f"{k}/2", "--report", f"part{k}.json"],
+                    env={}) == 0
     assert main(["merge", "part1.json", "part2.json", *BASELINE, "--comment", "comment.md"], env={}) == 1
     capsys.readouterr()
     assert "Reproduce locally" not in (checkout / "comment.md").read_text(encoding="utf-8")

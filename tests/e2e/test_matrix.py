@@ -19,12 +19,13 @@ from tests.e2e.conftest import (
     RUN_ID,
     VALID,
     Action,
+    event,
     make_baseline,
     pull_request_event,
     uploaded,
     workflow_run_event,
 )
-from tests.fakes.fake_gemini import FakeGemini
+from tests.fakes.fake_gemini import FakeGemini, TaggedResponder
 from tests.fakes.fake_github import FakeGitHub, Pull
 
 ACTUALS = "actuals/regressed.json"
@@ -41,13 +42,15 @@ def _one_job(action: Action, baseline_text: str) -> tuple[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def parts(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, bytes]]:
-    """The matrix, run once for the module: each shard job of PR 8 writes its part and nothing else (no comment,
-    no GitHub request, exit 0); the parts as they are uploaded (the report directory: report.json and the recorded
-    runs in runs/, which the fork-safe second stage re-measures)."""
+def parts(tmp_path_factory: pytest.TempPathFactory, baseline_text: str) -> list[dict[str, bytes]]:
+    """The matrix, run once for the module: each shard job of PR 8 writes its part and nothing else (no comment, no
+    write to GitHub: it only reads the gate settings and the baseline at the base commit, to settle split votes as
+    one job would; exit 0); the parts as they are uploaded (the report directory: report.json and the recorded runs
+    in runs/, which the fork-safe second stage re-measures)."""
     tmp = tmp_path_factory.mktemp("matrix")
     with FakeGitHub(repo=REPO) as github, FakeGemini(responder=lambda prompt, index, request: VALID) as gemini:
         action = Action(tmp, github, gemini)
+        make_baseline(action, baseline_text)
         out = []
         for k in range(1, N + 1):
             run = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": ACTUALS,
@@ -60,7 +63,7 @@ def parts(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, bytes]]:
             out.append(uploaded(run.workspace / ".evalbot-out"))
             assert list(out[-1]) == ["report.json", "runs/0-regressed.json"]
             shutil.rmtree(run.workspace / ".evalbot-out")
-        assert github.comments == {} and github.exchanges == []  # a shard job neither comments nor asks GitHub
+        assert github.comments == {} and {e.method for e in github.exchanges} == {"GET"}  # reads only
     return out
 
 
@@ -253,3 +256,72 @@ def test_merged_cases_unknown_to_the_checkout_are_a_notice(action: Action, basel
     assert merge.code == 1, merge.stdout + merge.stderr  # still gated: the regression of refund blocks
     report = json.loads((merge.workspace / ".evalbot-out" / "report.json").read_text(encoding="utf-8"))
     assert any("in no eval set in this job's checkout (shop/greeting)" in n for n in report["notices"])
+
+
+INVALID = '{"reasoning": "a fact differs", "is_the_agent_response_valid": "invalid"}'
+
+
+def _split_vote_script() -> TaggedResponder:
+    """Main's greeting passes 3-0; the PR's fails 2-3 (a split flip), then 10 more samples fail: 2-13."""
+    return TaggedResponder({"main": [VALID], "pr": [INVALID, VALID, INVALID, VALID, INVALID] + [INVALID] * 10,
+                            "": [VALID]})
+
+
+def _tagged_actuals(action: Action, tag: str) -> str:
+    data = json.loads((action.workspace / "actuals" / "good.json").read_text(encoding="utf-8"))
+    data["greeting"][0]["final_response"]["parts"][0]["text"] += f" @@{tag}@@"
+    path = f"actuals/{tag}.json"
+    (action.workspace / path).write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_a_split_vote_is_settled_alike_in_one_job_and_in_the_matrix(action: Action) -> None:
+    """The judge votes 5 samples; the PR's greeting flips against main's 3-0 on a 2-3 split. The one job settles it
+    with 10 more samples (2-13, a blocking regression); so does the shard job holding the greeting (it reads the
+    baseline and gate settings at the base commit), and the merge job posts the same comment, byte for byte."""
+    config = action.workspace / "evals" / "test_config.json"
+    data = json.loads(config.read_text(encoding="utf-8"))
+    data["criteria"]["final_response_match_v2"]["judge_model_options"]["num_samples"] = 5
+    config.write_text(json.dumps(data), encoding="utf-8")
+    action.github.put_file("evals/test_config.json", json.dumps(data), ref=BASE_SHA)
+    main_run, pr_run = _tagged_actuals(action, "main"), _tagged_actuals(action, "pr")
+    action.gemini.responder = _split_vote_script()
+    base = action.run("push", event("push"), inputs={"mode": "baseline", "actuals": main_run},
+                      ref="refs/heads/main", sha=BASE_SHA)
+    assert base.code == 0, base.stdout + base.stderr
+    make_baseline(action, (action.workspace / ".evalbot" / "baseline.json").read_text(encoding="utf-8"))
+    (action.workspace / ".evalbot" / "baseline.json").unlink()
+
+    action.gemini.responder = _split_vote_script()
+    one = action.run("pull_request", pull_request_event(number=7), inputs={"actuals": pr_run})
+    assert one.code == 1 and one.outputs["verdict"] == "blocked", one.stdout + one.stderr
+    (body,) = [c.body for c in action.github.comments_on(7)]
+    assert "2–13 (after 10 more samples)" in body
+    report = (action.workspace / ".evalbot-out" / "report.json").read_bytes()
+    shutil.rmtree(action.workspace / ".evalbot-out")
+
+    n = 3
+    parts = []
+    for k in range(1, n + 1):
+        action.gemini.responder = _split_vote_script()  # each job is a fresh process asking the judge afresh
+        run = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": pr_run, "shard": f"{k}/{n}"})
+        assert run.code == 0, run.stdout + run.stderr
+        parts.append(uploaded(run.workspace / ".evalbot-out"))
+        shutil.rmtree(run.workspace / ".evalbot-out")
+    _download(action, parts)
+    merge = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": pr_run, "mode": "merge"})
+    assert merge.code == 1 and merge.outputs["verdict"] == "blocked", merge.stdout + merge.stderr
+    (comment,) = action.github.comments_on(8)
+    assert comment.body == body
+    assert (merge.workspace / ".evalbot-out" / "report.json").read_bytes() == report
+
+    # A forged part that claims it settled nothing (so the flip would read as inconclusive) is never merged.
+    forged = json.loads(parts[0]["report.json"])
+    forged["shard"]["settled_against"] = None
+    target = action.workspace / ".evalbot-parts" / "evalbot-part-1" / "report.json"
+    target.write_text(json.dumps(forged), encoding="utf-8")
+    again = action.run("pull_request", pull_request_event(number=8), inputs={"actuals": pr_run, "mode": "merge"})
+    assert again.code == 3 and again.outputs["verdict"] == "error", again.stdout + again.stderr
+    (comment,) = action.github.comments_on(8)
+    assert "could not measure, not passing: .evalbot-parts/evalbot-part-1/report.json settled split judge votes " \
+           "against no baseline" in comment.body.splitlines()[1]

@@ -40,14 +40,15 @@ def _aside(paths: list[Path], folder: Path) -> list[Path]:
 
 
 def test_example_one_job_equals_four_shards_merged(tmp_path: Path) -> None:
-    """The bundled example (judged criteria replayed from the cache): same report and byte-identical comment."""
+    """The bundled example (judged criteria replayed from the cache): same report and byte-identical comment. Its
+    store_hours verdict flipped on a split vote: the one job settles it with 10 more samples (7-8), and so does the
+    shard job holding that case, given the same --baseline."""
     report, comment = tmp_path / "report.json", tmp_path / "comment.md"
-    # A sharded run judges in its shard jobs, which have no baseline, so it cannot settle split votes: the one job
-    # is compared without settling (resample_split 0).
-    argv = ["compare", "--baseline", EXAMPLE_BASELINE, *EXAMPLE, "--resample-split", "0"]
+    argv = ["compare", "--baseline", EXAMPLE_BASELINE, *EXAMPLE]
     assert main([*argv, "--report", str(report), "--comment", str(comment)], {}) == 1
     one = _aside([report, comment], tmp_path / "one")
-    parts = _shards(tmp_path, "compare", EXAMPLE)
+    assert "7–8 (after 10 more samples)" in one[1].read_text(encoding="utf-8")
+    parts = _shards(tmp_path, "compare", [*EXAMPLE, "--baseline", EXAMPLE_BASELINE])
     code = main(["merge", *map(str, parts), "--baseline", EXAMPLE_BASELINE, "--eval-sets", "examples/evals",
                  "--actuals", "examples/runs/pr.json", "--judge-cache", "examples/judge-cache", "--judge-replay",
                  "--report", str(report), "--comment", str(comment)], {})
