@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from evalbot.compare import settle
+from evalbot.compare import reruns, settle
 from evalbot.compare.baseline import Baseline
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
@@ -37,7 +37,7 @@ from evalbot.load import (
     select_cases,
 )
 from evalbot.progress import Progress
-from evalbot.results import Report
+from evalbot.results import OUTCOME_CODES, Report
 from evalbot.runner.aggregate import score_runs
 from evalbot.runner.base import Agent, RunSet
 from evalbot.runner.execute import RunOptions, run_agent
@@ -256,6 +256,48 @@ def settle_split_votes(report: Report, baseline: Baseline | None, ctx: BuildCont
     usage = ctx.judge.usage_summary()
     report.usage = usage if usage.per_criterion else report.usage
     return changed
+
+
+def rerun_flipped(inputs: Inputs, run: AgentRun, report: Report, baseline: Baseline | None, ctx: BuildContext,
+                  policy: GatePolicy, *, criteria: CriteriaBuilder = build_criteria, say: Say | None = None) -> list[str]:
+    """The stage after settling, when evalbot ran the agent: each case that passed on main and fails now is run
+    ``policy.rerun_flipped`` more times (same agent options, judge and criteria) and its reruns are appended to its
+    runs in ``report`` (``CaseResult.runs``, ``reruns``); comparing then decides it against main's history
+    (:mod:`evalbot.compare.reruns`). At most :func:`~evalbot.compare.reruns.rerun_budget` reruns per run; returns
+    the notices for the comment (the cap, when it was hit)."""
+    per_case = policy.rerun_flipped
+    if baseline is None or per_case <= 0:
+        return []
+    targets = reruns.flipped(compare(current=report, baseline=baseline, policy=policy))
+    if not targets:
+        return []
+    case_runs = sum(len(es.cases) for es in inputs.eval_sets) * run.options.num_runs
+    budget = reruns.rerun_budget(case_runs)
+    chosen = reruns.rerun_cases(targets, per_case, budget)
+    notes = [reruns.capped_note(len(chosen), len(targets), budget, case_runs)] if len(chosen) < len(targets) else []
+    wanted: dict[str, list[str]] = {}
+    for set_id, eval_id in chosen:
+        wanted.setdefault(set_id, []).append(eval_id)
+    sets = [select_cases(es, wanted[es.eval_set_id]) for es in inputs.eval_sets if es.eval_set_id in wanted]
+    options = replace(run.options, num_runs=per_case, judge=ctx.judge,
+                      judge_unavailable_reason=ctx.judge_unavailable_reason)
+    again = score_runs(sets, run_agent(run.agent, sets, options), ctx, criteria=criteria).report
+    for es in again.eval_sets:
+        target = next(t for t in report.eval_sets if t.eval_set_id == es.eval_set_id)
+        for case in es.cases:
+            mine = next((c for c in target.cases if c.eval_id == case.eval_id), None)
+            if mine is not None and not mine.reruns:
+                letters = case.runs or OUTCOME_CODES[case.status]
+                mine.runs = (mine.runs or OUTCOME_CODES[mine.status]) + letters
+                mine.reruns = len(letters)
+    if ctx.judge is not None:
+        usage = ctx.judge.usage_summary()
+        report.usage = usage if usage.per_criterion else report.usage
+    if say is not None:
+        say(f"reran {len(chosen)} flipped case(s) {per_case} more time(s) each ({len(chosen) * per_case} agent runs)")
+        for note in notes:
+            say(f"notice: {note}")
+    return notes
 
 
 def exit_code(report: Report) -> int:

@@ -8,14 +8,14 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import evalbot.cli.args as cli_args
-from evalbot.cli.agent import add_agent_args
+from evalbot.cli.agent import add_agent_args, agent_run
 from evalbot.cli.evaluate import add_eval_args, evaluate_args, judge_context, show_report, write_report, write_text
 from evalbot.compare import settle
 from evalbot.compare.accept import ProposedBaseline, proposed_baseline
@@ -36,11 +36,20 @@ from evalbot.compare.delta import compare
 from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.passrule import apply_pass_rules
+from evalbot.compare.reruns import not_possible_note
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError, InputError
 from evalbot.formats.jsonio import gc_paused
 from evalbot.git import run_git
 from evalbot.load import read_optional
-from evalbot.pipeline import Inputs, ballots_for, exit_code, load_inputs, settings_for, settle_split_votes
+from evalbot.pipeline import (
+    Inputs,
+    ballots_for,
+    exit_code,
+    load_inputs,
+    rerun_flipped,
+    settings_for,
+    settle_split_votes,
+)
 from evalbot.render.comment import Links, comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.render.console import render_text
 from evalbot.render.html import render_html
@@ -127,12 +136,17 @@ def yardstick(args: argparse.Namespace, settings: dict[str, Any], config: Path |
     return Yardstick(policy, spec, baseline, template, working_tree_update(spec, baseline))
 
 
-def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick) -> int:
-    """Compare ``report`` with the baseline, write the report, summary, HTML and comment; the gate's exit code."""
+def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick, notes: Sequence[str] = ()) -> int:
+    """Compare ``report`` with the baseline, write the report, summary, HTML and comment; the gate's exit code.
+    ``notes``: notices of the run for the comment (reruns capped)."""
     comparison = compare(current=report, baseline=ruler.baseline, policy=ruler.policy,
                          baseline_source=ruler.spec.label,
                          create=create_command(ruler.spec.path, eval_sets=args.paths, actuals=args.actuals or ()),
                          proposed=ruler.proposed)
+    comparison.notes += notes
+    if not (getattr(args, "agent", None) or getattr(args, "adk_agent", None)):
+        not_rerun = not_possible_note(comparison, ruler.policy.rerun_flipped)
+        comparison.notes += [not_rerun] if not_rerun else []
     if ruler.proposed is not None:
         note = (f"{ruler.proposed.path} in the working tree differs from {ruler.spec.label}: taken as this change's "
                 "baseline update (the entries it changes are accepted when this run confirms them)")
@@ -196,7 +210,9 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     inputs = load_inputs(args.paths, config=args.config)
     settings, config = inputs.settings()
     ruler = for_selection(yardstick(args, settings, config), inputs)
-    return finish_compare(args, evaluate_settled(args, env, inputs, ruler.baseline, ruler.policy), ruler)
+    notes: list[str] = []
+    report = evaluate_settled(args, env, inputs, ruler.baseline, ruler.policy, rerun_notes=notes)
+    return finish_compare(args, report, ruler, notes)
 
 
 def for_selection(ruler: Yardstick, inputs: Inputs) -> Yardstick:
@@ -213,12 +229,17 @@ def for_selection(ruler: Yardstick, inputs: Inputs) -> Yardstick:
 
 
 def evaluate_settled(args: argparse.Namespace, env: Mapping[str, str], inputs: Inputs, baseline: Baseline | None,
-                     policy: GatePolicy) -> Report:
+                     policy: GatePolicy, *, rerun_notes: list[str] | None = None) -> Report:
     """Evaluate, then settle the judged verdicts that flipped against ``baseline`` on a split vote (compare: the
-    baseline compared with; baseline: the one being replaced)."""
+    baseline compared with; baseline: the one being replaced). With ``rerun_notes`` (compare) and an agent to run,
+    the cases that flipped against ``baseline`` are rerun (``rerun_flipped``); the notices are added there."""
     ctx = replace(judge_context(args, env, policy.sampling), ballots=ballots_for(baseline, policy))
     report = evaluate_args(args, env, inputs, ctx)
     settle_split_votes(report, baseline, ctx, policy)
+    run = agent_run(args) if rerun_notes is not None else None
+    if run is not None and rerun_notes is not None:
+        rerun_notes += rerun_flipped(inputs, run, report, baseline, ctx, policy,
+                                     say=lambda text: print(f"evalbot: {text}", file=sys.stderr))
     return report
 
 

@@ -42,6 +42,7 @@ from evalbot.compare.model import (
     YardstickChange,
 )
 from evalbot.compare.passrule import apply_pass_rules
+from evalbot.compare.reruns import FLIPPED, after_reruns, main_outcomes, settle_together
 from evalbot.compare.stats import sign_test
 from evalbot.compare.votes import invocation_votes, vote_noise
 from evalbot.compare.yardstick import yardstick_changes
@@ -170,9 +171,13 @@ def compare_case(
         category = "flaky"
         reason = ("regressed, but it also oscillated on main within the baseline's history (flaky): "
                   + ("blocking because block_flaky is set" if policy.block_flaky else "not blocking (block_flaky: false)"))
+    runs = agent_runs(cur, rule)
+    if cur.reruns and category in FLIPPED and runs is not None:
+        category, reason, p_value = after_reruns(cur, base, policy.alpha, policy.block_inconclusive)
+        runs = runs.model_copy(update={"main": main_outcomes(base), "p_value": p_value})
     return CaseComparison(
         eval_id=key, category=category, reason=reason, baseline_status=base.status, current=cur, metrics=deltas,
-        history=history, runs=agent_runs(cur, rule), main_outcomes=base.history,
+        history=history, runs=runs, main_outcomes=base.history,
     )
 
 
@@ -302,7 +307,8 @@ def _count_case_outcomes(rows: list[CriterionRow], cases: list[CaseComparison]) 
     for case in cases:
         for d in case.metrics:
             if d.change in ("regressed", "inconclusive", "fixed"):
-                outcome = case.category if case.category in ("flaky", "accepted") and d.change != "fixed" else d.change
+                outcome = case.category if case.category in ("flaky", "accepted", "inconclusive") \
+                    and d.change != "fixed" else d.change
                 flips[d.criterion, outcome] += 1
     for row in rows:
         row.regressed_cases = flips[row.criterion, "regressed"]
@@ -329,9 +335,13 @@ def _gate_inputs(sets: Sequence[EvalSetComparison]) -> tuple[list[str], list[str
         f = sum(1 for c in es.cases if c.category == "flaky")
         if f:
             flaky.append(f"{es.eval_set_id}: {f} case(s) regressed that also changed outcome on main (flaky)")
-        m = sum(1 for c in es.cases if c.category == "inconclusive")
+        rerun = sum(1 for c in es.cases if c.category == "inconclusive" and c.runs is not None and c.runs.reruns)
+        m = sum(1 for c in es.cases if c.category == "inconclusive") - rerun
         if m:
             inconclusive.append(f"{es.eval_set_id}: {m} case(s) flipped on a split judge vote")
+        if rerun:
+            inconclusive.append(f"{es.eval_set_id}: {rerun} case(s) failed, but their reruns show no significant "
+                                "drop against main")
         for row in es.rows:
             if row.change in ("regressed", "inconclusive"):
                 text = f"{es.eval_set_id}: {row.criterion} mean {row.delta or 0.0:+.3f} (sign test p = {row.p_value})"
@@ -464,6 +474,9 @@ def compare(
         for key, es in zip(keys, current.eval_sets, strict=True)
     ]
     sets += [compare_eval_set(key, None, bs, policy, compatible=True) for key, bs in base_sets.items()]
+    settle_together([case for es in sets for case in es.cases], policy.alpha, policy.block_inconclusive)
+    for es in sets:
+        _count_case_outcomes(es.rows, es.cases)
     yardstick = yardstick_changes(baseline, current) if baseline is not None else []
     if acceptance is not None and baseline is not None and compatible:
         infos = {key: es.criteria for key, es in zip(keys, current.eval_sets, strict=True)}

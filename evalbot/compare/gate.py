@@ -28,6 +28,8 @@ Verdict = Literal["passed", "blocked", "invalid", "error"]
 
 MAX_RESAMPLE = 100
 """Most extra samples ``resample_split`` may ask per invocation."""
+MAX_RERUNS = 20
+"""Most extra runs ``rerun_flipped`` may ask per flipped case."""
 
 
 class GatePolicy(BaseModel):
@@ -53,6 +55,8 @@ class GatePolicy(BaseModel):
     in the headline. Added cases, eval sets and criteria, and raised thresholds, never block.
     ``pass_rule`` (``"k/N"``, or per eval set ``{"checkout": "3/3", "*": "2/3"}``; None: ADK's pooling) decides a
     case from its N runs of the agent: it passes when at least k runs passed (:mod:`evalbot.compare.passrule`).
+    ``rerun_flipped`` is how many more times evalbot, when it runs the agent itself, runs a case whose outcome
+    flipped against the baseline before deciding it (0 disables it).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -68,6 +72,7 @@ class GatePolicy(BaseModel):
     resample_split: int = Field(default=10, ge=0, le=MAX_RESAMPLE, strict=True)
     yardstick_changes: YardstickChanges = "block"
     pass_rule: dict[str, str] | None = None
+    rerun_flipped: int = Field(default=2, ge=0, le=MAX_RERUNS, strict=True)
 
     @field_validator("pass_rule", mode="before")
     @classmethod

@@ -10,7 +10,7 @@ from evalbot.compare.baseline import BaselineUsage, TrendPoint
 from evalbot.compare.flaky import CaseHistory, symbols
 from evalbot.compare.gate import Gate, GatePolicy
 from evalbot.compare.votes import Votes
-from evalbot.formats.numbers import score_text
+from evalbot.formats.numbers import p_value_text
 from evalbot.results import CaseResult, Problem, Report, Status, StrictModel
 
 CaseCategory = Literal[
@@ -70,12 +70,16 @@ class AgentRuns(StrictModel):
     def describe(self) -> str:
         """``Agent runs: ✓✗✓ (pass rule 2/3: passed 2 of 3)``."""
         first = self.outcomes[: len(self.outcomes) - self.reruns]
-        rule = (f"pass rule {self.rule}: passed {first.count('P')} of {len(first)}" if self.rule
-                else f"passed {first.count('P')} of {len(first)}, pooled as ADK does")
+        if self.rule:
+            rule = f"pass rule {self.rule}: passed {first.count('P')} of {len(first)}"
+        elif len(first) == 1:
+            rule = "the first run " + {"P": "passed", "F": "failed"}.get(first, "was not decided")
+        else:
+            rule = f"passed {first.count('P')} of {len(first)}, pooled as ADK does"
         text = f"Agent runs: {self.symbols} ({rule})"
         if self.reruns:
             main = symbols(self.main or "")
-            p = f", Fisher exact p = {score_text(self.p_value)}" if self.p_value is not None else ""
+            p = f", Fisher exact {p_value_text(self.p_value)}" if self.p_value is not None else ""
             text += (f"; {self.reruns} rerun(s) after the flip: passed {self.outcomes.count('P')} of "
                      f"{len(self.outcomes)} runs, against {main or 'no history'} on main{p}")
         return text

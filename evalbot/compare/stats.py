@@ -62,3 +62,17 @@ def fisher_exact(a: int, b: int, c: int, d: int) -> float:
     observed = weights[a]
     extreme = sum(w for w in weights.values() if w <= observed)
     return float(min(Fraction(extreme, sum(weights.values())), Fraction(1)))
+
+
+def fisher_less(a: int, b: int, c: int, d: int) -> float:
+    """One-sided Fisher exact test of the 2×2 table ``[[a, b], [c, d]]``: the chance, with the margins fixed, of
+    ``a`` or fewer in the top-left cell. With ``a`` passes and ``b`` failures now against ``c`` and ``d`` on main,
+    a small value says the pass rate really fell."""
+    if min(a, b, c, d) < 0:
+        raise ValueError(f"counts must be non-negative, got {a}, {b}, {c}, {d}")
+    row1, row2, col1 = a + b, c + d, a + c
+    if row1 == 0 or row2 == 0:
+        return 1.0
+    low = max(0, col1 - row2)
+    tail = sum(comb(row1, x) * comb(row2, col1 - x) for x in range(low, a + 1))
+    return float(min(Fraction(tail, comb(row1 + row2, col1)), Fraction(1)))

@@ -56,14 +56,16 @@ def test_k_of_n_decides_cases_from_the_agent_s_runs(proj: Path, write: Writer, m
     assert code == 1
     comment = (proj / "c.md").read_text()
     assert "blocked: 1 regressed" in comment
-    assert "Agent runs: ✓✗✗ (pass rule 2/3: passed 1 of 3)" in comment
+    shown = ("Agent runs: ✓✗✗ + ✗✗ (pass rule 2/3: passed 1 of 3); 2 rerun(s) after the flip: passed 1 of 5 runs, "
+             "against ✓ on main")  # the flipped case is rerun (rerun_flipped: 2) and stays regressed
+    assert shown in comment
     for out in ("s.md", "r.html"):
-        assert "Agent runs: ✓✗✗ (pass rule 2/3: passed 1 of 3)" in (proj / out).read_text()
+        assert shown in (proj / out).read_text()
     report = json.loads((proj / "r.json").read_text())
     cases = {c["eval_id"]: c for c in report["eval_sets"][0]["cases"]}
     assert (cases["c0"]["status"], cases["c0"]["runs"]) == ("passed", "PFP")
-    assert (cases["c1"]["status"], cases["c1"]["runs"]) == ("failed", "PFF")
-    assert report["eval_sets"][0]["pass_rule"] == "2/3" and scripted.calls["q0"] == 3
+    assert (cases["c1"]["status"], cases["c1"]["runs"], cases["c1"]["reruns"]) == ("failed", "PFFFF", 2)
+    assert report["eval_sets"][0]["pass_rule"] == "2/3" and scripted.calls == {"q0": 3, "q1": 5, "q2": 3}
 
 
 def test_recorded_runs_are_decided_by_the_same_rule(proj: Path, write: Writer, monkeypatch: pytest.MonkeyPatch) -> None:
