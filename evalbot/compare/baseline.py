@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from evalbot import __version__
+from evalbot.compare.efficiency import BaselineEfficiency, efficiency_of
 from evalbot.compare.votes import Votes, invocation_votes
 from evalbot.errors import InputError
 from evalbot.formats.jsonio import describe, parse_json, pointer_for
@@ -215,6 +216,9 @@ class Baseline(_Model):
     eval_sets: dict[str, BaselineEvalSet] = Field(default_factory=dict)
     usage: BaselineUsage | None = None
     """The main run's judge usage and estimated cost (the PR comment shows the change against it)."""
+    efficiency: dict[str, BaselineEfficiency] | None = Field(default=None, max_length=100_000)
+    """Per eval set key, the agent's tokens, model calls, tool calls and seconds per invocation on main
+    (:mod:`evalbot.compare.efficiency`); None in baselines written before evalbot kept them."""
 
     @property
     def compatible(self) -> bool:
@@ -293,6 +297,7 @@ def build_baseline(
     """The baseline of a run (the clock and the commit are passed in by the caller), with each case's history
     carried forward from ``previous`` (the baseline it replaces; see :func:`carry_history`)."""
     sets: dict[str, BaselineEvalSet] = {}
+    efficiency: dict[str, BaselineEfficiency] = {}
     models: set[str] = set()
     for key, es in zip(unique_keys([e.eval_set_id for e in report.eval_sets]), report.eval_sets, strict=True):
         judged = {c.name for c in es.criteria if c.judged}
@@ -302,6 +307,7 @@ def build_baseline(
             if entry.judge_model:
                 models.add(entry.judge_model)
         case_keys = unique_keys([c.eval_id for c in es.cases])
+        efficiency[key] = efficiency_of(es, case_keys)
         sets[key] = BaselineEvalSet(
             path=es.path,
             criteria=criteria,
@@ -315,6 +321,7 @@ def build_baseline(
         judge_models=sorted(models),
         eval_sets=sets,
         usage=usage_summary(report.usage),
+        efficiency=efficiency,
     )
     return fresh if previous is None else carry_history(fresh, previous)
 
@@ -502,15 +509,18 @@ def read_baseline(
     return parse_baseline(text, spec.label)
 
 
-VOLATILE_FIELDS = frozenset({"commit", "created_at", "usage"})
+VOLATILE_FIELDS = frozenset({"commit", "created_at", "usage", "efficiency"})
 """Fields of a baseline that say when and where it was measured and what it cost, not what it measured (a PR's
 baseline file differing only in these, or in its criteria's trends, does not update anything: a refresh replaying
-the judge cache costs nothing)."""
+the judge cache costs nothing, and the agent's seconds differ on every run)."""
 
 
 def same_scores(old: Baseline, new: Baseline) -> bool:
-    """Whether two baselines hold the same results (only when and where they were measured, the judge's cost and
-    the trends of means, which only the HTML report draws, differ)."""
+    """Whether two baselines hold the same results (only when and where they were measured, the judge's cost, the
+    agent's efficiency and the trends of means, which only the HTML report draws, differ). A baseline without
+    efficiency stats (older evalbot) never holds the same as one with them: the refresh that adds them is committed."""
+    if (old.efficiency is None) != (new.efficiency is None):
+        return False
     volatile: dict[str, Any] = dict.fromkeys(VOLATILE_FIELDS, True)
     volatile["eval_sets"] = {"__all__": {"criteria": {"__all__": {"trend"}}}}
     return old.model_dump(exclude=volatile) == new.model_dump(exclude=volatile)

@@ -25,6 +25,7 @@ from evalbot.compare.baseline import (
     same_measure,
     unique_keys,
 )
+from evalbot.compare.efficiency import EfficiencyDelta, efficiency_deltas, parse_budgets
 from evalbot.compare.flaky import case_history
 from evalbot.compare.gate import GatePolicy, decide
 from evalbot.compare.judge_gaps import judge_gaps
@@ -47,6 +48,7 @@ from evalbot.compare.stats import sign_test
 from evalbot.compare.votes import invocation_votes, vote_noise
 from evalbot.compare.yardstick import yardstick_changes
 from evalbot.formats.lookalike import escape_lookalike, has_lookalike
+from evalbot.formats.numbers import p_value_text
 from evalbot.results import (
     CUSTOM_NOT_RUN,
     CUSTOM_PROCESS_GONE,
@@ -406,6 +408,7 @@ def compare(
     *, current: Report, baseline: Baseline | None, policy: GatePolicy, baseline_source: str = DEFAULT_BASELINE_PATH,
     baseline_error: str | None = None, create: str | None = None, proposed: ProposedBaseline | None = None,
     credentials_expected: bool = False, baseline_required: bool = False, similar: Sequence[str] = (),
+    budget_changes: Sequence[tuple[str, str]] = (),
 ) -> Comparison:
     """Compare ``current`` with ``baseline`` (None: absolute scores only) and decide the gate.
 
@@ -420,6 +423,8 @@ def compare(
     ``baseline_required``: a pull request or merge queue, where no baseline at the base commit blocks (with the command
     that creates it and the ``similar`` files found there: "did you mean") unless ``proposed`` creates it.
     The policy's ``pass_rule`` decides each case from its runs first (in ``current``).
+    ``budget_changes``: (name, change) for each budget of the base commit's policy the pull request removes or
+    loosens (:func:`evalbot.compare.efficiency.loosened_budgets`): yardstick changes, blocking by default.
     """
     apply_pass_rules(current, policy.pass_rule)
     note = command = None
@@ -478,6 +483,8 @@ def compare(
     for es in sets:
         _count_case_outcomes(es.rows, es.cases)
     yardstick = yardstick_changes(baseline, current) if baseline is not None else []
+    yardstick += [YardstickChange(kind="budget_loosened", eval_set_id="budgets", criterion=name, what=what)
+                  for name, what in budget_changes]
     if acceptance is not None and baseline is not None and compatible:
         infos = {key: es.criteria for key, es in zip(keys, current.eval_sets, strict=True)}
         rules = {key: es.pass_rule for key, es in zip(keys, current.eval_sets, strict=True)}
@@ -493,6 +500,10 @@ def compare(
     counts["accepted_changes"] = counts["accepted"] + sum(1 for y in yardstick if y.accepted)
     regressions, inconclusive, flaky = _gate_inputs(sets)
     alerts, unmeasured = _alerts(current, policy, baseline_error, missing_note, credentials_expected)
+    efficiency = _efficiency(sets, current, baseline if compatible else None, policy)
+    over_budget, not_measured = budget_verdicts(efficiency)
+    alerts += not_measured
+    unmeasured += not_measured
     gate = decide(
         policy,
         invalid=_invalid(current),
@@ -504,6 +515,7 @@ def compare(
         unmeasured=unmeasured,
         baseline_unreadable=f"baseline unreadable: {baseline_error}" if baseline_error else None,
         baseline_missing=missing_baseline,
+        over_budget=over_budget,
         yardstick=[f"{y.subject}: {y.what}" for y in yardstick if y.loosens and not y.accepted],
         update_conflicts=list(update.differences) + ([f"… and {update.more} more"] if update.more else [])
         if update is not None else [],
@@ -512,8 +524,51 @@ def compare(
         policy=policy, baseline=info, baseline_source=baseline_source, create_command=command, baseline_note=note,
         baseline_error=baseline_error, alerts=alerts, eval_sets=sets, counts=counts, gate=gate, report=current,
         baseline_update=update, invisible_ids=invisible_ids(sets), yardstick=yardstick,
-        baseline_usage=baseline.usage if baseline is not None and compatible else None,
+        baseline_usage=baseline.usage if baseline is not None and compatible else None, efficiency=efficiency,
     )
+
+
+_UNPAIRED = ("new", "removed", "changed_definition", "error")
+
+
+def _efficiency(
+    sets: Sequence[EvalSetComparison], current: Report, baseline: Baseline | None, policy: GatePolicy
+) -> list[EfficiencyDelta]:
+    """Every eval set's efficiency against main (nothing without a usable baseline: there is no main to compare
+    with, and the headline already says so)."""
+    if baseline is None:
+        return []
+    reports = dict(zip(unique_keys([es.eval_set_id for es in current.eval_sets]), current.eval_sets, strict=True))
+    budgets = parse_budgets(policy.budgets)
+    out: list[EfficiencyDelta] = []
+    for es in sets:
+        report = reports.get(es.key)
+        if report is None or not es.in_baseline:
+            continue  # removed: a yardstick change, its cost is not this run's; new: main has nothing to compare
+        paired = [(case.eval_id, i) for i, case in enumerate(es.cases[:len(report.cases)])
+                  if case.category not in _UNPAIRED and case.current is not None]
+        base = baseline.efficiency.get(es.key) if baseline.efficiency is not None else None
+        out += efficiency_deltas(es.eval_set_id, report, base, paired, budgets, alpha=policy.alpha,
+                                 old_baseline=baseline.efficiency is None)
+    return out
+
+
+def budget_verdicts(rows: Sequence[EfficiencyDelta]) -> tuple[list[str], list[str]]:
+    """The gate's reasons: budgets exceeded significantly (``shop: tokens +43% over the +20% budget (p < 0.001,
+    n = 300)``), and one line per budget that could not be measured, naming its eval sets and why."""
+    over = [f"{row.eval_set_id}: {row.label} {row.excess} ({p_value_text(row.budget_p_value)}, n = {row.paired})"
+            for row in rows if row.status == "over_budget"]
+    missing: dict[tuple[str, str], list[str]] = {}  # (eval sets, why) -> budgets
+    by_budget: dict[str, list[EfficiencyDelta]] = {}
+    for row in rows:
+        if row.status == "not_measured":
+            by_budget.setdefault(f"{row.quantity}{'_p95' if row.stat == 'p95' else ''} {row.budget}", []).append(row)
+    for budget, where in by_budget.items():
+        names = ", ".join(r.eval_set_id for r in where[:5]) + (f" and {len(where) - 5} more" if len(where) > 5 else "")
+        missing.setdefault((names, where[0].reason or ""), []).append(budget)
+    not_measured = [f"budget{'s' if len(budgets) > 1 else ''} {', '.join(budgets)} not measured on {names}: {why}"
+                    for (names, why), budgets in missing.items()]
+    return over, not_measured
 
 
 def _mark_accepted(

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evalbot.compare.efficiency import BudgetError, parse_budgets
 from evalbot.compare.passrule import RuleError, normalize_setting
 from evalbot.errors import (
     EXIT_FAILED,
@@ -57,6 +58,9 @@ class GatePolicy(BaseModel):
     case from its N runs of the agent: it passes when at least k runs passed (:mod:`evalbot.compare.passrule`).
     ``rerun_flipped`` is how many more times evalbot, when it runs the agent itself, runs a case whose outcome
     flipped against the baseline before deciding it (0 disables it).
+    ``budgets`` are the agent's allowed cost increases against main (``{"tokens": "+20%", "tool_calls": "+1"}``,
+    :mod:`evalbot.compare.efficiency`): one exceeded significantly blocks (unless ``fail_on`` is ``never``), one that
+    cannot be measured makes the run an ``error``; a PR removing or loosening one is a yardstick change.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -78,6 +82,13 @@ class GatePolicy(BaseModel):
     @classmethod
     def _rule(cls, value: Any) -> dict[str, str] | None:
         return normalize_setting(value)
+
+    budgets: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("budgets", mode="before")
+    @classmethod
+    def _budgets(cls, value: Any) -> dict[str, str]:
+        return {name: budget.text for name, budget in parse_budgets(value).items()}
 
 
 POLICY_KEYS = frozenset(GatePolicy.model_fields)
@@ -114,6 +125,12 @@ def policy_from_settings(
                 normalize_setting(value)
             except RuleError as exc:
                 raise InputError(source, json_pointer(["evalbot", str(key), *exc.parts]), f"pass_rule: {exc}") from None
+        if name == "budgets":
+            try:
+                parse_budgets(value)
+            except BudgetError as exc:
+                where = ["evalbot", str(key)] + ([exc.key] if exc.key is not None else [])
+                raise InputError(source, json_pointer(where), f"{exc}; fix it in the config's evalbot section") from None
     flags: set[str] = set()
     for key, value in (overrides or {}).items():
         if value is not None:
@@ -162,6 +179,7 @@ def decide(
     yardstick: list[str] | None = None,
     update_conflicts: list[str] | None = None,
     baseline_missing: str | None = None,
+    over_budget: list[str] | None = None,
 ) -> Gate:
     """Apply the policy: invalid input first (exit 2), then what could not be measured (exit 3), then the
     ``fail_on`` rule (exit 1 when blocked).
@@ -171,7 +189,8 @@ def decide(
     changes to what is measured that this PR's baseline update does not accept (blocking under both ``regression``
     and ``threshold`` with ``yardstick_changes: block``: a lowered threshold evades either rule);
     ``update_conflicts`` are entries of the PR's baseline update that this run contradicts (always blocking);
-    ``baseline_missing`` says that a pull request's base commit has no baseline (blocking: nothing could be compared).
+    ``baseline_missing`` says that a pull request's base commit has no baseline (blocking: nothing could be compared);
+    ``over_budget`` are the budgets exceeded significantly (blocking under ``regression`` and ``threshold``).
     """
     if invalid:
         return Gate(verdict="invalid", exit_code=EXIT_INVALID_INPUT, reasons=invalid)
@@ -184,6 +203,7 @@ def decide(
         found = [f"also found: {r}" for r in regressions] if policy.fail_on == "regression" else []
         return Gate(verdict="error", exit_code=EXIT_UNAVAILABLE, reasons=missing + found)
     ruler = [baseline_missing] if baseline_missing else []
+    ruler += list(over_budget or [])
     ruler += [f"baseline update: {c}" for c in update_conflicts or []]
     if policy.yardstick_changes == "block":
         ruler += [f"{c} (yardstick_changes: block)" for c in yardstick or []]

@@ -7,6 +7,7 @@ from typing import Literal, get_args
 from pydantic import Field
 
 from evalbot.compare.baseline import BaselineUsage, TrendPoint
+from evalbot.compare.efficiency import EfficiencyDelta
 from evalbot.compare.flaky import CaseHistory, symbols
 from evalbot.compare.gate import Gate, GatePolicy
 from evalbot.compare.votes import Votes
@@ -165,7 +166,7 @@ class BaselineInfo(StrictModel):
 YardstickKind = Literal[
     "eval_set_removed", "eval_set_renamed", "eval_set_moved", "case_removed", "case_renamed", "case_definition",
     "criterion_removed", "threshold_lowered", "threshold_raised", "criterion_changed", "custom_metric",
-    "judge_model", "pass_rule",
+    "judge_model", "pass_rule", "budget_loosened",
 ]
 """What a pull request changed in what its run is measured with (see :mod:`evalbot.compare.yardstick`)."""
 
@@ -258,5 +259,8 @@ class Comparison(StrictModel):
     """The baseline run's judge usage and cost, when the baseline records it (the comment shows the change)."""
     yardstick: list[YardstickChange] = Field(default_factory=list)
     """What this PR changed in what it is measured with, against the base commit's baseline (accepted or not)."""
+    efficiency: list[EfficiencyDelta] = Field(default_factory=list)
+    """The agent's tokens, model calls, tool calls and seconds per invocation against main, per eval set, with the
+    policy's budgets on them (:mod:`evalbot.compare.efficiency`)."""
     merge_queue: bool = False
     """A merge queue's run (``merge_group``): compared with its base commit like a pull request; the headline says so."""

@@ -7,7 +7,7 @@ Everything is computed with integer arithmetic (``math.comb``) so p-values are e
 from __future__ import annotations
 
 from fractions import Fraction
-from math import comb
+from math import comb, exp, lgamma, log, log1p
 
 
 def sign_test(up: int, down: int) -> float:
@@ -37,6 +37,46 @@ def _binomial_tail(n: int, k: int) -> int:
         coefficient = coefficient * (n - i + 1) // i
         total += coefficient
     return total
+
+
+EXACT_LIMIT = 2_000
+"""Above this many values the exceedance test sums its terms in floating point (the integers grow as d**n)."""
+
+
+def _exceedance_float(over: int, n: int, q: float) -> float:
+    """``exceedance_test`` for large ``n``: the upper tail's terms in log space, summed from the largest."""
+    logs = [lgamma(n + 1) - lgamma(i + 1) - lgamma(n - i + 1) + i * log(q) + (n - i) * log1p(-q)
+            for i in range(over, n + 1)]
+    top = max(logs)
+    return min(1.0, exp(top) * sum(exp(x - top) for x in logs))
+
+
+def exceedance_test(over: int, n: int, share: Fraction = Fraction(1, 20)) -> float:
+    """One-sided exact binomial test: p-value of ``over`` or more of ``n`` values above a limit when at most
+    ``share`` of them may lie above it (``share`` 1/20: the limit is a 95th percentile).
+
+    The sign test is this test's two-sided form at ``share`` 1/2; both sum the same running binomial coefficient
+    (integers only, so the p-value is exact).
+    """
+    if over < 0 or n < 0 or over > n:
+        raise ValueError(f"need 0 <= over <= n, got {over}, {n}")
+    if not 0 < share < 1:
+        raise ValueError(f"share must lie strictly between 0 and 1, got {share}")
+    if over == 0:
+        return 1.0
+    if n > EXACT_LIMIT:
+        return _exceedance_float(over, n, float(share))
+    a, d = share.numerator, share.denominator
+    b = d - a
+    # P(X >= over) = 1 - P(X <= over - 1); the lower tail sums comb(n, i) a^i b^(n-i) over i < over.
+    coefficient, a_power, b_power = 1, 1, b**n
+    lower = b_power
+    for i in range(1, over):
+        coefficient = coefficient * (n - i + 1) // i
+        a_power *= a
+        b_power //= b  # exact: b**(n - i)
+        lower += coefficient * a_power * b_power
+    return float(max(Fraction(0), 1 - Fraction(lower, d**n)))
 
 
 def mcnemar_exact(fixed: int, regressed: int) -> float:

@@ -19,6 +19,7 @@ import jinja2
 from pydantic import BaseModel
 
 from evalbot import __version__
+from evalbot.compare.efficiency import efficiency_rows
 from evalbot.compare.model import Comparison, CriterionRow, EvalSetComparison
 from evalbot.errors import EvalbotError
 from evalbot.forge.base import COMMENT_MAX_CHARS
@@ -287,6 +288,8 @@ def _verdict(comparison: Comparison) -> tuple[str, str]:
     if accepted:
         extras.insert(1, f"{plural(accepted, 'change')} accepted by this PR's baseline update")
     ruler = yardstick_note(comparison)
+    budgets = [f"⛔ {row.label} {row.excess}" + (f" ({row.eval_set_id})" if len(comparison.report.eval_sets) > 1 else "")
+               for row in comparison.efficiency if row.status == "over_budget" and row.excess]
     if comparison.invisible_ids:
         extras.insert(0, f"⚠️ {len(comparison.invisible_ids)} id(s) with invisible or look-alike characters")
     if gate.verdict == "invalid":
@@ -298,6 +301,9 @@ def _verdict(comparison: Comparison) -> tuple[str, str]:
         conflicts = comparison.baseline_update is not None and not comparison.baseline_update.matches
         if n.get("regressed"):
             lead = f"{n['regressed']} regressed"
+            extras[:0] = budgets
+        elif budgets:
+            lead = budgets[0] + (f" · {len(budgets) - 1} more budget(s) exceeded" if len(budgets) > 1 else "")
         elif flaky_blocks and n.get("flaky"):
             lead = f"{n['flaky']} regressed, flaky on main (blocking: block_flaky)"
             extras = [e for e in extras if "flaky on main" not in e]
@@ -306,6 +312,7 @@ def _verdict(comparison: Comparison) -> tuple[str, str]:
             lead, ruler = ruler.replace(" (", " not accepted (", 1), None
         elif conflicts:
             assert comparison.baseline_update is not None
+            extras[:0] = budgets
             first = (comparison.baseline_update.differences or [""])[0].split(": ", 1)[0]
             lead = "⚠️ this PR's baseline update does not match this run" + (f" ({first[:200]})" if first else "")
         else:
@@ -359,7 +366,7 @@ def environment(custom_template: str | None = None) -> BoundedSandbox:
         delta=_delta, pvalue=_pvalue, number=_number, link=_link, row_note=_row_note,
     )
     env.globals.update(set_counts=set_counts, visible_rows=visible_rows, row_badges=ROW_BADGES, version=__version__,
-                       usage_view=usage_view)
+                       usage_view=usage_view, efficiency_rows=efficiency_rows)
     return env
 
 

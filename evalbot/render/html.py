@@ -30,6 +30,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from evalbot import __version__
 from evalbot.compare.baseline import BaselineUsage
 from evalbot.compare.delta import compare
+from evalbot.compare.efficiency import efficiency_rows
 from evalbot.compare.flaky import symbols
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import CaseComparison, Comparison, CriterionRow, EvalSetComparison, MetricDelta
@@ -427,6 +428,7 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
         "deferred_count": deferred_count,
         "data_id": DATA_ID,
         "usage": _usage(comparison.report.usage, comparison.baseline_usage),
+        "efficiency": efficiency_rows([row.model_dump() for row in comparison.efficiency]),
         "csp": f"default-src 'none'; style-src {style_hash}; script-src {script_hash}; img-src 'none'; "
                "base-uri 'none'; form-action 'none'",
         "style_hash": style_hash,

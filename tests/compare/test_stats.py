@@ -82,3 +82,19 @@ def test_sign_test_is_exactly_the_fraction_of_the_binomial_sum(up: int, down: in
     tail = sum(comb(n, i) for i in range(min(up, down) + 1))
     expected = 1.0 if n == 0 else float(min(Fraction(2 * tail, 2**n), Fraction(1)))
     assert sign_test(up, down) == expected
+
+
+def test_exceedance_test_matches_the_binomial_tail() -> None:
+    """P(X >= k) for X ~ Bin(n, 1/20), against a direct sum of binomial terms (the float path above 2,000 values
+    agrees with the exact one)."""
+    from evalbot.compare.stats import _exceedance_float, exceedance_test
+
+    for over, n in ((1, 1), (3, 20), (15, 300), (30, 300)):
+        direct = sum(Fraction(comb(n, i)) * Fraction(1, 20) ** i * Fraction(19, 20) ** (n - i) for i in range(over, n + 1))
+        assert exceedance_test(over, n) == pytest.approx(float(direct), rel=1e-12)
+    assert exceedance_test(0, 10) == 1.0
+    assert exceedance_test(5, 5, Fraction(1, 2)) == pytest.approx(1 / 32)
+    assert _exceedance_float(120, 2000, 0.05) == pytest.approx(exceedance_test(120, 2000), rel=1e-9)
+    assert exceedance_test(1600, 30_000) < 0.01 < exceedance_test(1550, 30_000)
+    with pytest.raises(ValueError):
+        exceedance_test(3, 2)

@@ -1,0 +1,122 @@
+"""Budgets on the agent's cost: hostile values are refused naming the file and JSON path, loosening is found, and the
+paired tests tell an excess from noise (:mod:`evalbot.compare.efficiency`)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from evalbot.compare.efficiency import (
+    BaselineEfficiency,
+    EfficiencyDelta,
+    EfficiencyStat,
+    efficiency_deltas,
+    loosened_budgets,
+    p95,
+    parse_budgets,
+)
+from evalbot.compare.gate import GatePolicy, policy_from_settings
+from evalbot.errors import InputError
+from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, MetricResult
+
+
+@pytest.mark.parametrize(("value", "pointer", "words"), [
+    ({"tokens": "+abc"}, "/evalbot/budgets/tokens", '"+N%" or "+N"'),
+    ({"tokens": "-20%"}, "/evalbot/budgets/tokens", "a decrease cannot be required"),
+    ({"tokens": "+1e9%"}, "/evalbot/budgets/tokens", '"+N%" or "+N"'),
+    ({"tokens": "+99999999%"}, "/evalbot/budgets/tokens", "beyond the largest accepted (+10000%)"),
+    ({"latency": "+9999999999"}, "/evalbot/budgets/latency", "beyond the largest accepted"),
+    ({"tokens": "+" + "9" * 5000}, "/evalbot/budgets/tokens", '"+N%" or "+N"'),
+    ({"tokens": 20}, "/evalbot/budgets/tokens", "must be a string"),
+    ({"tokens": "+NaN%"}, "/evalbot/budgets/tokens", '"+N%" or "+N"'),
+    ({"tokens": "+20%\u202e"}, "/evalbot/budgets/tokens", '"+N%" or "+N"'),
+    ({"tokns": "+20%"}, "/evalbot/budgets/tokns", "did you mean 'tokens'?"),
+    ({"latency_p59": "+20%"}, "/evalbot/budgets/latency_p59", "did you mean 'latency_p95'?"),
+    (["tokens"], "/evalbot/budgets", "must be an object"),
+    ({f"k{i}": "+1" for i in range(50)}, "/evalbot/budgets", "50 entries"),
+])
+def test_hostile_budgets_are_refused_naming_file_and_path(value: object, pointer: str, words: str) -> None:
+    with pytest.raises(InputError) as caught:
+        policy_from_settings({"budgets": value}, source="evals/test_config.json")
+    assert caught.value.path == "evals/test_config.json"
+    assert caught.value.pointer == pointer
+    assert words in str(caught.value)
+
+
+def test_valid_budgets_are_kept_normalized() -> None:
+    policy = policy_from_settings({"budgets": {"tokens": " +20% ", "tool_calls": "+1", "latency_p95": "+0.5"}},
+                                  source="c.json")
+    assert policy.budgets == {"tokens": "+20%", "tool_calls": "+1", "latency_p95": "+0.5"}
+    budgets = parse_budgets(policy.budgets)
+    assert budgets["tokens"].allowed(100.0) == pytest.approx(120.0)
+    assert budgets["tool_calls"].allowed(2.0) == 3.0
+    assert budgets["latency_p95"].stat == "p95" and budgets["latency_p95"].quantity == "latency"
+    with pytest.raises(ValueError):
+        GatePolicy.model_validate({"budgets": {"tokens": "-1%"}})  # the model itself refuses what the parser does
+
+
+def test_loosened_and_removed_budgets_are_named_tightened_ones_are_not() -> None:
+    base = {"tokens": "+20%", "tool_calls": "+1", "latency_p95": "+30%", "model_calls": "+10%"}
+    pr = {"tokens": "+50%", "tool_calls": "+0", "model_calls": "+2"}
+    assert loosened_budgets(base, pr) == [
+        ("tokens", "budget tokens loosened from +20% to +50%"),
+        ("latency_p95", "budget latency_p95 +30% removed"),
+        ("model_calls", "budget model_calls loosened from +10% to +2"),  # % ↔ absolute: not comparable
+    ]
+    assert loosened_budgets(base, base) == []
+    assert loosened_budgets({}, pr) == []  # added budgets tighten
+
+
+def _set(tokens: list[float]) -> EvalSetReport:
+    def case(i: int, value: float) -> CaseResult:
+        details = {"value": value, "token_usage_details": {"total_tokens": value}}
+        return CaseResult(eval_id=f"c{i}", status="passed",
+                          metrics={"token_usage_v1": MetricResult(status="informational", details=details)})
+    return EvalSetReport(eval_set_id="shop", path="shop.json", status="passed",
+                         criteria=[CriterionInfo(name="token_usage_v1")],
+                         cases=[case(i, v) for i, v in enumerate(tokens)])
+
+
+def _base(tokens: list[float]) -> BaselineEfficiency:
+    return BaselineEfficiency(
+        stats={"tokens": EfficiencyStat(mean=sum(tokens) / len(tokens), p95=p95(tokens), cases=len(tokens))},
+        cases={f"c{i}": {"tokens": v} for i, v in enumerate(tokens)})
+
+
+def _row(main: list[float], now: list[float], budget: str, name: str = "tokens") -> EfficiencyDelta:
+    rows = efficiency_deltas("shop", _set(now), _base(main), [(f"c{i}", i) for i in range(len(now))],
+                             parse_budgets({name: budget}), alpha=0.05, old_baseline=False)
+    return next(r for r in rows if r.budget is not None)
+
+
+@pytest.mark.parametrize(("scale", "status"), [(1.30, "over_budget"), (1.05, "within_budget"), (0.95, "within_budget"),
+                                               (1.20, "within_budget")])
+def test_a_mean_budget_blocks_only_a_significant_excess(scale: float, status: str) -> None:
+    rng = random.Random(7)
+    main = [1000.0 * (1 + i % 7) * rng.gauss(1, 0.1) for i in range(300)]
+    now = [v / rng.gauss(1, 0.1) * rng.gauss(1, 0.1) * scale for v in main]
+    row = _row(main, now, "+20%")
+    assert row.status == status
+    if status == "over_budget":
+        assert row.excess is not None
+        assert row.excess.startswith("+3") and row.excess.endswith("over the +20% budget")
+
+
+def test_a_p95_budget_uses_the_tail_not_the_mean() -> None:
+    main = [10.0] * 95 + [100.0] * 5
+    slow_tail = [10.0] * 90 + [200.0] * 10  # mean +105%, p95 +100%: 10 cases above 1.3 × main's p95
+    assert _row(main, slow_tail, "+30%", "tokens_p95").status == "over_budget"
+    same_tail = [12.0] * 95 + [100.0] * 5  # the mean rose, the tail did not
+    assert _row(main, same_tail, "+30%", "tokens_p95").status == "within_budget"
+
+
+def test_budgets_without_data_are_not_measured_and_say_why() -> None:
+    rows = efficiency_deltas("shop", _set([1.0]), None, [("c0", 0)], parse_budgets({"tokens": "+1%", "latency": "+1"}),
+                             alpha=0.05, old_baseline=True)
+    assert {r.quantity: r.status for r in rows if r.budget} == {"tokens": "not_measured", "latency": "not_measured"}
+    assert all("older evalbot" in (r.reason or "") for r in rows if r.budget)
+    rows = efficiency_deltas("shop", _set([1.0]), _base([1.0]), [("c0", 0)], parse_budgets({"latency": "+1"}),
+                             alpha=0.05, old_baseline=False)
+    latency = next(r for r in rows if r.quantity == "latency")
+    assert latency.status == "not_measured" and "main's run recorded no seconds" in (latency.reason or "")
