@@ -42,6 +42,7 @@ from evalbot.compare.baseline import (
     same_scores,
 )
 from evalbot.compare.delta import compare, custom_not_run
+from evalbot.compare.efficiency import loosened_budgets
 from evalbot.compare.gate import Gate, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.model import Comparison
@@ -234,7 +235,8 @@ def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: 
                         f"this PR's eval sets use {pr_path or 'no evalbot section'}.")
     if template != pr_template and not any(c.startswith("comment_template ") for c in changes):
         changes.append("the comment template's text")
-    return GateSettings(policy=policy, template=template, changes=changes, notes=notes)
+    return GateSettings(policy=policy, template=template, changes=changes, notes=notes,
+                        budget_changes=loosened_budgets(policy.budgets, pr_policy.budgets))
 
 
 def write_report_files(report: Report, inputs: ActionInputs, ws: Workspace) -> None:
@@ -334,7 +336,8 @@ def first_stage(
                else [])
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
                          baseline_error=baseline_error, create=baseline_command(inputs), proposed=update,
-                         credentials_expected=credentials_expected(ctx), baseline_required=required, similar=similar)
+                         credentials_expected=credentials_expected(ctx), baseline_required=required, similar=similar,
+                         budget_changes=gate.budget_changes if gate is not None else ())
     if gate is not None and pr is not None:
         comparison.policy_changes = gate.changes
         comparison.notes = gate.notes

@@ -37,6 +37,8 @@ class GateSettings:
     template: str | None
     changes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    budget_changes: list[tuple[str, str]] = field(default_factory=list)
+    """Budgets of the base commit's policy that the pull request removes or loosens (yardstick changes)."""
     error: str | None = None
     """Why the base commit's settings could not be read (the run then fails closed, verdict ``error``)."""
 

@@ -25,7 +25,7 @@ from evalbot.compare.baseline import (
     same_measure,
     unique_keys,
 )
-from evalbot.compare.efficiency import EfficiencyDelta, efficiency_deltas, parse_budgets
+from evalbot.compare.efficiency import OLD_BASELINE_NOTE, EfficiencyDelta, efficiency_deltas, parse_budgets
 from evalbot.compare.flaky import case_history
 from evalbot.compare.gate import GatePolicy, decide
 from evalbot.compare.judge_gaps import judge_gaps
@@ -525,6 +525,8 @@ def compare(
         baseline_error=baseline_error, alerts=alerts, eval_sets=sets, counts=counts, gate=gate, report=current,
         baseline_update=update, invisible_ids=invisible_ids(sets), yardstick=yardstick,
         baseline_usage=baseline.usage if baseline is not None and compatible else None, efficiency=efficiency,
+        efficiency_note=OLD_BASELINE_NOTE if baseline is not None and compatible and baseline.efficiency is None
+        else None,
     )
 
 

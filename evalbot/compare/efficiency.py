@@ -216,9 +216,9 @@ def loosened_budgets(base: Mapping[str, str], pr: Mapping[str, str]) -> list[tup
     for name, budget in old.items():
         other = new.get(name)
         if other is None:
-            out.append((name, f"budget {name} {budget.text} removed"))
+            out.append((name, f"budget removed (was {budget.text})"))
         elif not _tighter_or_same(budget, other):
-            out.append((name, f"budget {name} loosened from {budget.text} to {other.text}"))
+            out.append((name, f"budget loosened from {budget.text} to {other.text}"))
     return out
 
 
@@ -290,8 +290,8 @@ def efficiency_deltas(
             budget = budgets.get(name if stat == "mean" else f"{name}_p95")
             base_stat = base.stats.get(name) if base is not None else None
             cur_stat = all_current.stats.get(name) if all_current is not None else None
-            if budget is None and (stat == "p95" or (base_stat is None and cur_stat is None)):
-                continue
+            if budget is None and (stat == "p95" or old_baseline or (base_stat is None and cur_stat is None)):
+                continue  # an older baseline has nothing to compare with: Comparison.efficiency_note says so
             row = EfficiencyDelta(eval_set_id=eval_set_id, quantity=name, stat=stat,
                                   label=quantity.label + (" (p95)" if stat == "p95" else ""),
                                   baseline=getattr(base_stat, stat) if base_stat else None,
@@ -307,6 +307,11 @@ def efficiency_deltas(
                 continue
             rows.append(_measured(row, pairs, budget, alpha))
     return rows
+
+
+OLD_BASELINE_NOTE = ("The baseline records no efficiency stats (written by an older evalbot), so the agent's tokens, "
+                     "model calls, tool calls and seconds are not compared with main; refresh the baseline on main to "
+                     "compare them.")
 
 
 def _why_not_measured(

@@ -262,5 +262,7 @@ class Comparison(StrictModel):
     efficiency: list[EfficiencyDelta] = Field(default_factory=list)
     """The agent's tokens, model calls, tool calls and seconds per invocation against main, per eval set, with the
     policy's budgets on them (:mod:`evalbot.compare.efficiency`)."""
+    efficiency_note: str | None = None
+    """Why the agent's efficiency is not compared with main (a baseline written before evalbot kept it)."""
     merge_queue: bool = False
     """A merge queue's run (``merge_group``): compared with its base commit like a pull request; the headline says so."""

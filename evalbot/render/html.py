@@ -429,6 +429,7 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
         "data_id": DATA_ID,
         "usage": _usage(comparison.report.usage, comparison.baseline_usage),
         "efficiency": efficiency_rows([row.model_dump() for row in comparison.efficiency]),
+        "efficiency_note": comparison.efficiency_note,
         "csp": f"default-src 'none'; style-src {style_hash}; script-src {script_hash}; img-src 'none'; "
                "base-uri 'none'; form-action 'none'",
         "style_hash": style_hash,
