@@ -71,6 +71,22 @@ def _finite(value: object) -> float | None:
     return None
 
 
+def _details_value(details: Mapping[str, Any], field: str | None, depth: int = 0) -> float | None:
+    """A metric's value (``field`` of its ``token_usage_details``; None: its ``value``); for a case pooled over
+    several runs of the agent (``details.runs``, ``--num-runs``) without it, the mean over the runs that have it."""
+    if field is None:
+        value = _finite(details.get("value"))
+    else:
+        tokens = details.get("token_usage_details")
+        value = _finite(tokens.get(field)) if isinstance(tokens, Mapping) else None
+    runs = details.get("runs")
+    if value is None and depth == 0 and isinstance(runs, list):
+        found = [v for run in runs if isinstance(run, Mapping) and isinstance(run.get("details"), Mapping)
+                 and (v := _details_value(run["details"], field, 1)) is not None]
+        value = _mean(found) if found else None
+    return value
+
+
 def case_values(case: CaseResult, builtin: frozenset[str]) -> dict[str, float]:
     """A case's value of every quantity its metrics measured (only built-in criteria in ``builtin`` count: a custom
     metric named like one is not the agent's cost)."""
@@ -80,11 +96,7 @@ def case_values(case: CaseResult, builtin: frozenset[str]) -> dict[str, float]:
             metric = case.metrics.get(criterion)
             if criterion not in builtin or metric is None or not isinstance(metric.details, dict):
                 continue
-            if quantity.field is None:
-                value = _finite(metric.details.get("value"))
-            else:
-                tokens = metric.details.get("token_usage_details")
-                value = _finite(tokens.get(quantity.field)) if isinstance(tokens, dict) else None
+            value = _details_value(metric.details, quantity.field)
             if value is not None:
                 out[name] = round(value, 4)
                 break

@@ -120,3 +120,20 @@ def test_budgets_without_data_are_not_measured_and_say_why() -> None:
                              alpha=0.05, old_baseline=False)
     latency = next(r for r in rows if r.quantity == "latency")
     assert latency.status == "not_measured" and "main's run recorded no seconds" in (latency.reason or "")
+
+
+def test_a_case_pooled_over_several_runs_keeps_its_token_counts() -> None:
+    """``--num-runs N`` pools a case's metrics (details.runs); its tokens are the runs' mean, not lost."""
+    from evalbot.compare.efficiency import case_values
+    from evalbot.runner.aggregate import pool
+
+    def run(tokens: float, seconds: float) -> tuple[MetricResult, MetricResult]:
+        return (MetricResult(status="informational", details={"value": tokens, "token_usage_details": {
+                    "total_tokens": tokens, "input_tokens": tokens - 10, "output_tokens": 10}}),
+                MetricResult(status="informational", details={"value": seconds}))
+
+    (t1, s1), (t2, s2) = run(100.0, 1.0), run(300.0, 3.0)
+    pooled = CaseResult(eval_id="c", status="passed", metrics={
+        "token_usage_v1": pool([(1, t1), (2, t2)]), "invocation_duration_v1": pool([(1, s1), (2, s2)])})
+    values = case_values(pooled, frozenset({"token_usage_v1", "invocation_duration_v1"}))
+    assert values == {"tokens": 200.0, "tokens_in": 190.0, "tokens_out": 10.0, "latency": 2.0}
