@@ -41,7 +41,7 @@ from evalbot.results import OUTCOME_CODES, Report
 from evalbot.runner.aggregate import score_runs
 from evalbot.runner.base import Agent, RunSet
 from evalbot.runner.execute import RunOptions, run_agent
-from evalbot.runner.recording import FORMAT, is_recording, runs_from_data, write_recording
+from evalbot.runner.recording import FORMAT, is_recording, repeated_runs, runs_from_data, write_recording
 from evalbot.scoring import score_run
 from evalbot.shard import Shard, plan, shard_eval_sets, shard_info
 
@@ -111,7 +111,8 @@ class RecordedActuals:
 
 def read_actuals(paths: Sequence[str]) -> RecordedActuals:
     """Read every actuals file once. A file written by ``--record`` is decided here, explicitly, to be a recording:
-    its runs are scored as the run that produced them was (failures and ``--num-runs`` included)."""
+    its runs are scored as the run that produced them was (failures and ``--num-runs`` included). An ADK
+    EvalSetResult that lists a case several times (AgentEvaluator's N runs) is read as that many runs of it."""
     out = RecordedActuals(Actuals(path=", ".join(paths) or None))
     for raw in paths:
         path = Path(raw)
@@ -121,10 +122,12 @@ def read_actuals(paths: Sequence[str]) -> RecordedActuals:
                 continue
             with gc_paused():
                 text = read_text(path)
-                data = parse_json(text, path) if FORMAT in text else None  # cheap test first: the marker
-                if data is not None and is_recording(data):
+                # cheap tests first: the recording's marker, or an EvalSetResult that may list a case per run
+                data = parse_json(text, path) if FORMAT in text or "eval_case_results" in text else None
+                runs = data if data is not None and is_recording(data) else repeated_runs(data)
+                if runs is not None:
                     try:
-                        out.runs = runs_from_data(data, path, out.runs)
+                        out.runs = runs_from_data(runs, path, out.runs)
                     except InputError as exc:
                         out.recording_errors.append(exc)
                         out.runs = out.runs or RunSet()

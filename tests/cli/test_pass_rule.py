@@ -84,6 +84,31 @@ def test_recorded_runs_are_decided_by_the_same_rule(proj: Path, write: Writer, m
     assert statuses == {"c0": "failed", "c1": "passed", "c2": "passed"}
 
 
+def _adk_saved(recording: Path, out: Path) -> None:
+    """The recording as ADK's AgentEvaluator saves N runs: each case listed once per run, no evalbot keys."""
+    data = json.loads(recording.read_text())
+    data.pop("evalbot")
+    for result in data["eval_case_results"]:
+        result.pop("evalbot")
+    out.write_text(json.dumps(data))
+
+
+def test_an_adk_eval_set_result_listing_each_case_n_times_is_n_runs(proj: Path, write: Writer,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """AgentEvaluator's N runs of a case (the case listed N times) decide by the rule as N recorded runs."""
+    _script(write, monkeypatch, "main.json", {})
+    _baseline()
+    _script(write, monkeypatch, "pr.json", {"q0": "FFP", "q2": "PPF"})
+    assert main(["run", "evals", "--agent", AGENT, "--num-runs", "3", "--agent-concurrency", "1",
+                 "--record", "rec.json"], {}) in (0, 1)
+    _adk_saved(proj / "rec.json", proj / "adk.json")
+    code = main(["compare", "--baseline", "base.json", "evals", "--actuals", "adk.json", "--comment", "c.md",
+                 "--report", "r.json"], {})
+    assert code == 1 and "Agent runs: ✗✗✓ (pass rule 2/3: passed 1 of 3)" in (proj / "c.md").read_text()
+    cases = json.loads((proj / "r.json").read_text())["eval_sets"][0]["cases"]
+    assert {c["eval_id"]: c["runs"] for c in cases} == {"c0": "FFP", "c1": "PPP", "c2": "PPF"}
+
+
 def test_a_run_with_fewer_runs_than_the_rule_is_exit_2(proj: Path, write: Writer, monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """2/3 over a single run of each case: invalid input naming the eval set and the fix, never a pass."""

@@ -14,7 +14,7 @@ from evalbot.pipeline import evaluate, read_actuals
 from evalbot.runner.aggregate import score_runs
 from evalbot.runner.custom_agent import load_function_agent
 from evalbot.runner.execute import RunOptions, run_agent
-from evalbot.runner.recording import FORMAT, write_recording
+from evalbot.runner.recording import FORMAT, repeated_runs, write_recording
 from tests.fakes import agents
 from tests.fakes.builders import case, eval_set, inv, load_set
 
@@ -111,6 +111,21 @@ def test_a_forged_number_of_runs_is_refused(tmp_path: Path, claimed: Any) -> Non
     report = evaluate([str(path)], actuals=[str(out)])
     assert [e.pointer for e in report.errors] == ["/evalbot/num_runs"]
     assert "from 1 to 1,000" in report.errors[0].message
+
+
+def test_only_an_eval_set_result_repeating_a_case_is_read_as_runs() -> None:
+    """A case listed 3 times is runs 1-3 (num_runs 3), the input untouched; no repeat, a non-result, a malformed
+    entry or more repeats than --num-runs allows: None (read as plain actuals)."""
+    data = {"eval_set_id": "s", "eval_case_results": [{"eval_id": "a"}, {"eval_id": "b"}, {"eval_id": "a"},
+                                                      {"eval_id": "a"}]}
+    marked = repeated_runs(data)
+    assert marked["evalbot"] == {"num_runs": 3}
+    assert [r["evalbot"]["run"] for r in marked["eval_case_results"]] == [1, 1, 2, 3]
+    assert "evalbot" not in data and "evalbot" not in data["eval_case_results"][0]
+    assert repeated_runs({"eval_case_results": [{"eval_id": "a"}, {"eval_id": "b"}]}) is None
+    assert repeated_runs({"a": []}) is None and repeated_runs(None) is None
+    assert repeated_runs({"eval_case_results": ["x", "x"]}) is None
+    assert repeated_runs({"eval_case_results": [{"eval_id": "a"}] * 1001}) is None
 
 
 def test_recording_validates_as_adk_eval_set_result(tmp_path: Path) -> None:
