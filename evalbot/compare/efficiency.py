@@ -116,12 +116,12 @@ class _Frozen(StrictModel):
 class EfficiencyStat(_Frozen):
     """One quantity over an eval set's cases on main."""
 
-    mean: float = Field(ge=0, le=MAX_VALUE, allow_inf_nan=False)
-    p95: float = Field(ge=0, le=MAX_VALUE, allow_inf_nan=False)
-    cases: int = Field(ge=1, le=10**9)
+    mean: float = Field(ge=0, le=MAX_VALUE, allow_inf_nan=False, strict=True)
+    p95: float = Field(ge=0, le=MAX_VALUE, allow_inf_nan=False, strict=True)
+    cases: int = Field(ge=1, le=10**9, strict=True)
 
 
-Value = Annotated[float, Field(ge=0, le=MAX_VALUE, allow_inf_nan=False)]
+Value = Annotated[float, Field(ge=0, le=MAX_VALUE, allow_inf_nan=False, strict=True)]
 CaseValues = dict[str, Value]
 
 

@@ -137,3 +137,24 @@ def test_a_case_pooled_over_several_runs_keeps_its_token_counts() -> None:
         "token_usage_v1": pool([(1, t1), (2, t2)]), "invocation_duration_v1": pool([(1, s1), (2, s2)])})
     values = case_values(pooled, frozenset({"token_usage_v1", "invocation_duration_v1"}))
     assert values == {"tokens": 200.0, "tokens_in": 190.0, "tokens_out": 10.0, "latency": 2.0}
+
+
+@pytest.mark.parametrize(("efficiency", "pointer"), [
+    ({"shop": {"stats": {"tokens": {"mean": float("nan"), "p95": 1, "cases": 1}}}}, "/efficiency/shop/stats/tokens/mean"),
+    ({"shop": {"stats": {"tokens": {"mean": -1, "p95": 1, "cases": 1}}}}, "/efficiency/shop/stats/tokens/mean"),
+    ({"shop": {"cases": {"c0": {"tokens": 1e300}}}}, "/efficiency/shop/cases/c0/tokens"),
+    ({"shop": {"cases": {"c0": {"tokens": "12"}}}}, "/efficiency/shop/cases/c0/tokens"),
+    ({"shop": {"stats": {}, "extra": 1}}, "/efficiency/shop/extra"),
+    ({"shop": []}, "/efficiency/shop"),
+])
+def test_a_forged_baseline_efficiency_is_refused_with_its_pointer(efficiency: object, pointer: str) -> None:
+    """The baseline file is data: NaN, negative, absurd or mistyped efficiency values never reach a comparison."""
+    import json
+
+    from evalbot.compare.baseline import parse_baseline
+
+    text = json.dumps({"schema_version": 1, "evalbot_version": "0", "efficiency": efficiency})
+    with pytest.raises(InputError) as caught:
+        parse_baseline(text, ".evalbot/baseline.json")
+    assert caught.value.path == ".evalbot/baseline.json"
+    assert caught.value.pointer == pointer
