@@ -26,6 +26,7 @@ from google.genai import errors, types
 
 from evalbot.judges.base import TRANSIENT_STATUSES, JudgeCallError, ServiceVerdict
 from evalbot.judges.service_layers import verdict_from_answer
+from evalbot.redact import scrub
 
 API_VERSION = "v1beta1"
 PATH = ":evaluateInstances"
@@ -37,21 +38,23 @@ class VertexEvaluation:
     def __init__(self, *, api_key: str | None = None, project: str | None = None, location: str | None = None,
                  base_url: str | None = None, timeout: float = 120.0) -> None:
         options = types.HttpOptions(base_url=base_url, api_version=API_VERSION, timeout=int(timeout * 1000))
+        self._secret = (api_key,) if api_key else ()
         if api_key:
             self._client = genai.Client(vertexai=True, api_key=api_key, http_options=options)
         else:
             self._client = genai.Client(vertexai=True, project=project, location=location, http_options=options)
 
     async def evaluate(self, body: Mapping[str, Any], purpose: str) -> ServiceVerdict:
-        """The service's verdict on ``body``."""
+        """The service's verdict on ``body``; error messages never carry the API key (a proxy may echo it)."""
         try:
             raw = await self._client.aio._api_client.async_request("post", PATH, dict(body))
         except errors.APIError as exc:
-            raise JudgeCallError(f"Vertex AI evaluation service ({purpose}) failed: HTTP {exc.code} {exc.message}",
-                                 status=exc.code, transient=exc.code in TRANSIENT_STATUSES) from None
+            message = scrub(f"Vertex AI evaluation service ({purpose}) failed: HTTP {exc.code} {exc.message}",
+                            self._secret)
+            raise JudgeCallError(message, status=exc.code, transient=exc.code in TRANSIENT_STATUSES) from None
         except Exception as exc:  # credentials and transport problems of the Vertex client
-            raise JudgeCallError(
-                f"Vertex AI evaluation service ({purpose}) failed: {type(exc).__name__}: {exc}") from None
+            raise JudgeCallError(scrub(f"Vertex AI evaluation service ({purpose}) failed: {type(exc).__name__}: "
+                                       f"{exc}", self._secret)) from None
         try:
             answer: Any = json.loads(raw.body or "{}")
         except ValueError:
