@@ -264,14 +264,26 @@ def pr_baseline_text(ws: Workspace, path: str) -> str | None:
 
 
 def commands(inputs: ActionInputs, base_sha: str | None) -> tuple[str, str]:
-    """The command that reproduces this run's comparison locally, and the one that refreshes the baseline."""
+    """The command that reproduces this run's comparison locally, and the one that refreshes the baseline.
+
+    Run verbatim in the job's workspace, the first gives the same verdict and headline: the same eval sets, runs
+    and config, the judge's answers replayed from the job's ``judge-cache`` (``--judge-cache DIR --judge-replay``:
+    no credentials needed; the command line replays the answers the job wrote, signed or not) and the gate inputs
+    the workflow gave, as flags."""
     args = [*eval_paths(inputs)]
     for run in inputs.actuals:
         args += ["--actuals", run]
     if inputs.config:
         args += ["--config", inputs.config]
+    judge = ["--judge-cache", inputs.judge_cache, "--judge-replay"] if inputs.judge_cache else []
+    gate = [item for name, value in policy_overrides(inputs).items() if value is not None and name != "block_flaky"
+            for item in ("--" + name.replace("_", "-"), str(value))]
+    if inputs.block_flaky is not None:
+        gate.append("--block-flaky" if inputs.block_flaky else "--no-block-flaky")
+    if inputs.comment_template:
+        gate += ["--comment-template", inputs.comment_template]
     spec = f"{base_sha}:{inputs.baseline_path}" if base_sha else inputs.baseline_path
-    reproduce = shlex.join(["evalbot", "compare", "--baseline", spec, *args])
+    reproduce = shlex.join(["evalbot", "compare", "--baseline", spec, *args, *judge, *gate])
     refresh = shlex.join(["evalbot", "baseline", *args, "--output", inputs.baseline_path])
     return reproduce, refresh
 
