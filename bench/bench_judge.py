@@ -1,14 +1,19 @@
 """Benchmark: evalbot's judge pipeline vs google-adk's evaluators on the same fake judge, in the same run.
 
-    python bench/bench_judge.py [--cases 6] [--turns 8] [--samples 5] [--latency 0.2] [--concurrency 16]
+    python bench/bench_judge.py [--cases 10] [--turns 10] [--samples 5] [--latency 0.2] [--concurrency 16]
+                                [--split-every 2] [--no-rubric] [--sampling sequential|full]
                                 [--adk-python /work/adkvenv/bin/python] [--no-adk]
 
 A loopback fake Gemini server answers every ``generateContent`` request after a fixed latency. The eval set has
-``cases`` x ``turns`` invocations judged by ``final_response_match_v2`` with ``num_samples`` samples. evalbot runs
-through its CLI (``evalbot run`` in-process, fresh judge cache), then again on the same cache; ADK runs its own
-``LocalEvalService`` with its defaults (4 cases in parallel, samples one at a time) in a subprocess, timed from
-inside (ADK's ~10 s import is excluded). Printed: wall times, HTTP requests, the lower bound
-``ceil(requests / concurrency) x latency`` set by the concurrency limit, and the ratios.
+``cases`` x ``turns`` invocations judged by ``final_response_match_v2`` with ``num_samples`` samples and (unless
+``--no-rubric``) ``rubric_based_final_response_quality_v1`` with one rubric and as many samples. Every answer is
+valid, except the first sample of every ``--split-every``-th prompt: there sequential sampling's first round (3 of 5)
+does not decide the majority and a second round is asked. evalbot runs through its CLI (``evalbot run``
+in-process, fresh judge cache), then again on the same cache; ADK runs its own ``LocalEvalService`` with its
+defaults (4 cases in parallel, samples one at a time) in a subprocess, timed from inside (ADK's ~10 s import is
+excluded). Printed: wall times, HTTP requests, the judge-busy window (the fake server's first request received to
+its last answer sent), the lower bound ``ceil(requests / concurrency) x latency`` set by the concurrency limit, the
+window and the run against it, and the ratio to ADK.
 """
 
 from __future__ import annotations
@@ -33,14 +38,18 @@ sys.path.insert(0, str(ROOT))
 import evalbot.judges.gemini  # noqa: E402, F401  (imported up front: imports are excluded on both sides)
 from evalbot.cli.commands import main as evalbot_main  # noqa: E402
 
-ANSWER = '{"reasoning": "The answer gives the same facts as the reference.", "is_the_agent_response_valid": "valid"}'
+_RUBRIC_ANSWER = "ID: r1\nProperty: The answer states the weather.\nRationale: It does.\nVerdict: yes\n"
+ANSWER = _RUBRIC_ANSWER + (
+    '{"reasoning": "The answer gives the same facts as the reference.", "is_the_agent_response_valid": "valid"}')
+"""Read by both criteria: the rubric judge reads the lines, final_response_match_v2 the JSON object."""
+SPLIT_ANSWER = ANSWER.replace('"valid"}', '"invalid"}')
 
 
 def _content(role: str, text: str) -> dict[str, Any]:
     return {"role": role, "parts": [{"text": text}]}
 
 
-def write_inputs(directory: Path, cases: int, turns: int, samples: int) -> tuple[Path, Path, Path]:
+def write_inputs(directory: Path, cases: int, turns: int, samples: int, rubric: bool) -> tuple[Path, Path, Path]:
     """Eval set, actuals and config files for the benchmark."""
     eval_cases, actuals = [], {}
     for c in range(cases):
@@ -58,18 +67,23 @@ def write_inputs(directory: Path, cases: int, turns: int, samples: int) -> tuple
     actuals_path = directory / "actuals.json"
     actuals_path.write_text(json.dumps(actuals), encoding="utf-8")
     config = directory / "test_config.json"
-    config.write_text(json.dumps({"criteria": {"final_response_match_v2": {
-        "threshold": 0.5, "judge_model_options": {"judge_model": "gemini-2.5-flash", "num_samples": samples}}}}),
-        encoding="utf-8")
+    judge = {"judge_model": "gemini-2.5-flash", "num_samples": samples}
+    criteria: dict[str, Any] = {"final_response_match_v2": {"threshold": 0.5, "judge_model_options": judge}}
+    if rubric:
+        criteria["rubric_based_final_response_quality_v1"] = {
+            "threshold": 0.5, "judge_model_options": judge,
+            "rubrics": [{"rubric_id": "r1", "rubric_content": {"text_property": "The answer states the weather."}}]}
+    config.write_text(json.dumps({"criteria": criteria}), encoding="utf-8")
     return eval_set, actuals_path, config
 
 
 class FakeServer:
     """The fake Gemini server in its own process (so it does not compete for this interpreter's GIL)."""
 
-    def __init__(self, latency: float) -> None:
+    def __init__(self, latency: float, split_every: int = 0) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.fake_gemini", "--latency", str(latency), "--answer", ANSWER],
+            [sys.executable, "-m", "tests.fakes.fake_gemini", "--latency", str(latency), "--answer", ANSWER,
+             "--split-answer", SPLIT_ANSWER, "--split-every", str(split_every)],
             cwd=ROOT, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         self.url = self.process.stdout.readline().strip()
@@ -91,22 +105,29 @@ class FakeServer:
 
 
 @contextlib.contextmanager
-def fake_server(latency: float) -> Iterator[FakeServer]:
+def fake_server(latency: float, split_every: int = 0) -> Iterator[FakeServer]:
     """A running FakeServer, stopped on exit."""
-    server = FakeServer(latency)
+    server = FakeServer(latency, split_every)
     try:
         yield server
     finally:
         server.stop()
 
 
-def run_evalbot(fake: FakeServer, files: tuple[Path, Path, Path], cache: Path, concurrency: int) -> dict[str, Any]:
+def _window(stats: dict[str, Any]) -> float:
+    """Seconds from the first request the server received to the last answer it sent."""
+    return max(stats["finished"], default=0.0) - min(stats["started"], default=0.0)
+
+
+def run_evalbot(fake: FakeServer, files: tuple[Path, Path, Path], cache: Path, concurrency: int,
+                sampling: str = "sequential") -> dict[str, Any]:
     """One ``evalbot run`` in-process; wall time, requests, exit code."""
     eval_set, actuals, config = files
     fake.reset()
     env = {"GOOGLE_API_KEY": "bench-key", "GOOGLE_GEMINI_BASE_URL": fake.url}
     argv = ["run", str(eval_set), "--actuals", str(actuals), "--config", str(config), "--judge-cache", str(cache),
-            "--judge-concurrency", str(concurrency), "--report", str(cache.parent / "report.json")]
+            "--judge-concurrency", str(concurrency), "--sampling", sampling,
+            "--report", str(cache.parent / "report.json")]
     out = io.StringIO()
     start = time.perf_counter()
     with contextlib.redirect_stdout(out):
@@ -118,10 +139,11 @@ def run_evalbot(fake: FakeServer, files: tuple[Path, Path, Path], cache: Path, c
     for es in report["eval_sets"]:
         for case in es["cases"]:
             for name, metric in case["metrics"].items():
-                if name == "final_response_match_v2":
-                    statuses[metric["status"]] = statuses.get(metric["status"], 0) + 1
+                key = f"{name.split('_')[0]}:{metric['status']}"
+                if name in ("final_response_match_v2", "rubric_based_final_response_quality_v1"):
+                    statuses[key] = statuses.get(key, 0) + 1
     return {"seconds": seconds, "requests": stats["requests"], "peak_in_flight": stats["peak_in_flight"],
-            "exit_code": code, "statuses": statuses}
+            "window": _window(stats), "exit_code": code, "statuses": statuses}
 
 
 def run_adk(fake: FakeServer, files: tuple[Path, Path, Path], python: str) -> dict[str, Any]:
@@ -135,39 +157,55 @@ def run_adk(fake: FakeServer, files: tuple[Path, Path, Path], python: str) -> di
     stats = fake.stats()
     result["requests"] = stats["requests"]
     result["peak_in_flight"] = stats["peak_in_flight"]
+    result["window"] = _window(stats)
     return result
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=6)
-    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--cases", type=int, default=10)
+    parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--split-every", type=int, default=2,
+                        help="every N-th prompt's first sample disagrees (0: never); default %(default)s")
+    parser.add_argument("--no-rubric", action="store_true", help="final_response_match_v2 only")
+    parser.add_argument("--sampling", choices=["sequential", "full"], default="sequential")
     parser.add_argument("--adk-python", default="/work/adkvenv/bin/python")
     parser.add_argument("--repeat", type=int, default=3, help="evalbot fresh-cache runs; the median is reported")
     parser.add_argument("--no-adk", action="store_true", help="skip ADK (e.g. where it is not installed)")
     args = parser.parse_args()
     invocations = args.cases * args.turns
-    with tempfile.TemporaryDirectory() as tmp, fake_server(args.latency) as fake:
-        files = write_inputs(Path(tmp), args.cases, args.turns, args.samples)
-        runs = [run_evalbot(fake, files, Path(tmp) / f"judge-cache-{k}", args.concurrency)
+    with tempfile.TemporaryDirectory() as tmp, fake_server(args.latency, args.split_every) as fake:
+        files = write_inputs(Path(tmp), args.cases, args.turns, args.samples, not args.no_rubric)
+        runs = [run_evalbot(fake, files, Path(tmp) / f"judge-cache-{k}", args.concurrency, args.sampling)
                 for k in range(max(1, args.repeat))]
         first = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
-        second = run_evalbot(fake, files, Path(tmp) / "judge-cache-0", args.concurrency)
-        adk = None if args.no_adk else run_adk(fake, files, args.adk_python)
-    bound = math.ceil(invocations / args.concurrency) * args.latency
+        second = run_evalbot(fake, files, Path(tmp) / "judge-cache-0", args.concurrency, args.sampling)
+        adk: dict[str, Any] | str | None = None
+        if not args.no_adk:
+            try:
+                adk = run_adk(fake, files, args.adk_python)
+            except (OSError, subprocess.SubprocessError) as exc:  # ADK missing or broken: evalbot's figures stand
+                adk = f"{exc}: {getattr(exc, 'stderr', '') or ''}"[-600:]
+    bound = math.ceil(first["requests"] / args.concurrency) * args.latency
+    criteria = "final_response_match_v2" + ("" if args.no_rubric else " + rubric_based_final_response_quality_v1")
     print(f"judge latency {args.latency * 1000:.0f} ms; {args.cases} cases x {args.turns} turns = {invocations} "
-          f"invocations x {args.samples} samples; final_response_match_v2")
+          f"invocations x {args.samples} samples; {criteria}; sampling {args.sampling}; every "
+          f"{args.split_every or 'no'}-th prompt split; concurrency {args.concurrency}")
     times = ", ".join(f"{r['seconds']:.2f}" for r in runs)
+    windows = ", ".join(f"{r['window']:.2f}" for r in runs)
     print(f"evalbot   first run : {first['seconds']:7.2f} s  {first['requests']:5d} requests  "
           f"peak in flight {first['peak_in_flight']}  statuses {first['statuses']}  (median of {times})")
     print(f"evalbot   cached run: {second['seconds']:7.2f} s  {second['requests']:5d} requests  "
           f"statuses {second['statuses']}")
-    print(f"lower bound (ceil({invocations}/{args.concurrency}) x latency): {bound:.2f} s -> evalbot at "
-          f"{first['seconds'] / bound:.2f}x the bound")
-    if adk is not None:
+    print(f"lower bound (ceil({first['requests']}/{args.concurrency}) x latency): {bound:.2f} s -> judge-busy window "
+          f"{first['window']:.2f} s = {first['window'] / bound:.2f}x the bound (windows {windows}); whole run "
+          f"{first['seconds'] / bound:.2f}x")
+    if isinstance(adk, str):
+        print(f"ADK skipped: {adk}")
+    elif adk is not None:
         print(f"ADK 2.13 defaults   : {adk['seconds']:7.2f} s  {adk['requests']:5d} requests  "
               f"peak in flight {adk['peak_in_flight']}  statuses {adk['statuses']}")
         print(f"speed-up vs ADK: {adk['seconds'] / first['seconds']:.1f}x; requests: {adk['requests']} -> "

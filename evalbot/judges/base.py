@@ -53,6 +53,10 @@ class StopRule(Protocol):
         ...
 
 
+FIRST_ROUND, SECOND_ROUND, OTHER_REQUEST = 0, 1, 2
+"""JudgeRequest.priority values: a sequential vote's first round, its second round, any other request."""
+
+
 @dataclass(frozen=True)
 class JudgeRequest:
     """One judge prompt to be answered ``num_samples`` times.
@@ -72,6 +76,10 @@ class JudgeRequest:
     purpose: str = ""
     first_sample: int = 0
     stop: StopRule | None = field(default=None, compare=False)
+    priority: int = field(default=OTHER_REQUEST, compare=False)
+    """Which waiting requests the run's concurrency limit lets through first, lowest first: a sequential vote's first
+    round (0: another request may have to follow it, so it should not wait at the end of the queue), its second round
+    (1: the vote waits for nothing else), then all others (2). Not part of the cache key."""
 
     def with_samples(self, num_samples: int) -> JudgeRequest:
         """The same request asking for another number of samples (from the same first index)."""

@@ -13,6 +13,7 @@ import re
 import sys
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -353,9 +354,17 @@ def serve_main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--answer", default="fake answer")
+    parser.add_argument("--split-answer", help="the first sample's answer to every --split-every-th prompt")
+    parser.add_argument("--split-every", type=int, default=0, help="which prompts get --split-answer (by CRC32)")
     args = parser.parse_args(argv)
-    answer = args.answer
-    fake = FakeGemini(responder=lambda prompt, index, request: answer, latency=args.latency).start()
+    answer, split, every = args.answer, args.split_answer, args.split_every
+
+    def respond(prompt: str, index: int, request: Recorded) -> str:
+        if split is not None and every and index == 0 and zlib.crc32(prompt.encode()) % every == 0:
+            return str(split)
+        return str(answer)
+
+    fake = FakeGemini(responder=respond, latency=args.latency).start()
     print(fake.url, flush=True)
     try:
         threading.Event().wait()
