@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evalbot.compare.passrule import PROBLEM_PREFIX as PASS_RULE_PROBLEM
 from evalbot.errors import EvalbotError, InputError, json_pointer
 from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
@@ -320,13 +321,16 @@ def _merge(parts: Sequence[tuple[str, Report]], info: ShardInfo, assignment: dic
             "shard jobs (a partial result is never a pass)", missing)
     for i in range(len(info.eval_sets)):
         _agree([(n, r) for n, r in parts], f"results for eval set {info.eval_sets[i].eval_set_id!r}",
-               lambda r, i=i: r.eval_sets[i].model_dump(mode="json", include=set(_SET_FIELDS)),
-               "run every shard with the same inputs, then merge again")
+               lambda r, i=i: _set_fields(r.eval_sets[i]), "run every shard with the same inputs, then merge again")
     eval_sets = []
     for i, listed in enumerate(info.eval_sets):
         template = parts[0][1].eval_sets[i]
         cases = [found[(i, eval_id)] for eval_id, _ in listed.cases]
         merged = EvalSetReport(**{f: getattr(template, f) for f in _SET_FIELDS}, status="not_evaluated", cases=cases)
+        # Each part names the cases of its own that its pass_rule cannot decide; the comparison decides them again
+        # over all the cases (compare.passrule replaces these problems), so the parts' are joined, not compared.
+        merged.errors = [*_own_errors(template), *_union(p for _, r in parts for p in r.eval_sets[i].errors
+                                                           if p.message.startswith(PASS_RULE_PROBLEM))]
         merged.metrics = summarize_cases(cases)
         if cases:
             merged.status = case_status([c.status for c in cases])
@@ -390,6 +394,18 @@ def check_loaded(report: Report, eval_sets: Sequence[LoadedEvalSet], where: str)
         return []
     return [f"{len(unknown)} case(s) in the merged results are in no eval set {where} ({_listed(unknown)}); they are "
             "shown as the parts reported them"]
+
+
+def _own_errors(es: EvalSetReport) -> list[Any]:
+    """An eval set's errors but the pass_rule's, which depend on the cases a part holds."""
+    return [p for p in es.errors if not p.message.startswith(PASS_RULE_PROBLEM)]
+
+
+def _set_fields(es: EvalSetReport) -> Any:
+    """What every part must report alike about an eval set (``_SET_FIELDS``; the pass_rule's problems aside)."""
+    data = es.model_dump(mode="json", include=set(_SET_FIELDS))
+    data["errors"] = [p.model_dump(mode="json") for p in _own_errors(es)]
+    return data
 
 
 def _union(items: Iterable[Any]) -> list[Any]:

@@ -287,3 +287,25 @@ def test_a_part_1_of_1_omitting_the_regressed_case_is_exit_3_naming_it(tmp_path:
     assert main(["merge", str(part), "--eval-sets", str(evals / "faq"), "--report", str(report)], {}) in (0, 1)
     notices = json.loads(report.read_text())["notices"]
     assert any("in no eval set given with --eval-sets (orders/" in n for n in notices), notices
+
+
+def test_pass_rule_problems_of_each_part_merge_into_the_one_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass_rule "2/3" over one recorded run per case: each shard job names its own undecidable cases (its part's
+    errors differ), which is not a disagreement; the merge's comment is the one job's, byte for byte (exit 2)."""
+    shutil.copytree("examples", tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)
+    for config in Path("examples/evals").glob("*/test_config.json"):
+        data = json.loads(config.read_text())
+        data["evalbot"] = {**data.get("evalbot", {}), "pass_rule": "2/3"}
+        config.write_text(json.dumps(data))
+    compare = ["compare", "--baseline", EXAMPLE_BASELINE, *EXAMPLE]
+    assert main([*compare, "--comment", "one.md"], {}) == 2
+    for k in (1, 2):
+        assert main([*compare, "--shard", f"{k}/2", "--report", f"p{k}.json"], {}) == 2
+    errors = [[p["message"] for es in json.loads(Path(f"p{k}.json").read_text())["eval_sets"] for p in es["errors"]]
+              for k in (1, 2)]
+    assert errors[0] != errors[1] and all(m.startswith("pass_rule 2/3") for e in errors for m in e)
+    assert main(["merge", "p1.json", "p2.json", "--eval-sets", "examples/evals", "--actuals", "examples/runs/pr.json",
+                 "--judge-cache", "examples/judge-cache", "--judge-replay", "--baseline", EXAMPLE_BASELINE,
+                 "--comment", "two.md"], {}) == 2
+    _same_files(Path("one.md"), Path("two.md"))
