@@ -22,6 +22,7 @@ from evalbot.compare.gate import GatePolicy
 from evalbot.compare.passrule import apply_pass_rules
 from evalbot.criteria import build_criteria
 from evalbot.criteria.base import BallotBox, BuildContext, CriteriaBuilder
+from evalbot.criteria.custom_process import WorkerPool
 from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, InputError
 from evalbot.formats import vertex
 from evalbot.formats.actuals import Actuals
@@ -182,6 +183,19 @@ def evaluate(
         report.shard = shard_info(report, run, shard)
         return report
     ctx = ctx or BuildContext()
+    pool = None
+    if ctx.workers is None:  # the run's custom-metric workers: each function imported once, stopped at the end
+        pool = WorkerPool()
+        ctx = replace(ctx, workers=pool)
+    try:
+        return _evaluate(inputs, actuals, agent, ctx, progress, criteria, say)
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _evaluate(inputs: Inputs, actuals: Sequence[str], agent: AgentRun | None, ctx: BuildContext,
+              progress: Progress | None, criteria: CriteriaBuilder, say: Say | None) -> Report:
     if ctx.judge is not None:
         ctx.judge.cap_requests(*request_cap(inputs))
     notices = judge_notices(ctx)

@@ -234,7 +234,7 @@ def _build_custom(spec: CriterionSpec, config: EvalConfig, ctx: BuildContext, or
     if ctx.custom_code_refused is not None:
         return NotRun(spec.name, spec.threshold, ctx.custom_code_refused)
     try:
-        return custom.build(spec, config.custom_metrics[spec.name], origin, ctx.custom_code_refused)
+        return custom.build(spec, config.custom_metrics[spec.name], origin, ctx.custom_code_refused, ctx.workers)
     except ConfigError as exc:
         return BrokenCriterion(spec.name, spec.threshold, f"{exc} ({where}; criterion at {spec.source})")
 

@@ -11,6 +11,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
+from evalbot.criteria.custom_process import WorkerPool
 from evalbot.errors import ConfigError, did_you_mean
 from evalbot.formats.adk import ConversationScenario, EvalCase, FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec, EvalConfig
@@ -142,6 +143,9 @@ class BuildContext:
     """Why custom metrics (repository code) must not be imported in this run, or None where that is allowed."""
     ballots: BallotBox | None = None
     """Where majority-vote criteria keep their votes for the stage settling split votes (None: not kept)."""
+    workers: WorkerPool | None = None
+    """Custom-metric workers shared by the run's eval sets (``evaluate`` makes one per run and stops them at its
+    end); None: each custom metric starts its own worker and stops it once its cases are answered."""
 
 
 CriterionFactory = Callable[[CriterionSpec, BuildContext], Criterion]

@@ -34,7 +34,13 @@ queued case to the worker in batches of up to ``BATCH_ITEMS`` calls, and the wor
 answer (and the import) is awaited at most ``timeout_seconds`` (an evalbot key of the ``custom_metrics`` entry, ADK
 ignores it; default 30).  A worker that misses the deadline is killed with its process group; one that exits,
 crashes or breaks the protocol is gone too.  Either way the case in flight is ``error`` with the reason and the
-metric's remaining cases in that eval set are ``error`` naming that case (the worker is not restarted).
+metric's remaining cases in that eval set are ``error`` naming that case (the worker is not restarted for them).
+
+One worker per run: ``evaluate`` gives the run a :class:`~evalbot.criteria.custom_process.WorkerPool`, so the eval
+sets naming the same function (from the same import path) share its worker, one batch at a time, and the module is
+imported once per run; a worker that is gone is replaced for the other eval sets, and the pool stops them all at
+the end of the run.  Without a pool (``BuildContext.workers`` None) each metric starts its own and stops it when its
+cases are answered.
 
 The criterion's fingerprint (baseline comparison) covers the function path and a hash of the function's source
 (computed by the worker), so editing the function shows its cases as "changed definition", never as a regression.
@@ -53,7 +59,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evalbot.criteria.base import CaseInput
-from evalbot.criteria.custom_process import Worker, WorkerGone
+from evalbot.criteria.custom_process import Started, Worker, WorkerGone, WorkerPool
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec
@@ -230,7 +236,7 @@ class CustomMetric:
 
     def __init__(
         self, spec: CriterionSpec, definition: Definition, worker: Worker | None, contract: Contract, source: str,
-        roots: Sequence[Path] = (),
+        roots: Sequence[Path] = (), pool: WorkerPool | None = None,
     ) -> None:
         self.name = spec.name
         self.raw_threshold = spec.threshold
@@ -246,6 +252,8 @@ class CustomMetric:
         }
         self._worker = worker
         self._roots = list(roots)
+        self._pool = pool
+        self._key = pool_key(definition, self._roots)
         self._gone: str | None = None
         self._queue: dict[int, _Ticket] = {}
         self._results: dict[int, MetricResult] = {}
@@ -280,7 +288,8 @@ class CustomMetric:
         return self._results.pop(number)
 
     def flush(self) -> None:
-        """Send every queued case to the worker and read the answers (then stop the worker: its work is done)."""
+        """Send every queued case to the worker and read the answers (then stop the worker, its work done, or leave
+        a shared one to the run's pool)."""
         with self._flushing:
             tickets, self._queue = self._queue, {}
             batch: list[tuple[int, _Ticket]] = []
@@ -296,12 +305,25 @@ class CustomMetric:
             self.close()
 
     def close(self) -> None:
-        """Stop the worker (a later case starts a new one)."""
+        """Stop the worker (a later case starts a new one); a run's shared worker is left to its pool."""
+        if self._worker is not None and self._pool is None:
+            self._worker.close()
+        self._worker = None
+
+    def _stop_worker(self) -> None:
+        """Kill the worker, shared or not: it failed, so nothing may use it again."""
         if self._worker is not None:
             self._worker.close()
-            self._worker = None
+        self._worker = None
 
     def _run_batch(self, batch: Sequence[tuple[int, _Ticket]]) -> None:
+        if self._pool is None:
+            self._exchange(batch)
+            return
+        with self._pool.lock(self._key):  # the worker is shared by the run's eval sets: one batch at a time
+            self._exchange(batch)
+
+    def _exchange(self, batch: Sequence[tuple[int, _Ticket]]) -> None:
         timeout = self.definition.timeout_s
         worker = None
         if self._gone is None:
@@ -326,7 +348,11 @@ class CustomMetric:
                 self._results[number] = self._error(str(exc))
 
     def _live_worker(self) -> Worker:
-        if self._worker is None:
+        if self._worker is not None and self._worker.gone is None:
+            return self._worker
+        if self._pool is not None:  # another eval set's case may have killed the shared worker: the pool starts anew
+            self._worker, _ = self._pool.get(self._key, lambda: start_worker(self.definition, self._roots))
+        else:
             self._worker, _ = start_worker(self.definition, self._roots)
         return self._worker
 
@@ -334,7 +360,7 @@ class CustomMetric:
         what = "hung" if hung else "failed"
         self._gone = (f"{CUSTOM_PROCESS_GONE}not run: {self.definition.function_path} {what} on case {eval_id!r} "
                       f"({reason}); its process was stopped, so the metric is skipped for the rest of this eval set")
-        self.close()
+        self._stop_worker()
 
     @staticmethod
     def _answer(answer: dict[str, Any], what: str) -> Any:
@@ -484,7 +510,12 @@ def require_adk() -> None:
         )
 
 
-def start_worker(definition: Definition, roots: Sequence[Path]) -> tuple[Worker, dict[str, Any]]:
+def pool_key(definition: Definition, roots: Sequence[Path]) -> tuple[str, ...]:
+    """What a run's worker is shared by: the function and the import path it was imported from."""
+    return (definition.function_path, *(str(r) for r in roots))
+
+
+def start_worker(definition: Definition, roots: Sequence[Path]) -> Started:
     """A worker that has imported the function, and its answer (``contract``, ``source_sha256``); ConfigError saying
     what went wrong otherwise (the worker is then stopped)."""
     path = definition.function_path
@@ -513,19 +544,24 @@ def start_worker(definition: Definition, roots: Sequence[Path]) -> tuple[Worker,
     return worker, started
 
 
-def build(spec: CriterionSpec, raw_definition: Any, origin: str | None, refused: str | None) -> CustomMetric:
-    """Import the function of a criterion named in ``custom_metrics`` in a new worker; any problem raises
-    ConfigError naming the function path."""
+def build(
+    spec: CriterionSpec, raw_definition: Any, origin: str | None, refused: str | None, pool: WorkerPool | None = None
+) -> CustomMetric:
+    """Import the function of a criterion named in ``custom_metrics`` in a new worker, or take the run's worker
+    that already imported it from ``pool``; any problem raises ConfigError naming the function path."""
     definition = parse_definition(spec.name, raw_definition)
     if refused is not None:
         raise ConfigError(f"custom metric {definition.function_path} not run: {refused}")
     roots = import_roots(origin)
-    worker, started = start_worker(definition, roots)
+    if pool is None:
+        worker, started = start_worker(definition, roots)
+    else:
+        worker, started = pool.get(pool_key(definition, roots), lambda: start_worker(definition, roots))
     contract: Contract = "adk" if started["contract"] == "adk" else "vertex"
     if contract == "adk":
         try:
             require_adk()
         except ConfigError as exc:
-            worker.close()
+            worker.close()  # pooled too: without google-adk no eval set can use it
             raise ConfigError(f"{definition.function_path}: {exc}") from None
-    return CustomMetric(spec, definition, worker, contract, started["source_sha256"], roots)
+    return CustomMetric(spec, definition, worker, contract, started["source_sha256"], roots, pool)

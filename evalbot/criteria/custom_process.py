@@ -16,9 +16,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -195,3 +196,46 @@ class Worker:
     def __del__(self) -> None:
         if getattr(self, "proc", None) is not None and self.proc.poll() is None:
             self.kill()
+
+
+Started = tuple[Worker, dict[str, Any]]
+"""A worker that has imported its function, and its answer to the import (``contract``, ``source_sha256``)."""
+
+
+class WorkerPool:
+    """A run's custom-metric workers, shared by its eval sets: one live worker per function and import path, so a
+    metric's module (and what it imports, such as google-adk) is imported once per run, not once per eval set.
+
+    Each worker still runs out of process with the stripped environment; only its start is shared.  Calls to one
+    worker are serialized by :meth:`lock`.  A worker that is gone (hung and killed, crashed, broke the protocol) is
+    never handed out again: the next :meth:`get` starts a new one, so one eval set's failure does not skip the metric
+    in the others.  :meth:`close` stops every worker (the end of the run)."""
+
+    def __init__(self) -> None:
+        self._workers: dict[tuple[str, ...], Started] = {}
+        self._locks: dict[tuple[str, ...], threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def lock(self, key: tuple[str, ...]) -> threading.Lock:
+        """The lock held while talking to ``key``'s worker."""
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def get(self, key: tuple[str, ...], start: Callable[[], Started]) -> Started:
+        """``key``'s live worker, started with ``start`` when there is none (its errors propagate)."""
+        with self._guard:
+            found = self._workers.get(key)
+            if found is not None and found[0].gone is None and found[0].proc.poll() is None:
+                return found
+            if found is not None:
+                found[0].close()
+            started = start()
+            self._workers[key] = started
+            return started
+
+    def close(self) -> None:
+        """Stop every worker (the run is over)."""
+        with self._guard:
+            workers, self._workers = list(self._workers.values()), {}
+        for worker, _ in workers:
+            worker.close()

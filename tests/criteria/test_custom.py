@@ -576,3 +576,60 @@ def zero(instance):
     assert {c.metrics["my_metric"].status for c in cases.values()} == {"failed"}
     assert {c.status for c in cases.values()} == {"failed"}
     assert not any(name.startswith(repo.package) for name in sys.modules)  # never imported here
+
+
+# -- one worker per function and run, shared by its eval sets -------------------------------------------------------
+
+def _second_eval_set(repo: Repo) -> None:
+    shop = json.loads((repo.root / "evals" / "shop.evalset.json").read_text(encoding="utf-8"))
+    (repo.root / "evals" / "shop2.evalset.json").write_text(json.dumps({**shop, "eval_set_id": "shop2"}),
+                                                             encoding="utf-8")
+
+
+def _all_cases(report: Report) -> dict[str, dict[str, CaseResult]]:
+    assert not report.errors, report.errors
+    return {es.eval_set_id: {c.eval_id: c for c in es.cases} for es in report.eval_sets}
+
+
+def test_a_run_imports_a_function_once_for_all_its_eval_sets_and_stops_it_at_the_end(repo: Repo) -> None:
+    """Two eval sets naming the same function: one worker imports it and answers both, then is stopped."""
+    repo.module(RECORD + "import os\nrecord(['import', os.getpid()])\n"
+                "def pid(instance):\n    record(['call', os.getpid()])\n    return 1.0\n")
+    repo.metric("pid")
+    _second_eval_set(repo)
+    sets = _all_cases(repo.run())
+    assert sorted(sets) == ["shop", "shop2"]
+    assert {c.metrics["my_metric"].status for cases in sets.values() for c in cases.values()} == {"passed"}
+    seen = repo.seen()
+    imports = [pid for what, pid in seen if what == "import"]
+    calls = [pid for what, pid in seen if what == "call"]
+    assert len(imports) == 1 and len(calls) == 6 and set(calls) == set(imports)  # 3 invocations per eval set
+    assert imports[0] != os.getpid()  # still out of process
+    deadline = time.monotonic() + 5
+    while _alive(imports[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(imports[0])
+
+
+def test_a_worker_lost_in_one_eval_set_is_replaced_for_the_other(repo: Repo) -> None:
+    """The shared worker exits on its first call: that eval set's cases are errors, the other eval set gets a new
+    worker and is scored (one eval set's failure never skips the metric in the others)."""
+    repo.module(RECORD + """import os, pathlib
+def once(instance):
+    marker = pathlib.Path(__file__).with_name("crashed")
+    if not marker.exists():
+        marker.write_text("x")
+        os._exit(0)
+    record(os.getpid())
+    return 1.0
+""")
+    repo.metric("once")
+    _second_eval_set(repo)
+    sets = _all_cases(repo.run())
+    statuses = {name: {c.metrics["my_metric"].status for c in cases.values()} for name, cases in sets.items()}
+    assert sorted(sorted(s) for s in statuses.values()) == [["error"], ["passed"]], statuses
+    (lost,) = [cases for name, cases in sets.items() if statuses[name] == {"error"}]
+    reasons = sorted(c.metrics["my_metric"].reason or "" for c in lost.values())
+    assert any("process exited with code 0 before answering" in r for r in reasons), reasons
+    assert any("failed on case 'two_turns'" in r or "failed on case 'one_turn'" in r for r in reasons), reasons
+    assert len(repo.seen()) == 3  # the other eval set's three invocations, by the new worker

@@ -5,6 +5,8 @@ verdicts for the functions in tests/parity/adk_custom_metrics.py registered from
 the same functions (from this repository's root) and every case, metric and invocation is compared: statuses
 exactly, scores to 1e-9 on the metric's own scale (a metric declared on [-10, 10] is compared by its raw value).
 The functions are called with google-adk's types, so these tests need google-adk (the ``evalbot[adk]`` extra).
+The goldens share one run's worker pool, as the eval sets of one run do: each function's worker imports it (and
+google-adk, seconds) once for the module, not once per golden.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evalbot.criteria.base import BuildContext
+from evalbot.criteria.custom_process import WorkerPool
 from evalbot.pipeline import evaluate
 from evalbot.results import MetricResult
 
@@ -28,6 +33,14 @@ TOL = 1e-9
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("google.adk") is None, reason="google-adk (evalbot[adk]) is not installed"
 )
+
+
+@pytest.fixture(scope="module")
+def run() -> Iterator[BuildContext]:
+    """One worker pool for every golden (stopped at the end), like one run scoring many eval sets."""
+    pool = WorkerPool()
+    yield BuildContext(workers=pool)
+    pool.close()
 
 
 def _golden(name: str) -> dict[str, Any]:
@@ -67,10 +80,10 @@ def _diffs(where: str, adk: dict[str, Any], ours: MetricResult) -> list[str]:
 
 
 @pytest.mark.parametrize("name", GOLDEN_FILES)
-def test_custom_metric_verdicts_match_adk(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_custom_metric_verdicts_match_adk(name: str, run: BuildContext, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
     golden = _golden(name)
-    report = evaluate([golden["evalset"]], actuals=[golden["actuals"]], config=golden["config_path"])
+    report = evaluate([golden["evalset"]], actuals=[golden["actuals"]], config=golden["config_path"], ctx=run)
     (eval_set,) = report.eval_sets
     assert not report.errors and not eval_set.errors
     assert not [c.error for c in eval_set.criteria if c.error]
@@ -87,11 +100,11 @@ def test_custom_metric_verdicts_match_adk(name: str, monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.parametrize("name", DEVIATIONS)
-def test_documented_deviations_are_errors(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_documented_deviations_are_errors(name: str, run: BuildContext, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where ADK hides a broken function (not_evaluated) or aborts the run, evalbot reports `error` on the case."""
     monkeypatch.chdir(REPO)
     golden = _golden(f"deviations/{name}")
-    report = evaluate([golden["evalset"]], actuals=[golden["actuals"]], config=golden["config_path"])
+    report = evaluate([golden["evalset"]], actuals=[golden["actuals"]], config=golden["config_path"], ctx=run)
     (eval_set,) = report.eval_sets
     metric = next(n for n in json.loads(Path(golden["config_path"]).read_text(encoding="utf-8"))["criteria"]
                   if n.startswith("cm_"))
