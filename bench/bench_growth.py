@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Growth: how ``evalbot compare`` (with a baseline and a comment) and ``evalbot baseline`` scale with the cases.
+"""Growth: how ``evalbot baseline``, ``compare`` (with a baseline and a comment, with and without ``--html``) and
+``merge`` scale with the cases.
 
-    python bench/bench_growth.py [--cases 1000,10000,30000] [--repeat 1] [--html] [--json]
+    python bench/bench_growth.py [--cases 1000,10000,30000] [--repeat 1] [--shards 4] [--json]
 
 For each size N, builds N synthetic cases (bench_engine's: 3 invocations x 3 tool calls with nested arguments x
 40-word responses, actual runs in ADK's events form) and two actual runs of that one suite, with independent
@@ -9,12 +10,17 @@ changes: a baseline's and a pull request's, so nearly every case's ROUGE score m
 differ. Then, each in a fresh interpreter:
 
 1. ``evalbot baseline SET --actuals BASE --output baseline.json`` (fixed commit and timestamp);
-2. ``evalbot compare SET --actuals PR --baseline baseline.json --comment comment.md`` (plus ``--html`` with --html).
+2. ``evalbot compare SET --actuals PR --baseline baseline.json --comment comment.md --report report.json``;
+3. the same with ``--html report.html``;
+4. ``evalbot merge PART... --eval-sets SET --actuals PR --baseline baseline.json --comment merged.md --report
+   report.json`` of the PR run scored as ``--shards`` parts (``evalbot run --shard K/N --report PART``, not timed):
+   the sharded workflow's second job. Its comment must equal compare's byte for byte.
 
 Printed per size and command: the child's CPU time (user + system, from ``getrusage``; under a loaded machine this
 is steadier than wall time, printed too) and then the growth exponent of each command: the least-squares slope of
-log(CPU time) against log(N). Linear work gives 1.0; the target is <= 1.1. The fixed start-up (imports, ~1-2 s)
-flattens the slope at small N, so the exponent is also printed from the two largest sizes alone.
+log(CPU time) against log(N). Linear work gives 1.0; the target is <= 1.1 for every command (exit 1 otherwise). The
+fixed start-up (imports, ~1-2 s) flattens the slope at small N, so the exponent is also printed from the two largest
+sizes alone.
 """
 
 from __future__ import annotations
@@ -62,7 +68,10 @@ def slope(points: list[tuple[int, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
 
 
-def one_size(tmp: Path, n: int, repeat: int, html: bool) -> dict[str, Any]:
+COMMANDS = ("baseline", "compare", "compare_html", "merge")
+
+
+def one_size(tmp: Path, n: int, repeat: int, shards: int) -> dict[str, Any]:
     eval_set, base = synthetic(n, seed=11, actual_seed=12)
     _, pr = synthetic(n, seed=11, actual_seed=13)
     suite, base_file, pr_file = tmp / "bench.evalset.json", tmp / "base.json", tmp / "pr.json"
@@ -70,19 +79,30 @@ def one_size(tmp: Path, n: int, repeat: int, html: bool) -> dict[str, Any]:
     base_file.write_text(json.dumps(base), encoding="utf-8")
     pr_file.write_text(json.dumps(pr), encoding="utf-8")
     del eval_set, base, pr
+    parts = [tmp / f"part{k}.json" for k in range(1, shards + 1)]
+    for k, part in enumerate(parts, 1):
+        _timed(_cli("run", str(suite), "--actuals", str(pr_file), "--shard", f"{k}/{shards}", "--report", str(part)))
     baseline = tmp / "baseline.json"
-    baseline_argv = _cli("baseline", str(suite), "--actuals", str(base_file), "--output", str(baseline),
-                         "--commit", "0" * 40, "--created-at", "2026-01-01T00:00:00+00:00", "--reset-history")
     compare_argv = _cli("compare", str(suite), "--actuals", str(pr_file), "--baseline", str(baseline),
-                        "--comment", str(tmp / "comment.md"))
-    if html:
-        compare_argv += ["--html", str(tmp / "report.html")]
-    runs: dict[str, list[tuple[float, float]]] = {"baseline": [], "compare": []}
+                        "--comment", str(tmp / "comment.md"), "--report", str(tmp / "report.json"))
+    argvs = {
+        "baseline": _cli("baseline", str(suite), "--actuals", str(base_file), "--output", str(baseline),
+                         "--commit", "0" * 40, "--created-at", "2026-01-01T00:00:00+00:00", "--reset-history"),
+        "compare": compare_argv,
+        "compare_html": [*compare_argv, "--html", str(tmp / "report.html")],
+        "merge": _cli("merge", *map(str, parts), "--eval-sets", str(suite), "--actuals", str(pr_file),
+                      "--baseline", str(baseline), "--comment", str(tmp / "merged.md"),
+                      "--report", str(tmp / "report.json")),
+    }
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in COMMANDS}
     for _ in range(repeat):
         baseline.unlink(missing_ok=True)
-        runs["baseline"].append(_timed(baseline_argv))
-        runs["compare"].append(_timed(compare_argv))
-    out: dict[str, Any] = {"cases": n, "comment_bytes": (tmp / "comment.md").stat().st_size}
+        for name in COMMANDS:
+            runs[name].append(_timed(argvs[name]))
+    if (tmp / "comment.md").read_bytes() != (tmp / "merged.md").read_bytes():
+        raise SystemExit(f"{n} cases: the merged parts' comment differs from compare's")
+    out: dict[str, Any] = {"cases": n, "comment_bytes": (tmp / "comment.md").stat().st_size,
+                           "html_bytes": (tmp / "report.html").stat().st_size}
     for name, times in runs.items():
         cpu, wall = min(times)
         out[name] = {"cpu_s": round(cpu, 2), "wall_s": round(wall, 2)}
@@ -93,33 +113,33 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default="1000,10000,30000", help="comma-separated sizes (default: %(default)s)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per size and command; the best is kept")
-    parser.add_argument("--html", action="store_true", help="also write the HTML report in the compare runs")
+    parser.add_argument("--shards", type=int, default=4, help="parts that merge reads (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     args = parser.parse_args(argv)
     sizes = sorted(int(s) for s in args.cases.split(","))
     results = []
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix="evalbot-growth-") as tmp:
-            results.append(one_size(Path(tmp), n, args.repeat, args.html))
+            results.append(one_size(Path(tmp), n, args.repeat, args.shards))
         if not args.json:
             r = results[-1]
-            print(f"{n:>7,} cases: baseline {r['baseline']['cpu_s']:7.2f} s CPU ({r['baseline']['wall_s']:.2f} s wall)"
-                  f"   compare {r['compare']['cpu_s']:7.2f} s CPU ({r['compare']['wall_s']:.2f} s wall)"
-                  f"   comment {r['comment_bytes']:,} bytes", flush=True)
+            print(f"{n:>7,} cases: " + "   ".join(f"{name} {r[name]['cpu_s']:.2f} s CPU ({r[name]['wall_s']:.2f} s wall)"
+                                                  for name in COMMANDS)
+                  + f"   comment {r['comment_bytes']:,} bytes, HTML {r['html_bytes']:,} bytes", flush=True)
     summary: dict[str, Any] = {"load_average": [round(x, 2) for x in os.getloadavg()], "sizes": results}
-    for name in ("baseline", "compare"):
+    for name in COMMANDS:
         points = [(r["cases"], r[name]["cpu_s"]) for r in results]
         summary[f"{name}_exponent"] = round(slope(points), 3) if len(points) > 1 else None
         summary[f"{name}_exponent_top2"] = round(slope(points[-2:]), 3) if len(points) > 1 else None
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        for name in ("baseline", "compare"):
+        for name in COMMANDS:
             print(f"{name}: growth exponent {summary[f'{name}_exponent']} "
                   f"(two largest sizes: {summary[f'{name}_exponent_top2']}; target <= 1.1)")
         print(f"load average at the end: {summary['load_average']}")
-    exponent = summary["compare_exponent"]
-    return 0 if exponent is None or exponent <= 1.1 else 1
+    exponents = [summary[f"{name}_exponent"] for name in COMMANDS]
+    return 0 if all(e is None or e <= 1.1 for e in exponents) else 1
 
 
 if __name__ == "__main__":
