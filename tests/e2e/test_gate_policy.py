@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from evalbot.errors import RetryPolicy
 from tests.e2e.conftest import (
     BASE_SHA,
     BASELINE,
@@ -127,13 +128,15 @@ def test_base_config_unreadable_fails_closed(action: Action, baseline_text: str)
     in the headline), never the PR's ``fail_on: never``."""
     make_baseline(action, baseline_text)
     with_evalbot_section(action, {"fail_on": "never"})
-    action.github.fail("GET", r"/contents/evals/test_config\.json", 503, times=50)
+    # GitHub's Retry-After, which PyGithub's retry honours: each retry waits 1 s instead of the doubling backoff
+    action.github.fail("GET", r"/contents/evals/test_config\.json", 503, headers={"Retry-After": "1"}, times=50)
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
     assert run.code == 3, run.stdout + run.stderr
     assert run.outputs["verdict"] == "error"
     body = action.github.comments_on(7)[0].body
     assert "could not measure, not passing" in body.splitlines()[1]
     assert "gate settings at the base commit are unreadable" in body
+    assert action.github.calls("repos/get-content", status=503) == RetryPolicy().attempts  # one read, every retry made
 
 
 def base_tree(action: Action, files: dict[str, str]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from evalbot.errors import RetryPolicy
 from tests.e2e.conftest import BASE_SHA, BASELINE, Action, make_baseline, pull_request_event
 
 COMMAND = "evalbot baseline evals --actuals actuals/good.json --output .evalbot/baseline.json"
@@ -73,7 +74,9 @@ def test_a_created_baseline_this_run_contradicts_blocks(action: Action, baseline
 
 def test_the_base_listing_unavailable_still_blocks(action: Action) -> None:
     """The "did you mean" listing is a hint: GitHub refusing it (and no git) leaves the block and the command."""
-    action.github.fail("GET", r"/contents/\.evalbot$", 503, times=50)
+    # GitHub's Retry-After, which PyGithub's retry honours: each retry waits 1 s instead of the doubling backoff
+    action.github.fail("GET", r"/contents/\.evalbot$", 503, headers={"Retry-After": "1"}, times=50)
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
     assert run.code == 1, run.stdout + run.stderr
     assert COMMAND in action.github.comments_on(7)[0].body
+    assert action.github.calls("repos/get-content", status=503) == RetryPolicy().attempts  # one read, every retry made
