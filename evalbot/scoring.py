@@ -43,17 +43,29 @@ def problem(err: InputError) -> Problem:
     return Problem(path=err.path, pointer=err.pointer or None, message=err.message)
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+"""``json.dumps(value, sort_keys=True, ensure_ascii=False)``, with the encoder built once."""
+
+
 def case_fingerprints(case: EvalCase) -> tuple[str, str]:
     """Stable hashes of what a case asks for (conversation or scenario, rubrics, session), timestamps excluded: with
-    its id (the baseline's ``fingerprint``) and without it (``content``: finds a case renamed or moved)."""
+    its id (the baseline's ``fingerprint``) and without it (``content``: finds a case renamed or moved).
+
+    Each is the sha256 of the case's sorted ``json.dumps`` (``sort_keys=True, ensure_ascii=False``), with and without
+    ``eval_id``. The two documents differ only by that member, so each top-level member is encoded once and the two
+    texts are joined from the same pieces, exactly as ``json.dumps`` lays out a dict (``", "`` and ``": "``).
+    """
     dumped = case.model_dump(mode="json", exclude_none=True, exclude={"creation_timestamp"})
     for inv in dumped.get("conversation") or []:
         inv.pop("creation_timestamp", None)
         inv.pop("invocation_id", None)
-    full = hashlib.sha256(json.dumps(dumped, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
-    dumped.pop("eval_id", None)
-    content = hashlib.sha256(json.dumps(dumped, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
-    return full, content
+    members = [(key, f"{_CANONICAL(key)}: {_CANONICAL(value)}") for key, value in sorted(dumped.items())]
+    full = "{" + ", ".join(text for _, text in members) + "}"
+    content = "{" + ", ".join(text for key, text in members if key != "eval_id") + "}"
+    return (
+        hashlib.sha256(full.encode()).hexdigest()[:16],
+        hashlib.sha256(content.encode()).hexdigest()[:16],
+    )
 
 
 def case_fingerprint(case: EvalCase) -> str:

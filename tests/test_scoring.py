@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from evalbot.criteria import INFORMATIONAL
 from evalbot.criteria.base import BuildContext, CaseInput
@@ -18,7 +22,7 @@ from evalbot.formats.config import EvalConfig, parse_config
 from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
 from evalbot.pipeline import evaluate
 from evalbot.results import CaseResult, CriterionInfo, MetricResult, Report
-from evalbot.scoring import case_fingerprint, score_run
+from evalbot.scoring import case_fingerprint, case_fingerprints, score_run
 from tests.fakes.builders import Writer, case, eval_set, inv
 
 TRAJ_ONLY = {"criteria": {"tool_trajectory_avg_score": 1.0}}
@@ -245,6 +249,57 @@ def test_fingerprint_ignores_timestamps_and_invocation_ids() -> None:
     same = EvalCase.model_validate(case("a", inv("q", invocation_id="y", creation_timestamp=2.0), creation_timestamp=9.0))
     other = EvalCase.model_validate(case("a", inv("q2")))
     assert case_fingerprint(base) == case_fingerprint(same) != case_fingerprint(other)
+
+
+def _reference_fingerprints(case: EvalCase) -> tuple[str, str]:
+    """The fingerprints as first defined: two sorted ``json.dumps`` of the whole dump, with and without the id."""
+    dumped = case.model_dump(mode="json", exclude_none=True, exclude={"creation_timestamp"})
+    for item in dumped.get("conversation") or []:
+        item.pop("creation_timestamp", None)
+        item.pop("invocation_id", None)
+    full = hashlib.sha256(json.dumps(dumped, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+    dumped.pop("eval_id", None)
+    content = hashlib.sha256(json.dumps(dumped, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+    return full, content
+
+
+FINGERPRINTED = [
+    case("a"),
+    case("ünï 🙂 \"q\"", inv("héllo\n\u2028", "ok ✓", [("t", {"z": 1, "a": [1.5, 1e-07, None, True], "ß": {}})])),
+    case("b", inv("q", None, [("f", {})], events=True), inv("r", "s", invocation_id="x", creation_timestamp=3.0)),
+    case("c", inv(), session_input={"app_name": "app", "user_id": "u", "state": {"k": [1, {"y": "z"}]}}),
+    case("aaa", inv("x"), creation_timestamp=5.0),
+    case("zzz", inv("x")),
+]
+
+
+@pytest.mark.parametrize("data", FINGERPRINTED, ids=range(len(FINGERPRINTED)))
+def test_fingerprints_equal_the_sorted_json_dumps_definition(data: dict[str, Any]) -> None:
+    """Each member encoded once and joined: the same hashes as two whole sorted ``json.dumps`` (baselines keep them)."""
+    parsed = EvalCase.model_validate(data)
+    assert case_fingerprints(parsed) == _reference_fingerprints(parsed)
+    full, content = case_fingerprints(parsed)
+    assert full != content
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    eval_id=st.text(min_size=1, max_size=8),
+    args=st.dictionaries(
+        st.text(max_size=4),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
+            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+            max_leaves=8,
+        ),
+        max_size=4,
+    ),
+    text=st.text(max_size=12),
+)
+def test_fingerprints_equal_the_definition_on_any_args(eval_id: str, args: dict[str, Any], text: str) -> None:
+    """Property: any id, text and tool arguments (unicode keys, floats, nesting) hash as the definition does."""
+    parsed = EvalCase.model_validate(case(eval_id, inv(text, text, [("tool", args)])))
+    assert case_fingerprints(parsed) == _reference_fingerprints(parsed)
 
 
 BROKEN_FILES: dict[str, Any] = {
