@@ -236,7 +236,8 @@ def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: 
     if template != pr_template and not any(c.startswith("comment_template ") for c in changes):
         changes.append("the comment template's text")
     return GateSettings(policy=policy, template=template, changes=changes, notes=notes,
-                        budget_changes=loosened_budgets(policy.budgets, pr_policy.budgets))
+                        budget_changes=loosened_budgets(policy.budgets, pr_policy.budgets),
+                        pr_budgets=dict(pr_policy.budgets))
 
 
 def write_report_files(report: Report, inputs: ActionInputs, ws: Workspace) -> None:
@@ -349,10 +350,11 @@ def first_stage(
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
                          baseline_error=baseline_error, create=baseline_command(inputs), proposed=update,
                          credentials_expected=credentials_expected(ctx), baseline_required=required, similar=similar,
-                         budget_changes=gate.budget_changes if gate is not None else ())
+                         budget_changes=gate.budget_changes if gate is not None else (),
+                         pr_budgets=gate.pr_budgets if gate is not None else None)
     if gate is not None and pr is not None:
         comparison.policy_changes = gate.changes
-        comparison.notes = gate.notes
+        comparison.notes = [*gate.notes, *comparison.notes]
         comparison.commit = pr.head_sha
         comparison.reproduce_command, comparison.refresh_command = commands(inputs, pr.base_sha)
         comparison.merge_queue = pr.merge_queue
@@ -369,7 +371,8 @@ def first_stage(
         published = post_comment(forge, number=pr.number, marker=marker, body=body, stream=stream)
         notices += [published.notice] if published.notice else []
     if mode in ("push", "baseline"):
-        refreshed, refusal = refresh_baseline(report, inputs, ctx, mode, forge, ws, stream, committed=baseline)
+        refreshed, refusal = refresh_baseline(report, inputs, ctx, mode, forge, ws, stream, committed=baseline,
+                                              budgets=policy.budgets)
         notices += refreshed
         if refusal is not None and comparison.gate.exit_code == EXIT_OK:  # asked for a baseline, could not measure it
             comparison.gate = Gate(verdict="error", exit_code=EXIT_UNAVAILABLE,
@@ -390,6 +393,7 @@ def refresh_baseline(
     stream: TextIO,
     *,
     committed: Baseline | None = None,
+    budgets: Mapping[str, str] | None = None,
 ) -> tuple[list[str], str | None]:
     """Mode baseline writes the file; with update-baseline on the default branch it is also committed. Returns the
     notices for the summary and, when the run's judged verdicts were not measured, why it was refused.
@@ -397,6 +401,7 @@ def refresh_baseline(
     ``committed`` is the workspace's baseline as read before the run (the pushed commit's file, which an unreadable
     one already stopped with exit 2): each case's history continues from it, so every push to the default branch
     adds its run; a re-run of the same commit replaces its entry and, its results unchanged, commits nothing.
+    ``budgets``: the policy's, recorded in the file (a pull request's update recording its own accepts loosening).
     """
     if mode == "push" and not inputs.update_baseline:
         return [], None
@@ -414,7 +419,7 @@ def refresh_baseline(
                        f"{committed.schema_version}: its case histories (flaky-case memory) cannot be carried "
                        "forward, so they start afresh with this run.")
         print(workflow.annotation("warning", notices[-1], title="evalbot baseline"), file=stream)
-    fresh = build_baseline(report, commit=ctx.sha or None, created_at=created, previous=committed)
+    fresh = build_baseline(report, commit=ctx.sha or None, created_at=created, previous=committed, budgets=budgets)
     text = dump_baseline(fresh)
     if mode == "baseline":
         write_output(ws.path(inputs.baseline_path), text, name="input baseline-path", root=ws.root)

@@ -39,6 +39,8 @@ class GateSettings:
     notes: list[str] = field(default_factory=list)
     budget_changes: list[tuple[str, str]] = field(default_factory=list)
     """Budgets of the base commit's policy that the pull request removes or loosens (yardstick changes)."""
+    pr_budgets: dict[str, str] | None = None
+    """The pull request's own config's budgets (a baseline update recording them accepts ``budget_changes``)."""
     error: str | None = None
     """Why the base commit's settings could not be read (the run then fails closed, verdict ``error``)."""
 

@@ -289,9 +289,12 @@ def previous_baseline(args: argparse.Namespace, output: str) -> tuple[Baseline |
     return previous, f"history: carried forward from {source} (last {HISTORY_LIMIT} outcomes per case)"
 
 
-def write_baseline(args: argparse.Namespace, env: Mapping[str, str], report: Report, output: str) -> int:
+def write_baseline(
+    args: argparse.Namespace, env: Mapping[str, str], report: Report, output: str,
+    budgets: Mapping[str, str] | None = None,
+) -> int:
     """Write the baseline of ``report`` (refused when inputs are invalid, unless --allow-errors), continuing the case
-    histories of the previous baseline."""
+    histories of the previous baseline; ``budgets``: the config's, recorded in the file."""
     previous, history_note = previous_baseline(args, output)
     if exit_code(report) == EXIT_INVALID_INPUT and not args.allow_errors:
         print(render_text(report), file=sys.stderr)
@@ -309,7 +312,7 @@ def write_baseline(args: argparse.Namespace, env: Mapping[str, str], report: Rep
         head = run_git(["rev-parse", "HEAD"])
         commit = head.stdout.strip() if head.returncode == 0 else None
     created_at = args.created_at or datetime.now(UTC).replace(microsecond=0).isoformat()
-    baseline = build_baseline(report, commit=commit, created_at=created_at, previous=previous)
+    baseline = build_baseline(report, commit=commit, created_at=created_at, previous=previous, budgets=budgets)
     write_text(output, dump_baseline(baseline), "--output")
     cases = sum(len(es.cases) for es in baseline.eval_sets.values())
     print(render_text(report))
@@ -332,8 +335,9 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print("evalbot: warning: this run selects cases (FILE:case1,case2): the baseline written holds only the "
               "cases run", file=sys.stderr)
     settings, config = inputs.settings()
-    return write_baseline(args, env, evaluate_settled(args, env, inputs, previous, refresh_policy(args, settings, config)),
-                          args.output)
+    policy = refresh_policy(args, settings, config)
+    return write_baseline(args, env, evaluate_settled(args, env, inputs, previous, policy), args.output,
+                          budgets=policy.budgets)
 
 
 def refresh_policy(args: argparse.Namespace, settings: dict[str, Any], config: Path | None) -> GatePolicy:
@@ -387,10 +391,11 @@ def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                 write_text(path, render_unmeasured(str(exc), marker=marker, links=links), flag)
         return EXIT_UNAVAILABLE
     if args.write_baseline:
-        apply_pass_rules(report, policy_from_settings(settings, source=str(config or "command line")).pass_rule)
+        merged_policy = policy_from_settings(settings, source=str(config or "command line"))
+        apply_pass_rules(report, merged_policy.pass_rule)
         if args.report:
             write_report(report, args.report)
-        return write_baseline(args, env, report, args.write_baseline)
+        return write_baseline(args, env, report, args.write_baseline, budgets=merged_policy.budgets)
     if ruler is not None:
         return finish_compare(args, report, ruler)
     return show_report(args, report)

@@ -10,13 +10,16 @@ history is always main's). An entry this run contradicts (a status it did not re
 criterion it does not have, a definition it does not use) is not accepted and blocks, with the difference named.
 A criterion's trend of means (drawn by the HTML report, never deciding anything) is checked like a history: main's
 continued with the file's own mean, or started afresh; the run is always drawn against main's trend.
+The file's ``budgets`` (the gate policy's budgets it was written under) accept the PR's removed or loosened budgets
+when they are the PR's own config's budgets; budgets that are neither main's nor the PR's are a stale or forged
+entry and block.
 Pure.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +84,8 @@ class Acceptance:
     criteria: set[tuple[str, str]] = field(default_factory=set)
     cases: set[tuple[str, str]] = field(default_factory=set)
     """Cases (and removals of cases) accepted."""
+    budgets: dict[str, str] | None = None
+    """The PR's budgets, when the file records exactly them (its removed or loosened budgets are then accepted)."""
 
 
 def _text(value: object) -> str:
@@ -174,9 +179,13 @@ def _case_problems(
     return out
 
 
-def accept(main: Baseline | None, mine: Baseline, report: Report, policy: GatePolicy, path: str) -> Acceptance:
+def accept(
+    main: Baseline | None, mine: Baseline, report: Report, policy: GatePolicy, path: str,
+    budgets: Mapping[str, str] | None = None,
+) -> Acceptance:
     """Compare the PR's baseline file ``mine`` with ``main`` (the base commit's; None: there is none) entry by
-    entry, and each entry it changes with what this run produced (see the module docstring)."""
+    entry, and each entry it changes with what this run produced (see the module docstring). ``budgets``: the PR's
+    own config's budgets (None: unknown here, the file's budgets are neither compared nor accepted)."""
     base = main if main is not None and main.compatible else Baseline()
     result = Acceptance(effective=base, update=BaselineUpdate(path=path, matches=True))
     problems: list[str] = []
@@ -189,6 +198,7 @@ def accept(main: Baseline | None, mine: Baseline, report: Report, policy: GatePo
         changed += 1
         problems.append(f"/judge_models: {_text(mine.judge_models)} in the file, {_text(fresh.judge_models)} in this "
                         "run")
+    changed += _budgets(result, mine, base, budgets, problems)
     sets = dict(base.eval_sets)
     for key in sorted(set(base.eval_sets) | set(mine.eval_sets)):
         old, new, ran = base.eval_sets.get(key), mine.eval_sets.get(key), fresh.eval_sets.get(key)
@@ -214,6 +224,22 @@ def accept(main: Baseline | None, mine: Baseline, report: Report, policy: GatePo
         sets[key] = merged
     result.effective = base.model_copy(update={"eval_sets": sets})
     return _done(result, problems, changed=changed)
+
+
+def _budgets(
+    result: Acceptance, mine: Baseline, base: Baseline, budgets: Mapping[str, str] | None, problems: list[str]
+) -> int:
+    """The file's budgets: the PR's (accepted), main's unchanged, or neither (blocks); 1 when they differ from
+    main's."""
+    if budgets is None or mine.budgets is None:
+        return 0  # unknown here, or written by an evalbot that did not record them: nothing to accept
+    ours = dict(budgets)
+    if mine.budgets == ours:
+        result.budgets = ours
+    elif mine.budgets != base.budgets:
+        problems.append(f"/budgets: {_text(mine.budgets)} in the file, {_text(ours)} in this PR's config (the "
+                        "budgets the update must be written under: refresh it with `evalbot baseline`)")
+    return int(mine.budgets != base.budgets)
 
 
 def _set_entries(

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evalbot import __version__
-from evalbot.compare.efficiency import BaselineEfficiency, efficiency_of
+from evalbot.compare.efficiency import BaselineEfficiency, BudgetError, efficiency_of, parse_budgets
 from evalbot.compare.votes import Votes, invocation_votes
-from evalbot.errors import InputError
+from evalbot.errors import InputError, json_pointer
 from evalbot.formats.jsonio import describe, parse_json, pointer_for
 from evalbot.git import GitRunner, git_show
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL
@@ -219,6 +219,15 @@ class Baseline(_Model):
     efficiency: dict[str, BaselineEfficiency] | None = Field(default=None, max_length=100_000)
     """Per eval set key, the agent's tokens, model calls, tool calls and seconds per invocation on main
     (:mod:`evalbot.compare.efficiency`); None in baselines written before evalbot kept them."""
+    budgets: dict[str, str] | None = None
+    """The ``budgets`` of the gate policy the baseline was written under (``{}``: none); a PR's baseline update
+    recording the PR's own budgets accepts the PR's removing or loosening one. None in baselines written before
+    evalbot recorded them."""
+
+    @field_validator("budgets", mode="before")
+    @classmethod
+    def _budgets(cls, value: Any) -> dict[str, str] | None:
+        return None if value is None else {name: b.text for name, b in parse_budgets(value).items()}
 
     @property
     def compatible(self) -> bool:
@@ -292,10 +301,12 @@ def criterion_entry(
 
 
 def build_baseline(
-    report: Report, *, commit: str | None, created_at: str | None, previous: Baseline | None = None
+    report: Report, *, commit: str | None, created_at: str | None, previous: Baseline | None = None,
+    budgets: Mapping[str, str] | None = None,
 ) -> Baseline:
     """The baseline of a run (the clock and the commit are passed in by the caller), with each case's history
-    carried forward from ``previous`` (the baseline it replaces; see :func:`carry_history`)."""
+    carried forward from ``previous`` (the baseline it replaces; see :func:`carry_history`). ``budgets``: the gate
+    policy's budgets, recorded (None: not recorded)."""
     sets: dict[str, BaselineEvalSet] = {}
     efficiency: dict[str, BaselineEfficiency] = {}
     models: set[str] = set()
@@ -322,6 +333,7 @@ def build_baseline(
         eval_sets=sets,
         usage=usage_summary(report.usage),
         efficiency=efficiency,
+        budgets=dict(budgets) if budgets is not None else None,
     )
     return fresh if previous is None else carry_history(fresh, previous)
 
@@ -469,6 +481,12 @@ def parse_baseline(text: str, source: str) -> Baseline:
             commit=header["commit"] if isinstance(header["commit"], str) else None,
             created_at=header["created_at"] if isinstance(header["created_at"], str) else None,
         )
+    if data.get("budgets") is not None:
+        try:
+            parse_budgets(data["budgets"])
+        except BudgetError as exc:
+            pointer = json_pointer(["budgets"] + ([exc.key] if exc.key is not None else []))
+            raise InputError(source, pointer, f"{exc}; refresh the baseline with `{create_command()}`") from None
     try:
         return Baseline.model_validate(data)
     except ValidationError as exc:

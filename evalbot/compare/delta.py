@@ -8,7 +8,7 @@ anything else is "changed definition", never a regression.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from evalbot.compare.accept import Acceptance, ProposedBaseline, accept
 from evalbot.compare.baseline import (
@@ -408,7 +408,7 @@ def compare(
     *, current: Report, baseline: Baseline | None, policy: GatePolicy, baseline_source: str = DEFAULT_BASELINE_PATH,
     baseline_error: str | None = None, create: str | None = None, proposed: ProposedBaseline | None = None,
     credentials_expected: bool = False, baseline_required: bool = False, similar: Sequence[str] = (),
-    budget_changes: Sequence[tuple[str, str]] = (),
+    budget_changes: Sequence[tuple[str, str]] = (), pr_budgets: Mapping[str, str] | None = None,
 ) -> Comparison:
     """Compare ``current`` with ``baseline`` (None: absolute scores only) and decide the gate.
 
@@ -424,7 +424,9 @@ def compare(
     that creates it and the ``similar`` files found there: "did you mean") unless ``proposed`` creates it.
     The policy's ``pass_rule`` decides each case from its runs first (in ``current``).
     ``budget_changes``: (name, change) for each budget of the base commit's policy the pull request removes or
-    loosens (:func:`evalbot.compare.efficiency.loosened_budgets`): yardstick changes, blocking by default.
+    loosens (:func:`evalbot.compare.efficiency.loosened_budgets`): yardstick changes, blocking by default, accepted
+    when ``proposed`` records ``pr_budgets`` (the PR's own config's budgets; None: unknown, nothing accepted); the
+    accepted budgets are then the ones applied.
     """
     apply_pass_rules(current, policy.pass_rule)
     note = command = None
@@ -469,7 +471,8 @@ def compare(
         update = BaselineUpdate(path=proposed.path, matches=False, changed=1,
                                 differences=[f"the file cannot be used: {proposed.error}"])
     elif proposed is not None and proposed.baseline is not None:
-        acceptance = accept(baseline if compatible else None, proposed.baseline, current, policy, proposed.path)
+        acceptance = accept(baseline if compatible else None, proposed.baseline, current, policy, proposed.path,
+                            budgets=pr_budgets)
         update = acceptance.update
     ruler = baseline if acceptance is None or baseline is None or not compatible else acceptance.effective
     keys = unique_keys([es.eval_set_id for es in current.eval_sets])
@@ -491,6 +494,7 @@ def compare(
         _mark_accepted(sets, infos, yardstick, acceptance, baseline, policy, rules)
         for es in sets:
             _count_case_outcomes(es.rows, es.cases)
+    budgets = _budgets_in_force(policy.budgets, yardstick, acceptance)
     counts: dict[str, int] = {category: 0 for category in CATEGORIES}
     for es in sets:
         for case in es.cases:
@@ -500,7 +504,8 @@ def compare(
     counts["accepted_changes"] = counts["accepted"] + sum(1 for y in yardstick if y.accepted)
     regressions, inconclusive, flaky = _gate_inputs(sets)
     alerts, unmeasured = _alerts(current, policy, baseline_error, missing_note, credentials_expected)
-    efficiency = _efficiency(sets, current, baseline if compatible else None, policy)
+    efficiency = _efficiency(sets, current, baseline if compatible else None,
+                             policy.model_copy(update={"budgets": budgets}))
     over_budget, not_measured = budget_verdicts(efficiency)
     alerts += not_measured
     unmeasured += not_measured
@@ -527,7 +532,16 @@ def compare(
         baseline_usage=baseline.usage if baseline is not None and compatible else None, efficiency=efficiency,
         efficiency_note=OLD_BASELINE_NOTE if baseline is not None and compatible and baseline.efficiency is None
         else None,
+        notes=[_accepted_budgets_note(policy.budgets, budgets)] if budgets != policy.budgets else [],
     )
+
+
+def _accepted_budgets_note(base: Mapping[str, str], applied: Mapping[str, str]) -> str:
+    """Which budgets this run applies instead of the base commit's (accepted by the PR's baseline update)."""
+    changed = [f"{name} {applied.get(name, 'none')} (was {text})" for name, text in base.items()
+               if applied.get(name) != text]
+    return (f"The budgets this PR's baseline update accepts apply to this run: {', '.join(changed)}; the base "
+            "commit's other budgets apply unchanged.")
 
 
 _UNPAIRED = ("new", "removed", "changed_definition", "error")
@@ -552,6 +566,24 @@ def _efficiency(
         base = baseline.efficiency.get(es.key) if baseline.efficiency is not None else None
         out += efficiency_deltas(es.eval_set_id, report, base, paired, budgets, alpha=policy.alpha,
                                  old_baseline=baseline.efficiency is None)
+    return out
+
+
+def _budgets_in_force(
+    base: Mapping[str, str], yardstick: Sequence[YardstickChange], acceptance: Acceptance | None
+) -> dict[str, str]:
+    """The base commit's budgets, except those whose removal or loosening the PR's baseline update accepts (marked
+    accepted in ``yardstick``): the PR's value for those, or none when the PR removes it."""
+    out = dict(base)
+    accepted = acceptance.budgets if acceptance is not None else None
+    for y in yardstick:
+        if y.kind != "budget_loosened" or accepted is None or y.criterion is None:
+            continue
+        y.accepted = True
+        if y.criterion in accepted:
+            out[y.criterion] = accepted[y.criterion]
+        else:
+            out.pop(y.criterion, None)
     return out
 
 
@@ -594,6 +626,8 @@ def _mark_accepted(
                 against_main.reason = f"{was} against main; accepted by this PR's baseline update"
             es.cases[i] = against_main  # what changed since main (fixed, still failing...), confirmed by the update
     for y in yardstick:
+        if y.kind == "budget_loosened":
+            continue  # the policy's budgets, not an eval set's entries: _budgets_in_force
         if y.case is not None:
             y.accepted = (y.eval_set_id, y.case) in acceptance.cases
         elif y.criterion is not None:

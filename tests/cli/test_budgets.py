@@ -138,3 +138,28 @@ def test_a_hostile_budget_in_the_config_is_exit_2_naming_file_and_path(
     code, _, err = cli(capsys, "compare", "evals", "--actuals", "runs/main.json", "--baseline", "base.json")
     assert code == 2
     assert "evals/test_config.json:/evalbot/budgets/tokenz" in err and "did you mean 'tokens'?" in err
+
+
+def test_the_baseline_records_the_configs_budgets(shop: Writer, capsys: pytest.CaptureFixture[str]) -> None:
+    """What a PR's baseline update accepts a loosened budget with: the budgets it was written under."""
+    assert _baseline(capsys)["budgets"] == BUDGETS
+    shop("evals/test_config.json", {"criteria": {"response_match_score": 0.5}, "evalbot": {"budgets": {}}})
+    assert _baseline(capsys)["budgets"] == {}
+
+
+def test_a_hostile_budget_in_the_baseline_is_exit_2_naming_file_and_pointer(
+        shop: Writer, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _baseline(capsys)
+    data["budgets"] = {"tokens": "+20%", "latency_p59": "+1e999"}
+    Path("base.json").write_text(json.dumps(data))
+    code, _, err = cli(capsys, "compare", "evals", "--actuals", "runs/main.json", "--baseline", "base.json")
+    assert code == 2, err
+    assert "base.json:/budgets/latency_p59" in err and "did you mean 'latency_p95'?" in err
+
+
+def test_an_older_baseline_without_budgets_still_compares(shop: Writer, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _baseline(capsys)
+    del data["budgets"]
+    Path("base.json").write_text(json.dumps(data))
+    code, comment, _, _ = _compare(capsys, "runs/main.json")
+    assert code == 0, comment

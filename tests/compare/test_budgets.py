@@ -3,10 +3,14 @@ paired tests tell an excess from noise (:mod:`evalbot.compare.efficiency`)."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
 
+from evalbot.compare.accept import ProposedBaseline
+from evalbot.compare.baseline import Baseline, build_baseline, dump_baseline, parse_baseline
+from evalbot.compare.delta import compare
 from evalbot.compare.efficiency import (
     BaselineEfficiency,
     EfficiencyDelta,
@@ -17,8 +21,9 @@ from evalbot.compare.efficiency import (
     parse_budgets,
 )
 from evalbot.compare.gate import GatePolicy, policy_from_settings
+from evalbot.compare.model import Comparison
 from evalbot.errors import InputError
-from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, MetricResult
+from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, MetricResult, Report, Totals
 
 
 @pytest.mark.parametrize(("value", "pointer", "words"), [
@@ -149,12 +154,130 @@ def test_a_case_pooled_over_several_runs_keeps_its_token_counts() -> None:
 ])
 def test_a_forged_baseline_efficiency_is_refused_with_its_pointer(efficiency: object, pointer: str) -> None:
     """The baseline file is data: NaN, negative, absurd or mistyped efficiency values never reach a comparison."""
-    import json
-
-    from evalbot.compare.baseline import parse_baseline
-
     text = json.dumps({"schema_version": 1, "evalbot_version": "0", "efficiency": efficiency})
     with pytest.raises(InputError) as caught:
         parse_baseline(text, ".evalbot/baseline.json")
     assert caught.value.path == ".evalbot/baseline.json"
     assert caught.value.pointer == pointer
+
+
+# --- a PR's baseline update accepts its loosened budgets in plain sight -----------------------------------------------
+
+def _report(tokens: list[float]) -> Report:
+    es = _set(tokens)
+    cases = [c.model_copy(update={"fingerprint": f"fp-{c.eval_id}"}) for c in es.cases]
+    return Report(evalbot_version="0", eval_sets=[es.model_copy(update={"cases": cases})],
+                  totals=Totals(cases=len(tokens), passed=len(tokens)))
+
+
+MAIN_RUN = _report([1000.0 + i for i in range(40)])
+PR_RUN = _report([1400.0 + i for i in range(40)])  # +40%: over a +20% budget, within +50%
+BASE_POLICY = GatePolicy(budgets={"tokens": "+20%"})
+
+
+def _compare_pr(pr_budgets: dict[str, str] | None, proposed: Baseline | None, *,
+                pr_config: dict[str, str] | None = None) -> Comparison:
+    main = build_baseline(MAIN_RUN, commit="a" * 40, created_at=None, budgets=BASE_POLICY.budgets)
+    config = pr_config if pr_config is not None else (pr_budgets or {})
+    return compare(current=PR_RUN, baseline=main, policy=BASE_POLICY,
+                   proposed=ProposedBaseline("pr.json", proposed) if proposed is not None else None,
+                   budget_changes=loosened_budgets(BASE_POLICY.budgets, config), pr_budgets=pr_budgets)
+
+
+def _update(budgets: dict[str, str] | None) -> Baseline:
+    main = build_baseline(MAIN_RUN, commit="a" * 40, created_at=None, budgets=BASE_POLICY.budgets)
+    return build_baseline(PR_RUN, commit="c" * 40, created_at=None, previous=main, budgets=budgets)
+
+
+def _token_row(c: Comparison) -> EfficiencyDelta | None:
+    return next((r for r in c.efficiency if r.quantity == "tokens" and r.stat == "mean" and r.budget), None)
+
+
+def test_loosening_a_budget_without_an_update_blocks() -> None:
+    c = _compare_pr({"tokens": "+50%"}, None)
+    assert c.gate.exit_code == 1
+    assert [(y.what, y.accepted) for y in c.yardstick] == [("budget loosened from +20% to +50%", False)]
+    row = _token_row(c)
+    assert row is not None and row.budget == "+20%" and row.status == "over_budget"  # main's budget applies
+    assert c.notes == []
+
+
+def test_an_update_recording_the_prs_budgets_accepts_the_loosening_and_applies_them() -> None:
+    c = _compare_pr({"tokens": "+50%"}, _update({"tokens": "+50%"}))
+    assert c.gate.exit_code == 0, c.gate
+    assert [(y.subject, y.what, y.accepted) for y in c.yardstick] == [
+        ("budgets / tokens", "budget loosened from +20% to +50%", True)]
+    assert c.counts["yardstick"] == 0 and c.counts["accepted_changes"] == 1
+    assert c.baseline_update is not None and c.baseline_update.matches
+    row = _token_row(c)
+    assert row is not None and row.budget == "+50%" and row.status == "within_budget"
+    assert c.notes == ["The budgets this PR's baseline update accepts apply to this run: tokens +50% (was +20%); the "
+                       "base commit's other budgets apply unchanged."]
+
+
+def test_an_accepted_removal_leaves_the_budget_out() -> None:
+    c = _compare_pr({}, _update({}))
+    assert c.gate.exit_code == 0, c.gate
+    assert [(y.what, y.accepted) for y in c.yardstick] == [("budget removed (was +20%)", True)]
+    assert _token_row(c) is None
+
+
+def test_an_update_with_budgets_other_than_the_prs_config_accepts_nothing_and_blocks() -> None:
+    forged = _compare_pr({"tokens": "+50%"}, _update({"tokens": "+1000%"}))
+    assert forged.gate.exit_code == 1
+    assert [y.accepted for y in forged.yardstick] == [False]
+    assert forged.baseline_update is not None and not forged.baseline_update.matches
+    assert forged.baseline_update.differences == [
+        '/budgets: {"tokens": "+1000%"} in the file, {"tokens": "+50%"} in this PR\'s config (the budgets the update '
+        "must be written under: refresh it with `evalbot baseline`)"]
+    row = _token_row(forged)
+    assert row is not None and row.budget == "+20%"  # the forged +1000% never applies
+
+
+def test_a_stale_update_recording_mains_budgets_accepts_no_loosening() -> None:
+    stale = _compare_pr({"tokens": "+50%"}, _update({"tokens": "+20%"}))
+    assert stale.gate.exit_code == 1
+    assert [y.accepted for y in stale.yardstick] == [False]
+    assert stale.baseline_update is not None and stale.baseline_update.matches  # main's budgets: not a conflict
+
+
+def test_an_update_without_budgets_or_without_the_prs_config_accepts_nothing() -> None:
+    for pr_budgets, recorded in (({"tokens": "+50%"}, None), (None, {"tokens": "+50%"})):
+        c = _compare_pr(pr_budgets, _update(recorded), pr_config={"tokens": "+50%"})
+        assert c.gate.exit_code == 1, (pr_budgets, recorded)
+        assert [y.accepted for y in c.yardstick] == [False]
+
+
+def test_the_baseline_records_budgets_and_older_ones_load_without() -> None:
+    written = dump_baseline(build_baseline(MAIN_RUN, commit=None, created_at=None, budgets={"tokens": "+20%"}))
+    assert json.loads(written)["budgets"] == {"tokens": "+20%"}
+    assert parse_baseline(written, "b.json").budgets == {"tokens": "+20%"}
+    assert "budgets" not in json.loads(dump_baseline(build_baseline(MAIN_RUN, commit=None, created_at=None)))
+    old = json.dumps({"schema_version": 1, "evalbot_version": "0"})
+    assert parse_baseline(old, "b.json").budgets is None
+    assert parse_baseline(json.dumps({"schema_version": 1, "evalbot_version": "0", "budgets": {}}),
+                          "b.json").budgets == {}
+
+
+@pytest.mark.parametrize(("budgets", "pointer", "words"), [
+    ({"tokenz": "+20%"}, "/budgets/tokenz", "did you mean 'tokens'?"),
+    ({"tokens": "-20%"}, "/budgets/tokens", "a decrease cannot be required"),
+    ({"tokens": "+99999999%"}, "/budgets/tokens", "beyond the largest accepted"),
+    ({"tokens": {"nested": ["+20%"]}}, "/budgets/tokens", "must be a string"),
+    ({"tokens": "+20%<script>"}, "/budgets/tokens", '"+N%" or "+N"'),
+    ({"tokens": "+20%\u202e"}, "/budgets/tokens", '"+N%" or "+N"'),
+    ({f"k{i}": "+1" for i in range(5000)}, "/budgets", "5000 entries"),
+    ("+20%", "/budgets", "must be an object"),
+    ([{"tokens": "+20%"}], "/budgets", "must be an object"),
+])
+def test_hostile_budgets_in_a_baseline_are_refused_naming_file_and_pointer(
+    budgets: object, pointer: str, words: str
+) -> None:
+    text = json.dumps({"schema_version": 1, "evalbot_version": "0", "budgets": budgets})
+    with pytest.raises(InputError) as caught:
+        parse_baseline(text, ".evalbot/baseline.json")
+    assert caught.value.path == ".evalbot/baseline.json"
+    assert caught.value.pointer == pointer
+    assert words in str(caught.value)
+    with pytest.raises(ValueError):
+        Baseline.model_validate({"budgets": budgets})  # the model itself refuses what the parser does
