@@ -193,5 +193,26 @@ class PackedTurns(Sequence[TurnView]):
             return cls.of(validate_views(value))
 
         return core_schema.no_info_wrap_validator_function(
-            validate, views, serialization=core_schema.plain_serializer_function_ser_schema(list, return_schema=views)
+            validate, views, serialization=core_schema.plain_serializer_function_ser_schema(
+                _turn_dicts, return_schema=_TURN_DICTS_SCHEMA
+            )
         )
+
+
+_TURN_DICTS_SCHEMA = core_schema.list_schema(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
+
+
+def _call_dicts(calls: list[CallRow]) -> list[dict[str, Any]]:
+    return [{"name": name, "args": args} for name, args in calls]
+
+
+def _turn_dicts(turns: PackedTurns) -> list[dict[str, Any]]:
+    """The turns as ``TurnView.model_dump()`` writes each (same keys, same order), built from the rows without the
+    view objects: a report is written without building two models per turn and one per tool call."""
+    return [
+        {"invocation_id": invocation_id, "user": user, "expected_response": expected_response,
+         "actual_response": actual_response,
+         "expected_tool_calls": None if expected is None else _call_dicts(expected),
+         "actual_tool_calls": _call_dicts(actual)}
+        for invocation_id, user, expected_response, actual_response, expected, actual in turns.rows()
+    ]

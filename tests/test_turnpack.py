@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from evalbot.results import CaseResult, Report, ToolCallView, TurnView
+from evalbot.results import CaseResult, EvalSetReport, Report, ToolCallView, TurnView, write_report_json
 from evalbot.turnpack import PackedTurns, TurnRow, pack, unpack
 
 ARGS: dict[str, Any] = {"id": "8858", "count": 3, "ratio": 0.5, "ok": None,
@@ -52,6 +53,24 @@ def test_case_turns_assign_read_and_json_round_trip() -> None:
     again = CaseResult.model_validate_json(case.model_dump_json())
     assert again == case and again.turns == case.turns and isinstance(again.turns, PackedTurns)
     assert case.model_dump()["turns"] == [_turn().model_dump(), _turn(expected=False).model_dump()]
+
+
+def test_turns_serialise_byte_for_byte_as_the_turn_views() -> None:
+    """Turns are written from the packed rows without building views: the JSON text (key order, floats, unicode,
+    None, empty lists) and the python dump are exactly what the TurnView models give, in the report writer too."""
+    odd_args = {"z": 1e-07, "a": [1.5, -0.0, 10**20], "é\u2028": {"": None}, "q": "\"<>&\\"}
+    views = [_turn(), _turn(expected=False), _turn(args=odd_args),
+             TurnView(user="", actual_tool_calls=[]), TurnView(invocation_id=None, user="ü", expected_tool_calls=[])]
+    case = CaseResult(eval_id="c", status="failed")
+    case.turns = PackedTurns.of(views)
+    as_views = "[" + ",".join(v.model_dump_json() for v in views) + "]"
+    assert f'"turns":{as_views}' in case.model_dump_json()
+    assert case.model_dump()["turns"] == [v.model_dump() for v in views]
+    assert case.model_dump(mode="json")["turns"] == [v.model_dump(mode="json") for v in views]
+    assert [list(t) for t in case.model_dump()["turns"]] == [list(TurnView.model_fields)] * len(views)
+    out = io.StringIO()
+    write_report_json(Report(eval_sets=[EvalSetReport(eval_set_id="s", path="p", status="failed", cases=[case])]), out)
+    assert f'"turns":{as_views}' in out.getvalue()
 
 
 def test_case_turns_given_at_construction() -> None:
