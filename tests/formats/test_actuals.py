@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -173,3 +174,17 @@ def test_ascii_file_is_read_back_by_offset_and_a_changed_file_is_an_error(write:
     path.write_text("{}", encoding="utf-8")
     err = loaded.find("s", "x")
     assert isinstance(err, InputError) and err.pointer == "/x" and "changed" in err.message
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_read_back_file_replaced_by_a_fifo_or_removed_is_an_error_not_a_hang(write: Writer) -> None:
+    """The offset read refuses a FIFO swapped in mid-run (opening it would block) and names a vanished file."""
+    doc = json.dumps({"x": [inv("q1")], "y": [inv("q2")]}) + " " * KEEP_TEXT_CHARS
+    path = write("a.json", doc)
+    loaded = load_actuals(path)
+    path.unlink()
+    gone = loaded.find("s", "y")
+    assert isinstance(gone, InputError) and gone.pointer == "/y" and "vanished" in gone.message
+    os.mkfifo(path)
+    fifo = loaded.find("s", "x")
+    assert isinstance(fifo, InputError) and "FIFO" in fifo.message
