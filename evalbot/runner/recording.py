@@ -201,9 +201,9 @@ def repeated_runs(data: Any) -> Any | None:
         seen: dict[tuple[Any, Any], int] = {}
         cases = []
         for raw in item["eval_case_results"]:
-            if not isinstance(raw, dict):
-                return None  # malformed: the plain reader names the pointer
-            key = (raw.get("eval_set_id"), raw.get("eval_id"))
+            key = (raw.get("eval_set_id"), raw.get("eval_id")) if isinstance(raw, dict) else None
+            if key is None or not all(k is None or isinstance(k, str) for k in key):
+                return None  # malformed (not an object, or an id that is no string): the plain reader names it
             seen[key] = seen.get(key, 0) + 1
             cases.append({**raw, "evalbot": {"run": seen[key]}})
         most = max(seen.values(), default=1)

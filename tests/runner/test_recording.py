@@ -125,6 +125,9 @@ def test_only_an_eval_set_result_repeating_a_case_is_read_as_runs() -> None:
     assert repeated_runs({"eval_case_results": [{"eval_id": "a"}, {"eval_id": "b"}]}) is None
     assert repeated_runs({"a": []}) is None and repeated_runs(None) is None
     assert repeated_runs({"eval_case_results": ["x", "x"]}) is None
+    # an id that is no string (found by tests/test_fuzz_inputs.py: an unhashable list crashed with exit 70)
+    assert repeated_runs({"eval_case_results": [{"eval_id": []}, {"eval_id": "c2"}, {"eval_id": "c2"}]}) is None
+    assert repeated_runs({"eval_case_results": [{"eval_id": "a", "eval_set_id": {"x": 1}}] * 2}) is None
     assert repeated_runs({"eval_case_results": [{"eval_id": "a"}] * 1001}) is None
 
 
@@ -153,3 +156,27 @@ def test_recording_of_a_legacy_file_rescored_under_another_path(tmp_path: Path) 
     other_spelling = str(tmp_path / "legacy" / ".." / "legacy" / "hello.test.json")
     report = evaluate([other_spelling], actuals=[str(out)])
     assert report.totals.passed == 1, report.eval_sets[0].cases[0].reason
+
+
+def test_an_eval_id_that_is_no_string_is_invalid_input_not_a_crash(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The fuzzer's find: an EvalSetResult whose first case's eval_id is a list, and another case listed twice.
+    ``evalbot run`` exits 2 naming the file and the pointer (it crashed with exit 70)."""
+    import json
+
+    from evalbot.cli.commands import main
+
+    (tmp_path / "fz").mkdir()
+    (tmp_path / "fz" / "fz.evalset.json").write_text(json.dumps(
+        {"eval_set_id": "fz", "eval_cases": [{"eval_id": "c2", "conversation": [inv("q", "hello", [])]}]}),
+        encoding="utf-8")
+    run = {"final_response": {"role": "model", "parts": [{"text": "hello"}]},
+           "user_content": {"role": "user", "parts": [{"text": "q"}]}}
+    bad = tmp_path / "runs.json"
+    bad.write_text(json.dumps({"eval_set_id": "fz", "eval_case_results": [
+        {"eval_id": [], "eval_metric_result_per_invocation": [{"actual_invocation": run}]},
+        {"eval_id": "c2", "eval_metric_result_per_invocation": [{"actual_invocation": run}]},
+        {"eval_id": "c2", "eval_metric_result_per_invocation": [{"actual_invocation": run}]}]}), encoding="utf-8")
+    assert main(["run", str(tmp_path / "fz"), "--actuals", str(bad)], env={}) == 2
+    shown = capsys.readouterr().out
+    assert "runs.json:/eval_case_results/0/eval_id: required: the case's eval_id" in shown, shown
