@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import io
 import json
 import os
 import random
@@ -139,6 +140,7 @@ def bench_evalbot(n_cases: int, repeat: int, invocations: int = INVOCATIONS) -> 
     from evalbot.formats.config import parse_config
     from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
     from evalbot.load import load_actuals, load_eval_set
+    from evalbot.results import write_report_json
     from evalbot.scoring import score_run
 
     eval_set, actuals = synthetic(n_cases, invocations=invocations)
@@ -161,10 +163,12 @@ def bench_evalbot(n_cases: int, repeat: int, invocations: int = INVOCATIONS) -> 
         score_run([loaded], recorded)  # warm-up: imports, the stemmer's per-word cache
         score_s, report = _best_of(lambda: score_run([loaded], recorded), repeat)
         total_s, _ = _best_of(load_and_score, repeat)
+        write_s, _ = _best_of(lambda: write_report_json(report, io.StringIO()), repeat)
     metrics = report.eval_sets[0].metrics
     return {
         "score_per_case_ms": 1000 * score_s / n_cases,
         "load_and_score_per_case_ms": 1000 * total_s / n_cases,
+        "write_report_per_case_ms": 1000 * write_s / n_cases,
         "means": {name: metrics[name].mean for name in CRITERIA},
         "passed": report.totals.passed,
     }
@@ -363,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"cases": args.cases, "evalbot": bench_evalbot(args.cases, args.repeat)}
     ev = results["evalbot"]
     print(f"  evalbot  score {ev['score_per_case_ms']:8.3f} ms/case   load+score {ev['load_and_score_per_case_ms']:8.3f}"
-          f" ms/case   means {_means(ev['means'])}")
+          f" ms/case   report JSON {ev['write_report_per_case_ms']:6.3f} ms/case   means {_means(ev['means'])}")
     # A 4th invocation takes each actual entry past 200 brackets, where jsonio.loads once walked every decoded value
     # to check its depth: the cost of one invocation should not jump there.
     four = results["evalbot_4_invocations"] = bench_evalbot(args.cases, args.repeat, INVOCATIONS + 1)
