@@ -199,7 +199,27 @@ class PackedTurns(Sequence[TurnView]):
         )
 
 
-_TURN_DICTS_SCHEMA = core_schema.list_schema(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
+def _field(schema: CoreSchema, **default: Any) -> core_schema.TypedDictField:
+    return core_schema.typed_dict_field(core_schema.with_default_schema(schema, **default) if default else schema)
+
+
+def _optional(schema: CoreSchema) -> core_schema.TypedDictField:
+    return _field(core_schema.nullable_schema(schema), default=None)
+
+
+_CALL_DICT = core_schema.typed_dict_schema(
+    {"name": _field(core_schema.nullable_schema(core_schema.str_schema())), "args": _optional(core_schema.any_schema())}
+)
+_TURN_DICTS_SCHEMA = core_schema.list_schema(core_schema.typed_dict_schema({
+    "invocation_id": _optional(core_schema.str_schema()),
+    "user": _field(core_schema.str_schema(), default=""),
+    "expected_response": _optional(core_schema.str_schema()),
+    "actual_response": _optional(core_schema.str_schema()),
+    "expected_tool_calls": _optional(core_schema.list_schema(_CALL_DICT)),
+    "actual_tool_calls": _field(core_schema.list_schema(_CALL_DICT), default_factory=list),
+}))
+"""How the turns' dicts serialise: TurnView's and ToolCallView's fields and defaults as typed-dict fields, so
+``exclude_none`` and ``exclude_defaults`` act on them as on the models."""
 
 
 def _call_dicts(calls: list[CallRow]) -> list[dict[str, Any]]:

@@ -68,6 +68,10 @@ def test_turns_serialise_byte_for_byte_as_the_turn_views() -> None:
     assert case.model_dump()["turns"] == [v.model_dump() for v in views]
     assert case.model_dump(mode="json")["turns"] == [v.model_dump(mode="json") for v in views]
     assert [list(t) for t in case.model_dump()["turns"]] == [list(TurnView.model_fields)] * len(views)
+    for flag in ("exclude_none", "exclude_defaults", "round_trip"):
+        assert case.model_dump(mode="json", **{flag: True})["turns"] == [  # type: ignore[arg-type]
+            v.model_dump(mode="json", **{flag: True}) for v in views  # type: ignore[arg-type]
+        ], flag
     out = io.StringIO()
     write_report_json(Report(eval_sets=[EvalSetReport(eval_set_id="s", path="p", status="failed", cases=[case])]), out)
     assert f'"turns":{as_views}' in out.getvalue()
