@@ -32,6 +32,7 @@ from evalbot.results import (
     RubricVerdict,
     VoteSplit,
 )
+from evalbot.turnpack import PackedTurns
 from tests.fakes import markdown as md_structure
 from tests.fakes.comparisons import LINKS, MARKER, compared, small
 from tests.fakes.goldens import golden
@@ -158,7 +159,7 @@ def test_custom_template_can_replace_the_default() -> None:
     assert current is not None
     turns = list(current.turns)  # a case's turns are rebuilt on every read: change a copy, then assign it back
     turns[0].actual_response = "@org/team <!-- evalbot id=default -->"
-    current.turns = turns
+    current.turns = PackedTurns.of(turns)  # stored packed, as every writer of a result stores them
     text = render_comment(c, marker=MARKER, template=tpl)
     assert text.startswith(MARKER + "\nVerdict blocked:")
     assert text.count("<!--") == 1 and "@org/team" not in text and "org/team" in text
