@@ -468,6 +468,7 @@ def _context(
             "limits": limits,
             "links": links,
             "kind": kind,
+            "notices": words.headline_notices(comparison),
         }),
     }
 

@@ -35,7 +35,7 @@ from evalbot.compare.flaky import symbols
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import CaseComparison, Comparison, CriterionRow, EvalSetComparison, MetricDelta
 from evalbot.formats.numbers import p_value_text
-from evalbot.render import words
+from evalbot.render import mdsafe, words
 from evalbot.render.comment import cost_change, money, verdict
 from evalbot.render.trajdiff import call_text, diff_calls
 from evalbot.render.views import ORDER, TITLES, history_text, judge_text, votes_text
@@ -416,6 +416,8 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
         },
         "baseline_note": comparison.baseline_note,
         "alerts": list(comparison.alerts),
+        "headline_notices": [{"icon": icon, "text": mdsafe.shorten(text, limit), "warn": icon == "⚠️"}
+                             for icon, text, limit in words.headline_notices(comparison)],
         "yardstick": [f"{'✅ accepted by this PR’s baseline update' if y.accepted else '⚠️ yardstick change'}: "
                       f"{y.subject}: {y.what} · main: {y.main or '—'} · now: {y.current or '—'}"
                       for y in comparison.yardstick],

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from evalbot.compare.model import Comparison
 from evalbot.formats.numbers import p_value_text
+from evalbot.render.mdsafe import shorten
 
 CASE_OUTCOMES = (
     ("regressed_cases", "🔴", "regressed"),
@@ -57,3 +59,31 @@ def row_change(change: str, p_value: float | None, paired: object) -> str:
     test's p-value when there is one."""
     return mean_change(change, p_value, paired) or change.replace("_", " ") + _detail(p_value, paired if p_value
                                                                                       is not None else 0)
+
+
+POLICY_CHANGE = "This PR changes the gate policy: {changes}; takes effect after merge (this run uses the base commit's)"
+ACCEPTED_BUDGETS_EXCEPT = (", except the budgets this PR's baseline update accepts: those apply to this run already "
+                           "(named below)")
+
+
+def headline_notices(comparison: Comparison) -> list[tuple[str, str, int]]:
+    """The notices every output shows under the headline, after its alerts: (icon, plain text, length limit), in
+    order: the PR's policy changes, ids with invisible characters, then the comparison's notes (reruns capped or not
+    possible, budgets accepted, the working tree's baseline update, ...). The comment, the job summary (which extends
+    the comment's template) and the HTML report all show this one list, each escaping it for its format."""
+    out: list[tuple[str, str, int]] = []
+    if comparison.policy_changes:
+        changes = "; ".join(comparison.policy_changes)
+        budgets_accepted = any(y.kind == "budget_loosened" and y.accepted for y in comparison.yardstick)
+        changes_budgets = any(c.startswith("budgets ") for c in comparison.policy_changes)
+        text = POLICY_CHANGE.format(changes=shorten(changes, 1000))
+        out.append(("⚠️", text + (ACCEPTED_BUDGETS_EXCEPT if budgets_accepted and changes_budgets else "") + ".",
+                    1400))
+    if comparison.invisible_ids:
+        ids = ", ".join(comparison.invisible_ids[:20])
+        out.append(("⚠️", f"{len(comparison.invisible_ids)} id(s) hold invisible, bidi-control or look-alike characters "
+                    "(another script's letter, a variation selector; shown escaped). Such an id can pass for another: "
+                    "a case renamed this way shows as new while its look-alike shows as removed. "
+                    f"{shorten(ids, 1500)}", 2000))
+    out += [("ℹ️", note, 500) for note in comparison.notes]
+    return out

@@ -34,7 +34,9 @@ def test_a_pr_loosening_a_budget_is_a_blocking_yardstick_change(action: Action, 
     assert "blocked: ⚠️ 2 yardstick changes not accepted (budgets / tool\\_calls: budget loosened from +1 to +5" \
         in headline, headline
     assert "budget removed (was +30%)" in body
-    assert "This PR changes the gate policy: budgets" in body
+    notice = next(line for line in body.splitlines() if "This PR changes the gate policy: budgets" in line)
+    assert "takes effect after merge (this run uses the base commit's)." in notice, notice
+    assert "except" not in notice, notice  # nothing accepted: the PR's budgets wait for the merge
 
 
 def test_the_base_commits_budget_applies_and_is_shown(action: Action, baseline_text: str) -> None:
@@ -80,6 +82,16 @@ def test_an_honest_baseline_update_accepts_the_loosened_budgets_in_plain_sight(
     row = next(line for line in body.splitlines() if "| tool calls |" in line)
     assert "\\+5 | ✅ within budget" in row, row  # the accepted budget is the one applied
     assert not any("| tool calls (p95) |" in line for line in body.splitlines())  # its removal is accepted too
+    # the policy-change notice does not claim the accepted budgets wait for the merge (since 1464c08 they apply now)
+    notice = next(line for line in body.splitlines() if "This PR changes the gate policy: budgets" in line)
+    assert notice.endswith("takes effect after merge (this run uses the base commit's), except the budgets this "
+                           "PR's baseline update accepts: those apply to this run already (named below)."), notice
+    # every notice under the comment's headline is in the job summary and the HTML report too (same words)
+    html = (action.workspace / ".evalbot-out" / "report.html").read_text(encoding="utf-8")
+    for words in ("The budgets this PR's baseline update accepts apply to this run: tool\\_calls +5 (was +1)",
+                  "except the budgets this PR's baseline update accepts: those apply to this run already"):
+        assert words in run.summary, words
+        assert words.replace("\\_", "_").replace("'", "&#39;") in html, words
 
 
 def test_a_baseline_update_with_other_budgets_than_the_prs_config_accepts_nothing(
