@@ -46,7 +46,7 @@ from evalbot.compare.efficiency import loosened_budgets
 from evalbot.compare.gate import Gate, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.model import Comparison
-from evalbot.compare.reruns import not_possible_note
+from evalbot.compare.reruns import note_not_rerun
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputError
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
@@ -358,8 +358,7 @@ def first_stage(
         comparison.commit = pr.head_sha
         comparison.reproduce_command, comparison.refresh_command = commands(inputs, pr.base_sha)
         comparison.merge_queue = pr.merge_queue
-    not_rerun = not_possible_note(comparison, policy.rerun_flipped)  # the Action scores recorded runs only
-    comparison.notes = [*comparison.notes, *([not_rerun] if not_rerun else [])]
+    note_not_rerun(comparison, policy.rerun_flipped)  # the Action scores recorded runs only
     html_path = write_html(comparison, inputs, ws)
     link = links(ctx, inputs)
     print_annotations(comparison, line_of=loaded.case_line, display=ws.relative, stream=stream)

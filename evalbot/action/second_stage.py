@@ -34,6 +34,7 @@ from evalbot.action.workspace import (
 )
 from evalbot.compare.accept import proposed_baseline
 from evalbot.compare.delta import compare
+from evalbot.compare.reruns import note_not_rerun
 from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
 from evalbot.forge.base import Forge, ForgeError
 from evalbot.formats.loaded import LoadedEvalSet
@@ -151,6 +152,7 @@ def second_stage(
                          baseline_required=True, similar=similar)
     comparison.commit = run.head_sha
     comparison.notes += [added_note(check.added)] if check.added else []
+    note_not_rerun(comparison, policy.rerun_flipped)  # re-measured from recorded runs: nothing can be rerun here
     first_run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{run.id}"
     link = links(ctx, inputs)
     marker = comment_marker(inputs.comment_id)

@@ -36,7 +36,7 @@ from evalbot.compare.delta import compare
 from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.passrule import apply_pass_rules
-from evalbot.compare.reruns import not_possible_note
+from evalbot.compare.reruns import note_not_rerun
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError, InputError
 from evalbot.formats.jsonio import gc_paused
 from evalbot.git import run_git
@@ -145,8 +145,7 @@ def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick, n
                          proposed=ruler.proposed)
     comparison.notes += notes
     if not (getattr(args, "agent", None) or getattr(args, "adk_agent", None)):
-        not_rerun = not_possible_note(comparison, ruler.policy.rerun_flipped)
-        comparison.notes += [not_rerun] if not_rerun else []
+        note_not_rerun(comparison, ruler.policy.rerun_flipped)
     if ruler.proposed is not None:
         note = (f"{ruler.proposed.path} in the working tree differs from {ruler.spec.label}: taken as this change's "
                 "baseline update (the entries it changes are accepted when this run confirms them)")

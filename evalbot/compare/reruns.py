@@ -121,6 +121,13 @@ def not_possible_note(comparison: Comparison, per_case: int) -> str | None:
             f"PATH) to rerun each flipped case {per_case} more time(s) (rerun_flipped)")
 
 
+def note_not_rerun(comparison: Comparison, per_case: int) -> None:
+    """Add :func:`not_possible_note` to ``comparison``'s notes when it applies (every comparison of recorded runs:
+    the CLI without an agent, the Action's first stage and the fork-safe second stage)."""
+    note = not_possible_note(comparison, per_case)
+    comparison.notes = [*comparison.notes, *([note] if note else [])]
+
+
 def rerun_cases(targets: Sequence[tuple[str, str]], per_case: int, budget: int) -> list[tuple[str, str]]:
     """The targets that fit in the budget, in order."""
     return list(targets[: budget // per_case]) if per_case > 0 else []
