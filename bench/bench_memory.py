@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Peak memory of ``evalbot run`` (and optionally ``evalbot compare``) on a large synthetic run.
+
+    python bench/bench_memory.py [--invocations N] [--compare]
+
+Writes an eval set and the matching actual run of N invocations (default 1,000,000; bench_engine's synthetic cases:
+3 invocations x 3 tool calls x 40-word responses, events form) to a temporary folder, then runs the real CLI,
+``evalbot run PATH --actuals FILE --report OUT.json``, in a child process and prints its wall time, CPU time and
+peak RSS (``ru_maxrss`` of that one child, measured by a small wrapper process, so neither this process nor the
+input writer counts; a forked child's ``ru_maxrss`` starts at its parent's size).  With ``--compare``, the same
+run is then gated against a baseline written by ``evalbot baseline`` from a second run (another actual seed) of
+the same suite, with ``evalbot compare ... --report OUT.json``; that measures the baseline step and the compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+def write_inputs(directory: str, invocations: int, baseline_run: bool) -> None:
+    """Child: the eval set, the PR's actual run and (for compare) a main run (other seed) of N invocations."""
+    sys.path.insert(0, str(HERE))
+    from bench_engine import INVOCATIONS, synthetic
+
+    n_cases = -(-invocations // INVOCATIONS)
+    base = Path(directory)
+    eval_set, actuals = synthetic(n_cases, seed=11, actual_seed=12)
+    (base / "evals").mkdir()
+    with (base / "evals" / "bench.evalset.json").open("w", encoding="utf-8") as f:
+        json.dump(eval_set, f)
+    with (base / "pr.json").open("w", encoding="utf-8") as f:
+        json.dump(actuals, f)
+    del actuals
+    if not baseline_run:
+        return
+    _, main_actuals = synthetic(n_cases, seed=11, actual_seed=13)
+    with (base / "main.json").open("w", encoding="utf-8") as f:
+        json.dump(main_actuals, f)
+
+
+# Measures its one child: a wrapper of its own, so no other child of the bench (the input writer) counts.
+_MEASURE = (
+    "import json, resource, subprocess, sys, time\n"
+    "t0 = time.perf_counter()\n"
+    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+    "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(json.dumps({'exit': code, 'wall_s': time.perf_counter() - t0, 'cpu_s': ru.ru_utime + ru.ru_stime,\n"
+    "                  'peak_rss_mb': ru.ru_maxrss / 1024}))\n"  # Linux: KiB
+)
+
+
+def _cli(args: list[str]) -> dict[str, Any]:
+    """Run ``evalbot ARGS`` in a child; its wall time, CPU time, peak RSS and exit code.
+
+    ``ru_maxrss`` of waited-for children is their maximum, and a forked child starts at its parent's size: the
+    wrapper (a bare interpreter, ~10 MB) has one child, evalbot, whose peak is what it reports.
+    """
+    exe = Path(sys.executable).parent / "evalbot"  # the console script of this venv, else the one on PATH
+    cmd = [sys.executable, "-c", _MEASURE, str(exe) if exe.exists() else "evalbot", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    row: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
+    if row.get("exit") not in (0, 1):
+        raise SystemExit(f"evalbot {args[0]} failed: {row or proc.stderr[-4000:]}")
+    return {"command": args[0], "exit": row["exit"], "wall_s": round(row["wall_s"], 1),
+            "cpu_s": round(row["cpu_s"], 1), "peak_rss_mb": round(row["peak_rss_mb"])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--invocations", type=int, default=1_000_000, help="invocations in the run (default 1M)")
+    parser.add_argument("--compare", action="store_true", help="also measure `evalbot baseline` and `compare`")
+    parser.add_argument("--keep", help="write the inputs and reports to this new folder and keep them")
+    parser.add_argument("--write-inputs", nargs=3, metavar=("DIR", "N", "MAIN"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.write_inputs:
+        write_inputs(args.write_inputs[0], int(args.write_inputs[1]), args.write_inputs[2] == "1")
+        return
+    tmp = args.keep or tempfile.mkdtemp(prefix="evalbot-mem-")
+    if args.keep:
+        os.makedirs(tmp)
+    try:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, __file__, "--write-inputs", tmp, str(args.invocations), str(int(args.compare))], check=True)
+        base = Path(tmp)
+        sizes = sum(p.stat().st_size for p in base.rglob("*.json"))
+        print(f"inputs: {args.invocations:,} invocations, {sizes / 1e6:,.0f} MB, written in "
+              f"{time.perf_counter() - t0:.0f} s", flush=True)
+        evals, pr = str(base / "evals"), str(base / "pr.json")
+        rows = [_cli(["run", evals, "--actuals", pr, "--report", str(base / "run.report.json")])]
+        print(json.dumps(rows[-1]), flush=True)
+        if args.compare:
+            rows.append(_cli(["baseline", evals, "--actuals", str(base / "main.json"),
+                              "--output", str(base / "baseline.json")]))
+            print(json.dumps(rows[-1]), flush=True)
+            rows.append(_cli(["compare", "--baseline", str(base / "baseline.json"), evals, "--actuals", pr,
+                              "--report", str(base / "compare.report.json"),
+                              "--comment", str(base / "comment.md")]))
+            print(json.dumps(rows[-1]), flush=True)
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
