@@ -132,11 +132,18 @@ class BaselineEfficiency(_Frozen):
     cases: dict[str, CaseValues] = Field(default_factory=dict)
 
 
-def efficiency_of(es: EvalSetReport, case_keys: Sequence[str]) -> BaselineEfficiency:
-    """What the baseline keeps of an eval set's efficiency (empty when the run measured none)."""
-    builtin = frozenset(c.name for c in es.criteria if c.custom is None)
-    cases = {key: values for key, case in zip(case_keys, es.cases, strict=True)
-             if case.status != "error" and (values := case_values(case, builtin))}
+def _builtin(es: EvalSetReport) -> frozenset[str]:
+    return frozenset(c.name for c in es.criteria if c.custom is None)
+
+
+def efficiency_of(es: EvalSetReport, case_keys: Sequence[str],
+                  values: Sequence[dict[str, float]] | None = None) -> BaselineEfficiency:
+    """What the baseline keeps of an eval set's efficiency (empty when the run measured none); ``values``: each
+    case's :func:`case_values`, when the caller has them already."""
+    if values is None:
+        builtin = _builtin(es)
+        values = [case_values(case, builtin) for case in es.cases]
+    cases = {key: v for key, case, v in zip(case_keys, es.cases, values, strict=True) if case.status != "error" and v}
     stats = {}
     for name in QUANTITIES:
         column = [v[name] for v in cases.values() if name in v]
@@ -273,7 +280,7 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
-def _test(stat: Stat, base: Sequence[float], cur: Sequence[float], limit: Sequence[float] | float) -> tuple[int, int, float]:
+def _test(stat: Stat, cur: Sequence[float], limit: Sequence[float] | float) -> tuple[int, int, float]:
     """(cases above, cases below, p-value): the sign test against per-case limits for a mean; for a p95, the cases
     above one limit against the 5% a 95th percentile allows (below: 0)."""
     if stat == "mean":
@@ -293,9 +300,9 @@ def efficiency_deltas(
     """The rows of one eval set: every quantity measured on either side (mean, and p95 where budgeted), and every
     budget, measured or not. ``paired_keys``: (case key, index in ``es.cases``) of the cases comparable with main's.
     ``old_baseline``: the baseline predates efficiency stats (every budget is then not measured)."""
-    builtin = frozenset(c.name for c in es.criteria if c.custom is None) if es is not None else frozenset()
-    current = {key: case_values(es.cases[i], builtin) for key, i in paired_keys} if es is not None else {}
-    all_current = efficiency_of(es, [str(i) for i in range(len(es.cases))]) if es is not None else None
+    values = [case_values(case, _builtin(es)) for case in es.cases] if es is not None else []
+    current = {key: values[i] for key, i in paired_keys}
+    all_current = efficiency_of(es, [str(i) for i in range(len(values))], values) if es is not None else None
     rows: list[EfficiencyDelta] = []
     for name, quantity in QUANTITIES.items():
         for stat in STATS:
@@ -356,12 +363,12 @@ def _measured(row: EfficiencyDelta, pairs: Sequence[tuple[float, float]], budget
     row.relative = row.change / old if old > 0 else None
     # Is there a change at all (against main's values), and is it beyond the budget (against the budget's limits)?
     if row.stat == "mean":
-        up, down, p = _test("mean", base_values, cur_values, base_values)
+        up, down, p = _test("mean", cur_values, base_values)
         row.p_value = p
         if p < alpha and up != down:
             row.changed = "rose" if up > down else "fell"
     else:
-        over, _, p_up = _test("p95", base_values, cur_values, old)
+        over, _, p_up = _test("p95", cur_values, old)
         row.p_value = p_up
         if p_up < alpha and new > old:
             row.changed = "rose"
@@ -369,10 +376,10 @@ def _measured(row: EfficiencyDelta, pairs: Sequence[tuple[float, float]], budget
     if budget is None:
         return row
     if row.stat == "mean":
-        over, under, p_budget = _test("mean", base_values, cur_values, [budget.allowed(b) for b in base_values])
+        over, under, p_budget = _test("mean", cur_values, [budget.allowed(b) for b in base_values])
         beyond = new > budget.allowed(old) and over > under
     else:
-        over, _, p_budget = _test("p95", base_values, cur_values, budget.allowed(old))
+        over, _, p_budget = _test("p95", cur_values, budget.allowed(old))
         beyond = new > budget.allowed(old)
     row.budget_p_value = p_budget
     if beyond and p_budget < alpha:

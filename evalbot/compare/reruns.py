@@ -55,6 +55,10 @@ def drop_p_value(runs: str, main: str) -> float:
     return fisher_less(runs.count("P"), runs.count("F"), main.count("P"), main.count("F"))
 
 
+def _blocking(block_inconclusive: bool) -> str:
+    return "blocking because block_inconclusive is set" if block_inconclusive else "not blocking"
+
+
 def after_reruns(case: CaseResult, base: BaselineCase, alpha: float,
                  block_inconclusive: bool) -> tuple[CaseCategory, str, float]:
     """A flipped, rerun case decided against main's history: ``(category, reason, p-value)``."""
@@ -69,9 +73,8 @@ def after_reruns(case: CaseResult, base: BaselineCase, alpha: float,
         return "regressed", (f"main's history ({len(main)} outcome(s)) is too short for its {case.reruns} rerun(s) to "
                              "tell a bad draw from a real drop (even failing every run would not be significant), so "
                              "it counts as a regression; the history grows with each refresh of the baseline"), p
-    block = "blocking because block_inconclusive is set" if block_inconclusive else "not blocking"
     return "inconclusive", (f"a bad draw: its {case.reruns} rerun(s) show no significant drop against main "
-                            f"(Fisher exact {shown}, α {alpha:g}); {block}"), p
+                            f"(Fisher exact {shown}, α {alpha:g}); {_blocking(block_inconclusive)}"), p
 
 
 def fdr_cutoff(p_values: Sequence[float], q: float) -> float:
@@ -92,7 +95,7 @@ def settle_together(cases: Sequence[CaseComparison], alpha: float, block_inconcl
     tested = [c for c in cases if c.runs is not None and c.runs.reruns and c.runs.p_value is not None
               and c.category in ("regressed", "inconclusive")]
     cutoff = fdr_cutoff([c.runs.p_value for c in tested if c.runs is not None and c.runs.p_value is not None], alpha)
-    block = "blocking because block_inconclusive is set" if block_inconclusive else "not blocking"
+    block = _blocking(block_inconclusive)
     for case in tested:
         if case.runs is None or case.runs.p_value is None or "P" not in case.runs.outcomes:
             continue
