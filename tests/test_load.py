@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from evalbot.formats import jsonio
 from evalbot.formats.jsonio import KEEP_TEXT_CHARS
 from evalbot.load import discover, load_actuals, load_eval_set
 from tests.fakes.builders import Writer, case, eval_set, inv
@@ -282,20 +283,31 @@ def test_legacy_ids_do_not_depend_on_the_working_directory(
 
 
 def test_each_streamed_case_is_decoded_once(write: Writer, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Loading and scoring-time parsing build each case's JSON value once (json's decoder is observed, not
-    replaced); InputError pointers of a bad case are unchanged."""
+    """Loading and scoring-time parsing build each case's JSON value once (json's and msgspec's decoders are
+    observed, not replaced); InputError pointers of a bad case are unchanged."""
     built: list[str] = []
     decode = json.JSONDecoder.raw_decode
 
-    def observed(self: json.JSONDecoder, s: str, idx: int = 0) -> tuple[Any, int]:
-        value, end = decode(self, s, idx)
+    def record(value: Any) -> Any:
         if isinstance(value, dict) and "eval_id" in value:
             built.append(value["eval_id"])
         elif isinstance(value, list) and value and isinstance(value[0], dict) and "user_content" in value[0]:
             built.append("actuals:" + value[0]["invocation_id"])
-        return value, end
+        return value
+
+    def observed(self: json.JSONDecoder, s: str, idx: int = 0) -> tuple[Any, int]:
+        value, end = decode(self, s, idx)
+        return record(value), end
+
+    class ObservedFast:
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
+        def decode(self, data: Any) -> Any:
+            return record(self.real.decode(data))
 
     monkeypatch.setattr(json.JSONDecoder, "raw_decode", observed)
+    monkeypatch.setattr(jsonio, "_FAST", ObservedFast(jsonio._FAST))
     for size in (0, KEEP_TEXT_CHARS):  # text kept, and read back by offset
         built.clear()
         doc = json.dumps(eval_set("s", case("a"), case("b"), case("bad", inv(tool_calls=[])))) + " " * size
