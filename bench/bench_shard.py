@@ -2,6 +2,7 @@
 """Sharded runs: one job versus four shards in parallel processes on an agent-bound run, and the merge's cost.
 
     python bench/bench_shard.py [--cases 300] [--latency 0.2] [--shards 4] [--merge-invocations 100000] [--json]
+    python bench/bench_shard.py --merge-only [--parts DIR] [--repeat 3]    # part 2 alone, against the 5 s target
 
 1. Agent-bound run. The generated suite (tests/fakes/suites.py: multi-turn cases of 1 to 4 turns) is run with
    ``evalbot run --agent bench.bench_shard:agent``, a fake agent that sleeps ``--latency`` seconds per turn, one case
@@ -12,6 +13,9 @@
 2. Merge at scale. A suite of ``--merge-invocations`` invocations (recorded runs, no agent) is scored as ``--shards``
    parts in parallel; then ``evalbot merge PART... --report OUT`` runs in a fresh process. Printed: its wall time and
    the in-process split (reading and validating the parts, merging, writing the report).
+   ``--merge-only`` skips part 1 and prints the merge's wall time, CPU time and peak RSS (the ``evalbot merge``
+   process alone, measured by a bare wrapper process) against the target (<= 5 s), the median of ``--repeat`` runs;
+   ``--parts DIR`` keeps the scored parts there and reuses them on the next run (scoring them takes a minute).
 """
 
 from __future__ import annotations
@@ -102,17 +106,71 @@ def agent_bound(tmp: Path, cases: int, latency: float, shards: int) -> dict[str,
             "sharded_s": round(sharded, 2), "ratio": round(one / sharded, 2), "same_report": same}
 
 
-def merge_at_scale(tmp: Path, invocations: int, shards: int) -> dict[str, Any]:
-    from evalbot.results import write_report_json
-    from evalbot.shard import merge_reports, read_part
+MERGE_TARGET_S = 5.0
+"""Issue 28: `evalbot merge` of 4 parts, 100,000 invocations."""
+
+# Measures its one child: a bare wrapper, so neither the bench nor the scoring shards count in the peak RSS.
+_MEASURE = (
+    "import json, resource, subprocess, sys, time\n"
+    "t0 = time.perf_counter()\n"
+    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+    "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(json.dumps({'exit': code, 'wall_s': time.perf_counter() - t0, 'cpu_s': ru.ru_utime + ru.ru_stime,\n"
+    "                  'peak_rss_mb': ru.ru_maxrss / 1024}))\n"  # Linux: KiB
+)
+
+
+def _measured(argv: list[str], env: dict[str, str]) -> dict[str, float]:
+    """Wall time, CPU time (user + system) and peak RSS of one command, run by a bare wrapper process."""
+    done = subprocess.run([sys.executable, "-c", _MEASURE, *argv], cwd=ROOT, env=env, capture_output=True,
+                          text=True, check=False)
+    row: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else {}
+    if row.get("exit") not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)} failed: {row or done.stderr[-2000:]}")
+    return {"wall_s": row["wall_s"], "cpu_s": row["cpu_s"], "peak_rss_mb": row["peak_rss_mb"]}
+
+
+def scored_parts(base: Path, invocations: int, shards: int) -> tuple[list[Path], int, int, float | None]:
+    """The parts of a ``invocations`` run scored as ``shards`` jobs in parallel under ``base`` (reused when a run
+    of the same size left them there): the part files, the invocations, the cases and the scoring time (None when
+    reused)."""
     from tests.fakes.suites import write_suite
 
     cases = round(invocations / 2.5)  # 1 to 4 turns, 2.5 on average
-    evals, _, pr = write_suite(tmp / "big", cases=cases, sets=4)
-    env = _env(0)
-    parts = [tmp / "bigparts" / f"part-{k}.json" for k in range(1, shards + 1)]
+    total = sum(1 + (c * 7) % 4 for c in range(cases))
+    parts = [base / "bigparts" / f"part-{k}.json" for k in range(1, shards + 1)]
+    stamp = base / "bigparts" / "made.json"
+    made = {"invocations": invocations, "shards": shards}
+    if stamp.exists() and json.loads(stamp.read_text()) == made and all(p.exists() for p in parts):
+        return parts, total, cases, None
+    evals, _, pr = write_suite(base / "big", cases=cases, sets=4)
     score = _parallel([_cli("run", str(evals), "--actuals", str(pr), "--shard", f"{k}/{shards}", "--report", str(p))
-                       for k, p in enumerate(parts, start=1)], env)
+                       for k, p in enumerate(parts, start=1)], _env(0))
+    stamp.write_text(json.dumps(made))
+    return parts, total, cases, score
+
+
+def merge_only(base: Path, invocations: int, shards: int, repeat: int) -> dict[str, Any]:
+    """``evalbot merge PART... --report OUT`` alone, ``repeat`` times: the median wall, CPU and peak RSS."""
+    parts, total, cases, score = scored_parts(base, invocations, shards)
+    runs = [_measured(_cli("merge", *map(str, parts), "--report", str(base / "merged.json")), _env(0))
+            for _ in range(repeat)]
+    median = {key: sorted(r[key] for r in runs)[len(runs) // 2] for key in runs[0]}
+    return {"invocations": total, "cases": cases, "parts": shards,
+            "parts_mb": round(sum(p.stat().st_size for p in parts) / 1e6, 1),
+            "scoring_shards_s": None if score is None else round(score, 1), "repeat": repeat,
+            "wall_s": round(median["wall_s"], 2), "cpu_s": round(median["cpu_s"], 2),
+            "peak_rss_mb": round(median["peak_rss_mb"]), "target_s": MERGE_TARGET_S,
+            "met": median["wall_s"] <= MERGE_TARGET_S,
+            "runs": [{k: round(v, 2) for k, v in r.items()} for r in runs], "load_average": os.getloadavg()}
+
+
+def merge_at_scale(tmp: Path, invocations: int, shards: int) -> dict[str, Any]:
+    from evalbot.results import write_report_json
+    from evalbot.shard import merge_reports, read_part
+
+    parts, total, cases, score = scored_parts(tmp, invocations, shards)
+    env = _env(0)
     merged = tmp / "big-merged.json"
     wall = _run(_cli("merge", *map(str, parts), "--report", str(merged)), env)
     t0 = time.perf_counter()
@@ -123,9 +181,8 @@ def merge_at_scale(tmp: Path, invocations: int, shards: int) -> dict[str, Any]:
     with (tmp / "again.json").open("w", encoding="utf-8") as out:
         write_report_json(report, out)
     t3 = time.perf_counter()
-    total = sum(1 + (c * 7) % 4 for c in range(cases))
     return {"invocations": total, "cases": cases, "parts_mb": round(sum(p.stat().st_size for p in parts) / 1e6, 1),
-            "scoring_shards_s": round(score, 1), "merge_cli_s": round(wall, 2), "read_validate_s": round(t1 - t0, 2),
+            "scoring_shards_s": None if score is None else round(score, 1), "merge_cli_s": round(wall, 2), "read_validate_s": round(t1 - t0, 2),
             "merge_s": round(t2 - t1, 2), "write_s": round(t3 - t2, 2)}
 
 
@@ -135,8 +192,29 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per agent turn")
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--merge-invocations", type=int, default=100_000, help="0 skips the merge at scale")
+    parser.add_argument("--merge-only", action="store_true",
+                        help="only the merge at scale: wall, CPU and peak RSS of `evalbot merge` against the target")
+    parser.add_argument("--parts", type=Path, metavar="DIR", help="with --merge-only: keep and reuse the parts here")
+    parser.add_argument("--repeat", type=int, default=3, help="with --merge-only: runs (the median is printed)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.merge_only:
+        with tempfile.TemporaryDirectory(prefix="bench-shard-") as scratch:
+            base = args.parts or Path(scratch)
+            base.mkdir(parents=True, exist_ok=True)
+            m = merge_only(base, args.merge_invocations or 100_000, args.shards, max(1, args.repeat))
+        if args.json:
+            print(json.dumps({"merge_only": m}, indent=2))
+            return 0
+        scored = "reused" if m["scoring_shards_s"] is None else f"scored in {m['scoring_shards_s']} s"
+        print(f"merge: {m['invocations']:,} invocations in {m['cases']:,} cases, {m['parts']} parts "
+              f"({m['parts_mb']} MB, {scored}); median of {m['repeat']}, load average "
+              f"{' '.join(f'{x:.1f}' for x in m['load_average'])}")
+        print(f"  evalbot merge --report  wall {m['wall_s']:.2f} s  CPU {m['cpu_s']:.2f} s  peak RSS "
+              f"{m['peak_rss_mb']} MB  (target <= {m['target_s']:.0f} s: {'met' if m['met'] else 'NOT met'})")
+        print("  runs: " + "; ".join(f"{r['wall_s']} s wall / {r['cpu_s']} s CPU / {r['peak_rss_mb']:.0f} MB"
+                                     for r in m["runs"]))
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-shard-") as scratch:
         tmp = Path(scratch)
         results: dict[str, Any] = {"agent_bound": agent_bound(tmp, args.cases, args.latency, args.shards)}

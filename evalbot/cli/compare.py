@@ -6,6 +6,7 @@ Reads argv, the environment (GITHUB_SHA), the clock, files and ``git``; everythi
 from __future__ import annotations
 
 import argparse
+import gc
 import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -369,6 +370,10 @@ def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             else:
                 print("evalbot: warning: no --eval-sets given, so the merged case list is checked only against the "
                       "parts' own list (a part that leaves a case out of its list goes unnoticed)", file=sys.stderr)
+            # The parts and the merged report live until the command ends. Re-enabled as they are, the collector's
+            # next pass would walk every object allocated during the pause (1.4 s at 100,000 invocations); frozen,
+            # they are left out of every pass and still freed by reference counting.
+            gc.freeze()
         # The shard jobs settled their split votes; they must have settled them as this command would have.
         if args.write_baseline:
             policy = refresh_policy(args, settings, config)
