@@ -38,7 +38,7 @@ from evalbot.load import (
     select_cases,
 )
 from evalbot.progress import Progress
-from evalbot.results import OUTCOME_CODES, Report
+from evalbot.results import OUTCOME_CODES, CaseStream, Report
 from evalbot.runner.aggregate import score_runs
 from evalbot.runner.base import Agent, RunSet
 from evalbot.runner.execute import RunOptions, run_agent
@@ -164,6 +164,7 @@ def evaluate(
     criteria: CriteriaBuilder = build_criteria,
     say: Say | None = None,
     shard: Shard | None = None,
+    stream: CaseStream | None = None,
 ) -> Report:
     """Evaluate eval sets (files, directories or globs, or inputs already loaded) and return the report.
 
@@ -174,12 +175,17 @@ def evaluate(
 
     With ``shard`` (``--shard K/N``) only that shard's cases are scored, or run by the agent, and the report says
     which part of the run it holds (:mod:`evalbot.shard`; ``evalbot merge`` joins the parts).
+
+    With ``stream`` each case goes there once its verdict is final, in report order, and the report keeps none (see
+    :data:`~evalbot.results.CaseStream`): scored from actuals files, a run then holds one case at a time (runs of the
+    agent and recordings are pooled whole first, then streamed).
     """
     inputs = source if isinstance(source, Inputs) else load_inputs(source, config=config)
     if shard is not None:
         run = plan(inputs.eval_sets, shard.count)
         part = replace(inputs, eval_sets=shard_eval_sets(inputs.eval_sets, run, shard))
-        report = evaluate(part, actuals=actuals, agent=agent, ctx=ctx, progress=progress, criteria=criteria, say=say)
+        report = evaluate(part, actuals=actuals, agent=agent, ctx=ctx, progress=progress, criteria=criteria, say=say,
+                          stream=stream)
         report.shard = shard_info(report, run, shard)
         return report
     ctx = ctx or BuildContext()
@@ -188,14 +194,15 @@ def evaluate(
         pool = WorkerPool()
         ctx = replace(ctx, workers=pool)
     try:
-        return _evaluate(inputs, actuals, agent, ctx, progress, criteria, say)
+        return _evaluate(inputs, actuals, agent, ctx, progress, criteria, say, stream)
     finally:
         if pool is not None:
             pool.close()
 
 
 def _evaluate(inputs: Inputs, actuals: Sequence[str], agent: AgentRun | None, ctx: BuildContext,
-              progress: Progress | None, criteria: CriteriaBuilder, say: Say | None) -> Report:
+              progress: Progress | None, criteria: CriteriaBuilder, say: Say | None,
+              stream: CaseStream | None) -> Report:
     if ctx.judge is not None:
         ctx.judge.cap_requests(*request_cap(inputs))
     notices = judge_notices(ctx)
@@ -209,8 +216,19 @@ def _evaluate(inputs: Inputs, actuals: Sequence[str], agent: AgentRun | None, ct
                                 errors=[*errors, *read.recording_errors], notices=notices, criteria=criteria).report
         else:
             report = score_run(inputs.eval_sets, read.actuals, ctx, errors=errors, notices=notices,
-                               progress=progress, criteria=criteria)
+                               progress=progress, criteria=criteria, stream=stream)
+            stream = None
+    if stream is not None:
+        _stream_out(report, stream)
     return drop_unused_judge_notices(report, ctx)
+
+
+def _stream_out(report: Report, stream: CaseStream) -> None:
+    """Send a report's cases to ``stream``, in order, and drop them from the report."""
+    for index, es in enumerate(report.eval_sets):
+        for case in es.cases:
+            stream(index, es, case)
+        es.cases = []
 
 
 REQUESTS_PER_CASE_CRITERION = 2_000

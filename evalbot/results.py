@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, Protocol, Self, TextIO, cast
 
 from pydantic import (
@@ -276,6 +276,12 @@ class Totals(StrictModel):
     failed: int = 0
     not_evaluated: int = 0
     error: int = 0
+
+    def count(self, status: Status) -> None:
+        """Count one case of this status (an informational one counts among the cases only)."""
+        self.cases += 1
+        if status != "informational":
+            setattr(self, status, getattr(self, status) + 1)
 
 
 def _absent_if_zero(value: object) -> bool:
@@ -554,27 +560,73 @@ def case_status(statuses: Sequence[Status]) -> Status:
     return "not_evaluated"
 
 
+class MetricTally:
+    """A criterion's results over cases, gathered one at a time: what :func:`summarize_metric` computes."""
+
+    __slots__ = ("counts", "scores", "threshold")
+
+    def __init__(self, threshold: float | None) -> None:
+        self.threshold = threshold
+        self.scores: list[float] = []
+        self.counts = dict.fromkeys(("passed", "failed", "not_evaluated", "error", "informational"), 0)
+
+    def add(self, result: MetricResult) -> None:
+        """Count one case's result."""
+        if result.score is not None:
+            self.scores.append(result.score)
+        self.counts[result.status] += 1
+
+    def summary(self) -> MetricSummary:
+        """Mean and sample standard deviation of the case scores, and status counts."""
+        scores = self.scores
+        return MetricSummary(
+            mean=mean(scores),
+            std=statistics.stdev(scores) if len(scores) >= 2 else None,
+            threshold=self.threshold,
+            **self.counts,
+        )
+
+
 def summarize_metric(results: Sequence[MetricResult]) -> MetricSummary:
     """Mean and sample standard deviation of case scores, and status counts."""
-    scores = [r.score for r in results if r.score is not None]
-    counts = {s: 0 for s in ("passed", "failed", "not_evaluated", "error", "informational")}
+    tally = MetricTally(results[0].threshold if results else None)
     for r in results:
-        counts[r.status] += 1
-    return MetricSummary(
-        mean=mean(scores),
-        std=statistics.stdev(scores) if len(scores) >= 2 else None,
-        threshold=results[0].threshold if results else None,
-        **counts,
-    )
+        tally.add(r)
+    return tally.summary()
+
+
+class CaseTally:
+    """An eval set's cases counted one at a time (a run that streams its cases keeps none): how many, their
+    statuses and each criterion's summary, as :func:`summarize_cases` and :func:`case_status` give them."""
+
+    __slots__ = ("metrics", "statuses", "totals")
+
+    def __init__(self) -> None:
+        self.totals = Totals()
+        self.metrics: dict[str, MetricTally] = {}
+        self.statuses: dict[Status, None] = {}
+
+    def add(self, case: CaseResult) -> None:
+        """Count one case (its verdict given)."""
+        self.totals.count(case.status)
+        self.statuses[case.status] = None
+        for name, result in case.metrics.items():
+            tally = self.metrics.get(name)
+            if tally is None:
+                tally = self.metrics[name] = MetricTally(result.threshold)
+            tally.add(result)
+
+    def summaries(self) -> dict[str, MetricSummary]:
+        """Per-criterion summaries (criteria in first-seen order)."""
+        return {name: tally.summary() for name, tally in self.metrics.items()}
 
 
 def summarize_cases(cases: Sequence[CaseResult]) -> dict[str, MetricSummary]:
     """Per-criterion summaries over the cases of one eval set (criteria in first-seen order)."""
-    by_metric: dict[str, list[MetricResult]] = {}
+    tally = CaseTally()
     for case in cases:
-        for name, result in case.metrics.items():
-            by_metric.setdefault(name, []).append(result)
-    return {name: summarize_metric(results) for name, results in by_metric.items()}
+        tally.add(case)
+    return tally.summaries()
 
 
 def totals(eval_sets: Sequence[EvalSetReport]) -> Totals:
@@ -582,18 +634,37 @@ def totals(eval_sets: Sequence[EvalSetReport]) -> Totals:
     t = Totals()
     for es in eval_sets:
         for case in es.cases:
-            t.cases += 1
-            if case.status in ("passed", "failed", "not_evaluated", "error"):
-                setattr(t, case.status, getattr(t, case.status) + 1)
+            t.count(case.status)
     return t
 
 
-def write_report_json(report: Report, out: TextIO) -> None:
+CaseStream = Callable[[int, EvalSetReport, CaseResult], None]
+"""Where a run that streams its cases sends each one once its verdict is final, instead of keeping it in the report:
+the eval set's index in the report, the eval set (its ``cases`` stay empty; its summaries and notices are not final
+yet) and the case. Cases arrive in report order: eval sets in order, each one's cases in order."""
+
+
+def case_line(index: int, case: CaseResult) -> str:
+    """The text :func:`write_report_json` writes for the ``index``-th case of an eval set (before scrubbing)."""
+    return ("," if index else "") + "\n" + case.model_dump_json()
+
+
+class StreamedCases(Protocol):
+    """The cases of a report that were streamed out of it (see CaseStream), each eval set's as the scrubbed
+    concatenation of its :func:`case_line` texts."""
+
+    def copy_cases(self, index: int, out: TextIO) -> None:
+        """Write the ``index``-th eval set's case lines to ``out``."""
+
+
+def write_report_json(report: Report, out: TextIO, streamed: StreamedCases | None = None) -> None:
     """Write the report as JSON piece by piece (one case at a time), so a large run never holds its whole text.
 
     The document equals ``report.model_dump_json()`` as data (same keys); only the layout differs: one case per
-    line, and each eval set's ``cases`` written after its other keys.
+    line, and each eval set's ``cases`` written after its other keys.  ``streamed``: the cases were streamed out of
+    ``report`` as they were scored (its eval sets hold none); they are copied from there, scrubbed already.
     """
+    raw = out
     out = cast(TextIO, ScrubbingWriter(out))
     rest = report.model_dump(mode="json", exclude={"eval_sets"})
     out.write("{\n")
@@ -602,8 +673,10 @@ def write_report_json(report: Report, out: TextIO) -> None:
             out.write('"eval_sets": [')
             for i, es in enumerate(report.eval_sets):
                 out.write(("," if i else "") + "\n" + es.model_dump_json(exclude={"cases"})[:-1] + ',"cases":[')
+                if streamed is not None:
+                    streamed.copy_cases(i, raw)
                 for j, case in enumerate(es.cases):
-                    out.write(("," if j else "") + "\n" + case.model_dump_json())
+                    out.write(case_line(j, case))
                 out.write("]}")
             out.write("\n]")
         else:

@@ -23,11 +23,14 @@ from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
 from evalbot.progress import Progress
 from evalbot.results import (
     CaseResult,
+    CaseStream,
+    CaseTally,
     CriterionInfo,
     EvalSetReport,
     MetricResult,
     Problem,
     Report,
+    Totals,
     TurnView,
     case_status,
     summarize_cases,
@@ -235,6 +238,47 @@ def _countdown(pending: Sequence[_Pending], done: int, total: int, progress: Pro
     return settled
 
 
+class _Streamer:
+    """Sends each case to a CaseStream once its verdict is final, in report order, and counts what the eval sets'
+    summaries and the totals need: a case still waiting for a judged criterion holds back every later case (of any
+    eval set) until the judge has answered, so a judged run streams its cases only at the end."""
+
+    def __init__(self, stream: CaseStream) -> None:
+        self.stream = stream
+        self.held: list[tuple[int, EvalSetReport, CaseResult]] = []
+        self.tallies: dict[int, CaseTally] = {}
+        self._order: dict[int, list[str]] = {}
+
+    def add(self, index: int, report: EvalSetReport, case: CaseResult, waiting: bool) -> None:
+        if waiting or self.held:
+            self.held.append((index, report, case))
+        else:
+            self._send(index, report, case)
+
+    def _send(self, index: int, report: EvalSetReport, case: CaseResult) -> None:
+        order = self._order.get(index)
+        if order is None:
+            order = self._order[index] = [c.name for c in report.criteria]
+        _verdict(case, order)
+        self.tallies.setdefault(index, CaseTally()).add(case)
+        self.stream(index, report, case)
+
+    def finish(self, reports: Sequence[EvalSetReport]) -> Totals:
+        """Send the held cases, then give each eval set its summaries and status; the run's totals."""
+        for index, report, case in self.held:
+            self._send(index, report, case)
+        self.held = []
+        total = Totals()
+        for index, report in enumerate(reports):
+            tally = self.tallies.get(index, CaseTally())
+            report.metrics = tally.summaries()
+            if report.status != "error":
+                report.status = case_status(list(tally.statuses)) if tally.totals.cases else "not_evaluated"
+            for name in ("cases", "passed", "failed", "not_evaluated", "error"):
+                setattr(total, name, getattr(total, name) + getattr(tally.totals, name))
+        return total
+
+
 def score_eval_set(
     loaded: LoadedEvalSet,
     actuals: Actuals,
@@ -242,10 +286,12 @@ def score_eval_set(
     pending: list[_Pending],
     scored: Callable[[bool], None] | None = None,
     criteria: CriteriaBuilder = build_criteria,
+    stream: tuple[_Streamer, int] | None = None,
 ) -> EvalSetReport:
     """Score every case of one eval set (judged criteria are left in ``pending``).
 
     ``scored(waiting)`` is called after each case; ``waiting`` tells whether judged criteria are still pending on it.
+    ``stream``: the run's streamer and this eval set's index; its cases go there instead of into the report.
     """
     built, infos = criteria(loaded.config, ctx, loaded.path)
     notices = [*loaded.notices, *loaded.config.notices, *(i.notice for i in infos if i.notice)]
@@ -255,12 +301,24 @@ def score_eval_set(
         errors += dataset_errors
         notices += dataset_notices
     errors += [Problem(path=loaded.config.label, message=f"{i.name}: {i.error}") for i in infos if i.error]
+    report = EvalSetReport(
+        eval_set_id=loaded.eval_set_id,
+        path=loaded.path,
+        status="error" if loaded.errors and not loaded.cases else "not_evaluated",
+        config=loaded.config.label,
+        errors=errors,
+        criteria=infos,
+    )
     extra_keys: dict[str, str] = {}
     rubric_types: set[str | None] = set()
-    cases = []
+    cases = report.cases
     for loaded_case in loaded.cases:
         before = len(pending)
-        cases.append(_score_case(loaded_case, loaded.eval_set_id, built, actuals, pending))
+        case = _score_case(loaded_case, loaded.eval_set_id, built, actuals, pending)
+        if stream is None:
+            cases.append(case)
+        else:
+            stream[0].add(stream[1], report, case, len(pending) > before)
         if loaded_case.case is not None:
             note_case(loaded_case.case, loaded_case.eval_id, extra_keys, rubric_types)
         loaded_case.release()  # a case parsed on demand from a large file is not kept once scored
@@ -268,16 +326,8 @@ def score_eval_set(
             scored(len(pending) > before)
     notices += (case_notices(loaded, extra_keys, rubric_types) if loaded.case_notices is None
                 else loaded.case_notices)
-    return EvalSetReport(
-        eval_set_id=loaded.eval_set_id,
-        path=loaded.path,
-        status="error" if loaded.errors and not loaded.cases else "not_evaluated",
-        config=loaded.config.label,
-        notices=notices,
-        errors=errors,
-        criteria=infos,
-        cases=cases,
-    )
+    report.notices = notices
+    return report
 
 
 NO_COLUMN = "the dataset has no column this criterion needs (the eval set's error says which)"
@@ -385,10 +435,13 @@ def score_run(
     notices: Sequence[str] = (),
     progress: Progress | None = None,
     criteria: CriteriaBuilder = build_criteria,
+    stream: CaseStream | None = None,
 ) -> Report:
     """Score all eval sets; judged criteria run concurrently under the judge's own limits.
 
     ``criteria`` builds each eval set's criteria from its config (the registry's builder unless a caller passes one).
+    ``stream``: each case goes there once its verdict is final (see CaseStream) and the report keeps none: a large
+    run's memory does not grow with its cases. Summaries, statuses and totals are the same either way.
 
     ``progress(done, total)`` is told the number of finished cases: after each case without judged criteria, and
     whenever a case's last judged criterion settles.
@@ -405,19 +458,25 @@ def score_run(
             if progress is not None:
                 progress(done, total)
 
-    for es in eval_sets:
+    streamer = _Streamer(stream) if stream is not None else None
+    for index, es in enumerate(eval_sets):
         with gc_paused():
-            reports.append(score_eval_set(es, actuals, ctx, pending, scored, criteria))
+            reports.append(score_eval_set(es, actuals, ctx, pending, scored, criteria,
+                                          None if streamer is None else (streamer, index)))
     if pending:
         asyncio.run(_settle(pending, _countdown(pending, done, total, progress) if progress else None))
-    for report in reports:
-        _finish_set(report)
+    if streamer is None:
+        for report in reports:
+            _finish_set(report)
+        counted = totals(reports)
+    else:
+        counted = streamer.finish(reports)
     usage = ctx.judge.usage_summary() if ctx.judge is not None else None
     return Report(
         eval_sets=reports,
         errors=[problem(e) for e in errors],
         notices=list(notices),
-        totals=totals(reports),
+        totals=counted,
         usage=usage if usage is not None and usage.per_criterion else None,  # no judged criterion ran: nothing to show
     )
 

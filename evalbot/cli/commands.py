@@ -12,7 +12,7 @@ import evalbot.cli.agent as cli_agent
 import evalbot.cli.args as cli_args
 import evalbot.cli.compare as cli_compare
 from evalbot import __version__
-from evalbot.cli.evaluate import add_eval_args, evaluate_args, show_report
+from evalbot.cli.evaluate import add_eval_args, evaluate_args, run_streamed, show_report
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EvalbotError
 from evalbot.judges.factory import SECRET_ENV
 from evalbot.redact import register_secret
@@ -41,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot run``."""
-    return show_report(args, evaluate_args(args, env))
+    if args.html:  # the HTML report shows every case
+        return show_report(args, evaluate_args(args, env))
+    return run_streamed(args, env)
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
+import os
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import BinaryIO, TextIO
 
 import evalbot.cli.args as cli_args
 from evalbot import pipeline
 from evalbot.cli.agent import agent_run
 from evalbot.compare.gate import policy_from_settings, sampling_from_settings
-from evalbot.compare.judge_gaps import judge_gaps
+from evalbot.compare.judge_gaps import GapTally, judge_gaps
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_UNAVAILABLE, EvalbotError
 from evalbot.formats.jsonio import gc_paused
@@ -20,9 +25,10 @@ from evalbot.judges.factory import judge_from_environ
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
 from evalbot.paths import output_file, problem_with_directory, write_output
 from evalbot.progress import terminal_progress
-from evalbot.render.console import render_text
+from evalbot.redact import scrub
+from evalbot.render.console import ConsoleTally, render_text
 from evalbot.render.html import render_html_report
-from evalbot.results import Report, write_report_json
+from evalbot.results import CaseResult, CaseStream, EvalSetReport, Report, StreamedCases, case_line, write_report_json
 
 
 def add_eval_args(parser: argparse.ArgumentParser) -> None:
@@ -78,9 +84,10 @@ def judge_context(args: argparse.Namespace, env: Mapping[str, str],
 
 
 def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipeline.Inputs | None = None,
-                  ctx: BuildContext | None = None) -> Report:
+                  ctx: BuildContext | None = None, stream: CaseStream | None = None) -> Report:
     """Score recorded runs, or run the agent first (--agent / --adk-agent): the pipeline, as every command calls it.
-    ``ctx``: the judge context to use (default: ``judge_context`` with the run's sampling)."""
+    ``ctx``: the judge context to use (default: ``judge_context`` with the run's sampling); ``stream``: where the
+    cases go instead of the report (see ``pipeline.evaluate``)."""
     ctx = ctx or judge_context(args, env, run_sampling(args, inputs))
     agent = agent_run(args)  # checks the agent options before anything is read
     bar = terminal_progress(sys.stderr)
@@ -93,22 +100,76 @@ def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipe
     try:
         return pipeline.evaluate(inputs if inputs is not None else args.paths, actuals=args.actuals,
                                  config=None if inputs is not None else args.config, agent=agent, ctx=ctx,
-                                 progress=bar, say=say, shard=args.shard)
+                                 progress=bar, say=say, shard=args.shard, stream=stream)
     finally:
         if bar is not None:
             bar.close()
 
 
-def show_report(args: argparse.Namespace, report: Report) -> int:
+class StreamedRun:
+    """What ``evalbot run`` keeps of the cases it streams out of the report as they are scored (a CaseStream): each
+    case's report text, scrubbed, in an anonymous temporary file (with ``--report``), what the console shows and the
+    judged verdicts; the report in memory keeps no case, so a run of a million invocations holds one at a time."""
+
+    def __init__(self, spill: BinaryIO | None) -> None:
+        self.spill = spill
+        self.spans: dict[int, list[int]] = {}
+        """Eval set index -> [start, end, cases] of its case lines in the spill (cases arrive in report order)."""
+        self.console = ConsoleTally()
+        self.gaps = GapTally()
+
+    def __call__(self, index: int, es: EvalSetReport, case: CaseResult) -> None:
+        if self.spill is not None:
+            span = self.spans.get(index)
+            if span is None:
+                end = max((s[1] for s in self.spans.values()), default=0)
+                span = self.spans[index] = [end, end, 0]
+            data = scrub(case_line(span[2], case)).encode()
+            self.spill.write(data)
+            span[1] += len(data)
+            span[2] += 1
+        self.console.add(index, es, case)
+        self.gaps.add(index, es, case)
+
+    def copy_cases(self, index: int, out: TextIO) -> None:
+        """Write the ``index``-th eval set's case lines (StreamedCases)."""
+        span = self.spans.get(index)
+        if span is None or self.spill is None:
+            return
+        self.spill.flush()
+        self.spill.seek(span[0])
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        left = span[1] - span[0]
+        while left > 0:
+            chunk = self.spill.read(min(left, 1 << 20))
+            if not chunk:
+                raise OSError("the temporary file of the streamed cases is shorter than written")
+            left -= len(chunk)
+            out.write(decoder.decode(chunk, final=left <= 0))
+        self.spill.seek(0, os.SEEK_END)
+
+
+def run_streamed(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``evalbot run`` without ``--html``: the cases are streamed out of the report as they are scored (written to a
+    temporary file when ``--report`` is asked, then copied into it after the eval sets' summaries) so the run's
+    memory does not grow with its cases. The report file is the same, byte for byte."""
+    with tempfile.TemporaryFile() if args.report else contextlib.nullcontext() as spill:
+        run = StreamedRun(spill)
+        report = evaluate_args(args, env, stream=run)
+        return show_report(args, report, run)
+
+
+def show_report(args: argparse.Namespace, report: Report, streamed: StreamedRun | None = None) -> int:
     """Without a baseline: write --report and --html if asked, print the results; the run's exit code (3 when the
-    judge failed to give verdicts and the judge-failures policy blocks, as in ``compare``)."""
+    judge failed to give verdicts and the judge-failures policy blocks, as in ``compare``). ``streamed``: the cases
+    streamed out of ``report`` (no ``--html`` then)."""
     if args.report:
-        write_report(report, args.report)
+        write_report(report, args.report, streamed=streamed)
     if args.html:
         write_text(args.html, render_html_report(report))
-    print(render_text(report))
+    print(render_text(report, tally=streamed.console if streamed is not None else None))
     code = pipeline.exit_code(report)
-    gaps = judge_gaps(report)
+    gaps = streamed.gaps.gaps() if streamed is not None else judge_gaps(report)
     if gaps.no_judge_message():
         print(f"evalbot: warning: {gaps.no_judge_message()}", file=sys.stderr)
     failure = gaps.failure_message(details="each case's reasons above")
@@ -130,10 +191,11 @@ def judge_failures_policy(args: argparse.Namespace) -> str:
     return policy_from_settings(settings, source=str(config or "command line")).judge_failures
 
 
-def write_report(report: Report, path: str, flag: str = "--report") -> None:
-    """Write the JSON report (UTF-8, indented, stable key order of the model)."""
+def write_report(report: Report, path: str, flag: str = "--report", streamed: StreamedCases | None = None) -> None:
+    """Write the JSON report (UTF-8, indented, stable key order of the model); ``streamed``: its cases, streamed
+    out of it."""
     with output_file(path, name=flag) as handle, gc_paused():
-        write_report_json(report, handle)
+        write_report_json(report, handle, streamed)
 
 
 def write_text(path: str, text: str, flag: str = "--html") -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from evalbot.results import Report
+from evalbot.results import CaseResult, EvalSetReport, Report
 
 NO_JUDGE_MARK = "needs an LLM judge: "
 """What ``criteria.judged.unavailable`` puts in the reason of a criterion that had no judge to call."""
@@ -69,35 +69,57 @@ def _clip(text: str, limit: int = _REASON_CHARS) -> str:
     return (head[:space] if space > limit // 2 else head).rstrip(" ,;:—-") + "…"
 
 
+class GapTally:
+    """The judged verdicts counted one case at a time (a run that streams its cases keeps none): what
+    :func:`judge_gaps` gives once every case was added in report order."""
+
+    def __init__(self) -> None:
+        self.total = self.failed = self.no_judge = 0
+        self.reasons: Counter[str] = Counter()
+        self.no_judge_reason: str | None = None
+        self._judged: dict[int, set[str]] = {}
+
+    def add(self, index: int, es: EvalSetReport, case: CaseResult) -> None:
+        """Count the judged verdicts of one case of the ``index``-th eval set (a CaseStream)."""
+        judged = self._judged.get(index)
+        if judged is None:
+            judged = self._judged[index] = {c.name for c in es.criteria if c.judged and c.error is None}
+        if not judged:
+            return
+        for name, metric in case.metrics.items():
+            if name not in judged or metric.status in ("error", "informational"):
+                continue
+            verdicts: list[tuple[str, str | None]] = [
+                (v.status, v.reason) for v in metric.per_invocation if v.status != "informational"]
+            verdicts = verdicts or [(metric.status, metric.reason)]
+            for status, why in verdicts:
+                self.total += 1
+                if status != "not_evaluated":
+                    continue
+                reason = why or metric.reason or "the judge gave no verdict"
+                mark = next((m for m in (NO_JUDGE_MARK, NO_SERVICE_MARK) if m in reason), None)
+                if mark is not None:
+                    self.no_judge += 1
+                    self.no_judge_reason = self.no_judge_reason or _clip(
+                        f"{'' if mark == NO_JUDGE_MARK else 'Vertex AI evaluation service: '}"
+                        f"{reason.split(mark, 1)[1]}", _NO_JUDGE_CHARS)
+                else:
+                    self.failed += 1
+                    self.reasons[_clip(reason)] += 1
+
+    def gaps(self) -> JudgeGaps:
+        """The counts so far."""
+        return JudgeGaps(total=self.total, failed=self.failed, no_judge=self.no_judge, reasons=self.reasons,
+                         no_judge_reason=self.no_judge_reason)
+
+
 def judge_gaps(report: Report) -> JudgeGaps:
     """Count the run's judged verdicts and the missing ones, by cause."""
-    total = failed = no_judge = 0
-    reasons: Counter[str] = Counter()
-    no_judge_reason: str | None = None
-    for es in report.eval_sets:
-        judged = {c.name for c in es.criteria if c.judged and c.error is None}
+    tally = GapTally()
+    for index, es in enumerate(report.eval_sets):
         for case in es.cases:
-            for name, metric in case.metrics.items():
-                if name not in judged or metric.status in ("error", "informational"):
-                    continue
-                verdicts: list[tuple[str, str | None]] = [
-                    (v.status, v.reason) for v in metric.per_invocation if v.status != "informational"]
-                verdicts = verdicts or [(metric.status, metric.reason)]
-                for status, why in verdicts:
-                    total += 1
-                    if status != "not_evaluated":
-                        continue
-                    reason = why or metric.reason or "the judge gave no verdict"
-                    mark = next((m for m in (NO_JUDGE_MARK, NO_SERVICE_MARK) if m in reason), None)
-                    if mark is not None:
-                        no_judge += 1
-                        no_judge_reason = no_judge_reason or _clip(
-                            f"{'' if mark == NO_JUDGE_MARK else 'Vertex AI evaluation service: '}"
-                            f"{reason.split(mark, 1)[1]}", _NO_JUDGE_CHARS)
-                    else:
-                        failed += 1
-                        reasons[_clip(reason)] += 1
-    return JudgeGaps(total=total, failed=failed, no_judge=no_judge, reasons=reasons, no_judge_reason=no_judge_reason)
+            tally.add(index, es, case)
+    return tally.gaps()
 
 
 def unmeasured_for_baseline(report: Report) -> str | None:

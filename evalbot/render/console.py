@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evalbot.formats.numbers import score_text
 from evalbot.judges.usage import format_usage
-from evalbot.results import EvalSetReport, MetricResult, Report, mean
+from evalbot.results import CaseResult, EvalSetReport, MetricResult, Report
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "not_evaluated": "N/E", "error": "ERROR", "informational": "info"}
 
@@ -25,27 +25,65 @@ def _failed(name: str, result: MetricResult) -> str:
     return f"{name} {_fmt(shown)} {'<' if shown < result.threshold else '>'} {_fmt(result.threshold)}"
 
 
-def _value(es: EvalSetReport, name: str) -> str:
-    """Mean over cases of a metric that reports a value instead of a score (seconds, counts): ``details.value``."""
-    values = [
-        float(v)
-        for case in es.cases
-        if (result := case.metrics.get(name)) is not None and result.details
-        and isinstance(v := result.details.get("value"), int | float)
-    ]
-    average = mean(values)
-    return "—" if average is None else f"{average:.3g}"
+class ConsoleTally:
+    """What the console shows of the cases, gathered one case at a time (a run that streams its cases keeps none):
+    how many each eval set has, the mean ``details.value`` of each criterion that reports a value instead of a
+    score (seconds, counts), and the first ``max_failures`` failing or erroring cases."""
+
+    def __init__(self, max_failures: int = 50) -> None:
+        self.max_failures = max_failures
+        self.cases: dict[int, int] = {}
+        self.values: dict[tuple[int, str], list[float]] = {}
+        """(eval set index, criterion) -> [running total, count], as ``results.mean`` adds them."""
+        self.bad: list[str] = []
+        self.bad_count = 0
+
+    @classmethod
+    def of(cls, report: Report, max_failures: int = 50) -> ConsoleTally:
+        """The tally of a report that holds its cases."""
+        tally = cls(max_failures)
+        for index, es in enumerate(report.eval_sets):
+            for case in es.cases:
+                tally.add(index, es, case)
+        return tally
+
+    def add(self, index: int, es: EvalSetReport, case: CaseResult) -> None:
+        """Count one case of the ``index``-th eval set (a CaseStream)."""
+        self.cases[index] = self.cases.get(index, 0) + 1
+        for name, result in case.metrics.items():
+            if result.details and isinstance(v := result.details.get("value"), int | float):
+                acc = self.values.get((index, name))
+                if acc is None:
+                    acc = self.values[index, name] = [0.0, 0]
+                acc[0] += float(v)
+                acc[1] += 1
+        if case.status not in ("failed", "error"):
+            return
+        self.bad_count += 1
+        if len(self.bad) < self.max_failures:
+            reasons = [case.reason] if case.reason else []
+            for name, result in case.metrics.items():
+                if result.status == "failed":
+                    reasons.append(_failed(name, result))
+            self.bad.append(f"  {_MARK[case.status]:5} {es.eval_set_id} / {case.eval_id}: " + "; ".join(reasons))
+
+    def value(self, index: int, name: str) -> str:
+        """Mean over the cases of a metric that reports a value instead of a score: ``details.value``."""
+        acc = self.values.get((index, name))
+        return "—" if acc is None else f"{acc[0] / acc[1]:.3g}"
 
 
-def render_text(report: Report, *, max_failures: int = 50) -> str:
-    """A compact summary: eval set × criterion (mean, std, counts), then each failing or erroring case."""
+def render_text(report: Report, *, max_failures: int = 50, tally: ConsoleTally | None = None) -> str:
+    """A compact summary: eval set × criterion (mean, std, counts), then each failing or erroring case.
+    ``tally``: the cases as they were streamed out of ``report`` (default: the report's own cases)."""
+    tally = tally or ConsoleTally.of(report, max_failures)
     lines: list[str] = []
     for problem in report.errors:
         where = f"{problem.path}:{problem.pointer}" if problem.pointer else problem.path
         lines.append(f"ERROR {where}: {problem.message}")
-    for es in report.eval_sets:
+    for index, es in enumerate(report.eval_sets):
         lines.append("")
-        lines.append(f"{_MARK[es.status]:5} {es.eval_set_id}  ({es.path}, {len(es.cases)} case(s))")
+        lines.append(f"{_MARK[es.status]:5} {es.eval_set_id}  ({es.path}, {tally.cases.get(index, 0)} case(s))")
         if es.config is not None:
             configured = [c.name for c in es.criteria if c.threshold is not None or c.error]
             lines.append(f"      config: {es.config} · criteria: {', '.join(configured) or 'none'}")
@@ -56,7 +94,7 @@ def render_text(report: Report, *, max_failures: int = 50) -> str:
         if es.metrics:
             lines.append(f"      {'criterion':38} {'threshold':>9} {'mean':>7} {'std':>7}  pass fail  n/e  err")
         for name, m in es.metrics.items():
-            avg = _fmt(m.mean) if m.mean is not None else _value(es, name)
+            avg = _fmt(m.mean) if m.mean is not None else tally.value(index, name)
             if m.informational and not (m.passed or m.failed):
                 lines.append(f"      {name:38} {'':>9} {avg:>7} {_fmt(m.std):>7}  (informational)")
                 continue
@@ -64,19 +102,12 @@ def render_text(report: Report, *, max_failures: int = 50) -> str:
                 f"      {name:38} {_fmt(m.threshold):>9} {avg:>7} {_fmt(m.std):>7}"
                 f"  {m.passed:4} {m.failed:4} {m.not_evaluated:4} {m.error:4}"
             )
-    bad = [(es, c) for es in report.eval_sets for c in es.cases if c.status in ("failed", "error")]
-    shown = bad[:max_failures]
-    if bad:
+    if tally.bad_count:
         lines.append("")
         lines.append("Failing cases:")
-    for es, case in shown:
-        reasons = [case.reason] if case.reason else []
-        for name, result in case.metrics.items():
-            if result.status == "failed":
-                reasons.append(_failed(name, result))
-        lines.append(f"  {_MARK[case.status]:5} {es.eval_set_id} / {case.eval_id}: " + "; ".join(reasons))
-    if len(bad) > len(shown):
-        lines.append(f"  … and {len(bad) - len(shown)} more (see the JSON report)")
+    lines.extend(tally.bad)
+    if tally.bad_count > len(tally.bad):
+        lines.append(f"  … and {tally.bad_count - len(tally.bad)} more (see the JSON report)")
     if report.usage:
         lines.append("")
         lines.append(format_usage(report.usage))
