@@ -29,14 +29,13 @@ from evalbot.formats.jsonio import (
     read_json,
     read_text,
     refuse_special,
-    scan_array,
-    scan_document,
     scan_object,
     skip_value,
     validate,
 )
 from evalbot.formats.lines import CaseLines
 from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
+from evalbot.formats.window import Items, NotAscii, Window, walk_file, walk_object
 
 EVAL_SET_SUFFIXES = (".evalset.json", ".test.json")
 DATASET_SUFFIXES = (".jsonl", ".csv")
@@ -299,6 +298,10 @@ def load_eval_set(path: Path, config: EvalConfig | Configs | None = None, *, lin
             eval_set_id, cases, columns = dataset.eval_set_id, dataset.cases, dataset.columns
         else:
             with gc_paused():
+                streamed = None if lines else _stream_eval_set_file(path)  # a large file, not held whole
+                if streamed is not None:
+                    eval_set_id, cases, notices = streamed
+                    return _loaded(shown, eval_set_id, cases, cfg, path, ["eval_cases", "#", "eval_id"], notices, None)
                 text = read_text(path)
                 streamed = _stream_eval_set(text, path)
                 if streamed is not None:
@@ -368,14 +371,24 @@ def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase], tupl
 
     None for any other shape, and for malformed JSON (the whole-document parse reports it with json's message).
     """
+    return _walk_eval_set(Window(text), Slices(text, path), path)
+
+
+def _stream_eval_set_file(path: Path) -> tuple[str, list[LoadedCase], tuple[str, ...]] | None:
+    """:func:`_stream_eval_set` of a large pure-ASCII file walked a window at a time, never read whole (see
+    :mod:`evalbot.formats.window`); None for a small or non-ASCII file and for any other shape (read it whole)."""
+    return walk_file(path, lambda window, slices: _walk_eval_set(window, slices, path))
+
+
+def _walk_eval_set(window: Window, slices: Slices, path: Path) -> tuple[str, list[LoadedCase], tuple[str, ...]] | None:
     top: dict[str, Any] = {}
     cases: list[LoadedCase] = []
     keys: list[str] = []
-    slices = Slices(text, path)
 
-    def visit_case(i: int, start: int) -> int:
+    def visit_case(window: Window, i: int, start: int) -> int:
         # Only the case's id is decoded here; the rest is skipped (syntax checked, nothing built), so the case's
         # JSON is decoded once, when the case is parsed from its slice.
+        text = window.text
         ids: dict[str, Any] = {}
 
         def member(key: str, at: int) -> int:
@@ -385,15 +398,18 @@ def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase], tupl
             return skip_value(text, at)
 
         end = scan_object(text, start, member) if text[start : start + 1] == "{" else skip_value(text, start)
-        cases.append(LoadedCase(_case_id(ids, i), source=partial(_parse_case, slices, start, end, i)))
+        del cases[i:]  # stepped again when the window grew under it
+        base = window.base
+        cases.append(LoadedCase(_case_id(ids, i), source=partial(_parse_case, slices, base + start, base + end, i)))
         return end
 
-    def visit(key: str, start: int) -> int:
+    def visit(window: Window, key: str, start: int) -> int | Items:
         keys.append(key)
+        text = window.text
         if key == "eval_cases" and text[start : start + 1] == "[":
             cases.clear()  # a repeated key: the last one counts, as in json.loads
             top[key] = cases
-            return scan_array(text, start, visit_case)
+            return Items(visit_case)
         if key == "eval_cases":
             top.pop(key, None)  # not a list: the whole-document path reports it
         if key != "eval_set_id":  # no other key is needed here
@@ -402,8 +418,8 @@ def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase], tupl
         return end
 
     try:
-        scan_document(text, visit)
-    except (ValueError, RecursionError):  # malformed or hostile JSON: parse_json names the problem
+        walk_object(window, visit)
+    except (ValueError, RecursionError, NotAscii):  # malformed or hostile JSON: parse_json names the problem
         return None
     eval_set_id = top.get("eval_set_id")
     if not isinstance(top.get("eval_cases"), list) or not isinstance(eval_set_id, str) or not eval_set_id:

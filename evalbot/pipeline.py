@@ -25,7 +25,7 @@ from evalbot.criteria.base import BallotBox, BuildContext, CriteriaBuilder
 from evalbot.criteria.custom_process import WorkerPool
 from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, InputError
 from evalbot.formats import vertex
-from evalbot.formats.actuals import Actuals
+from evalbot.formats.actuals import Actuals, lazy_mapping_file
 from evalbot.formats.jsonio import gc_paused, parse_json, read_text
 from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.load import (
@@ -122,6 +122,10 @@ def read_actuals(paths: Sequence[str]) -> RecordedActuals:
                 out.actuals.merge(vertex.load_actuals(path))
                 continue
             with gc_paused():
+                lazy = lazy_mapping_file(path)  # a large plain map, walked a window at a time, not held whole
+                if lazy is not None:
+                    out.actuals.merge(lazy)
+                    continue
                 text = read_text(path)
                 # cheap tests first: the recording's marker, or an EvalSetResult that may list a case per run
                 data = parse_json(text, path) if FORMAT in text or "eval_case_results" in text else None

@@ -24,10 +24,10 @@ from evalbot.formats.jsonio import (
     decode_value,
     has_surrogate,
     parse_json,
-    scan_document,
     skip_value,
     validate,
 )
+from evalbot.formats.window import NotAscii, Window, walk_file, walk_object
 
 Key = tuple[str | None, str]
 Entry = list[Invocation] | InputError
@@ -163,7 +163,8 @@ def actuals_from_data(data: Any, path: Path) -> Actuals:
     return actuals
 
 
-_NOT_A_MAPPING = frozenset(("rows", "eval_case_results", "evalCaseResults"))
+_NOT_A_MAPPING = frozenset(("rows", "eval_case_results", "evalCaseResults", "evalbot"))
+"""Top-level keys of the other shapes (a Vertex dataset, an EvalSetResult, a recording's marker): read whole."""
 
 
 class _OtherShape(Exception):
@@ -186,24 +187,35 @@ def lazy_mapping(text: str, path: Path) -> Actuals | None:
     The same entries and errors as actuals_from_data, but the invocations are validated on each read.  Malformed
     JSON also gives None: the whole-document parse then reports it with json's own message.
     """
+    return _lazy(Window(text), Slices(text, path), path)
+
+
+def lazy_mapping_file(path: Path) -> Actuals | None:
+    """:func:`lazy_mapping` of a large pure-ASCII file walked a window at a time, never read whole (see
+    :mod:`evalbot.formats.window`); None for a small or non-ASCII file and for any other shape (read it whole)."""
+    return walk_file(path, lambda window, slices: _lazy(window, slices, path))
+
+
+def _lazy(window: Window, slices: Slices, path: Path) -> Actuals | None:
     actuals = Actuals(str(path))
     entries = actuals.entries
     assert isinstance(entries, Entries)
-    slices = Slices(text, path)
 
-    def visit(eval_id: str, start: int) -> int:
+    def visit(window: Window, eval_id: str, start: int) -> int:
         if eval_id in _NOT_A_MAPPING or has_surrogate(eval_id):  # has_surrogate: parse_json names it
             raise _OtherShape
+        text = window.text
         if text[start : start + 1] == "[":  # decoded once, when the case is scored; here only skipped
             end = skip_value(text, start)
-            entries.defer((None, eval_id), partial(_parse_later, slices, start, end, eval_id))
+            base = window.base
+            entries.defer((None, eval_id), partial(_parse_later, slices, base + start, base + end, eval_id))
             return end
         value, end = decode_value(text, start)  # not a list: an error on this entry, decoded once here
         entries[(None, eval_id)] = _invocations(value, path, [eval_id])
         return end
 
     try:
-        scan_document(text, visit)
-    except (_OtherShape, ValueError, RecursionError):  # malformed or hostile JSON: parse_json names the problem
+        walk_object(window, visit)
+    except (_OtherShape, ValueError, RecursionError, NotAscii):  # malformed or hostile JSON: parse_json names it
         return None
     return actuals

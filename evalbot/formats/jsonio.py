@@ -382,6 +382,14 @@ class Slices:
                 self._shift = 3 if f.read(3) == b"\xef\xbb\xbf" else 0
             self._text = None
 
+    @classmethod
+    def of_file(cls, path: Path, shift: int) -> Slices:
+        """Slices of a pure-ASCII file that was scanned a window at a time (its text never held whole); ``shift``:
+        the length of its UTF-8 BOM."""
+        slices = cls("", path)
+        slices._text, slices._shift = None, shift
+        return slices
+
     def decode(self, start: int, end: int, base: tuple[int | str, ...] = ()) -> Any:
         """The JSON value at ``start:end`` of the scanned text (``base``: its place in the file, for errors).
 

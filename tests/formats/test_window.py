@@ -1,0 +1,224 @@
+"""Walking a large JSON file a window at a time (formats/window.py): the members, entries and cases a whole-text
+read gives, whatever the window size; anything else (non-ASCII, malformed, hostile, other shapes) is left to the
+whole-text reader, which names the problem as before."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalbot.formats import window as window_module
+from evalbot.formats.actuals import _lazy, lazy_mapping, lazy_mapping_file
+from evalbot.formats.jsonio import Slices
+from evalbot.formats.window import Items, NotAscii, Window, walk_object
+from evalbot.load import _walk_eval_set, load_eval_set
+from evalbot.pipeline import read_actuals
+from tests.fakes.builders import case, eval_set, inv
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+def _walk(window: Window) -> tuple[list[Any], list[Any]]:
+    """Every member's key, decoded value and place, and each item of an array member named ``items``, as an
+    idempotent visitor keeps them (a member stepped again when the window grew under it is stored again)."""
+    members: dict[int, Any] = {}
+    items: dict[int, Any] = {}
+
+    def item(window: Window, i: int, start: int) -> int:
+        items[i], end = json.JSONDecoder().raw_decode(window.text, start)
+        return end
+
+    def member(window: Window, key: str, start: int) -> int | Items:
+        if key == "items" and window.text[start : start + 1] == "[":
+            members[window.base + start] = (key, "[")
+            return Items(item)
+        value, end = json.JSONDecoder().raw_decode(window.text, start)
+        members[window.base + start] = (key, value, window.base + end)
+        return end
+
+    walk_object(window, member)
+    return [members[k] for k in sorted(members)], [items[k] for k in sorted(items)]
+
+
+def _file_window(tmp_path: Path, text: str, chunk: int) -> Window:
+    path = tmp_path / "doc.json"
+    path.write_text(text, encoding="ascii")
+    return Window("", path.open("rb"), chunk=chunk)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(doc=st.dictionaries(st.text(max_size=4).filter(lambda k: k != "items"), JSON, max_size=4),
+       items=st.none() | st.lists(JSON, max_size=4), chunk=st.integers(1, 9), indent=st.sampled_from([None, 1]))
+def test_any_window_size_walks_what_the_whole_text_walks(tmp_path: Path, doc: dict[str, Any], items: list[Any] | None,
+                                                         chunk: int, indent: int | None) -> None:
+    data = {**doc, **({"items": items} if items is not None else {})}
+    text = json.dumps(data, indent=indent) + "\n "
+    whole = _walk(Window(text))
+    assert _walk(_file_window(tmp_path, text, chunk)) == whole
+    assert [m[0] for m in whole[0]] == list(data) and whole[1] == (items or [])
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": 1', '{"a": [1, 2}', '{"a": 1} x', '[1]', '{"a" 1}', '{"a": 12', '{"items": [1, 2', '{"a": tru}', '{,}',
+    '', '   ', '{"a": 1}{', '{"items": [1,]}',
+])
+@pytest.mark.parametrize("chunk", [1, 2, 5, 100])
+def test_malformed_documents_raise_at_any_window_size(tmp_path: Path, text: str, chunk: int) -> None:
+    with pytest.raises(ValueError):
+        _walk(Window(text))
+    with pytest.raises(ValueError):
+        _walk(_file_window(tmp_path, text, chunk))
+
+
+def test_a_non_ascii_window_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "doc.json"
+    path.write_text('{"a": "' + "x" * 20 + 'é"}', encoding="utf-8")
+    with pytest.raises(NotAscii):
+        _walk(Window("", path.open("rb"), chunk=8))
+
+
+@pytest.fixture
+def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file over 200 bytes is walked, 64 characters at a time."""
+    monkeypatch.setattr(window_module, "WINDOWED_FILE_BYTES", 200)
+    monkeypatch.setattr(window_module, "WINDOW_CHARS", 64)
+
+
+def _entries(actuals: Any) -> dict[Any, Any]:
+    def shown(entry: Any) -> Any:
+        return str(entry) if isinstance(entry, Exception) else [i.model_dump() for i in entry]
+
+    return {key: shown(actuals.entries[key]) for key in actuals.entries}
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_a_large_actuals_map_walked_in_windows_gives_the_same_entries(tmp_path: Path, small_windows: None,
+                                                                      bom: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = {f"case{i}": [inv(f"question {i}", "answer " * i, [("f", {"n": i})])] for i in range(30)}
+    data["bad"] = {"not": "a list"}
+    data["worse"] = [{"user_content": 3}]
+    data["case3"] = [inv("again")]  # a repeated key: the last one counts
+    text = json.dumps(data, indent=1)
+    path = tmp_path / "run.json"
+    path.write_bytes(bom + text.encode())
+    whole = _entries(lazy_mapping(text, path))
+    for chars in (1, 3, 7, 16, 64, 100):
+        monkeypatch.setattr(window_module, "WINDOW_CHARS", chars)
+        walked = lazy_mapping_file(path)
+        assert walked is not None and _entries(walked) == whole
+    assert _entries(read_actuals([str(path)]).actuals) == whole
+
+
+@pytest.mark.parametrize("data", [
+    {"evalbot": {"format": "evalbot.recorded_runs"}, "c": []},  # a forged recording marker: read whole
+    {"eval_case_results": [], "eval_set_id": "x"},
+    {"rows": []},
+])
+def test_other_shapes_are_left_to_the_whole_text_reader(tmp_path: Path, small_windows: None,
+                                                       data: dict[str, Any]) -> None:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(data) + " " * 300, encoding="utf-8")
+    assert lazy_mapping_file(path) is None
+
+
+@pytest.mark.parametrize("text", [
+    '{"c": [' + "[" * 300 + "]" * 300 + "]}",  # nested past the limit
+    '{"c": [1, 2]' + " " * 300,  # unterminated
+    '{"c": ["' + "é" * 200 + '"]}',  # not ASCII
+])
+def test_hostile_or_malformed_large_files_read_as_before(tmp_path: Path, small_windows: None, text: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "run.json"
+    path.write_text(text, encoding="utf-8")
+    windowed = read_actuals([str(path)])
+    monkeypatch.setattr(window_module, "WINDOWED_FILE_BYTES", 1 << 40)
+    whole = read_actuals([str(path)])
+    assert [str(e) for e in windowed.errors] == [str(e) for e in whole.errors]
+    assert _entries(windowed.actuals) == _entries(whole.actuals)
+    assert windowed.errors or isinstance(windowed.actuals.entries[None, "c"], Exception)  # refused either way
+
+
+def test_a_fifo_is_refused_by_name(tmp_path: Path, small_windows: None) -> None:
+    fifo = tmp_path / "run.json"
+    os.mkfifo(fifo)
+    assert lazy_mapping_file(fifo) is None
+    (error,) = read_actuals([str(fifo)]).errors
+    assert "run.json" in str(error)
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_a_large_eval_set_walked_in_windows_loads_the_same_cases(tmp_path: Path, small_windows: None,
+                                                                  bom: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    cases = [case(f"c{i}", inv(f"q{i}", "a " * i, [("f", {"i": i})])) for i in range(25)]
+    cases.append(case("c3", inv("duplicate")))
+    cases.append({"no_id": True})
+    data = {"eval_set_id": "big", "extra_key": 1, "eval_cases": [{"eval_id": "dropped"}], "description": "d"}
+    text = json.dumps(data)[:-1] + ', "eval_cases": ' + json.dumps(cases, indent=2) + "}"  # the last one counts
+    path = tmp_path / "big.evalset.json"
+    path.write_bytes(bom + text.encode())
+
+    def shown(loaded: Any) -> Any:
+        return (loaded.eval_set_id, loaded.notices, [str(e) for e in loaded.errors],
+                [(c.eval_id, c.case.model_dump() if c.case is not None else str(c.error)) for c in loaded.cases])
+
+    walked = []
+    for chars in (1, 3, 7, 16, 64, 100):  # cases end at a window's end somewhere: stepped again
+        monkeypatch.setattr(window_module, "WINDOW_CHARS", chars)
+        walked.append(shown(load_eval_set(path)))
+    monkeypatch.setattr(window_module, "WINDOWED_FILE_BYTES", 1 << 40)
+    whole = shown(load_eval_set(path))
+    assert walked == [whole] * len(walked)
+    assert len(whole[3]) == 26 and whole[1] and whole[2]  # the duplicate dropped with an error; extra_key noted
+
+
+def test_a_malformed_large_eval_set_is_reported_as_before(tmp_path: Path, small_windows: None,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "big.evalset.json"
+    path.write_text(json.dumps(eval_set("big", *[case(f"c{i}") for i in range(20)]))[:-3], encoding="utf-8")
+    walked = load_eval_set(path)
+    monkeypatch.setattr(window_module, "WINDOWED_FILE_BYTES", 1 << 40)
+    assert [str(e) for e in walked.errors] == [str(e) for e in load_eval_set(path).errors] != []
+
+
+def _cut_everywhere(text: str) -> list[Window]:
+    """Windows on ``text`` whose first window ends at every place in turn (each member and item then ends at a
+    window's end in one of them, and is stepped again)."""
+    return [Window(text[:k], io.BytesIO(text[k:].encode()), chunk=5) for k in range(len(text))]
+
+
+def test_every_window_boundary_gives_the_cases_of_the_whole_text(tmp_path: Path) -> None:
+    cases = [case("a", inv("q")), {"evalId": "b", "conversation": [inv("r")]}, case("c", inv("s"))]
+    text = json.dumps({"eval_set_id": "s", "eval_cases": cases, "name": "n"}, indent=1)
+    path = tmp_path / "s.evalset.json"
+    path.write_text(text, encoding="ascii")
+
+    def shown(found: Any) -> Any:
+        assert found is not None
+        eval_set_id, loaded, notices = found
+        return eval_set_id, notices, [(c.eval_id, c.case.model_dump()) for c in loaded]
+
+    whole = shown(_walk_eval_set(Window(text), Slices(text, path), path))
+    for window in _cut_everywhere(text):
+        assert shown(_walk_eval_set(window, Slices.of_file(path, 0), path)) == whole
+    assert [eval_id for eval_id, _ in whole[2]] == ["a", "b", "c"]
+
+
+def test_every_window_boundary_gives_the_entries_of_the_whole_text(tmp_path: Path) -> None:
+    text = json.dumps({"a": [inv("q")], "b": 3, "c": [inv("r", "x")], "a ": []}, indent=1)
+    path = tmp_path / "run.json"
+    path.write_text(text, encoding="ascii")
+    whole = _entries(lazy_mapping(text, path))
+    for window in _cut_everywhere(text):
+        walked = _lazy(window, Slices.of_file(path, 0), path)
+        assert walked is not None and _entries(walked) == whole
