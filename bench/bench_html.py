@@ -1,6 +1,6 @@
 """Benchmark: the HTML report of a large comparison, rendered and opened in headless Chromium.
 
-    python bench/bench_html.py [--cases 10000] [--repeat 3] [--keep OUT.html] [--all-markup]
+    python bench/bench_html.py [--cases 10000] [--repeat 3] [--keep OUT.html] [--all-markup] [--browser]
 
 Builds a baseline and a PR run of ``cases`` cases in two eval sets (the second judged by final_response_match_v2
 with 5 samples, rationale and votes). About 10% of cases regress, 5% are fixed, 15% keep failing and 2% flip on a
@@ -10,6 +10,11 @@ informational efficiency metrics. Printed: render time, file size, and in headle
 fresh profile each time) the time to first paint and first contentful paint, DOMContentLoaded and load (from
 navigation start), and the time the "regressed" filter takes to apply (style and layout forced).
 
+From 50,000 cases on (issue 28's row: 100,000), the page is rendered once in a fresh process, written to a file in
+pieces as the CLI does, and the bench prints the render's wall and CPU time, the resident memory before it (the
+comparison held) and its peak while rendering (VmHWM, reset after the comparison is built), against the targets;
+Chromium opens it only with ``--browser``.
+
 ``--all-markup`` also measures, in the same run, the page with every case's details written as markup (what
 evalbot wrote before details beyond ``render.html.MARKUP_LIMIT`` travelled as compressed data), and prints the
 ratios.
@@ -18,8 +23,12 @@ ratios.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import gc
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from evalbot.compare.baseline import build_baseline  # noqa: E402
 from evalbot.compare.delta import compare  # noqa: E402
 from evalbot.compare.gate import GatePolicy  # noqa: E402
-from evalbot.render.html import MARKUP_LIMIT, render_html  # noqa: E402
+from evalbot.render.html import MARKUP_LIMIT, html_chunks, render_html  # noqa: E402
 from evalbot.results import (  # noqa: E402
     CaseResult,
     CriterionInfo,
@@ -140,17 +149,20 @@ def measure(binary: str, path: Path) -> dict[str, float]:
         return {**timings, "filter_ms": took, "filter_shown": shown}
 
 
-def variant(comparison: Any, limit: int, repeat: int, keep: str | None) -> dict[str, float]:
+def variant(comparison: Any, limit: int, repeat: int, keep: str | None, cases: int = 0) -> dict[str, float]:
     """Render ``repeat`` times with ``limit`` cases' details as markup, open the page ``repeat`` times."""
-    renders = []
+    renders, cpus = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         html = render_html(comparison, markup_limit=limit)
         renders.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
     data = html.encode("utf-8")
     out = {"render_s": statistics.median(renders), "render_min_s": min(renders), "bytes": float(len(data))}
-    print(f"  render_html: median {out['render_s']:.2f} s over {repeat} (min {min(renders):.2f} s)")
-    print(f"  file size: {len(data) / 1e6:.1f} MB ({len(data):,} bytes)")
+    target_s, target_bytes, target_ms = TARGETS.get(cases, (None, None, None))
+    print(f"  render_html: median {out['render_s']:.2f} s over {repeat} (min {min(renders):.2f} s, CPU median "
+          f"{statistics.median(cpus):.2f} s){verdict(out['render_s'], target_s)}")
+    print(f"  file size: {len(data) / 1e6:.1f} MB ({len(data):,} bytes){verdict(len(data), target_bytes)}")
     binary = find_browser()
     if binary is None:
         print("  no Chromium found: browser timings skipped (apt-get install chromium, or set EVALBOT_CHROMIUM)")
@@ -165,25 +177,104 @@ def variant(comparison: Any, limit: int, repeat: int, keep: str | None) -> dict[
         if values:
             out[key] = statistics.median(values)
             print(f"  {label}: median {statistics.median(values):,.0f} ms (min {min(values):,.0f}, "
-                  f"max {max(values):,.0f}) over {len(values)} fresh browser(s)")
+                  f"max {max(values):,.0f}) over {len(values)} fresh browser(s)"
+                  + (verdict(statistics.median(values), target_ms) if key == "dcl" else ""))
     print(f"  cases shown by the 'regressed' filter: {runs[0]['filter_shown']:.0f}")
     return out
 
 
+TARGETS = {10_000: (1.0, 10e6, 1000.0), 100_000: (10.0, None, None)}
+"""Issue 28's targets by size: render seconds, file bytes, interactive (DOMContentLoaded) milliseconds."""
+PEAK_TARGET = 1e9
+"""Issue 28: peak memory of ``--html`` at 100,000 cases."""
+
+
+def verdict(value: float, target: float | None) -> str:
+    return "" if target is None else f"  [target <= {target:g}: {'met' if value <= target else 'NOT met'}]"
+
+
+def comparison_of(cases: int) -> Any:
+    base, pr = build(cases, pr=False), build(cases, pr=True)
+    baseline = build_baseline(base, commit="0" * 40, created_at="2026-01-01T00:00:00+00:00")
+    return compare(current=pr, baseline=baseline, policy=GatePolicy(), baseline_source="main:.evalbot/baseline.json")
+
+
+def status_kb(field: str) -> float:
+    line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith(field + ":"))
+    return float(line.split()[1])
+
+
+def fresh(cases: int, out: str) -> None:
+    """In a fresh process: build the comparison, drop everything else, then render it to ``out`` in pieces (as the
+    CLI does) and print one JSON line: wall and CPU seconds, bytes, RSS before and peak RSS during the render."""
+    comparison = comparison_of(cases)
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)  # hand the inputs' freed memory back: "before" is what is held
+    except OSError:
+        pass
+    before = status_kb("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM: the peak below is the render's
+    wall, cpu = time.perf_counter(), time.process_time()
+    with open(out, "w", encoding="utf-8") as handle:
+        for piece in html_chunks(comparison):
+            handle.write(piece)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(json.dumps({"wall": wall, "cpu": cpu, "bytes": os.path.getsize(out), "before_mb": before / 1024,
+                      "peak_mb": status_kb("VmHWM") / 1024, "counts": {k: v for k, v in comparison.counts.items() if v}}))
+
+
+def large(args: argparse.Namespace) -> None:
+    """Render ``args.cases`` cases in a fresh process ``args.repeat`` times; print against the targets."""
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = args.keep or str(Path(tmp) / "report.html")
+        for _ in range(args.repeat):
+            done = subprocess.run([sys.executable, __file__, "--fresh", str(args.cases), out], check=True,
+                                  capture_output=True, text=True)
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        target_s = TARGETS.get(args.cases, (None, None, None))[0]
+        wall = statistics.median(r["wall"] for r in runs)
+        peak = max(r["peak_mb"] for r in runs)
+        print(f"cases: {args.cases:,}  counts: {json.dumps(runs[0]['counts'])}  load average: "
+              f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        print(f"  render_html to a file, fresh process: median {wall:.2f} s wall over {len(runs)} "
+              f"(CPU {statistics.median(r['cpu'] for r in runs):.2f} s){verdict(wall, target_s)}")
+        print(f"  file size: {runs[0]['bytes'] / 1e6:.1f} MB ({runs[0]['bytes']:,} bytes)")
+        print(f"  resident memory: {statistics.median(r['before_mb'] for r in runs):,.0f} MB with the comparison held, "
+              f"peak {peak:,.0f} MB while rendering{verdict(peak / 1024, PEAK_TARGET / 2**30)} (GB)")
+        print(f"  the render's own peak (peak minus before): "
+              f"{max(r['peak_mb'] - r['before_mb'] for r in runs):,.0f} MB")
+        if args.browser:
+            binary = find_browser()
+            if binary is None:
+                print("  no Chromium found: browser timings skipped")
+            else:
+                timings = measure(binary, Path(out))
+                print(f"  DOMContentLoaded {timings['dcl']:,.0f} ms, 'regressed' filter {timings['filter_ms']:,.0f} ms "
+                      f"({timings['filter_shown']:.0f} cases)")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--fresh"]:
+        fresh(int(sys.argv[2]), sys.argv[3])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", metavar="OUT.html", help="also write the page here")
     parser.add_argument("--all-markup", action="store_true",
                         help="also measure the page with every case's details as markup, and print the ratios")
+    parser.add_argument("--browser", action="store_true", help="from 50,000 cases: also open the page in Chromium")
     args = parser.parse_args()
-    base, pr = build(args.cases, pr=False), build(args.cases, pr=True)
-    baseline = build_baseline(base, commit="0" * 40, created_at="2026-01-01T00:00:00+00:00")
-    comparison = compare(current=pr, baseline=baseline, policy=GatePolicy(), baseline_source="main:.evalbot/baseline.json")
-    print(f"cases: {args.cases:,}  counts: {json.dumps({k: v for k, v in comparison.counts.items() if v})}")
+    if args.cases >= 50_000:
+        large(args)
+        return
+    comparison = comparison_of(args.cases)
+    print(f"cases: {args.cases:,}  counts: {json.dumps({k: v for k, v in comparison.counts.items() if v})}  "
+          f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"the report (details of at most {MARKUP_LIMIT:,} cases as markup, beyond the verdict's own cases):")
-    lean = variant(comparison, MARKUP_LIMIT, args.repeat, args.keep)
+    lean = variant(comparison, MARKUP_LIMIT, args.repeat, args.keep, args.cases)
     if not args.all_markup:
         return
     print("every case's details as markup:")

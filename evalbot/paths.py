@@ -8,7 +8,7 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -165,7 +165,12 @@ def output_file(path: Path | str, *, name: str, root: Path | None = None) -> Ite
         raise InputError(name, "", f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
 
 
-def write_output(path: Path | str, text: str, *, name: str, root: Path | None = None) -> None:
-    """Write ``text`` to ``path`` through output_file."""
+def write_output(path: Path | str, text: str | Iterable[str], *, name: str, root: Path | None = None) -> None:
+    """Write ``text`` (or its pieces, as they come: a large page is never held whole) to ``path`` through
+    output_file."""
     with output_file(path, name=name, root=root) as handle:
-        handle.write(text)
+        if isinstance(text, str):
+            handle.write(text)
+        else:
+            for piece in text:
+                handle.write(piece)

@@ -58,7 +58,7 @@ from evalbot.load import read_optional
 from evalbot.paths import output_file, write_output
 from evalbot.pipeline import Inputs, ballots_for, evaluate, exit_code, load_inputs, settle_split_votes
 from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
-from evalbot.render.html import render_html
+from evalbot.render.html import html_chunks
 from evalbot.render.junit import junit_suites, write_junit
 from evalbot.render.template_files import comment_template_text, read_regular_file
 from evalbot.results import CUSTOM_NOT_RUN, Report, write_report_json
@@ -293,7 +293,7 @@ def write_html(comparison: Comparison, inputs: ActionInputs, ws: Workspace) -> s
     """The self-contained HTML report beside the JSON report; its path as the inputs gave it ("" when skipped)."""
     if not inputs.html_path:
         return ""
-    write_output(ws.path(inputs.html_path), render_html(comparison), name="input html-path", root=ws.root)
+    write_output(ws.path(inputs.html_path), html_chunks(comparison), name="input html-path", root=ws.root)
     return inputs.html_path
 
 

@@ -53,7 +53,7 @@ from evalbot.pipeline import (
 )
 from evalbot.render.comment import Links, comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.render.console import render_text
-from evalbot.render.html import render_html
+from evalbot.render.html import html_chunks
 from evalbot.render.template_files import comment_template_text, read_regular_file
 from evalbot.results import Report
 from evalbot.shard import MissingShards, check_loaded, check_settled, merge_reports, part_files, read_part
@@ -162,7 +162,7 @@ def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick, n
     if args.summary:
         write_text(args.summary, render_summary(comparison, links=links), "--summary")
     if args.html:
-        write_text(args.html, render_html(comparison), "--html")
+        write_text(args.html, html_chunks(comparison), "--html")
     if args.comment:
         write_text(args.comment, comment, "--comment")
         print(f"evalbot: {comparison.gate.verdict} (exit {comparison.gate.exit_code}); comment written to "

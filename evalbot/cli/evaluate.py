@@ -8,7 +8,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
@@ -27,7 +27,7 @@ from evalbot.paths import output_file, problem_with_directory, write_output
 from evalbot.progress import terminal_progress
 from evalbot.redact import scrub
 from evalbot.render.console import ConsoleTally, render_text
-from evalbot.render.html import render_html_report
+from evalbot.render.html import html_chunks, run_comparison
 from evalbot.results import CaseResult, CaseStream, EvalSetReport, Report, StreamedCases, case_line, write_report_json
 
 
@@ -166,7 +166,7 @@ def show_report(args: argparse.Namespace, report: Report, streamed: StreamedRun 
     if args.report:
         write_report(report, args.report, streamed=streamed)
     if args.html:
-        write_text(args.html, render_html_report(report))
+        write_text(args.html, html_chunks(run_comparison(report)))
     print(render_text(report, tally=streamed.console if streamed is not None else None))
     code = pipeline.exit_code(report)
     gaps = streamed.gaps.gaps() if streamed is not None else judge_gaps(report)
@@ -198,6 +198,7 @@ def write_report(report: Report, path: str, flag: str = "--report", streamed: St
         write_report_json(report, handle, streamed)
 
 
-def write_text(path: str, text: str, flag: str = "--html") -> None:
-    """Write a UTF-8 text file, creating its directory; a failure is an error naming ``flag``."""
+def write_text(path: str, text: str | Iterable[str], flag: str = "--html") -> None:
+    """Write a UTF-8 text file (or its pieces as they come), creating its directory; a failure is an error naming
+    ``flag``."""
     write_output(path, text, name=flag)

@@ -15,11 +15,11 @@ optional inline script adds the search box.
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -59,8 +59,8 @@ DATA_ID = "case-data"
 """The id of the element holding the deferred cases' details (gzip, then base64: no character the HTML parser
 could take for markup)."""
 MARKUP_FIRST = ("regressed", "flaky", "inconclusive", "error")
-BODY_KEYS = ("reason", "runs", "history", "metrics", "info", "noise", "turns")
-"""The parts of a case's data that make its details (the rest is its summary line)."""
+PIECE = 1 << 20
+"""Characters of the page handed to the writer at a time."""
 CHUNK = 100
 """Cases per block that the browser lays out only when it is near the viewport (content-visibility): a page of
 10,000 cases would otherwise be laid out again and again, whole, while it loads."""
@@ -206,46 +206,46 @@ def tags(case: CaseComparison) -> list[str]:
     return out
 
 
-def metric_data(name: str, result: MetricResult | None, delta: MetricDelta | None) -> Data:
-    return {
-        "name": name,
-        "judged": bool(delta and delta.judged),
-        "baseline": fmt(delta.baseline_score) if delta else "—",
-        "current": fmt(result.score if result else (delta.current_score if delta else None)),
-        "threshold": fmt(result.threshold) if result else "—",
-        "status": (result.status if result else (delta.current_status if delta else None) or "—").replace("_", " "),
-        "change": (delta.change if delta else "").replace("_", " "),
-        "change_key": delta.change if delta else "",
-        "reason": clip(result.reason if result else None),
-        "votes": votes_text(delta.current_votes) if delta else None,
-        "baseline_votes": votes_text(delta.baseline_votes) if delta else None,
-        "p": p_value_text(delta.p_value) if delta else None,
-    }
-
-
-def calls_data(turn: TurnView) -> list[Data]:
-    """Trajectory diff rows (or the actual calls alone when the case expects none recorded)."""
-    if turn.expected_tool_calls is None:
-        return [
-            {"kind": "actual", "expected": None, "actual": call_text(c, VALUE_LIMIT), "expected_pos": None,
-             "actual_pos": i, "changes": []}
-            for i, c in enumerate(turn.actual_tool_calls, 1)
-        ]
+def metric_row(name: str, result: MetricResult | None, delta: MetricDelta | None) -> list[str]:
+    """One row of a case's criterion table: its change (the row's class), then the seven cells' text."""
+    votes, baseline_votes = (votes_text(delta.current_votes), votes_text(delta.baseline_votes)) if delta else (None, None)
+    p = p_value_text(delta.p_value) if delta else None
+    status = (result.status if result else (delta.current_status if delta else None) or "—").replace("_", " ")
+    reason = clip(result.reason) if result else None
     return [
-        {
-            "kind": row.kind,
-            "expected": call_text(row.expected, VALUE_LIMIT) if row.expected is not None else None,
-            "actual": call_text(row.actual, VALUE_LIMIT) if row.actual is not None and row.kind != "same" else None,
-            "expected_pos": row.expected_pos,
-            "actual_pos": row.actual_pos,
-            "changes": [{"key": c.key, "expected": c.expected, "actual": c.actual} for c in row.changes],
-        }
+        delta.change if delta else "",
+        name,
+        fmt(delta.baseline_score) if delta else "—",
+        fmt(result.score if result else (delta.current_score if delta else None)),
+        fmt(result.threshold) if result else "—",
+        f"{status} — {reason}" if reason else status,
+        (delta.change if delta else "").replace("_", " "),
+        f"{votes or '?'} (baseline {baseline_votes or '?'})" + (f" {p}" if p else "") if votes or baseline_votes else "",
+    ]
+
+
+def calls_rows(turn: TurnView) -> list[list[Any]]:
+    """Trajectory diff rows ``[kind, expected, actual, expected_pos, actual_pos, [[key, expected, actual], …]]``
+    (or the actual calls alone, kind ``actual``, when the case expects none recorded)."""
+    if turn.expected_tool_calls is None:
+        return [["actual", None, call_text(c, VALUE_LIMIT), None, i, []] for i, c in enumerate(turn.actual_tool_calls, 1)]
+    return [
+        [
+            row.kind,
+            call_text(row.expected, VALUE_LIMIT) if row.expected is not None else None,
+            call_text(row.actual, VALUE_LIMIT) if row.actual is not None and row.kind != "same" else None,
+            row.expected_pos,
+            row.actual_pos,
+            [[c.key, c.expected, c.actual] for c in row.changes],
+        ]
         for row in diff_calls(turn.expected_tool_calls, turn.actual_tool_calls)
     ]
 
 
-def turn_data(index: int, turn: TurnView, metrics: Mapping[str, MetricResult],
-              deltas: Mapping[str, MetricDelta], judged: frozenset[str]) -> Data:
+def turn_row(index: int, turn: TurnView, metrics: Mapping[str, MetricResult],
+             deltas: Mapping[str, MetricDelta], judged: frozenset[str]) -> list[Any]:
+    """``[user, expected response, actual response, the calls' label ("" without calls), diff rows,
+    [[judge label, judge text], …]]``."""
     notes = []
     for name, metric in metrics.items():
         if name not in judged or len(metric.per_invocation) <= index:
@@ -253,69 +253,124 @@ def turn_data(index: int, turn: TurnView, metrics: Mapping[str, MetricResult],
         inv = metric.per_invocation[index]
         delta = deltas.get(name)
         votes = delta.current_votes if delta else None
-        notes.append({
-            "criterion": name,
-            "status": inv.status.replace("_", " "),
-            "score": fmt(inv.score),
-            "votes": votes_text([votes[index]]) if votes and index < len(votes) else None,
-            "text": clip(judge_text(JudgeDetails.read(inv.details), inv.reason)),
-        })
-    calls = calls_data(turn)
-    return {
-        "index": index + 1,
-        "user": clip(turn.user),
-        "expected_response": clip(turn.expected_response),
-        "actual_response": clip(turn.actual_response),
-        "calls": calls,
-        "expects_calls": turn.expected_tool_calls is not None,
-        "differs": any(c["kind"] not in ("same", "actual") for c in calls),
-        "notes": notes,
-    }
+        shown = votes_text([votes[index]]) if votes and index < len(votes) else None
+        notes.append([
+            f"Judge · {name} · {inv.status.replace('_', ' ')} · score {fmt(inv.score)}" + (f" · votes {shown}" if shown else ""),
+            clip(judge_text(JudgeDetails.read(inv.details), inv.reason)),
+        ])
+    calls = calls_rows(turn)
+    if turn.expected_tool_calls is None:
+        calls_label = "Tool calls (no expected calls recorded)" if calls else ""
+    else:
+        calls_label = "Tool calls" + (" — differ" if any(c[0] != "same" for c in calls) else "")
+    return [clip(turn.user), clip(turn.expected_response), clip(turn.actual_response), calls_label, calls, notes]
 
 
-def case_data(case: CaseComparison, judged: frozenset[str]) -> Data:
+def body_row(case: CaseComparison, judged: frozenset[str]) -> list[Any]:
+    """A case's details, the same list whether written as markup or built by the page's script:
+    ``[reason, runs, history, criterion rows, informational line, noise lines, turns]``."""
     current = case.current
     deltas = {d.criterion: d for d in case.metrics}
     metrics = current.metrics if current is not None else {}
-    names = list(dict.fromkeys([*metrics, *deltas]))
+    rows = [metric_row(n, metrics.get(n), deltas.get(n)) for n in dict.fromkeys([*metrics, *deltas])]
+    shown: list[list[str]] = []
+    info: list[list[str]] = []
+    for row in rows:  # an informational metric without a noteworthy change goes in the one-line list
+        quiet = row[5].split(" — ", 1)[0] == "informational" and row[0] not in NOTEWORTHY
+        (info if quiet else shown).append(row)
     noise = [
-        {"criterion": d.criterion, "votes": votes_text(d.current_votes), "baseline_votes": votes_text(d.baseline_votes),
-         "p": p_value_text(d.p_value), "change": d.change.replace("_", " ")}
+        f"Noise check, {d.criterion}: judge votes (pass–fail) {votes_text(d.current_votes) or '?'}, baseline "
+        f"{votes_text(d.baseline_votes) or '?'}" + (f", Fisher exact {p}" if (p := p_value_text(d.p_value)) else "")
+        + f" → {d.change.replace('_', ' ')}"
         for d in case.metrics if d.judged and (d.current_votes or d.baseline_votes)
     ]
-    rows = [metric_data(n, metrics.get(n), deltas.get(n)) for n in names]
-    info = [m for m in rows if m["status"] == "informational" and m["change_key"] not in NOTEWORTHY]
-    return {
-        "id": case.eval_id,
-        "category": case.category,
-        "category_label": TITLES.get(case.category, case.category.replace("_", " ").capitalize()),
-        "status": (current.status if current else "absent").replace("_", " "),
-        "baseline_status": (case.baseline_status or "—").replace("_", " "),
-        "tags": " ".join(f"t-{t}" for t in tags(case)),
-        "reason": clip(case.reason),
-        "history": history_text(case),
-        "runs": case.runs.describe() if case.runs is not None else None,
-        "glyphs": symbols(case.main_outcomes) if case.main_outcomes else None,
-        "metrics": [m for m in rows if m not in info],
-        "info": " · ".join(
-            m["name"] + " " + m["current"] + (f" (baseline {m['baseline']})" if m["baseline"] not in ("—", m["current"])
-                                              else "") for m in info),
-        "noise": noise,
-        "turns": [
-            turn_data(i, t, metrics, deltas, judged) for i, t in enumerate(current.turns if current else [])
-        ],
-        "open": False,
-        "lazy": None,
-    }
+    return [
+        clip(case.reason),
+        case.runs.describe() if case.runs is not None else None,
+        history_text(case),
+        shown,
+        " · ".join(m[1] + " " + m[3] + (f" (baseline {m[2]})" if m[2] not in ("—", m[3]) else "") for m in info),
+        noise,
+        [turn_row(i, t, metrics, deltas, judged) for i, t in enumerate(current.turns if current else [])],
+    ]
 
 
-def set_data(es: EvalSetComparison, judged: frozenset[str]) -> Data:
-    """An eval set: its table, and its cases most important first (as the comment orders its sections)."""
-    rank = {category: i for i, category in enumerate(ORDER)}
-    ordered = sorted(es.cases, key=lambda c: rank.get(c.category, len(rank)))
-    cases = [case_data(c, judged) for c in ordered]
+def summary_row(case: CaseComparison, case_tags: list[str]) -> list[Any]:
+    """What a case's one-line summary shows: ``[id, category, status, baseline status, filter classes, glyphs]``."""
+    current = case.current
+    return [
+        case.eval_id,
+        case.category,
+        (current.status if current else "absent").replace("_", " "),
+        (case.baseline_status or "—").replace("_", " "),
+        " ".join(f"t-{t}" for t in case_tags),
+        symbols(case.main_outcomes) if case.main_outcomes else None,
+    ]
+
+
+def title_of(category: str) -> str:
+    """The badge of a category (``Still failing``)."""
+    return TITLES.get(category, category.replace("_", " ").capitalize())
+
+
+def line_data(summary: list[Any]) -> Data:
+    """A case's summary line for the template (its details are added by the caller)."""
+    eval_id, category, status, baseline_status, case_tags, glyphs = summary
+    return {"id": eval_id, "category": category, "category_label": title_of(category), "status": status,
+            "baseline_status": baseline_status, "tags": case_tags, "glyphs": glyphs, "open": False, "lazy": None,
+            "body": None}
+
+
+class Plan:
+    """Which cases the page writes as markup (summary and details), which as a summary line whose details are
+    data (failing cases beyond the markup budget), and which only as data (every other case beyond it: the page's
+    script lists them as the reader scrolls to them). The verdict's own cases are always markup; then failing
+    cases; then the rest, in page order, up to ``markup_limit`` cases in all."""
+
+    def __init__(self, ordered: Sequence[Sequence[CaseComparison]], markup_limit: int) -> None:
+        rank = {category: i for i, category in enumerate(MARKUP_FIRST)}
+        self.tags = {id(c): tags(c) for cases in ordered for c in cases}
+        everything = [c for cases in ordered for c in cases]
+        keep = max(markup_limit, sum(c.category in rank for c in everything))
+        if keep >= len(everything):
+            self.markup = {id(c) for c in everything}
+        else:
+            def importance(c: CaseComparison) -> tuple[int, int]:
+                return rank.get(c.category, len(rank)), 0 if "failing" in self.tags[id(c)] else 1
+
+            self.markup = {id(c) for c in sorted(everything, key=importance)[:keep]}
+
+    def line(self, case: CaseComparison) -> bool:
+        """Whether the case's summary line is markup (readable with JavaScript off)."""
+        return id(case) in self.markup or "failing" in self.tags[id(case)]
+
+
+def set_data(es: EvalSetComparison, ordered: Sequence[CaseComparison], judged: frozenset[str], plan: Plan,
+             deferred: Packer) -> Data:
+    """An eval set: its table, and its cases most important first (as the comment orders its sections), in blocks:
+    up to CHUNK cases written as markup (``cases``), or a run of cases only the script lists (``more``: the first's
+    index in the data block, ``n``: how many); deferred cases go into ``deferred``."""
+    cases: list[Data] = []
+    blocks: list[Data] = []
+    for case in ordered:
+        case_tags = plan.tags[id(case)]
+        if not plan.line(case):
+            k = deferred.add(summary_row(case, case_tags), body_row(case, judged))
+            if not blocks or "more" not in blocks[-1]:
+                blocks.append({"more": k, "n": 0})
+            blocks[-1]["n"] += 1
+            continue
+        line = line_data(summary_row(case, case_tags))
+        if id(case) in plan.markup:
+            line["body"] = body_row(case, judged)
+        else:
+            line["lazy"] = deferred.add(None, body_row(case, judged))
+        cases.append(line)
+        if not blocks or "cases" not in blocks[-1] or len(blocks[-1]["cases"]) >= CHUNK:
+            blocks.append({"cases": []})
+        blocks[-1]["cases"].append(line)
     rows = [row_data(r) for r in es.rows]
-    counts = {t: sum(t in c["tags"].split(" ") for c in cases) for t in ("t-regressed", "t-failing")}
+    counts = {t: sum(t in plan.tags[id(c)] for c in ordered) for t in ("regressed", "failing")}
     return {
         "id": es.eval_set_id,
         "path": es.path,
@@ -325,11 +380,11 @@ def set_data(es: EvalSetComparison, judged: frozenset[str]) -> Data:
         "errors": [" ".join(x for x in (p.pointer, p.message) if x) for p in es.errors],
         "rows": rows,
         "charts": any(r["chart"] for r in rows),
-        "glyphs": any(c["glyphs"] for c in cases),
+        "glyphs": any(c.main_outcomes for c in ordered),
         "cases": cases,
-        "chunks": [cases[i : i + CHUNK] for i in range(0, len(cases), CHUNK)],
-        "regressed": counts["t-regressed"],
-        "failing": counts["t-failing"],
+        "blocks": blocks,
+        "regressed": counts["regressed"],
+        "failing": counts["failing"],
     }
 
 
@@ -339,31 +394,56 @@ def _open_first(sets: Sequence[Data]) -> None:
     for category in MARKUP_FIRST:
         for s in sets:
             for c in s["cases"]:
-                if budget and c["category"] == category:
+                if budget and c["category"] == category and c["body"] is not None:
                     c["open"] = True
                     budget -= 1
 
 
-def _defer(sets: Sequence[Data], markup_limit: int) -> tuple[str, int]:
-    """Keep the details of the cases the verdict rests on, then of failing ones up to MARKUP_LIMIT in all, as
-    markup; move every other case's
-    details into one compressed block (returned: base64 of gzip of JSON, "" when nothing is deferred, and how many
-    cases it holds) and give each case its index there (``lazy``)."""
-    rank = {category: i for i, category in enumerate(MARKUP_FIRST)}
+class Packer:
+    """The page's data block, built as the deferred cases come: each case (``[summary row or null, body row]``)
+    is encoded and compressed at once, so no case is held twice. The block is base64 of gzip of JSON
+    ``{"cases": […], "labels": {category: badge}}``; base64 holds no character the HTML parser could take for
+    markup."""
 
-    def importance(c: Data) -> tuple[int, int]:
-        return rank.get(c["category"], len(rank)), 0 if "t-failing" in c["tags"].split(" ") else 1
+    BATCH = 1 << 16
+    """Characters of JSON handed to the compressor at a time."""
 
-    cases = sorted((c for s in sets for c in s["cases"]), key=importance)  # stable: the page's order within a rank
-    keep = max(markup_limit, sum(c["category"] in rank for c in cases))
-    deferred: list[Data] = []
-    for c in cases[keep:]:
-        c["lazy"] = len(deferred)
-        deferred.append({k: c.pop(k) for k in BODY_KEYS})
-    if not deferred:
-        return "", 0
-    raw = json.dumps(deferred, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii"), len(deferred)
+    def __init__(self) -> None:
+        self.count = 0
+        self.listed = 0
+        self._labels: set[str] = set()
+        self._zip = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip stream (header without a timestamp)
+        self._out: list[bytes] = []
+        self._text: list[str] = ['{"cases":[']
+        self._held = 0
+        self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+    def add(self, summary: list[Any] | None, body: list[Any]) -> int:
+        """Append one case; its index in the block."""
+        text = self._encode([summary, body])
+        self._text.append("," + text if self.count else text)
+        self._held += len(text)
+        if summary is not None:
+            self.listed += 1
+            self._labels.add(summary[1])
+        if self._held >= self.BATCH:
+            self._flush()
+        self.count += 1
+        return self.count - 1
+
+    def _flush(self) -> None:
+        self._out.append(self._zip.compress("".join(self._text).encode("utf-8")))
+        self._text, self._held = [], 0
+
+    def close(self) -> str:
+        """The block ("" when nothing was deferred)."""
+        if not self.count:
+            return ""
+        labels = {category: title_of(category) for category in sorted(self._labels)}
+        self._text.append('],"labels":' + self._encode(labels) + "}")
+        self._flush()
+        self._out.append(self._zip.flush())
+        return base64.b64encode(b"".join(self._out)).decode("ascii")
 
 
 def _usage(usage: JudgeUsage | None, baseline: BaselineUsage | None = None) -> list[Data]:
@@ -392,13 +472,16 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
     judged = frozenset(
         c.name for es in comparison.report.eval_sets for c in es.criteria if c.judged
     ) | frozenset(r.criterion for es in comparison.eval_sets for r in es.rows if r.judged)
-    sets = [set_data(es, judged) for es in comparison.eval_sets]
+    rank = {category: i for i, category in enumerate(ORDER)}
+    ordered = [sorted(es.cases, key=lambda c: rank.get(c.category, len(rank))) for es in comparison.eval_sets]
+    plan = Plan(ordered, markup_limit)
+    deferred = Packer()
+    sets = [set_data(es, cases, judged, plan, deferred) for es, cases in zip(comparison.eval_sets, ordered, strict=True)]
     _open_first(sets)
-    deferred, deferred_count = _defer(sets, markup_limit)
-    cases = [c for s in sets for c in s["cases"]]
     filters = [
         {"key": key, "label": label,
-         "n": len(cases) if key == "all" else sum(f"t-{key}" in c["tags"].split(" ") for c in cases)}
+         "n": sum(len(cases) for cases in ordered) if key == "all"
+         else sum(key in plan.tags[id(c)] for cases in ordered for c in cases)}
         for key, label in FILTERS
     ]
     base = comparison.baseline
@@ -426,8 +509,9 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
         "counts": [{"key": k, "label": k.replace("_", " "), "n": v} for k, v in comparison.counts.items() if v],
         "filters": filters,
         "sets": sets,
-        "deferred": deferred,
-        "deferred_count": deferred_count,
+        "deferred": deferred.close(),
+        "deferred_count": deferred.count,
+        "listed_later": deferred.listed,
         "data_id": DATA_ID,
         "usage": _usage(comparison.report.usage, comparison.baseline_usage),
         "efficiency": efficiency_rows([row.model_dump() for row in comparison.efficiency]),
@@ -441,14 +525,34 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
     }
 
 
+def html_chunks(comparison: Comparison, *, markup_limit: int = MARKUP_LIMIT, size: int = PIECE) -> Iterator[str]:
+    """The HTML report of a comparison with the baseline (or of a run alone when it has none), in pieces of about
+    ``size`` characters, for the caller to write as they come (the page is never held whole); ``markup_limit``: see
+    MARKUP_LIMIT."""
+    held: list[str] = []
+    count = 0
+    for piece in environment().get_template(TEMPLATE).generate(context(comparison, markup_limit)):
+        held.append(piece)
+        count += len(piece)
+        if count >= size:
+            yield "".join(held)
+            held, count = [], 0
+    if held:
+        yield "".join(held)
+
+
 def render_html(comparison: Comparison, *, markup_limit: int = MARKUP_LIMIT) -> str:
-    """The HTML report of a comparison with the baseline (or of a run alone when it has none); ``markup_limit``:
-    see MARKUP_LIMIT."""
-    return environment().get_template(TEMPLATE).render(context(comparison, markup_limit))
+    """The whole page as one string (see html_chunks)."""
+    return "".join(html_chunks(comparison, markup_limit=markup_limit))
+
+
+def run_comparison(report: Report) -> Comparison:
+    """A run without a baseline (``evalbot run``) as the report shows it: absolute scores, no deltas."""
+    comparison = compare(current=report, baseline=None, policy=GatePolicy(), baseline_source=NO_BASELINE)
+    alerts = [a for a in comparison.alerts if NO_BASELINE not in a]  # a run without one is not missing one
+    return comparison.model_copy(update={"baseline_note": None, "alerts": alerts})
 
 
 def render_html_report(report: Report) -> str:
-    """The HTML report of a run without a baseline (``evalbot run``): absolute scores, no deltas."""
-    comparison = compare(current=report, baseline=None, policy=GatePolicy(), baseline_source=NO_BASELINE)
-    alerts = [a for a in comparison.alerts if NO_BASELINE not in a]  # a run without one is not missing one
-    return render_html(comparison.model_copy(update={"baseline_note": None, "alerts": alerts}))
+    """The HTML report of a run without a baseline (``evalbot run``)."""
+    return render_html(run_comparison(report))

@@ -248,8 +248,8 @@ def test_what_could_not_be_measured_is_said_under_the_headline() -> None:
     assert text.index('class="alert"') < text.index('<nav class="filters"')
 
 
-def deferred_bodies(text: str) -> list[dict[str, Any]]:
-    """The details the page's script builds on demand, decoded as the script does (base64, gzip, JSON)."""
+def deferred_data(text: str) -> dict[str, Any]:
+    """The cases the page's script builds on demand, decoded as the script does (base64, gzip, JSON)."""
     import gzip
     import json
 
@@ -257,28 +257,45 @@ def deferred_bodies(text: str) -> list[dict[str, Any]]:
     assert match is not None
     assert re.fullmatch(r"[A-Za-z0-9+/=]+", match.group(1))  # base64 only: nothing the HTML parser reads as markup
     data = json.loads(gzip.decompress(base64.b64decode(match.group(1))))
-    assert isinstance(data, list)
+    assert isinstance(data, dict) and sorted(data) == ["cases", "labels"]
     return data
+
+
+def deferred_bodies(text: str) -> list[list[Any]]:
+    """The deferred cases' details (each the list the template's markup is written from)."""
+    return [body for _, body in deferred_data(text)["cases"]]
 
 
 def test_beyond_the_markup_limit_details_travel_as_data_and_the_verdicts_cases_stay_markup() -> None:
     """markup_limit=0: the regressed and inconclusive cases (what the verdict rests on) keep their details as
-    markup; every other case has an empty body pointing into one compressed data block holding exactly the details
-    the markup would have shown."""
+    markup; the failing case keeps its summary line with an empty body pointing into one compressed data block;
+    the cases that do not fail are listed only in that block (line and details), for the script to build. The block
+    holds exactly the details the markup would have shown."""
     comparison = small()
     full, lean = context(comparison, markup_limit=10**6), context(comparison, markup_limit=0)
     page = render_html(comparison, markup_limit=0)
-    data = deferred_bodies(page)
+    data = deferred_data(page)
     by_id = {c["id"]: c for s in full["sets"] for c in s["cases"]}
     lean_cases = {c["id"]: c for s in lean["sets"] for c in s["cases"]}
     assert {i for i, c in lean_cases.items() if c["lazy"] is None} == {"refund_damaged", "store_hours"}
-    assert lean["deferred_count"] == len(data) == 3
-    for eval_id, c in lean_cases.items():
-        if c["lazy"] is not None:
-            assert data[c["lazy"]] == {k: by_id[eval_id][k] for k in html_report.BODY_KEYS}
-            assert f'<div class="body" data-k="{c["lazy"]}"></div>' in page
+    assert sorted(lean_cases) == ["gift_card", "refund_damaged", "store_hours"]  # lines written as markup
+    assert lean["deferred_count"] == len(data["cases"]) == 3 and lean["listed_later"] == 2
+    assert lean_cases["gift_card"]["lazy"] is not None
+    for line, body in data["cases"]:
+        eval_id = line[0] if line else "gift_card"
+        assert body == by_id[eval_id]["body"]
+        if line:  # the summary line, as the markup would have written it
+            full_line = by_id[eval_id]
+            assert line == [full_line[k] for k in ("id", "category", "status", "baseline_status", "tags", "glyphs")]
+            assert data["labels"][line[1]] == full_line["category_label"]
+            assert f'<span class="cid">{eval_id}</span>' not in page
+    assert f'<div class="body" data-k="{lean_cases["gift_card"]["lazy"]}"></div>' in page
+    blocks = [b for s in lean["sets"] for b in s["blocks"] if "more" in b]
+    assert sum(b["n"] for b in blocks) == 2
+    for b in blocks:
+        assert f'<div class="more" data-k="{b["more"]}" data-n="{b["n"]}"><p class="note">' in page
     assert "<code>amount</code>: <del>25.0</del> → <ins>250.0</ins>" in page  # the regression reads without script
-    assert "3 passing or less important cases" in page
+    assert "3 passing or less important cases, 2 of them listed only by the script" in page
     assert render_html(comparison, markup_limit=0) == page  # gzip without a timestamp: the same bytes each time
 
 
@@ -297,4 +314,4 @@ def test_hostile_text_in_deferred_details_never_reaches_the_markup() -> None:
     page = render_html(c, markup_limit=0)
     assert "pwned" not in page and "evil.example" not in page
     assert [t for t, _ in parse(page).tags].count("script") == 2  # ours, and the data block (never executed)
-    assert deferred_bodies(page)[0]["turns"][0]["actual_response"] == HOSTILE_ANSWER
+    assert deferred_bodies(page)[0][6][0][2] == HOSTILE_ANSWER  # the first turn's actual response

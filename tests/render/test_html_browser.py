@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from evalbot.compare.delta import compare
+from evalbot.compare.model import Comparison
 from evalbot.render.html import render_html
 from tests.fakes.chromium import Browser, browser, dump_dom, find_browser
 from tests.fakes.comparisons import REFUND, small
@@ -194,6 +195,8 @@ SIGNATURE = """JSON.stringify(Array.from(document.querySelectorAll('.case')).map
   return out;
 }))"""
 OPEN_ALL = "document.querySelectorAll('.case').forEach(c => { c.open = true; })"
+LISTED = "document.querySelectorAll('.more .tail, .more > .note').length === 0"
+"""Every case the script lists (those that do not fail, beyond the markup budget) is in the page."""
 BUILT = "Array.from(document.querySelectorAll('.body')).every(b => b.firstElementChild !== null)"
 
 
@@ -218,6 +221,7 @@ def test_details_built_on_open_are_the_markup_element_for_element(tmp_path: Path
         path = tmp_path / name
         path.write_text(render_html(c, markup_limit=limit), encoding="utf-8")
         chrome.open(path.as_uri())
+        wait_for(chrome, LISTED)
         chrome.evaluate(OPEN_ALL)
         wait_for(chrome, BUILT)
         signatures.append(json.loads(chrome.evaluate(SIGNATURE)))
@@ -252,3 +256,94 @@ def test_search_finds_text_inside_details_not_yet_built(tmp_path: Path, chrome: 
     chrome.evaluate("var q = document.getElementById('q'); q.value = 'balance G1'; q.dispatchEvent(new Event('input'))")
     wait_for(chrome, "document.getElementById('qn').textContent === '1 of 5 match'")
     assert visible(chrome) == ["gift_card"]
+
+
+def many_passing() -> Comparison:
+    """Two eval sets: one regressed case, one failing, then 300 passing cases, 30 of them fixed (the second set
+    150 more passing); written with markup_limit=0, so the 480 cases that do not fail are listed by the script."""
+    def run(pr: bool) -> Report:
+        first = [case("regressed_one", {TRAJ: metric(0.0 if pr else 1.0)}),
+                 case("failing_one", {TRAJ: metric(0.0)})]
+        first += [case(f"pass_{i:03d}", {TRAJ: metric(0.0 if i < 30 and not pr else 1.0)},
+                       turns=[turn(expected_calls=REFUND)]) for i in range(300)]
+        second = [case(f"faq_{i:03d}", {TRAJ: metric(1.0)}) for i in range(150)]
+        return report(eval_set("orders", first), eval_set("faq", second))
+
+    from evalbot.compare.baseline import build_baseline
+    from evalbot.results import Report
+
+    baseline = build_baseline(run(False), commit="1" * 40, created_at="2025-06-01T12:00:00+00:00")
+    c = compare(current=run(True), baseline=baseline, policy=small().policy)
+    return c
+
+
+@pytest.fixture
+def many(tmp_path: Path) -> Path:
+    c = many_passing()
+    (tmp_path / "full.html").write_text(render_html(c, markup_limit=10**6), encoding="utf-8")
+    path = tmp_path / "many.html"
+    path.write_text(render_html(c, markup_limit=0), encoding="utf-8")
+    return path
+
+
+COUNT = "document.querySelectorAll('.case').length"
+
+
+def test_cases_that_do_not_fail_are_listed_as_the_reader_scrolls(many: Path, chrome: Browser) -> None:
+    """At load only the first block near the viewport is listed; scrolling lists the rest, in page order, each case
+    as the markup would have written it (its details built when opened)."""
+    chrome.open(many.as_uri())
+    wait_for(chrome, f"{COUNT} > 2")
+    time.sleep(0.5)
+    assert 2 < chrome.evaluate(COUNT) <= 2 + 200  # a block or two near the top, not all 452
+    deadline = time.monotonic() + 30
+    while not chrome.evaluate(LISTED):
+        assert time.monotonic() < deadline, chrome.evaluate(COUNT)
+        chrome.evaluate("window.scrollBy(0, 900)")  # as a reader scrolls, a screen at a time
+        time.sleep(0.02)
+    ids = json.loads(chrome.evaluate("JSON.stringify(Array.from(document.querySelectorAll('.cid'))"
+                                     ".map(c => c.textContent))"))
+    fixed = [f"pass_{i:03d}" for i in range(30)]
+    assert ids == ["regressed_one", "failing_one", *fixed, *(f"pass_{i:03d}" for i in range(30, 300)),
+                   *(f"faq_{i:03d}" for i in range(150))]
+    lines = "JSON.stringify(Array.from(document.querySelectorAll('.case')).map(c => [c.className, c.open, " \
+        "c.querySelector('summary').outerHTML]))"
+    listed = json.loads(chrome.evaluate(lines))
+    chrome.open((many.parent / "full.html").as_uri())
+    assert listed == json.loads(chrome.evaluate(lines))  # as the markup writes them, element for element
+    chrome.open(many.as_uri())
+    chrome.evaluate("document.getElementById('q').value = 'pass_0'; document.getElementById('q')"
+                    ".dispatchEvent(new Event('input'))")  # the search lists everything at once
+    wait_for(chrome, "document.getElementById('qn').textContent === '100 of 452 match'")
+    chrome.evaluate(OPEN_ALL)
+    wait_for(chrome, BUILT)
+    bodies = json.loads(chrome.evaluate(SIGNATURE))
+    chrome.open((many.parent / "full.html").as_uri())
+    assert bodies == json.loads(chrome.evaluate(SIGNATURE)) and len(bodies) == 452
+
+
+def test_a_filter_lists_the_cases_it_shows(many: Path, chrome: Browser) -> None:
+    """The Fixed filter on a fresh page: the 30 fixed cases (listed only by the script) all show without
+    scrolling, since the hidden ones take no room."""
+    chrome.open(many.as_uri())
+    chrome.evaluate("document.getElementById('l-fixed').click()")
+    wait_for(chrome, f"JSON.parse({VISIBLE}).length === 30")
+    assert visible(chrome) == [f"pass_{i:03d}" for i in range(30)]
+
+
+def test_search_finds_cases_not_yet_listed(many: Path, chrome: Browser) -> None:
+    chrome.open(many.as_uri())
+    chrome.evaluate("var q = document.getElementById('q'); q.value = 'faq_149'; q.dispatchEvent(new Event('input'))")
+    wait_for(chrome, "document.getElementById('qn').textContent === '1 of 452 match'")
+    assert visible(chrome) == ["faq_149"]
+
+
+def test_with_javascript_off_the_failing_cases_are_listed_and_the_rest_is_said(many: Path, chrome: Browser) -> None:
+    chrome.call("Emulation.setScriptExecutionDisabled", {"value": True})
+    chrome.open(many.as_uri())
+    assert visible(chrome) == ["regressed_one", "failing_one"]
+    notes = json.loads(chrome.evaluate("JSON.stringify(Array.from(document.querySelectorAll('.more > .note'))"
+                                       ".map(n => n.textContent))"))
+    assert notes == [f"{n} more cases that do not fail: listed by the page’s script as you scroll to them "
+                     "(JavaScript off: the JSON report holds them)." for n in (300, 150)]
+    assert "regressed" in chrome.evaluate("document.querySelector('.c-regressed .body').textContent")
