@@ -47,6 +47,7 @@ from evalbot.compare.reruns import FLIPPED, after_reruns, main_outcomes, settle_
 from evalbot.compare.stats import sign_test
 from evalbot.compare.votes import invocation_votes, vote_noise
 from evalbot.compare.yardstick import yardstick_changes
+from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.lookalike import escape_lookalike, has_lookalike
 from evalbot.formats.numbers import p_value_text
 from evalbot.results import (
@@ -404,6 +405,7 @@ def custom_not_run(report: Report) -> str | None:
     return f"custom metric not measured on {total} case(s) — {first}"
 
 
+@gc_paused()  # millions of acyclic objects (deltas, case comparisons): no collector passes over the heap meanwhile
 def compare(
     *, current: Report, baseline: Baseline | None, policy: GatePolicy, baseline_source: str = DEFAULT_BASELINE_PATH,
     baseline_error: str | None = None, create: str | None = None, proposed: ProposedBaseline | None = None,

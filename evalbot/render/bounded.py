@@ -20,7 +20,7 @@ import contextlib
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,9 +111,9 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
                 raise RenderLimit("an exponentiation too large to compute (exponent over 1,000)")
         elif operator == "*":
             for seq, times in ((left, right), (right, left)):
-                if isinstance(seq, str | list | tuple) and isinstance(times, int) and len(seq) * times > limit:
+                if isinstance(seq, Sequence) and isinstance(times, int) and len(seq) * times > limit:
                     raise RenderLimit(f"a repeated string or list longer than {limit:,} items (the limit)")
-        elif operator == "+" and isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
+        elif operator == "+" and isinstance(left, Sequence) and isinstance(right, Sequence):
             if len(left) + len(right) > limit:
                 raise RenderLimit(f"a concatenation longer than {limit:,} items (the limit)")
         return super().call_binop(context, operator, left, right)

@@ -10,6 +10,7 @@ even the smallest rendering does not.
 from __future__ import annotations
 
 import dataclasses
+import pprint
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,10 +24,12 @@ from evalbot.compare.efficiency import efficiency_rows
 from evalbot.compare.model import Comparison, CriterionRow, EvalSetComparison
 from evalbot.errors import EvalbotError
 from evalbot.forge.base import COMMENT_MAX_CHARS
+from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.lookalike import escape_lookalike
 from evalbot.formats.numbers import p_value_text, score_text
 from evalbot.render import mdsafe, words
 from evalbot.render.bounded import BoundedSandbox, render_bounded
+from evalbot.render.context import case_statuses, comparison_data, json_default, materialized
 from evalbot.render.views import Limits, sections
 
 COMMENT_LIMIT = COMMENT_MAX_CHARS
@@ -221,14 +224,10 @@ def _link(label: str, target: str | None) -> mdsafe.Safe:
 def set_counts(es: EvalSetComparison | Mapping[str, Any]) -> dict[str, int]:
     """Current case statuses of an eval set (a model, or its plain-data form in a template)."""
     counts = {"cases": 0, "passed": 0, "failed": 0, "not_evaluated": 0, "error": 0}
-    cases = _field(es, "cases")
-    for case in cases if isinstance(cases, list) else []:
-        current = _field(case, "current")
-        if current is not None:
-            counts["cases"] += 1
-            status = _field(current, "status")
-            if isinstance(status, str) and status in counts:
-                counts[status] += 1
+    for status in case_statuses(_field(es, "cases")):
+        counts["cases"] += 1
+        if isinstance(status, str) and status in counts:
+            counts[status] += 1
     return counts
 
 
@@ -365,6 +364,8 @@ def environment(custom_template: str | None = None) -> BoundedSandbox:
         inline=mdsafe.inline, html=mdsafe.html, cell=mdsafe.cell, code=mdsafe.code, span=mdsafe.span, score=_score,
         delta=_delta, pvalue=_pvalue, number=_number, link=_link, row_note=_row_note,
     )
+    env.filters["pprint"] = lambda value: pprint.pformat(materialized(value))  # a CaseList as its list
+    env.policies["json.dumps_kwargs"] = {"sort_keys": True, "default": json_default}  # tojson: the same
     env.globals.update(set_counts=set_counts, visible_rows=visible_rows, row_badges=ROW_BADGES, version=__version__,
                        usage_view=usage_view, efficiency_rows=efficiency_rows)
     return env
@@ -429,27 +430,6 @@ def plain(value: object, depth: int = 0) -> Any:
     raise TypeError(f"{type(value).__name__} cannot go into a template context")
 
 
-def comparison_data(comparison: Comparison) -> dict[str, Any]:
-    """The comparison as plain data for templates (the report without its eval sets: cases are under ``eval_sets``).
-
-    pydantic's JSON mode already yields plain data only (dicts with ``str`` keys, lists, and exact ``str``, ``int``,
-    ``float``, ``bool`` or None: subclasses, tuples and enums come out as those), so the dump is not walked again
-    with ``plain``: at 10,000 cases that second walk was 4.3 M calls for the same values.
-    """
-    data: dict[str, Any] = comparison.model_dump(mode="json", exclude={"report": {"eval_sets"}})
-    for es in data["eval_sets"]:  # ids with invisible characters are shown escaped (and flagged in the headline)
-        es["eval_set_id"] = escape_lookalike(es["eval_set_id"])
-        for case in es["cases"]:
-            case["eval_id"] = escape_lookalike(case["eval_id"])
-            if isinstance(case.get("current"), dict) and isinstance(case["current"].get("eval_id"), str):
-                case["current"]["eval_id"] = escape_lookalike(case["current"]["eval_id"])
-    for change in data["yardstick"]:
-        for key in ("eval_set_id", "case", "criterion", "what", "current"):
-            if isinstance(change.get(key), str):
-                change[key] = escape_lookalike(change[key])
-    return data
-
-
 def _context(
     comparison: Comparison, data: Mapping[str, Any], limits: Limits, *, marker: str, links: Links, kind: str
 ) -> dict[str, Any]:
@@ -499,6 +479,7 @@ def fallback(comparison: Comparison, marker: str, links: Links) -> str:
     return enforce_marker("\n".join(lines) + "\n", marker)
 
 
+@gc_paused()  # the comparison's objects are long-lived: no collector passes over them while rendering
 def render_comment(
     comparison: Comparison, *, marker: str, links: Links | None = None, template: str | None = None,
     target: int = COMMENT_TARGET,
@@ -531,6 +512,7 @@ def render_unmeasured(
     return enforce_marker(tidy(text), marker)
 
 
+@gc_paused()
 def render_summary(comparison: Comparison, *, links: Links | None = None, target: int = SUMMARY_TARGET) -> str:
     """The job summary: everything that fits in ``target`` UTF-8 bytes (and never more than 1 MiB)."""
     links = links or Links()

@@ -12,6 +12,7 @@ from evalbot.errors import InputError
 from evalbot.formats.lookalike import escape_lookalike
 from evalbot.render import mdsafe
 from evalbot.render.comment import Links, TemplateError, _context, comparison_data, plain, render_comment
+from evalbot.render.context import CaseList, materialized
 from evalbot.render.template_files import MAX_TEMPLATE_BYTES, comment_template_text
 from evalbot.render.views import Limits
 from tests.fakes.comparisons import MARKER, small
@@ -26,8 +27,8 @@ def walk(value: Any, where: str = "context") -> None:
         for k, v in value.items():
             assert type(k) is str, f"{where} key {k!r}"
             walk(v, f"{where}.{k}")
-    elif isinstance(value, list):
-        assert type(value) is list, where
+    elif isinstance(value, list | CaseList):  # a CaseList's items are made on access: each must be plain too
+        assert type(value) in (list, CaseList), where
         for i, v in enumerate(value):
             walk(v, f"{where}[{i}]")
     else:
@@ -56,7 +57,8 @@ def test_comparison_data_is_the_plain_walk_of_its_dump() -> None:
     c = small()
     c.alerts.append(Sneaky("**bold** @team <b>x</b>"))
     c.notes.append(mdsafe.Safe("[link](https://example.com)"))
-    data = comparison_data(c)
+    c.eval_sets[0].cases[0].reason = Sneaky("**why** <b>")
+    data = materialized(comparison_data(c))
     walk(data)
     assert "Safe" not in repr({type(v).__name__ for v in _leaves(data)})
     expected = plain(c.model_dump(mode="json", exclude={"report": {"eval_sets"}}))
@@ -65,6 +67,7 @@ def test_comparison_data_is_the_plain_walk_of_its_dump() -> None:
             assert case["eval_id"] == escape_lookalike(case["eval_id"])
     assert data == expected
     assert data["alerts"][-1] == "**bold** @team <b>x</b>" and type(data["alerts"][-1]) is str
+    assert type(data["eval_sets"][0]["cases"][0]["reason"]) is str
     assert type(data["notes"][-1]) is str
 
 
