@@ -22,10 +22,10 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import Field, TypeAdapter, ValidationError
 
@@ -40,12 +40,16 @@ from evalbot.results import (
     MAX_SHARDS,
     CacheUse,
     CaseResult,
+    CaseStream,
+    CaseTally,
     CriterionUsage,
     EvalSetReport,
     JudgeUsage,
     Report,
     ShardInfo,
     ShardSet,
+    Status,
+    Totals,
     UsageRow,
     case_status,
     plus_cost,
@@ -56,6 +60,7 @@ from evalbot.scoring import case_notices, note_case
 
 CaseKey = tuple[str, str]
 """(eval_set_id, eval_id): what the partition is keyed by."""
+_T = TypeVar("_T")
 
 SCENARIO_INVOCATIONS = 5
 """The weight of a simulated-user case: its length is known only once it has run."""
@@ -245,6 +250,13 @@ def merge_reports(parts: Sequence[tuple[str, Report]]) -> Report:
 
     Raises MergeError when the parts disagree or overlap, MissingShards when shards or cases are missing.
     """
+    info, assignment = _checked(parts)
+    with gc_paused():
+        return _merge(parts, info, assignment)
+
+
+def _checked(parts: Sequence[tuple[str, Report]]) -> tuple[ShardInfo, dict[CaseKey, int]]:
+    """The run's case list and partition, once the parts are checked to be of one run (MergeError otherwise)."""
     if not parts:
         raise MergeError("no part to merge; give the reports the shard jobs wrote")
     for name, report in parts:
@@ -274,17 +286,31 @@ def merge_reports(parts: Sequence[tuple[str, Report]]) -> Report:
             raise MergeError(f"shard {index}/{_info(report).count} is given twice ({by_index[index]} and {name}); "
                              "give each shard's part once")
         by_index[index] = name
-    first = parts[0][1]
-    info = _info(first)
-    assignment = partition(_weighted(info.eval_sets), info.count)
-    with gc_paused():
-        return _merge(parts, info, assignment)
+    info = _info(parts[0][1])
+    return info, partition(_weighted(info.eval_sets), info.count)
 
 
 def _merge(parts: Sequence[tuple[str, Report]], info: ShardInfo, assignment: dict[CaseKey, int]) -> Report:
-    found: dict[tuple[int, str], CaseResult] = {}
+    found = _placed(parts, lambda p, i: [(c.eval_id, c) for c in parts[p][1].eval_sets[i].cases], info, assignment)
+    eval_sets = []
+    for i, listed in enumerate(info.eval_sets):
+        cases = [found[(i, eval_id)] for eval_id, _ in listed.cases]
+        merged = _merged_set(parts, i)
+        merged.cases = cases
+        merged.metrics = summarize_cases(cases)
+        _set_status(merged, parts, i, [c.status for c in cases])
+        eval_sets.append(merged)
+    return _merged_report(parts, eval_sets, totals(eval_sets))
+
+
+def _placed(parts: Sequence[tuple[str, Report]], cases: Callable[[int, int], Sequence[tuple[str, _T]]],
+            info: ShardInfo, assignment: dict[CaseKey, int]) -> dict[tuple[int, str], _T]:
+    """Where each case of the run is: ``(eval set index, eval_id)`` -> its ``cases(part, eval set)`` entry (the
+    eval_id and the case, or what stands for it). Raises MergeError when a part holds a case that is not its own or
+    holds it twice, or when the eval sets' results differ, MissingShards when shards or cases are missing."""
+    found: dict[tuple[int, str], _T] = {}
     missing: list[CaseKey] = []
-    for name, report in parts:
+    for p, (name, report) in enumerate(parts):
         index = _info(report).index
         if len(report.eval_sets) != len(info.eval_sets):
             raise MergeError(f"{name}: {len(report.eval_sets)} eval sets, but its case list has "
@@ -294,18 +320,18 @@ def _merge(parts: Sequence[tuple[str, Report]], info: ShardInfo, assignment: dic
                 raise MergeError(f"{name}: eval set {i + 1} is {es.eval_set_id!r} ({es.path}), but the case list "
                                  f"has {listed.eval_set_id!r} ({listed.path}); use the file the shard job wrote")
             ids = {eval_id for eval_id, _ in listed.cases}
-            for case in es.cases:
-                key = (es.eval_set_id, case.eval_id)
-                if case.eval_id not in ids:
+            for eval_id, case in cases(p, i):
+                key = (es.eval_set_id, eval_id)
+                if eval_id not in ids:
                     raise MergeError(f"{name}: case {_listed([key])} is not in the run's case list")
                 if assignment[key] != index:
                     raise MergeError(f"{name} (shard {index}/{info.count}) holds case {_listed([key])} of shard "
                                      f"{assignment[key]}/{info.count}: the parts overlap; merge each shard's own "
                                      "part")
-                if (i, case.eval_id) in found:
+                if (i, eval_id) in found:
                     raise MergeError(f"{name}: case {_listed([key])} appears twice; use the file the shard job "
                                      "wrote")
-                found[(i, case.eval_id)] = case
+                found[(i, eval_id)] = case
     present = {_info(r).index for _, r in parts}
     for i, listed in enumerate(info.eval_sets):
         for eval_id, _ in listed.cases:
@@ -323,28 +349,36 @@ def _merge(parts: Sequence[tuple[str, Report]], info: ShardInfo, assignment: dic
     for i in range(len(info.eval_sets)):
         _agree([(n, r) for n, r in parts], f"results for eval set {info.eval_sets[i].eval_set_id!r}",
                lambda r, i=i: _set_fields(r.eval_sets[i]), "run every shard with the same inputs, then merge again")
-    eval_sets = []
-    for i, listed in enumerate(info.eval_sets):
-        template = parts[0][1].eval_sets[i]
-        cases = [found[(i, eval_id)] for eval_id, _ in listed.cases]
-        merged = EvalSetReport(**{f: getattr(template, f) for f in _SET_FIELDS}, status="not_evaluated", cases=cases)
-        # Each part names the cases of its own that its pass_rule cannot decide; the comparison decides them again
-        # over all the cases (compare.passrule replaces these problems), so the parts' are joined, not compared.
-        merged.errors = [*_own_errors(template), *_union(p for _, r in parts for p in r.eval_sets[i].errors
-                                                           if p.message.startswith(PASS_RULE_PROBLEM))]
-        merged.metrics = summarize_cases(cases)
-        if cases:
-            merged.status = case_status([c.status for c in cases])
-        elif any(r.eval_sets[i].status == "error" for _, r in parts):
-            merged.status = "error"
-        eval_sets.append(merged)
+    return found
+
+
+def _merged_set(parts: Sequence[tuple[str, Report]], i: int) -> EvalSetReport:
+    """The ``i``-th eval set of the merged report without its cases, summaries and status."""
+    template = parts[0][1].eval_sets[i]
+    merged = EvalSetReport(**{f: getattr(template, f) for f in _SET_FIELDS}, status="not_evaluated")
+    # Each part names the cases of its own that its pass_rule cannot decide; the comparison decides them again
+    # over all the cases (compare.passrule replaces these problems), so the parts' are joined, not compared.
+    merged.errors = [*_own_errors(template), *_union(p for _, r in parts for p in r.eval_sets[i].errors
+                                                       if p.message.startswith(PASS_RULE_PROBLEM))]
+    return merged
+
+
+def _set_status(merged: EvalSetReport, parts: Sequence[tuple[str, Report]], i: int, statuses: Sequence[Status]) -> None:
+    """The merged eval set's status from its cases' (``statuses``: each distinct one at least once)."""
+    if statuses:
+        merged.status = case_status(statuses)
+    elif any(r.eval_sets[i].status == "error" for _, r in parts):
+        merged.status = "error"
+
+
+def _merged_report(parts: Sequence[tuple[str, Report]], eval_sets: list[EvalSetReport], counted: Totals) -> Report:
     return Report(
         schema_version=parts[0][1].schema_version,
         evalbot_version=parts[0][1].evalbot_version,
         eval_sets=eval_sets,
         errors=_union(p for _, r in parts for p in r.errors),
         notices=_union(n for _, r in parts for n in r.notices),
-        totals=totals(eval_sets),
+        totals=counted,
         usage=merge_usage([r.usage for _, r in parts]),
     )
 
@@ -375,12 +409,16 @@ def _names(names: Sequence[str]) -> str:
     return shown + (f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")
 
 
-def check_loaded(report: Report, eval_sets: Sequence[LoadedEvalSet], where: str) -> list[str]:
+def check_loaded(report: Report, eval_sets: Sequence[LoadedEvalSet], where: str,
+                 keys: Sequence[CaseKey] | None = None) -> list[str]:
     """Check the merged ``report``'s case list against the eval sets the merging job loaded itself (``where`` names
     them, e.g. "in the checkout"): the parts' own case list is their word, so a part "1/1" listing every case but one
     is internally consistent. A loaded case the report lacks raises MissingShards naming it (verdict error, never a
-    partial pass); the notices returned name the report's cases that no loaded eval set has."""
-    merged = {(es.eval_set_id, case.eval_id) for es in report.eval_sets for case in es.cases}
+    partial pass); the notices returned name the report's cases that no loaded eval set has. ``keys``: the report's
+    cases, when they were streamed out of it (``merge_streamed``)."""
+    if keys is None:
+        keys = [(es.eval_set_id, case.eval_id) for es in report.eval_sets for case in es.cases]
+    merged = set(keys)
     loaded = [(es.eval_set_id, case.eval_id) for es in eval_sets for case in es.cases]
     missing = [key for key in loaded if key not in merged]
     if missing:
@@ -389,8 +427,7 @@ def check_loaded(report: Report, eval_sets: Sequence[LoadedEvalSet], where: str)
             "the parts never measured them, so this run cannot be gated; rerun every shard of this commit with "
             "the same eval sets (a partial result is never a pass)", missing)
     known = set(loaded)
-    unknown = [(es.eval_set_id, case.eval_id) for es in report.eval_sets for case in es.cases
-               if (es.eval_set_id, case.eval_id) not in known]
+    unknown = [key for key in keys if key not in known]
     if not unknown:
         return []
     return [f"{len(unknown)} case(s) in the merged results are in no eval set {where} ({_listed(unknown)}); they are "
@@ -484,16 +521,14 @@ _CASE_DEPTH = TypeAdapter(tuple[tuple[tuple[tuple[CaseResult]]]])
 parser's nesting limit refuses exactly the cases it refuses in the whole report."""
 
 
-def _by_lines(data: bytes) -> Report | None:
-    """The report of ``data`` validated case line by case line, or None when that cannot be done (another layout,
-    or anything invalid: the caller then validates the whole document, which names the error as it always has).
+def _split(data: bytes) -> tuple[_SkeletonReport, list[bytes]] | None:
+    """``data`` as a report validated but for its cases, with a placeholder for each, and the case lines (not
+    validated yet), in order; None when it is not laid out one case per line or anything but the cases is invalid.
 
-    The same report as ``Report.model_validate_json(data)``, 30-40% faster and without the parser's tree of the whole
-    document: each case line is validated alone (under as many brackets as in the report), and the rest of the
-    document with a placeholder in each case's place. A raw line break cannot be inside a JSON string, so each
-    case line is a whole value wherever it stands; the placeholders carry a random nonce that no file can hold, and
-    the document is taken only when they come back as the eval sets' cases, in order, each once: then the report
-    validated whole holds exactly these cases there, and everything else as the skeleton validated it."""
+    A raw line break cannot be inside a JSON string, so each case line is a whole value wherever it stands; the
+    placeholders carry a random nonce that no file can hold, and the split is taken only when they come back as the
+    eval sets' cases, in order, each once: then the whole document holds exactly these lines as its cases, and
+    everything else as the skeleton validated it."""
     lines = data.split(b"\n")
     nonce = secrets.token_hex(8)
     pieces: list[bytes] = []
@@ -511,21 +546,107 @@ def _by_lines(data: bytes) -> Report | None:
         return None
     if [c for es in skeleton.eval_sets for c in es.cases] != [f"{nonce}:{k}" for k in range(len(pieces))]:
         return None
-    validate = _CASE_DEPTH.validator.validate_json
+    return skeleton, pieces
+
+
+def _case_of(piece: bytes) -> CaseResult:
+    """A case line validated as at its place in a report (raises ValidationError)."""
+    case: CaseResult = _CASE_DEPTH.validator.validate_json(b"[[[[" + piece + b"]]]]")[0][0][0][0]
+    return case
+
+
+def _with_cases(skeleton: _SkeletonReport, cases: Iterable[list[CaseResult]]) -> Report:
+    """The Report of ``skeleton`` holding ``cases`` (one list per eval set), as validating it whole gives it."""
+    eval_sets = [EvalSetReport.model_construct(es.model_fields_set, **{**es.__dict__, "cases": held})
+                 for es, held in zip(skeleton.eval_sets, cases, strict=True)]
+    return Report.model_construct(skeleton.model_fields_set, **{**skeleton.__dict__, "eval_sets": eval_sets})
+
+
+def _by_lines(data: bytes) -> Report | None:
+    """The report of ``data`` validated case line by case line, or None when that cannot be done (another layout,
+    or anything invalid: the caller then validates the whole document, which names the error as it always has).
+
+    The same report as ``Report.model_validate_json(data)`` (see ``_split``), 30-40% faster and without the
+    parser's tree of the whole document: each case line is validated alone, under as many brackets as in the report
+    so that the parser's nesting limit refuses exactly what it refuses there."""
+    split = _split(data)
+    if split is None:
+        return None
+    skeleton, pieces = split
     try:
-        cases = iter([validate(b"[[[[" + piece + b"]]]]")[0][0][0][0] for piece in pieces])
+        cases = iter([_case_of(piece) for piece in pieces])
     except ValidationError:
         return None
-    eval_sets = [EvalSetReport.model_construct(es.model_fields_set, **{**es.__dict__, "cases": [
-        next(cases) for _ in es.cases]}) for es in skeleton.eval_sets]
-    return Report.model_construct(skeleton.model_fields_set, **{**skeleton.__dict__, "eval_sets": eval_sets})
+    return _with_cases(skeleton, ([next(cases) for _ in es.cases] for es in skeleton.eval_sets))
+
+
+_EVAL_ID = re.compile(rb'\{"eval_id":("(?:[^"\\]|\\.)*")')
+
+
+def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream) -> tuple[Report, list[CaseKey]] | None:
+    """``merge_reports`` of the parts' bytes for a command that keeps no case: each case, validated as the Report
+    model validates it, goes to ``stream`` in report order, and the merged report keeps none (its summaries,
+    statuses and totals are tallied as the cases go); with it, the merged case list. A run of any size then holds
+    the parts' text and one case at a time, never every case's objects.
+
+    None when the parts cannot be merged this way: one is not laid out as shard jobs write them, or anything in one
+    is invalid or does not merge. The caller then reads and merges them whole (``part_from_bytes``,
+    ``merge_reports``), which refuses them naming the problem exactly as it always has, or merges them."""
+    shells: list[tuple[str, Report]] = []
+    entries: list[list[list[tuple[str, bytes]]]] = []
+    for name, data in parts:
+        split = _split(data.removeprefix(_BOM))
+        if split is None:
+            return None
+        skeleton, pieces = split
+        listed = []
+        for piece in pieces:
+            match = _EVAL_ID.match(piece)
+            try:  # checked against the validated case's own when it is streamed
+                eval_id = json.loads(match[1]) if match else None
+            except ValueError:  # invalid JSON or UTF-8
+                return None
+            if not isinstance(eval_id, str):
+                return None
+            listed.append((eval_id, piece))
+        at = iter(listed)
+        entries.append([[next(at) for _ in es.cases] for es in skeleton.eval_sets])
+        shells.append((name, _with_cases(skeleton, ([] for _ in skeleton.eval_sets))))
+    try:
+        info, assignment = _checked(shells)
+        found = _placed(shells, lambda p, i: entries[p][i], info, assignment)
+    except MergeError:
+        return None
+    eval_sets = []
+    counted = Totals()
+    with gc_paused():
+        for i, listed_set in enumerate(info.eval_sets):
+            merged = _merged_set(shells, i)
+            tally = CaseTally()
+            for eval_id, _ in listed_set.cases:
+                try:
+                    case = _case_of(found[(i, eval_id)])
+                except ValidationError:
+                    return None
+                if case.eval_id != eval_id:  # a key given twice in the line: the last one counts
+                    return None
+                tally.add(case)
+                counted.count(case.status)
+                stream(i, merged, case)
+            merged.metrics = tally.summaries()
+            _set_status(merged, shells, i, list(tally.statuses))
+            eval_sets.append(merged)
+    keys = [(s.eval_set_id, eval_id) for s in info.eval_sets for eval_id, _ in s.cases]
+    return _merged_report(shells, eval_sets, counted), keys
+
+
+_BOM = b"\xef\xbb\xbf"
 
 
 def part_from_bytes(data: bytes, name: str) -> Report:
     """A part's report from its bytes (strict UTF-8 JSON, validated); anything else raises InputError naming
     ``name`` and the JSON pointer."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    data = data.removeprefix(_BOM)
     try:
         with gc_paused():  # millions of acyclic objects: the collector would rescan them over and over
             fast = _by_lines(data)
@@ -538,10 +659,14 @@ def part_from_bytes(data: bytes, name: str) -> Report:
 
 def read_part(path: Path, *, root: Path | None = None) -> Report:
     """Read one part file: a regular file (inside ``root`` when given) of at most MAX_PART_BYTES."""
+    return part_from_bytes(part_bytes(path, root=root), str(path))
+
+
+def part_bytes(path: Path, *, root: Path | None = None) -> bytes:
+    """The bytes of one part file (see ``read_part``), not validated yet."""
     if path.is_symlink():
         raise InputError(path, "", "part refused: a symlink; give the report file itself")
-    data = read_regular_file(path, root=root, where=str(path), what="part", limit=MAX_PART_BYTES)
-    return part_from_bytes(data, str(path))
+    return read_regular_file(path, root=root, where=str(path), what="part", limit=MAX_PART_BYTES)
 
 
 def part_files(paths: Sequence[str], *, root: Path | None = None) -> list[Path]:

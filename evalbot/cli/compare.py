@@ -6,9 +6,11 @@ Reads argv, the environment (GITHUB_SHA), the clock, files and ``git``; everythi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import shlex
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -17,7 +19,15 @@ from typing import Any
 
 import evalbot.cli.args as cli_args
 from evalbot.cli.agent import add_agent_args, agent_run
-from evalbot.cli.evaluate import add_eval_args, evaluate_args, judge_context, show_report, write_report, write_text
+from evalbot.cli.evaluate import (
+    StreamedRun,
+    add_eval_args,
+    evaluate_args,
+    judge_context,
+    show_report,
+    write_report,
+    write_text,
+)
 from evalbot.compare import settle
 from evalbot.compare.accept import ProposedBaseline, proposed_baseline
 from evalbot.compare.baseline import (
@@ -56,7 +66,16 @@ from evalbot.render.console import render_text
 from evalbot.render.html import html_chunks
 from evalbot.render.template_files import comment_template_text, read_regular_file
 from evalbot.results import Report
-from evalbot.shard import MissingShards, check_loaded, check_settled, merge_reports, part_files, read_part
+from evalbot.shard import (
+    MissingShards,
+    check_loaded,
+    check_settled,
+    merge_reports,
+    merge_streamed,
+    part_bytes,
+    part_files,
+    part_from_bytes,
+)
 
 MAX_BASELINE_BYTES = 100 * 1024 * 1024
 
@@ -358,15 +377,36 @@ def _previous_for_shard(args: argparse.Namespace) -> Baseline | None:
 def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot merge``: join the parts of a sharded run into one report; then, as the unsharded command would,
     write the baseline (--write-baseline), compare (--baseline / --comment / --summary) or print the results."""
+    with contextlib.ExitStack() as stack:
+        return _merge_command(args, env, stack)
+
+
+def _merge_command(args: argparse.Namespace, env: Mapping[str, str], stack: contextlib.ExitStack) -> int:
     settings, config = settings_for(args.paths, config=args.config) if args.paths else ({}, None)
     ruler = None
+    run: StreamedRun | None = None
+    streamed = None
     try:
+        named = _part_bytes(args.parts)
+        if not (args.write_baseline or args.html
+                or any(getattr(args, name, None) is not None for name in ("baseline", "comment", "summary"))):
+            # Nothing but the report, the console text and the exit code: the cases are streamed through, one at
+            # a time, as `evalbot run` streams them; None when the parts are not as shard jobs write them.
+            run = StreamedRun(stack.enter_context(tempfile.TemporaryFile()) if args.report else None)
+            streamed = merge_streamed(named, run)
+            if streamed is None:
+                run = None
         with gc_paused():  # the parts' millions of acyclic objects: no collector passes over them while they load
-            parts = [(str(path), read_part(path)) for path in part_files(args.parts)]
-            report = merge_reports(parts)
+            if streamed is not None:
+                parts: list[tuple[str, Report]] = []
+                report, keys = streamed
+            else:
+                parts = [(name, part_from_bytes(data, name)) for name, data in named]
+                report, keys = merge_reports(parts), None
+            del named
             if args.paths:  # the merged case list against the eval sets this command loaded itself
                 report.notices += check_loaded(report, load_inputs(args.paths, config=args.config).eval_sets,
-                                               "given with --eval-sets")
+                                               "given with --eval-sets", keys)
             else:
                 print("evalbot: warning: no --eval-sets given, so the merged case list is checked only against the "
                       "parts' own list (a part that leaves a case out of its list goes unnoticed)", file=sys.stderr)
@@ -402,7 +442,21 @@ def cmd_merge(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return write_baseline(args, env, report, args.write_baseline, budgets=merged_policy.budgets)
     if ruler is not None:
         return finish_compare(args, report, ruler)
-    return show_report(args, report)
+    return show_report(args, report, run)
+
+
+def _part_bytes(paths: Sequence[str]) -> list[tuple[str, bytes]]:
+    """The part files' bytes (named by path). A file that cannot be read is refused after the parts before it are
+    validated, so the first part at fault is named, as when each part was read and validated in turn."""
+    named: list[tuple[str, bytes]] = []
+    for path in part_files(paths):
+        try:
+            named.append((str(path), part_bytes(path)))
+        except EvalbotError:
+            for name, data in named:
+                part_from_bytes(data, name)
+            raise
+    return named
 
 
 def add_parsers(sub: Any) -> None:

@@ -19,6 +19,7 @@ from evalbot.errors import InputError, json_pointer
 from evalbot.results import CaseResult, Report, write_report_json
 from evalbot.shard import MergeError, _by_lines, merge_reports, part_from_bytes
 from tests.fakes.suites import write_suite
+from tests.shard.forgery import forged
 
 EXAMPLE = ["examples/evals", "--actuals", "examples/runs/pr.json", "--judge-cache", "examples/judge-cache",
            "--judge-replay"]
@@ -218,22 +219,5 @@ def test_any_mutation_of_a_part_reads_as_the_whole_document_reads_it(example_par
     """Random forgeries of a real part (bytes changed, inserted or cut; lines duplicated, dropped or swapped) give
     the same report or the same refusal as validating the whole document."""
     part = example_parts[data.draw(st.integers(0, 1))]
-    lines = part.split(b"\n")
-    kind = data.draw(st.sampled_from(["byte", "insert", "cut", "dup", "drop", "swap"]))
-    at = data.draw(st.integers(0, len(part) - 1))
-    if kind == "byte":
-        mutated = part[:at] + bytes([data.draw(st.integers(0, 255))]) + part[at + 1:]
-    elif kind == "insert":
-        mutated = part[:at] + data.draw(st.sampled_from([b"\n", b",", b"]}", b'"', b"\\", b"{", b" ", b"\xc3"])) + part[at:]
-    elif kind == "cut":
-        mutated = part[:at] + part[at + data.draw(st.integers(1, 200)):]
-    else:
-        i, j = (data.draw(st.integers(0, len(lines) - 1)) for _ in range(2))
-        if kind == "dup":
-            lines.insert(i, lines[j])
-        elif kind == "drop":
-            del lines[i]
-        else:
-            lines[i], lines[j] = lines[j], lines[i]
-        mutated = b"\n".join(lines)
+    mutated = forged(part, data)
     _same(mutated)
