@@ -521,32 +521,37 @@ _CASE_DEPTH = TypeAdapter(tuple[tuple[tuple[tuple[CaseResult]]]])
 parser's nesting limit refuses exactly the cases it refuses in the whole report."""
 
 
-def _split(data: bytes) -> tuple[_SkeletonReport, list[bytes]] | None:
-    """``data`` as a report validated but for its cases, with a placeholder for each, and the case lines (not
-    validated yet), in order; None when it is not laid out one case per line or anything but the cases is invalid.
+def _split(data: bytes) -> tuple[_SkeletonReport, list[tuple[int, int]]] | None:
+    """``data`` as a report validated but for its cases, with a placeholder for each, and where the case lines are
+    (``data[start:end]``, not validated yet), in order; None when it is not laid out one case per line or anything
+    but the cases is invalid.
 
     A raw line break cannot be inside a JSON string, so each case line is a whole value wherever it stands; the
     placeholders carry a random nonce that no file can hold, and the split is taken only when they come back as the
     eval sets' cases, in order, each once: then the whole document holds exactly these lines as its cases, and
     everything else as the skeleton validated it."""
-    lines = data.split(b"\n")
     nonce = secrets.token_hex(8)
-    pieces: list[bytes] = []
-    for i, line in enumerate(lines):
-        if not line.startswith(_CASE_LINE):
-            continue
-        end = next((e for e in _CASE_ENDS if line.endswith(e)), b"")
-        pieces.append(line[: len(line) - len(end)])
-        lines[i] = b'"%s:%d"%s' % (nonce.encode(), len(pieces) - 1, end)
-    if not pieces:
+    spans: list[tuple[int, int]] = []
+    skeleton_text: list[bytes] = []
+    copied = pos = 0
+    while pos >= 0:
+        newline = data.find(b"\n", pos)
+        line_end = len(data) if newline < 0 else newline
+        if data.startswith(_CASE_LINE, pos):
+            end = line_end - len(next((e for e in _CASE_ENDS if data.endswith(e, pos, line_end)), b""))
+            skeleton_text += [data[copied:pos], b'"%s:%d"' % (nonce.encode(), len(spans))]
+            spans.append((pos, end))
+            copied = end
+        pos = newline + 1 if newline >= 0 else -1
+    if not spans:
         return None
     try:
-        skeleton = _SkeletonReport.model_validate_json(b"\n".join(lines))
+        skeleton = _SkeletonReport.model_validate_json(b"".join([*skeleton_text, data[copied:]]))
     except ValidationError:
         return None
-    if [c for es in skeleton.eval_sets for c in es.cases] != [f"{nonce}:{k}" for k in range(len(pieces))]:
+    if [c for es in skeleton.eval_sets for c in es.cases] != [f"{nonce}:{k}" for k in range(len(spans))]:
         return None
-    return skeleton, pieces
+    return skeleton, spans
 
 
 def _case_of(piece: bytes) -> CaseResult:
@@ -572,9 +577,9 @@ def _by_lines(data: bytes) -> Report | None:
     split = _split(data)
     if split is None:
         return None
-    skeleton, pieces = split
+    skeleton, spans = split
     try:
-        cases = iter([_case_of(piece) for piece in pieces])
+        cases = iter([_case_of(data[start:end]) for start, end in spans])
     except ValidationError:
         return None
     return _with_cases(skeleton, ([next(cases) for _ in es.cases] for es in skeleton.eval_sets))
@@ -593,25 +598,28 @@ def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream) -> tu
     is invalid or does not merge. The caller then reads and merges them whole (``part_from_bytes``,
     ``merge_reports``), which refuses them naming the problem exactly as it always has, or merges them."""
     shells: list[tuple[str, Report]] = []
-    entries: list[list[list[tuple[str, bytes]]]] = []
+    texts: list[bytes] = []
+    entries: list[list[list[tuple[str, tuple[int, int, int]]]]] = []
     for name, data in parts:
-        split = _split(data.removeprefix(_BOM))
+        data = data.removeprefix(_BOM)
+        split = _split(data)
         if split is None:
             return None
-        skeleton, pieces = split
+        skeleton, spans = split
         listed = []
-        for piece in pieces:
-            match = _EVAL_ID.match(piece)
+        for start, end in spans:
+            match = _EVAL_ID.match(data, start, end)
             try:  # checked against the validated case's own when it is streamed
                 eval_id = json.loads(match[1]) if match else None
             except ValueError:  # invalid JSON or UTF-8
                 return None
             if not isinstance(eval_id, str):
                 return None
-            listed.append((eval_id, piece))
+            listed.append((eval_id, (len(texts), start, end)))
         at = iter(listed)
         entries.append([[next(at) for _ in es.cases] for es in skeleton.eval_sets])
         shells.append((name, _with_cases(skeleton, ([] for _ in skeleton.eval_sets))))
+        texts.append(data)
     try:
         info, assignment = _checked(shells)
         found = _placed(shells, lambda p, i: entries[p][i], info, assignment)
@@ -624,18 +632,20 @@ def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream) -> tu
             merged = _merged_set(shells, i)
             tally = CaseTally()
             for eval_id, _ in listed_set.cases:
+                text, start, end = found[(i, eval_id)]
                 try:
-                    case = _case_of(found[(i, eval_id)])
+                    case = _case_of(texts[text][start:end])
                 except ValidationError:
                     return None
                 if case.eval_id != eval_id:  # a key given twice in the line: the last one counts
                     return None
                 tally.add(case)
-                counted.count(case.status)
                 stream(i, merged, case)
             merged.metrics = tally.summaries()
             _set_status(merged, shells, i, list(tally.statuses))
             eval_sets.append(merged)
+            for name in Totals.model_fields:
+                setattr(counted, name, getattr(counted, name) + getattr(tally.totals, name))
     keys = [(s.eval_set_id, eval_id) for s in info.eval_sets for eval_id, _ in s.cases]
     return _merged_report(shells, eval_sets, counted), keys
 
