@@ -6,6 +6,7 @@ runs and refuses it, naming the problem as always)."""
 from __future__ import annotations
 
 import io
+import os
 import tempfile
 from pathlib import Path
 
@@ -171,3 +172,21 @@ def test_any_mutation_of_a_part_streams_only_into_the_whole_merges_report(exampl
     streamed = _streamed(named)
     if streamed is not None:
         assert streamed == _whole(named)
+
+
+def test_an_unreadable_part_after_an_invalid_one_names_the_invalid_one_first(
+        suite: tuple[Path, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The parts are read before any is validated; the first part at fault is still the one named, as when each
+    was read and validated in turn."""
+    folder, inputs = suite
+    parts = _parts(folder, inputs, 3)
+    broken = tmp_path / "broken.json"
+    broken.write_bytes(parts[0].read_bytes().replace(b'"reruns":0', b'"reruns":"x"', 1))
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    code = main(["merge", str(broken), str(fifo), str(parts[2])], {})
+    err = capsys.readouterr().err
+    assert code == 2 and "broken.json:/eval_sets/" in err and "fifo" not in err, err
+    code = main(["merge", str(parts[0]), str(fifo), str(parts[2])], {})
+    err = capsys.readouterr().err
+    assert code == 2 and "fifo.json" in err and "not a regular file" in err, err
