@@ -22,20 +22,17 @@ from evalbot.formats.adk import EvalCase
 from evalbot.formats.config import EvalConfig, default_config, parse_config
 from evalbot.formats.jsonio import (
     Slices,
-    decode_value,
     gc_paused,
     has_surrogate,
     parse_json,
     read_json,
     read_text,
     refuse_special,
-    scan_object,
-    skip_value,
     validate,
 )
 from evalbot.formats.lines import CaseLines
 from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
-from evalbot.formats.window import Items, NotAscii, Window, walk_file, walk_object
+from evalbot.formats.window import Items, NotAscii, Window, walk_file, walk_object, walk_text
 
 EVAL_SET_SUFFIXES = (".evalset.json", ".test.json")
 DATASET_SUFFIXES = (".jsonl", ".csv")
@@ -371,7 +368,8 @@ def _stream_eval_set(text: str, path: Path) -> tuple[str, list[LoadedCase], tupl
 
     None for any other shape, and for malformed JSON (the whole-document parse reports it with json's message).
     """
-    return _walk_eval_set(Window(text), Slices(text, path), path)
+    slices = Slices(text, path)
+    return walk_text(text, lambda window: _walk_eval_set(window, slices, path))
 
 
 def _stream_eval_set_file(path: Path) -> tuple[str, list[LoadedCase], tuple[str, ...]] | None:
@@ -388,16 +386,15 @@ def _walk_eval_set(window: Window, slices: Slices, path: Path) -> tuple[str, lis
     def visit_case(window: Window, i: int, start: int) -> int:
         # Only the case's id is decoded here; the rest is skipped (syntax checked, nothing built), so the case's
         # JSON is decoded once, when the case is parsed from its slice.
-        text = window.text
         ids: dict[str, Any] = {}
 
         def member(key: str, at: int) -> int:
             if key in ("eval_id", "evalId"):
-                ids[key], end = decode_value(text, at)
+                ids[key], end = window.decode(at)
                 return end
-            return skip_value(text, at)
+            return window.skip(at)
 
-        end = scan_object(text, start, member) if text[start : start + 1] == "{" else skip_value(text, start)
+        end = window.members(start, member) if window.text[start : start + 1] == "{" else window.skip(start)
         del cases[i:]  # stepped again when the window grew under it
         base = window.base
         cases.append(LoadedCase(_case_id(ids, i), source=partial(_parse_case, slices, base + start, base + end, i)))
@@ -413,8 +410,8 @@ def _walk_eval_set(window: Window, slices: Slices, path: Path) -> tuple[str, lis
         if key == "eval_cases":
             top.pop(key, None)  # not a list: the whole-document path reports it
         if key != "eval_set_id":  # no other key is needed here
-            return skip_value(text, start)
-        top[key], end = decode_value(text, start)
+            return window.skip(start)
+        top[key], end = window.decode(start)
         return end
 
     try:

@@ -21,13 +21,11 @@ from evalbot.errors import InputError, json_pointer
 from evalbot.formats.adk import Invocation
 from evalbot.formats.jsonio import (
     Slices,
-    decode_value,
     has_surrogate,
     parse_json,
-    skip_value,
     validate,
 )
-from evalbot.formats.window import NotAscii, Window, walk_file, walk_object
+from evalbot.formats.window import NotAscii, Window, walk_file, walk_object, walk_text
 
 Key = tuple[str | None, str]
 Entry = list[Invocation] | InputError
@@ -187,7 +185,8 @@ def lazy_mapping(text: str, path: Path) -> Actuals | None:
     The same entries and errors as actuals_from_data, but the invocations are validated on each read.  Malformed
     JSON also gives None: the whole-document parse then reports it with json's own message.
     """
-    return _lazy(Window(text), Slices(text, path), path)
+    slices = Slices(text, path)
+    return walk_text(text, lambda window: _lazy(window, slices, path))
 
 
 def lazy_mapping_file(path: Path) -> Actuals | None:
@@ -204,13 +203,12 @@ def _lazy(window: Window, slices: Slices, path: Path) -> Actuals | None:
     def visit(window: Window, eval_id: str, start: int) -> int:
         if eval_id in _NOT_A_MAPPING or has_surrogate(eval_id):  # has_surrogate: parse_json names it
             raise _OtherShape
-        text = window.text
-        if text[start : start + 1] == "[":  # decoded once, when the case is scored; here only skipped
-            end = skip_value(text, start)
+        if window.text[start : start + 1] == "[":  # decoded once, when the case is scored; here only skipped
+            end = window.skip(start)
             base = window.base
             entries.defer((None, eval_id), partial(_parse_later, slices, base + start, base + end, eval_id))
             return end
-        value, end = decode_value(text, start)  # not a list: an error on this entry, decoded once here
+        value, end = window.decode(start)  # not a list: an error on this entry, decoded once here
         entries[(None, eval_id)] = _invocations(value, path, [eval_id])
         return end
 

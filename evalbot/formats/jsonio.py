@@ -216,6 +216,13 @@ integers over 4,300 characters, lone surrogates and very deep nesting: those doc
 the value or the error exactly as before (tests/formats/test_jsonio_fast.py compares the two on hostile input)."""
 
 
+def _utf8(text: str) -> str | bytes:
+    """What msgspec reads: an ASCII str as it is (its bytes are its UTF-8), any other str encoded here. msgspec would
+    otherwise cache a UTF-8 copy inside the str object, for as long as the caller keeps the text. A lone surrogate
+    raises UnicodeEncodeError (a ValueError), as msgspec itself would."""
+    return text if text.isascii() else text.encode("utf-8")
+
+
 def loads(
     text: str, path: Path | str, base: tuple[int | str, ...] = (), parse_constant: Callable[[str], Any] | None = None
 ) -> Any:
@@ -227,7 +234,7 @@ def loads(
     JSONDecodeError for the caller to phrase.
     """
     try:
-        value = _FAST.decode(text)
+        value = _FAST.decode(_utf8(text))
     except (ValueError, RecursionError):  # anything msgspec refuses: json's path decides, as it always did
         return loads_stdlib(text, path, base, parse_constant)
     # Accepted: no NaN/Infinity (so parse_constant is never needed), no integer past the limit, no lone surrogate

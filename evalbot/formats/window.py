@@ -15,14 +15,30 @@ must be idempotent (a dict entry set again, an item stored at its index).
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
-from evalbot.formats.jsonio import _WS, Slices, _expect, _scanstring, refuse_special
+import msgspec
+
+from evalbot.formats.jsonio import (
+    _WS,
+    MAX_INT_DIGITS,
+    Slices,
+    _expect,
+    _scanstring,
+    _utf8,
+    decode_value,
+    nested_deeper_than,
+    refuse_special,
+    scan_object,
+    skip_value,
+)
 
 T = TypeVar("T")
 
@@ -66,6 +82,23 @@ class Window:
         self.text = self.text[keep:] + raw.decode("ascii")
         self.base += keep
 
+    # What visitors do with a value at a local offset of ``text`` (json's own decoder; SpanWindow overrides).
+    def skip(self, start: int) -> int:
+        """The end of the value at ``start``, its syntax checked as json.loads checks it (see skip_value)."""
+        return skip_value(self.text, start)
+
+    def decode(self, start: int) -> tuple[Any, int]:
+        """The value at ``start`` and its end (see decode_value)."""
+        return decode_value(self.text, start)
+
+    def members(self, start: int, visit: Callable[[str, int], int]) -> int:
+        """Give each member of the object at ``start`` to ``visit(key, value_start)`` (see scan_object)."""
+        return scan_object(self.text, start, visit)
+
+    def walk(self, visit: MemberVisit) -> None:
+        """Walk the document's top-level object (see walk_object)."""
+        _Walk(self, visit).run()
+
 
 @dataclass(frozen=True)
 class Items:
@@ -99,7 +132,7 @@ def _retrying(window: Window, idx: int, step: Callable[[int], int]) -> int:
 def walk_object(window: Window, visit: MemberVisit) -> None:
     """Walk a document that must be one JSON object (nothing but whitespace after it), giving each member to
     ``visit``. Malformed JSON raises ValueError (json.JSONDecodeError), like ``scan_document``."""
-    _Walk(window, visit).run()
+    window.walk(visit)
 
 
 class _Walk:
@@ -193,6 +226,168 @@ def _rest_is_space(window: Window, idx: int) -> None:
         except EOFError:
             return
         idx = 0
+
+
+class _Untrusted(Exception):
+    """msgspec's spans do not describe the text as json's scanner would: scan again with json's."""
+
+
+_RAW_OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_RAW_ARRAY = msgspec.json.Decoder(list[msgspec.Raw])
+_KEY = r'[ \t\n\r]*"((?:[^"\\]|\\.)*)"[ \t\n\r]*:[ \t\n\r]*'
+_FIRST_MEMBER = re.compile(r"[ \t\n\r]*\{" + _KEY)
+_NEXT_MEMBER = re.compile(r"[ \t\n\r]*," + _KEY)
+_OPEN_ARRAY = re.compile(r"[ \t\n\r]*\[[ \t\n\r]*")
+_COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+_EMPTY = re.compile(r"[ \t\n\r]*(?:\{[ \t\n\r]*\}|\[[ \t\n\r]*\])")
+_LONG_DIGITS = re.compile(f"(?<![0-9])[0-9]{{{MAX_INT_DIGITS + 1}}}")
+_DIGIT_STRIDE = (MAX_INT_DIGITS + 1) // 2
+_DIGIT_PAIR = re.compile("[0-9]{2}")
+_SAFE_DEPTH = 500
+"""Values nested at most this deep are skipped by json's decoder without a RecursionError (its limit is the
+interpreter's, about 1,000 levels less the stack in use); deeper ones are left to json's scanner, which decides."""
+_CHUNK = 1 << 16
+
+
+_CLOSE_OBJECT = re.compile(r"[ \t\n\r]*\}")
+_CLOSE_ARRAY = re.compile(r"[ \t\n\r]*\]")
+
+
+class SpanWindow(Window):
+    """A whole text in memory walked with the spans of its values found by msgspec in one C pass (about 5x faster
+    than json's scanner on ADK eval sets and actuals), for the same visitors and the same visits as Window.
+
+    A span is used only when it describes the text exactly as json's scanner would: each member's key and value
+    text are matched against the text in order (a repeated key, whose earlier values msgspec drops, fails this), and
+    a skipped value is refused when json's decoder could refuse it where msgspec's skip does not (nesting past
+    _SAFE_DEPTH, an integer literal longer than MAX_INT_DIGITS). Otherwise _Untrusted is raised, and walk_text walks
+    the text again with json's scanner. Small values (ids) are decoded by json's decoder, as Window decodes them.
+    """
+
+    def __init__(self, text: str, buffer: str | bytes) -> None:
+        super().__init__(text)
+        self._buffer = buffer  # what the Raw values point into
+        self._spans: dict[int, tuple[int, msgspec.Raw]] = {}
+
+    def _end(self, start: int, raw: msgspec.Raw) -> int:
+        """Where ``raw``'s text ends if it is the text at ``start`` (compared in chunks, never copied whole)."""
+        view = memoryview(raw)
+        if len(view) <= _CHUNK:
+            value = str(view, "utf-8")
+            if not self.text.startswith(value, start):
+                raise _Untrusted
+            return start + len(value)
+        utf8 = codecs.getincrementaldecoder("utf-8")()
+        at = start
+        for i in range(0, len(view), _CHUNK):
+            piece = utf8.decode(view[i : i + _CHUNK], final=i + _CHUNK >= len(view))
+            if not self.text.startswith(piece, at):
+                raise _Untrusted
+            at += len(piece)
+        return at
+
+    def _raw(self, start: int) -> msgspec.Raw:
+        try:
+            return self._spans[start][1]
+        except KeyError:
+            raise _Untrusted from None
+
+    def _member_spans(self, start: int, raw: msgspec.Raw | str | bytes) -> list[tuple[str, int, int]]:
+        """Key, start and end of each member of the object at ``start`` whose text msgspec read as ``raw``."""
+        try:
+            raws = _RAW_OBJECT.decode(raw)
+        except (ValueError, RecursionError):
+            raise _Untrusted from None
+        text, at = self.text, start
+        spans: list[tuple[str, int, int]] = []
+        if not raws and _EMPTY.match(text, at) is None:
+            raise _Untrusted
+        pattern = _FIRST_MEMBER
+        for key, value in raws.items():
+            match = pattern.match(text, at)
+            if match is None:
+                raise _Untrusted
+            written = match.group(1)
+            if (written if "\\" not in written else _scanstring(f'"{written}"', 1)[0]) != key:
+                raise _Untrusted
+            value_start = match.end()
+            at = self._end(value_start, value)
+            self._spans[value_start] = (at, value)
+            spans.append((key, value_start, at))
+            pattern = _NEXT_MEMBER
+        if raws and _CLOSE_OBJECT.match(text, at) is None:
+            raise _Untrusted
+        return spans
+
+    def _item_spans(self, start: int) -> list[tuple[int, int]]:
+        try:
+            raws = _RAW_ARRAY.decode(self._raw(start))
+        except (ValueError, RecursionError):
+            raise _Untrusted from None
+        text, at = self.text, start
+        spans: list[tuple[int, int]] = []
+        if not raws and _EMPTY.match(text, at) is None:
+            raise _Untrusted
+        pattern = _OPEN_ARRAY
+        for raw in raws:
+            match = pattern.match(text, at)
+            if match is None:
+                raise _Untrusted
+            value_start = match.end()
+            at = self._end(value_start, raw)
+            self._spans[value_start] = (at, raw)
+            spans.append((value_start, at))
+            pattern = _COMMA
+        if raws and _CLOSE_ARRAY.match(text, at) is None:
+            raise _Untrusted
+        return spans
+
+    def walk(self, visit: MemberVisit) -> None:
+        for key, start, end in self._member_spans(0, self._buffer):
+            done = visit(self, key, start)
+            if isinstance(done, Items):
+                for i, (item_start, item_end) in enumerate(self._item_spans(start)):
+                    if done.visit(self, i, item_start) != item_end:
+                        raise _Untrusted
+            elif done != end:
+                raise _Untrusted
+
+    def members(self, start: int, visit: Callable[[str, int], int]) -> int:
+        end = self._spans[start][0] if start in self._spans else -1
+        for key, value_start, value_end in self._member_spans(start, self._raw(start)):
+            if visit(key, value_start) != value_end:
+                raise _Untrusted
+        return end
+
+    def skip(self, start: int) -> int:
+        end = self._spans[start][0] if start in self._spans else -1
+        if end < 0:
+            raise _Untrusted
+        text = self.text
+        if text.count("[", start, end) + text.count("{", start, end) > _SAFE_DEPTH and nested_deeper_than(
+            text[start:end], _SAFE_DEPTH
+        ):
+            raise _Untrusted
+        # An integer literal of more than MAX_INT_DIGITS digits (json's decoder refuses it, msgspec's skip does not)
+        # is a run of digits spanning two neighbouring characters of this sample, which is searched only then.
+        if end - start > MAX_INT_DIGITS and _DIGIT_PAIR.search(text[start:end:_DIGIT_STRIDE]) is not None:
+            if _LONG_DIGITS.search(text, start, end) is not None:
+                raise _Untrusted
+        return end
+
+
+def walk_text(text: str, walk: Callable[[Window], T]) -> T:
+    """``walk(window)`` over a whole text in memory: first a SpanWindow (msgspec's spans), then again from scratch
+    with a Window (json's scanner) when msgspec refuses the document or a span cannot be trusted, so ``walk`` must
+    keep nothing from a previous call. Either way, the visits are those json's scanner makes."""
+    try:
+        buffer = _utf8(text)
+    except UnicodeEncodeError:
+        return walk(Window(text))
+    try:
+        return walk(SpanWindow(text, buffer))
+    except _Untrusted:
+        return walk(Window(text))
 
 
 def walk_file(path: Path, walk: Callable[[Window, Slices], T | None]) -> T | None:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from evalbot.errors import InputError
 from evalbot.formats.jsonio import MAX_DEPTH, MAX_INT_DIGITS, loads, loads_stdlib, read_json, read_text
+from evalbot.formats.window import Items, Window, walk_object, walk_text
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -75,7 +76,7 @@ _DOC = st.recursive(_SCALAR, _compose, max_leaves=10)
 _MANGLE = st.sampled_from(["", "\ufeff", " ", ",", "]", "}", "x", "\n\t ", "\x0c", "\xa0", "\u3000", '"', "0"])
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(doc=_DOC, before=_MANGLE, after=_MANGLE, cut=st.integers(0, 3))
 @example(doc='{"a": 1, "a": 2, "b": 3}', before="", after="", cut=0)
 @example(doc='{"a": 1, "b": 2, "a": 3}', before="", after="", cut=0)
@@ -168,3 +169,116 @@ def test_files_of_any_bytes_read_as_before(tmp_path_factory: pytest.TempPathFact
     fast, slow = through(via_read_json), through(old)
     assert fast[0] == slow[0]
     assert _same(fast[1], slow[1]) if fast[0] == "value" else fast[1] == slow[1]
+
+
+def _walk(window: Window) -> list[tuple[Any, ...]]:
+    """Every visit of a walk as load.py's eval set reading makes them: top-level members, the items of array members,
+    the members of objects among those items; ids decoded, everything else skipped."""
+    seen: list[tuple[Any, ...]] = []
+
+    def member(key: str, start: int) -> int:
+        if key in ("eval_id", "id"):
+            value, end = window.decode(start)
+            seen.append(("decoded", key, start, end, json.dumps(value)))
+            return end
+        end = window.skip(start)
+        seen.append(("skipped", key, start, end))
+        return end
+
+    def item(window: Window, i: int, start: int) -> int:
+        end = window.members(start, member) if window.text[start] == "{" else window.skip(start)
+        seen.append(("item", i, start, end))
+        return end
+
+    def top(window: Window, key: str, start: int) -> int | Items:
+        seen.append(("top", key, start))
+        return Items(item) if window.text[start] == "[" else member(key, start)
+
+    walk_object(window, top)
+    return seen
+
+
+def _scan_outcome(text: str, fast: bool) -> tuple[str, Any]:
+    try:
+        return "visits", walk_text(text, _walk) if fast else _walk(Window(text))
+    except (ValueError, RecursionError) as exc:
+        return "refused", type(exc).__name__
+
+
+_KEY = _STRING | st.sampled_from(['"a"', '"b"', '"eval_id"', '"eval\\u005fid"', '"id"', '"\\u00e9"', '"é"'])
+_CASE = st.lists(st.tuples(_KEY, _DOC), max_size=4).map(
+    lambda pairs: "{" + ", ".join(f"{k}: {v}" for k, v in pairs) + "}"
+) | _DOC
+_SPACE = st.sampled_from(["", " ", "\n  ", "\t"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    members=st.lists(st.tuples(_KEY, st.lists(_CASE, max_size=3) | _DOC), max_size=4),
+    space=_SPACE, before=st.sampled_from(["", " ", "\ufeff"]), after=st.sampled_from(["", " \n", " x", ","]),
+)
+@example(members=[('"a"', "[1]"), ('"a"', "[1]")], space="", before="", after="")  # a repeated key, same text
+@example(members=[('"a"', "[1, 2]"), ('"a"', "[1]")], space="", before="", after="")  # ... and different texts
+@example(members=[('"a"', "1"), ('"b"', "2"), ('"a"', "1")], space="", before="", after="")
+@example(members=[('"eval_cases"', ['{"eval_id": "x", "eval\\u005fid": "y"}'])], space="", before="", after="")
+@example(members=[('"a"', "[" + "9" * (MAX_INT_DIGITS + 1) + "]")], space="", before="", after="")
+@example(members=[('"a"', "[" + "9" * MAX_INT_DIGITS + "]")], space="", before="", after="")
+@example(members=[('"a"', '["' + "9" * (MAX_INT_DIGITS + 5) + '"]')], space="", before="", after="")
+@example(members=[('"a"', ['{"b": ' + "[" * 700 + "]" * 700 + "}"])], space="", before="", after="")
+def test_msgspec_spans_visit_exactly_as_json_scanner(
+    members: list[tuple[str, list[str] | str]], space: str, before: str, after: str
+) -> None:
+    """walk_text (msgspec's spans, else json's scanner) makes the same visits at the same offsets with the same decoded
+    values as json's scanner alone, or refuses what it refuses: repeated keys, escaped keys, non-ASCII text, numbers
+    past 4,300 digits, deep nesting, lone surrogates, stray text."""
+    parts = []
+    for key, value in members:
+        shown = value if isinstance(value, str) else "[" + f",{space}".join(value) + "]"
+        parts.append(f"{space}{key}{space}:{space}{shown}")
+    text = before + "{" + ",".join(parts) + space + "}" + after
+    assert _scan_outcome(text, fast=True) == _scan_outcome(text, fast=False)
+
+
+@pytest.mark.parametrize("levels", [400, 501, 980, 985, 990, 995, 1000, 5000])
+def test_deep_values_are_left_to_json_scanner(levels: int) -> None:
+    """Nesting near the interpreter's recursion limit, where json's scanner may refuse a value msgspec accepts:
+    msgspec's spans are not used past 500 levels, so the outcome is json's."""
+    deep = "[" * levels + "]" * levels
+    for text in (f'{{"a": {deep}}}', f'{{"eval_cases": [{{"eval_id": "x", "conversation": {deep}}}]}}'):
+        assert _scan_outcome(text, fast=True) == _scan_outcome(text, fast=False)
+
+
+def test_large_values_are_compared_in_chunks() -> None:
+    """Values longer than the comparison chunk (with multi-byte characters across chunk edges) scan as json's."""
+    long_text = "é" * 40_000 + "a" * 70_001 + "\U0001f600" * 30_000
+    text = json.dumps({"a": [long_text, {"eval_id": "x", "b": [long_text]}], "c": long_text}, ensure_ascii=False)
+    fast = _scan_outcome(text, fast=True)
+    assert fast == _scan_outcome(text, fast=False) and fast[0] == "visits"
+
+
+_VALID = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.sampled_from(list('ab"\\/{}[],: é\u2028\U0001f600\n')), max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "eval_id", "é", '"']), inner,
+                                                                max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    cases=st.lists(st.dictionaries(st.sampled_from(["eval_id", "conversation", "x", "ü"]), _VALID, max_size=3),
+                   max_size=4),
+    top=st.dictionaries(st.sampled_from(["eval_set_id", "name", "b"]), _VALID, max_size=2),
+    indent=st.sampled_from([None, 0, 2]), ascii_only=st.booleans(), repeat=st.sampled_from([None, "name", "eval_cases"]),
+)
+def test_valid_documents_scan_with_msgspec_as_with_json(
+    cases: list[dict[str, Any]], top: dict[str, Any], indent: int | None, ascii_only: bool, repeat: str | None
+) -> None:
+    """Well-formed eval-set-like documents (json.dumps in any layout, a top-level key repeated or not): msgspec's
+    spans are used, and visit what json's scanner visits."""
+    text = json.dumps({**top, "eval_cases": cases}, indent=indent, ensure_ascii=ascii_only)
+    if repeat is not None:
+        text = text[: text.rindex("}")] + f', "{repeat}": {json.dumps(cases)}' + "}"
+    fast = _scan_outcome(text, fast=True)
+    assert fast == _scan_outcome(text, fast=False) and fast[0] == "visits"
