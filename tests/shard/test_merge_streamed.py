@@ -190,3 +190,16 @@ def test_an_unreadable_part_after_an_invalid_one_names_the_invalid_one_first(
     code = main(["merge", str(parts[0]), str(fifo), str(parts[2])], {})
     err = capsys.readouterr().err
     assert code == 2 and "fifo.json" in err and "not a regular file" in err, err
+
+
+def test_streamed_merge_checks_the_case_list_against_the_eval_sets_given(
+        suite: tuple[Path, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A case of the eval sets given with --eval-sets that the parts never measured: exit 3 naming it, as the
+    merge holding every case does (the parts' own case list is only their word)."""
+    folder, inputs = suite
+    parts = _parts(folder, inputs, 3)
+    capsys.readouterr()
+    bigger, _, _ = write_suite(tmp_path / "bigger", cases=61, sets=3)
+    streamed = _merge_cli(parts, tmp_path / "s.json", capsys, "--eval-sets", str(bigger))
+    whole = _merge_cli(parts, tmp_path / "w.json", capsys, "--eval-sets", str(bigger), "--html", str(tmp_path / "w.html"))
+    assert streamed == whole and streamed[0] == 3 and "set-0/case-0060" in streamed[2], streamed
