@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Peak memory of ``evalbot run`` (and optionally ``evalbot compare``) on a large synthetic run.
 
-    python bench/bench_memory.py [--invocations N] [--compare]
+    python bench/bench_memory.py [--invocations N] [--compare] [--keep DIR | --inputs DIR]
 
 Writes an eval set and the matching actual run of N invocations (default 1,000,000; bench_engine's synthetic cases:
 3 invocations x 3 tool calls x 40-word responses, events form) to a temporary folder, then runs the real CLI,
@@ -76,22 +76,43 @@ def _cli(args: list[str]) -> dict[str, Any]:
             "cpu_s": round(row["cpu_s"], 1), "peak_rss_mb": round(row["peak_rss_mb"])}
 
 
+TARGETS = {1_000_000: (1024, 90.0), 300_000: (None, 25.0)}
+"""Issue 28's targets for ``evalbot run --report``, by invocations: peak RSS (MB) and wall time (s)."""
+
+
+def against_target(invocations: int, row: dict[str, Any]) -> str:
+    """The run's peak RSS and wall time against issue 28's target at this size (the nearest size at or below)."""
+    size = max((n for n in TARGETS if n <= invocations), default=None)
+    if size is None:
+        return f"target: none below {min(TARGETS):,} invocations"
+    peak, wall = TARGETS[size]
+    parts = []
+    if peak is not None:
+        parts.append(f"peak {row['peak_rss_mb']:,} MB vs <= {peak:,} MB: {'met' if row['peak_rss_mb'] <= peak else 'MISSED'}")
+    parts.append(f"wall {row['wall_s']} s (CPU {row['cpu_s']} s) vs <= {wall:g} s: "
+                 f"{'met' if row['wall_s'] <= wall else 'MISSED'}")
+    return f"target ({size:,} invocations): " + "; ".join(parts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--invocations", type=int, default=1_000_000, help="invocations in the run (default 1M)")
     parser.add_argument("--compare", action="store_true", help="also measure `evalbot baseline` and `compare`")
     parser.add_argument("--keep", help="write the inputs and reports to this new folder and keep them")
+    parser.add_argument("--inputs", help="a folder written by an earlier --keep: run on its inputs (same --invocations)")
     parser.add_argument("--write-inputs", nargs=3, metavar=("DIR", "N", "MAIN"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.write_inputs:
         write_inputs(args.write_inputs[0], int(args.write_inputs[1]), args.write_inputs[2] == "1")
         return
-    tmp = args.keep or tempfile.mkdtemp(prefix="evalbot-mem-")
+    tmp = args.keep or args.inputs or tempfile.mkdtemp(prefix="evalbot-mem-")
     if args.keep:
         os.makedirs(tmp)
     try:
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, __file__, "--write-inputs", tmp, str(args.invocations), str(int(args.compare))], check=True)
+        if not args.inputs:
+            subprocess.run([sys.executable, __file__, "--write-inputs", tmp, str(args.invocations),
+                            str(int(args.compare))], check=True)
         base = Path(tmp)
         sizes = sum(p.stat().st_size for p in base.rglob("*.json"))
         print(f"inputs: {args.invocations:,} invocations, {sizes / 1e6:,.0f} MB, written in "
@@ -99,6 +120,7 @@ def main() -> None:
         evals, pr = str(base / "evals"), str(base / "pr.json")
         rows = [_cli(["run", evals, "--actuals", pr, "--report", str(base / "run.report.json")])]
         print(json.dumps(rows[-1]), flush=True)
+        print(against_target(args.invocations, rows[-1]), flush=True)
         if args.compare:
             rows.append(_cli(["baseline", evals, "--actuals", str(base / "main.json"),
                               "--output", str(base / "baseline.json")]))
@@ -109,7 +131,7 @@ def main() -> None:
             print(json.dumps(rows[-1]), flush=True)
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
-        if not args.keep:
+        if not args.keep and not args.inputs:
             shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -5,8 +5,10 @@ file, byte for byte, and console text as a run that keeps every case."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import io
 import json
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,7 @@ from hypothesis import strategies as st
 from evalbot.cli.commands import main
 from evalbot.cli.evaluate import StreamedRun
 from evalbot.criteria.base import BuildContext, CaseInput
+from evalbot.errors import EvalbotError
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.config import EvalConfig, parse_config
@@ -222,3 +225,22 @@ def test_html_run_keeps_its_cases(write: Writer, tmp_path: Path, secret: str) ->
     main(["run", *args, "--report", str(tmp_path / "b.json"), "--html", str(tmp_path / "b.html")])
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     assert "c119" in (tmp_path / "b.html").read_text(encoding="utf-8")
+
+
+def test_an_unwritable_temporary_folder_is_a_clear_error(write: Writer, tmp_path: Path, secret: str,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    assert main(["run", *_project(write, secret), "--report", str(tmp_path / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert "temporary file in" in err and "TMPDIR" in err and "internal error" not in err
+
+
+def test_a_full_disk_under_the_temporary_file_is_a_clear_error() -> None:
+    class Full(io.BytesIO):
+        def write(self, data: Any) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    run = StreamedRun(Full())
+    with pytest.raises(EvalbotError, match=r"No space left on device.*TMPDIR"):
+        run(0, EvalSetReport(eval_set_id="s", path="p", status="passed"), CaseResult(eval_id="a", status="passed"))

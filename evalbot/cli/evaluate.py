@@ -125,7 +125,10 @@ class StreamedRun:
                 end = max((s[1] for s in self.spans.values()), default=0)
                 span = self.spans[index] = [end, end, 0]
             data = scrub(case_line(span[2], case)).encode()
-            self.spill.write(data)
+            try:
+                self.spill.write(data)
+            except OSError as exc:
+                raise EvalbotError(spill_problem(exc)) from None
             span[1] += len(data)
             span[2] += 1
         self.console.add(index, es, case)
@@ -153,10 +156,20 @@ def run_streamed(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot run`` without ``--html``: the cases are streamed out of the report as they are scored (written to a
     temporary file when ``--report`` is asked, then copied into it after the eval sets' summaries) so the run's
     memory does not grow with its cases. The report file is the same, byte for byte."""
-    with tempfile.TemporaryFile() if args.report else contextlib.nullcontext() as spill:
+    try:
+        spill = tempfile.TemporaryFile() if args.report else None
+    except OSError as exc:
+        raise EvalbotError(spill_problem(exc)) from None
+    with spill if spill is not None else contextlib.nullcontext():
         run = StreamedRun(spill)
         report = evaluate_args(args, env, stream=run)
         return show_report(args, report, run)
+
+
+def spill_problem(exc: OSError) -> str:
+    """What to do when the temporary file of a streamed run cannot be written."""
+    return (f"cannot write the scored cases to a temporary file in {tempfile.gettempdir()} "
+            f"({exc.strerror or exc}); free some space there or point TMPDIR to a folder with room for the report")
 
 
 def show_report(args: argparse.Namespace, report: Report, streamed: StreamedRun | None = None) -> int:
