@@ -161,8 +161,8 @@ def variant(comparison: Any, limit: int, repeat: int, keep: str | None, cases: i
     out = {"render_s": statistics.median(renders), "render_min_s": min(renders), "bytes": float(len(data))}
     target_s, target_bytes, target_ms = TARGETS.get(cases, (None, None, None))
     print(f"  render_html: median {out['render_s']:.2f} s over {repeat} (min {min(renders):.2f} s, CPU median "
-          f"{statistics.median(cpus):.2f} s){verdict(out['render_s'], target_s)}")
-    print(f"  file size: {len(data) / 1e6:.1f} MB ({len(data):,} bytes){verdict(len(data), target_bytes)}")
+          f"{statistics.median(cpus):.2f} s){verdict(out['render_s'], target_s, ' s wall')}")
+    print(f"  file size: {len(data) / 1e6:.1f} MB ({len(data):,} bytes){verdict(len(data) / 1e6, target_bytes and target_bytes / 1e6, ' MB')}")
     binary = find_browser()
     if binary is None:
         print("  no Chromium found: browser timings skipped (apt-get install chromium, or set EVALBOT_CHROMIUM)")
@@ -178,7 +178,7 @@ def variant(comparison: Any, limit: int, repeat: int, keep: str | None, cases: i
             out[key] = statistics.median(values)
             print(f"  {label}: median {statistics.median(values):,.0f} ms (min {min(values):,.0f}, "
                   f"max {max(values):,.0f}) over {len(values)} fresh browser(s)"
-                  + (verdict(statistics.median(values), target_ms) if key == "dcl" else ""))
+                  + (verdict(statistics.median(values), target_ms, " ms") if key == "dcl" else ""))
     print(f"  cases shown by the 'regressed' filter: {runs[0]['filter_shown']:.0f}")
     return out
 
@@ -189,8 +189,8 @@ PEAK_TARGET = 1e9
 """Issue 28: peak memory of ``--html`` at 100,000 cases."""
 
 
-def verdict(value: float, target: float | None) -> str:
-    return "" if target is None else f"  [target <= {target:g}: {'met' if value <= target else 'NOT met'}]"
+def verdict(value: float, target: float | None, unit: str = "") -> str:
+    return "" if target is None else f"  [target <= {target:g}{unit}: {'met' if value <= target else 'NOT met'}]"
 
 
 def comparison_of(cases: int) -> Any:
@@ -239,10 +239,10 @@ def large(args: argparse.Namespace) -> None:
         print(f"cases: {args.cases:,}  counts: {json.dumps(runs[0]['counts'])}  load average: "
               f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         print(f"  render_html to a file, fresh process: median {wall:.2f} s wall over {len(runs)} "
-              f"(CPU {statistics.median(r['cpu'] for r in runs):.2f} s){verdict(wall, target_s)}")
+              f"(CPU {statistics.median(r['cpu'] for r in runs):.2f} s){verdict(wall, target_s, ' s wall')}")
         print(f"  file size: {runs[0]['bytes'] / 1e6:.1f} MB ({runs[0]['bytes']:,} bytes)")
         print(f"  resident memory: {statistics.median(r['before_mb'] for r in runs):,.0f} MB with the comparison held, "
-              f"peak {peak:,.0f} MB while rendering{verdict(peak / 1024, PEAK_TARGET / 2**30)} (GB)")
+              f"peak {peak:,.0f} MB while rendering{verdict(peak / 1024, PEAK_TARGET / 2**30, ' GB')}")
         print(f"  the render's own peak (peak minus before): "
               f"{max(r['peak_mb'] - r['before_mb'] for r in runs):,.0f} MB")
         if args.browser:

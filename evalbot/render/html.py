@@ -39,7 +39,16 @@ from evalbot.render import mdsafe, words
 from evalbot.render.comment import cost_change, money, verdict
 from evalbot.render.trajdiff import call_text, diff_calls
 from evalbot.render.views import ORDER, TITLES, history_text, judge_text, votes_text
-from evalbot.results import CriterionUsage, JudgeDetails, JudgeUsage, MetricResult, Report, TurnView, UsageRow
+from evalbot.results import (
+    CriterionUsage,
+    JudgeDetails,
+    JudgeUsage,
+    MetricResult,
+    Report,
+    ToolCallView,
+    TurnView,
+    UsageRow,
+)
 
 TEMPLATE = "report.html.j2"
 STYLE = "report.css.j2"
@@ -242,10 +251,16 @@ def calls_rows(turn: TurnView) -> list[list[Any]]:
     ]
 
 
+def raw_calls(calls: Sequence[ToolCallView] | None) -> list[list[Any]] | None:
+    return None if calls is None else [[c.name, c.args] for c in calls]
+
+
 def turn_row(index: int, turn: TurnView, metrics: Mapping[str, MetricResult],
-             deltas: Mapping[str, MetricDelta], judged: frozenset[str]) -> list[Any]:
+             deltas: Mapping[str, MetricDelta], judged: frozenset[str], *, raw: bool = False) -> list[Any]:
     """``[user, expected response, actual response, the calls' label ("" without calls), diff rows,
-    [[judge label, judge text], …]]``."""
+    [[judge label, judge text], …]]``; ``raw``: the expected (or null) and actual calls as ``[name, args]`` in place
+    of the label and the rows, for the page's script to diff as trajdiff does (the data block is smaller, and the
+    diff costs the render nothing)."""
     notes = []
     for name, metric in metrics.items():
         if name not in judged or len(metric.per_invocation) <= index:
@@ -258,17 +273,21 @@ def turn_row(index: int, turn: TurnView, metrics: Mapping[str, MetricResult],
             f"Judge · {name} · {inv.status.replace('_', ' ')} · score {fmt(inv.score)}" + (f" · votes {shown}" if shown else ""),
             clip(judge_text(JudgeDetails.read(inv.details), inv.reason)),
         ])
+    texts = [clip(turn.user), clip(turn.expected_response), clip(turn.actual_response)]
+    if raw:
+        return [*texts, raw_calls(turn.expected_tool_calls), raw_calls(turn.actual_tool_calls), notes]
     calls = calls_rows(turn)
     if turn.expected_tool_calls is None:
         calls_label = "Tool calls (no expected calls recorded)" if calls else ""
     else:
         calls_label = "Tool calls" + (" — differ" if any(c[0] != "same" for c in calls) else "")
-    return [clip(turn.user), clip(turn.expected_response), clip(turn.actual_response), calls_label, calls, notes]
+    return [*texts, calls_label, calls, notes]
 
 
-def body_row(case: CaseComparison, judged: frozenset[str]) -> list[Any]:
-    """A case's details, the same list whether written as markup or built by the page's script:
-    ``[reason, runs, history, criterion rows, informational line, noise lines, turns]``."""
+def body_row(case: CaseComparison, judged: frozenset[str], *, raw: bool = False) -> list[Any]:
+    """A case's details, the same list whether written as markup or built by the page's script (but for the
+    turns' calls, ``raw`` for the script: see turn_row): ``[reason, runs, history, criterion rows, informational
+    line, noise lines, turns]``."""
     current = case.current
     deltas = {d.criterion: d for d in case.metrics}
     metrics = current.metrics if current is not None else {}
@@ -291,7 +310,7 @@ def body_row(case: CaseComparison, judged: frozenset[str]) -> list[Any]:
         shown,
         " · ".join(m[1] + " " + m[3] + (f" (baseline {m[2]})" if m[2] not in ("—", m[3]) else "") for m in info),
         noise,
-        [turn_row(i, t, metrics, deltas, judged) for i, t in enumerate(current.turns if current else [])],
+        [turn_row(i, t, metrics, deltas, judged, raw=raw) for i, t in enumerate(current.turns if current else [])],
     ]
 
 
@@ -355,7 +374,7 @@ def set_data(es: EvalSetComparison, ordered: Sequence[CaseComparison], judged: f
     for case in ordered:
         case_tags = plan.tags[id(case)]
         if not plan.line(case):
-            k = deferred.add(summary_row(case, case_tags), body_row(case, judged))
+            k = deferred.add(summary_row(case, case_tags), body_row(case, judged, raw=True))
             if not blocks or "more" not in blocks[-1]:
                 blocks.append({"more": k, "n": 0})
             blocks[-1]["n"] += 1
@@ -364,7 +383,7 @@ def set_data(es: EvalSetComparison, ordered: Sequence[CaseComparison], judged: f
         if id(case) in plan.markup:
             line["body"] = body_row(case, judged)
         else:
-            line["lazy"] = deferred.add(None, body_row(case, judged))
+            line["lazy"] = deferred.add(None, body_row(case, judged, raw=True))
         cases.append(line)
         if not blocks or "cases" not in blocks[-1] or len(blocks[-1]["cases"]) >= CHUNK:
             blocks.append({"cases": []})
@@ -402,8 +421,8 @@ def _open_first(sets: Sequence[Data]) -> None:
 class Packer:
     """The page's data block, built as the deferred cases come: each case (``[summary row or null, body row]``)
     is encoded and compressed at once, so no case is held twice. The block is base64 of gzip of JSON
-    ``{"cases": […], "labels": {category: badge}}``; base64 holds no character the HTML parser could take for
-    markup."""
+    ``[[case, …], [[category, badge], …]]``; base64 holds no character the HTML parser could take for markup. The
+    only objects and numbers in it are tool-call arguments, which the script reads keeping their order and text."""
 
     BATCH = 1 << 16
     """Characters of JSON handed to the compressor at a time."""
@@ -414,9 +433,9 @@ class Packer:
         self._labels: set[str] = set()
         self._zip = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip stream (header without a timestamp)
         self._out: list[bytes] = []
-        self._text: list[str] = ['{"cases":[']
+        self._text: list[str] = ["[["]
         self._held = 0
-        self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
     def add(self, summary: list[Any] | None, body: list[Any]) -> int:
         """Append one case; its index in the block."""
@@ -439,8 +458,8 @@ class Packer:
         """The block ("" when nothing was deferred)."""
         if not self.count:
             return ""
-        labels = {category: title_of(category) for category in sorted(self._labels)}
-        self._text.append('],"labels":' + self._encode(labels) + "}")
+        labels = [[category, title_of(category)] for category in sorted(self._labels)]
+        self._text.append("]," + self._encode(labels) + "]")
         self._flush()
         self._out.append(self._zip.flush())
         return base64.b64encode(b"".join(self._out)).decode("ascii")

@@ -248,7 +248,7 @@ def test_what_could_not_be_measured_is_said_under_the_headline() -> None:
     assert text.index('class="alert"') < text.index('<nav class="filters"')
 
 
-def deferred_data(text: str) -> dict[str, Any]:
+def deferred_data(text: str) -> list[Any]:
     """The cases the page's script builds on demand, decoded as the script does (base64, gzip, JSON)."""
     import gzip
     import json
@@ -257,13 +257,13 @@ def deferred_data(text: str) -> dict[str, Any]:
     assert match is not None
     assert re.fullmatch(r"[A-Za-z0-9+/=]+", match.group(1))  # base64 only: nothing the HTML parser reads as markup
     data = json.loads(gzip.decompress(base64.b64decode(match.group(1))))
-    assert isinstance(data, dict) and sorted(data) == ["cases", "labels"]
+    assert isinstance(data, list) and len(data) == 2  # the cases, then [category, badge] pairs
     return data
 
 
 def deferred_bodies(text: str) -> list[list[Any]]:
     """The deferred cases' details (each the list the template's markup is written from)."""
-    return [body for _, body in deferred_data(text)["cases"]]
+    return [body for _, body in deferred_data(text)[0]]
 
 
 def test_beyond_the_markup_limit_details_travel_as_data_and_the_verdicts_cases_stay_markup() -> None:
@@ -279,15 +279,22 @@ def test_beyond_the_markup_limit_details_travel_as_data_and_the_verdicts_cases_s
     lean_cases = {c["id"]: c for s in lean["sets"] for c in s["cases"]}
     assert {i for i, c in lean_cases.items() if c["lazy"] is None} == {"refund_damaged", "store_hours"}
     assert sorted(lean_cases) == ["gift_card", "refund_damaged", "store_hours"]  # lines written as markup
-    assert lean["deferred_count"] == len(data["cases"]) == 3 and lean["listed_later"] == 2
+    assert lean["deferred_count"] == len(data[0]) == 3 and lean["listed_later"] == 2
     assert lean_cases["gift_card"]["lazy"] is not None
-    for line, body in data["cases"]:
+    pr_cases = {c.eval_id: c for c in comparison.report.eval_sets[0].cases}
+    for line, body in data[0]:
         eval_id = line[0] if line else "gift_card"
-        assert body == by_id[eval_id]["body"]
+        markup = by_id[eval_id]["body"]
+        assert body[:6] == markup[:6] and len(body[6]) == len(markup[6])
+        for row, shown, recorded in zip(body[6], markup[6], pr_cases[eval_id].turns, strict=True):
+            # the texts and judge notes as the markup has them; the calls raw, for the script to diff
+            assert row[:3] == shown[:3] and row[5] == shown[5]
+            assert row[3] == [[c.name, c.args] for c in recorded.expected_tool_calls or []]
+            assert row[4] == [[c.name, c.args] for c in recorded.actual_tool_calls]
         if line:  # the summary line, as the markup would have written it
             full_line = by_id[eval_id]
             assert line == [full_line[k] for k in ("id", "category", "status", "baseline_status", "tags", "glyphs")]
-            assert data["labels"][line[1]] == full_line["category_label"]
+            assert dict(data[1])[line[1]] == full_line["category_label"]
             assert f'<span class="cid">{eval_id}</span>' not in page
     assert f'<div class="body" data-k="{lean_cases["gift_card"]["lazy"]}"></div>' in page
     blocks = [b for s in lean["sets"] for b in s["blocks"] if "more" in b]

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -347,3 +349,97 @@ def test_with_javascript_off_the_failing_cases_are_listed_and_the_rest_is_said(m
     assert notes == [f"{n} more cases that do not fail: listed by the page’s script as you scroll to them "
                      "(JavaScript off: the JSON report holds them)." for n in (300, 150)]
     assert "regressed" in chrome.evaluate("document.querySelector('.c-regressed .body').textContent")
+
+
+HOSTILE_VALUES: list[Any] = [
+    0, 1, -1, 1.0, -0.0, 0.5, 2.5e-05, 1e16, 1.7976931348623157e308, 2**53 + 1, 10**20, 1e20, float("inf"),
+    float("-inf"), True, False, None, "", "1", "1.0", 'say "hi"\\n', "back\\slash", "tab\tnew\nline\r\x00\x1f\x7f",
+    "<script>alert(1)</script>", "&amp; é 中文 𝒳 \u2028", "x" * 130, "𝒳" * 125 + "ab", "é" * 399 + "𝒳𝒳",
+    [], {}, [1, 1.0, True], {"b": 1, "a": [2, {"z": None, "y": "\uffff", "𝒳": 3}]}, {"10": 1, "9": 2, "__proto__": 3},
+    {"\uffff": 1, "𝒳": 2, "a": 3}, [[[]]], ["x" * 200],
+]
+
+
+def hostile_calls(rng: random.Random, n: int) -> list[tuple[str | None, Any]]:
+    names = ["find", "find", "pay", "notify", None, "", "<b>x</b>"]
+    out: list[tuple[str | None, Any]] = []
+    for _ in range(n):
+        shape = rng.random()
+        if shape < 0.75:
+            keys = rng.sample(["id", "amount", "10", "9", "__proto__", "é", "𝒳", "\uffff", "a b"], rng.randint(0, 4))
+            args: Any = {k: rng.choice(HOSTILE_VALUES) for k in keys}
+        elif shape < 0.9:
+            args = rng.choice(HOSTILE_VALUES)
+        else:
+            args = None
+        out.append((rng.choice(names), args))
+    return out
+
+
+def mutated(rng: random.Random, calls: list[tuple[str | None, Any]]) -> list[tuple[str | None, Any]]:
+    out = list(calls)
+    for _ in range(rng.randint(0, 3)):
+        what = rng.random()
+        if what < 0.3 and out:
+            out.pop(rng.randrange(len(out)))
+        elif what < 0.55:
+            out.insert(rng.randint(0, len(out)), hostile_calls(rng, 1)[0])
+        elif what < 0.85 and out:
+            i = rng.randrange(len(out))
+            name, args = out[i]
+            if isinstance(args, dict) and args and rng.random() < 0.7:
+                args = dict(args)
+                key = rng.choice(list(args))
+                if rng.random() < 0.3:
+                    del args[key]
+                else:
+                    args[key] = rng.choice(HOSTILE_VALUES)
+            else:
+                args = rng.choice(HOSTILE_VALUES)
+            out[i] = (name, args)
+        elif len(out) > 1:
+            i, j = rng.sample(range(len(out)), 2)
+            out[i], out[j] = out[j], out[i]
+    return out
+
+
+def test_the_script_diffs_tool_calls_exactly_as_trajdiff(tmp_path: Path, chrome: Browser) -> None:
+    """Deferred cases carry their calls raw and the script diffs them: for 240 random turns of hostile arguments
+    (1 vs 1.0 vs True, -0.0, 2**53 + 1, 1e16, inf, quotes, control characters, astral and U+FFFF keys whose order
+    differs between code points and UTF-16, numeric and __proto__ keys, values cut at 120 and 400 characters
+    inside astral text, nameless calls, non-object arguments, no expected calls) every body the script builds is
+    the markup trajdiff writes, element for element."""
+    rng = random.Random(28)
+    cases = []
+    for i in range(120):
+        turns = []
+        for _ in range(2):
+            expected = hostile_calls(rng, rng.randint(0, 5))
+            actual = mutated(rng, expected) if rng.random() < 0.9 else list(expected)
+            made = turn(expected_calls=expected, actual_calls=actual)
+            if rng.random() < 0.05:
+                made = made.model_copy(update={"expected_tool_calls": None})
+            turns.append(made)
+        failing = i % 2 == 0
+        cases.append(case(f"h{i:03d}", {TRAJ: metric(0.0 if failing else 1.0)}, turns=turns))
+    exact = [("pay", {"n": 10**20, "f": 1.0, "b": True, "z": -0.0, "big": 2**53 + 1, "s": "1"})]
+    cases.append(case("h_exact", {TRAJ: metric(0.0)}, turns=[turn(  # equal in Python: no change for n, f, b, z
+        expected_calls=exact, actual_calls=[("pay", {"n": 1e20, "f": 1, "b": 1, "z": 0, "big": 2.0**53, "s": 1})])]))
+    c = compare(current=report(eval_set("hostile", cases)), baseline=None, policy=small().policy)
+    signatures = []
+    for name, limit in (("full.html", 10**6), ("lean.html", 0)):
+        path = tmp_path / name
+        path.write_text(render_html(c, markup_limit=limit), encoding="utf-8")
+        chrome.open(path.as_uri())
+        chrome.evaluate("document.getElementById('q').value = 'h'; document.getElementById('q')"
+                        ".dispatchEvent(new Event('input'))")  # lists every case at once
+        wait_for(chrome, "document.getElementById('qn').textContent === '121 of 121 match'")
+        chrome.evaluate(OPEN_ALL)
+        wait_for(chrome, BUILT)
+        signatures.append(json.loads(chrome.evaluate(SIGNATURE)))
+    full, lean = signatures
+    assert len(full) == 121 and "<b>x</b>" in json.dumps(full, ensure_ascii=False)
+    assert [line for line in full[-1] if line.startswith("LI.g:")] == ["LI.g:: →", "LI.g:: →"]  # big and s only
+    assert sum("— differ" in line for sig in full for line in sig) > 100
+    for mine, theirs in zip(lean, full, strict=True):
+        assert mine == theirs
