@@ -36,6 +36,7 @@ from evalbot.compare.model import (
     BaselineUpdate,
     CaseCategory,
     CaseComparison,
+    Change,
     Comparison,
     CriterionRow,
     EvalSetComparison,
@@ -60,6 +61,7 @@ from evalbot.results import (
     Report,
     mean,
 )
+from evalbot.turnpack import built
 
 EPS = 1e-9
 """Score differences smaller than this are ties."""
@@ -73,42 +75,53 @@ def _comparable(info: CriterionInfo, base: BaselineCriterion | None) -> bool:
     )
 
 
+def _real(value: float | None) -> float | None:
+    """A validated score as a float field holds it (pydantic's lax mode turns an int into a float)."""
+    return value if value is None or type(value) is float else float(value)
+
+
 def metric_delta(
     name: str, *, judged: bool, comparable: bool, base: BaselineMetric | None, cur: MetricResult | None,
     policy: GatePolicy,
 ) -> MetricDelta:
-    """Classify one criterion's change on one case."""
-    delta = MetricDelta(
-        criterion=name,
-        change="unchanged",
-        judged=judged,
-        baseline_score=base.score if base else None,
-        current_score=cur.score if cur else None,
-        baseline_status=base.status if base else None,
-        current_status=cur.status if cur else None,
-        baseline_votes=base.votes if base else None,
-        current_votes=invocation_votes(cur.per_invocation) if cur is not None and judged else None,
-    )
+    """Classify one criterion's change on one case.
+
+    Built without validation (turnpack.built: one per criterion and case, 60,000 at 10,000 cases; validated, each
+    also had its own fields-set, about 0.7 KB): every value comes from a validated model of the right type."""
+    current_votes = invocation_votes(cur.per_invocation) if cur is not None and judged else None
+    baseline_votes = base.votes if base else None
+    change: Change = "unchanged"
     if cur is None:
-        delta.change = "removed"
+        change = "removed"
     elif base is None:
-        delta.change = "new"
+        change = "new"
     elif not comparable:
-        delta.change = "changed_definition"
+        change = "changed_definition"
     elif cur.status in ("error", "not_evaluated", "informational"):
-        delta.change = cur.status
+        change = cur.status
     elif base.status == "passed" and cur.status == "failed":
-        delta.change = "regressed"
+        change = "regressed"
     elif base.status in ("failed", "error") and cur.status == "passed":
-        delta.change = "fixed"
+        change = "fixed"
     elif cur.status == "failed":
-        delta.change = "still_failing"
-    if delta.change in ("regressed", "fixed") and judged and policy.noise_aware:
-        split, p = vote_noise(delta.baseline_votes, delta.current_votes)
-        delta.p_value = p
+        change = "still_failing"
+    p_value = None
+    if change in ("regressed", "fixed") and judged and policy.noise_aware:
+        split, p_value = vote_noise(baseline_votes, current_votes)
         if split:
-            delta.change = "inconclusive"
-    return delta
+            change = "inconclusive"
+    return built(MetricDelta, {
+        "criterion": name,
+        "change": change,
+        "judged": judged,
+        "baseline_score": _real(base.score) if base else None,
+        "current_score": _real(cur.score) if cur else None,
+        "baseline_status": base.status if base else None,
+        "current_status": cur.status if cur else None,
+        "baseline_votes": list(baseline_votes) if baseline_votes is not None else None,
+        "current_votes": current_votes,
+        "p_value": p_value,
+    })
 
 
 def _category(cur: CaseResult, base: BaselineCase, deltas: Sequence[MetricDelta]) -> tuple[CaseCategory, str | None]:
@@ -237,16 +250,16 @@ def criterion_row(
     return row
 
 
-def _pairs(name: str, cases: Sequence[CaseComparison], base_set: BaselineEvalSet) -> list[tuple[float, float]]:
-    out = []
+def _pairs(cases: Sequence[CaseComparison]) -> dict[str, list[tuple[float, float]]]:
+    """Per criterion, the (baseline, current) scores of the cases measured on both sides with the same definition,
+    in case order: read from the cases' deltas (one pass, not a baseline lookup per criterion and case)."""
+    out: dict[str, list[tuple[float, float]]] = {}
     for case in cases:
-        if case.current is None or case.category in ("new", "removed", "changed_definition", "error"):
+        if case.current is None or case.category in _UNPAIRED:
             continue
-        cur = case.current.metrics.get(name)
-        base_case = base_set.cases.get(case.eval_id)
-        base = base_case.metrics.get(name) if base_case else None
-        if cur is not None and base is not None and cur.score is not None and base.score is not None:
-            out.append((base.score, cur.score))
+        for d in case.metrics:
+            if d.baseline_score is not None and d.current_score is not None:
+                out.setdefault(d.criterion, []).append((d.baseline_score, d.current_score))
     return out
 
 
@@ -278,10 +291,8 @@ def compare_eval_set(
         cases.append(compare_case(case_key, case, base_case, criteria=es.criteria,
                                   base_criteria=usable.criteria if usable else {}, policy=policy, rule=es.pass_rule))
     cases += [CaseComparison(eval_id=k, category="removed", baseline_status=c.status) for k, c in base_cases.items()]
-    rows = [
-        criterion_row(info, es, usable, _pairs(info.name, cases, usable) if usable else [], policy)
-        for info in es.criteria
-    ]
+    pairs = _pairs(cases) if usable else {}
+    rows = [criterion_row(info, es, usable, pairs.get(info.name, []), policy) for info in es.criteria]
     _count_case_outcomes(rows, cases)
     if usable:
         current_names = {c.name for c in es.criteria}

@@ -87,10 +87,18 @@ def _compatibility_lookalike(ch: str) -> bool:
     return unicodedata.category(ch)[0] in "LN" and unicodedata.normalize("NFKC", ch) != ch
 
 
+def _plain_ascii(text: str) -> bool:
+    """Printable ASCII only (U+0020 to U+007E): no invisible, default-ignorable or compatibility character, and
+    every letter Latin, so nothing in it is suspicious (most ids; checked in C instead of character by character)."""
+    return text.isascii() and text.isprintable()
+
+
 def suspicious(text: str) -> list[bool]:
     """For each character of ``text``: whether it is what makes ``text`` a possible look-alike. Invisible and
     compatibility characters always; in a mixed-script id, every letter outside its main script (the most frequent
     one, Latin on a tie)."""
+    if _plain_ascii(text):
+        return [False] * len(text)
     marks = [is_invisible(ch) or _compatibility_lookalike(ch) for ch in text]
     scripts = [script(ch) for ch in text]
     counts: dict[str, int] = {}
@@ -106,7 +114,7 @@ def suspicious(text: str) -> list[bool]:
 def has_lookalike(text: str) -> bool:
     """Whether ``text`` holds an invisible, default-ignorable, compatibility or other-script look-alike character:
     an id with one can pass for another."""
-    return any(suspicious(text))
+    return not _plain_ascii(text) and any(suspicious(text))
 
 
 def _escape(ch: str) -> str:
@@ -116,6 +124,8 @@ def _escape(ch: str) -> str:
 def escape_lookalike(text: str) -> str:
     """``text`` with every suspicious character (and, then, backslashes) written as an escape: ``refund\\u200b``,
     ``ref\\u0443nd``. Text without one is returned as it is."""
+    if _plain_ascii(text):
+        return text
     marks = suspicious(text)
     if not any(marks):
         return text

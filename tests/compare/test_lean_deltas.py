@@ -1,0 +1,79 @@
+"""compare builds its per-case deltas without validation and reads the score pairs from them: the same values,
+types and rows as validated deltas and a per-criterion baseline lookup give."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from evalbot.compare.baseline import BaselineEvalSet, build_baseline
+from evalbot.compare.delta import _pairs, compare
+from evalbot.compare.gate import GatePolicy
+from evalbot.compare.model import CaseComparison, Comparison, MetricDelta
+from tests.fakes.comparisons import small
+from tests.fakes.reports import JUDGE, RESP, TRAJ, case, eval_set, metric, report
+
+
+def judged() -> tuple[Comparison, BaselineEvalSet]:
+    """Judged flips on split and unanimous votes, an integer score, a removed and a new criterion and case."""
+    main = report(eval_set("s", [
+        case("a", {JUDGE: metric(1.0, 0.8, votes=[(3, 2)]), TRAJ: metric(1.0)}),
+        case("b", {JUDGE: metric(1.0, 0.8, votes=[(5, 0)]), RESP: metric(0.9, 0.6)}),
+        case("c", {JUDGE: metric(0.0, 0.8, votes=[(0, 5)]), TRAJ: metric(0.0)}),
+        case("gone", {TRAJ: metric(1.0)}),
+    ]))
+    pr = report(eval_set("s", [
+        case("a", {JUDGE: metric(0.0, 0.8, votes=[(2, 3)]), TRAJ: metric(1)}),
+        case("b", {JUDGE: metric(0.0, 0.8, votes=[(0, 5)]), RESP: metric(0.2, 0.6), TRAJ: metric(0.0)}),
+        case("c", {JUDGE: metric(1.0, 0.8, votes=[(5, 0)])}),
+        case("new", {TRAJ: metric(0.0)}),
+    ]))
+    baseline = build_baseline(main, commit="1" * 40, created_at="2026-01-01T00:00:00+00:00")
+    return compare(current=pr, baseline=baseline, policy=GatePolicy(), baseline_source="b.json"), \
+        baseline.eval_sets["s"]
+
+
+def old_pairs(name: str, cases: Sequence[CaseComparison], base_set: BaselineEvalSet) -> list[tuple[float, float]]:
+    """The definition the one-pass reading replaced: each case's current metric and its baseline entry."""
+    out = []
+    for c in cases:
+        if c.current is None or c.category in ("new", "removed", "changed_definition", "error"):
+            continue
+        cur = c.current.metrics.get(name)
+        base_case = base_set.cases.get(c.eval_id)
+        base = base_case.metrics.get(name) if base_case else None
+        if cur is not None and base is not None and cur.score is not None and base.score is not None:
+            out.append((base.score, cur.score))
+    return out
+
+
+@pytest.mark.parametrize("make", [judged, lambda: (small(), None)], ids=["judged", "small"])
+def test_deltas_are_what_validation_gives(make: object) -> None:
+    comparison, _ = make()  # type: ignore[operator]
+    deltas = [d for es in comparison.eval_sets for c in es.cases for d in c.metrics]
+    assert deltas and {d.change for d in deltas} >= {"regressed", "fixed"}
+    for d in deltas:
+        again = MetricDelta.model_validate(d.model_dump())
+        assert again == d and again.model_dump_json() == d.model_dump_json()
+        assert all(type(v) is float for v in (d.baseline_score, d.current_score, d.p_value) if v is not None)
+        assert d.model_fields_set == set(MetricDelta.model_fields)
+        d.change = "fixed"  # assignment keeps working (pydantic's bookkeeping on the shared fields-set)
+        assert d.change == "fixed" and d.model_fields_set == set(MetricDelta.model_fields)
+
+
+def test_judged_split_flip_is_inconclusive_with_its_p_value() -> None:
+    comparison, _ = judged()
+    by_case = {c.eval_id: {d.criterion: d for d in c.metrics} for c in comparison.eval_sets[0].cases}
+    assert by_case["a"][JUDGE].change == "inconclusive" and by_case["a"][JUDGE].p_value is not None
+    assert by_case["b"][JUDGE].change == "regressed" and by_case["b"][TRAJ].change == "new"
+    assert by_case["c"][TRAJ].change == "removed" and by_case["a"][TRAJ].current_score == 1.0
+
+
+def test_score_pairs_are_the_per_criterion_lookups() -> None:
+    comparison, base_set = judged()
+    cases = comparison.eval_sets[0].cases
+    pairs = _pairs(cases)
+    for name in (JUDGE, TRAJ, RESP):
+        assert pairs.get(name, []) == old_pairs(name, cases, base_set), name
+    assert pairs[JUDGE] and pairs[TRAJ] == [(1.0, 1.0)]
