@@ -50,7 +50,6 @@ from evalbot.compare.reruns import note_not_rerun
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputError
 from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
-from evalbot.formats.jsonio import gc_paused
 from evalbot.git import git_show
 from evalbot.judges.cache import KEY_ENV as CACHE_KEY_ENV
 from evalbot.judges.factory import MISSING_CREDENTIALS, judge_from_environ
@@ -62,7 +61,15 @@ from evalbot.render.html import html_chunks
 from evalbot.render.junit import junit_suites, write_junit
 from evalbot.render.template_files import comment_template_text, read_regular_file
 from evalbot.results import CUSTOM_NOT_RUN, Report, write_report_json
-from evalbot.shard import MissingShards, check_loaded, check_settled, merge_reports, part_files, read_part
+from evalbot.shard import (
+    MissingShards,
+    check_loaded,
+    check_settled,
+    loading_parts,
+    merge_reports,
+    part_files,
+    read_part,
+)
 
 log = logging.getLogger("evalbot")
 BASELINE_MESSAGE = "chore(evalbot): refresh eval baseline [skip ci]"
@@ -135,7 +142,7 @@ def merged_parts(inputs: ActionInputs, ws: Workspace, loaded: Inputs, settled: t
     if not found:  # every shard job failed before uploading, or the download step found nothing
         raise MissingShards(f"no part in {inputs.parts}: no shard job's report was downloaded there (did the shard "
                             "jobs run and upload their parts, and did actions/download-artifact put them there?)", [])
-    with gc_paused():
+    with loading_parts():
         parts = [(ws.relative(str(path)), read_part(path, root=root)) for path in found]
         report = merge_reports(parts)
     report.notices += check_loaded(report, loaded.eval_sets, "in this job's checkout")

@@ -41,7 +41,7 @@ from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.pipeline import load_inputs, read_actuals
 from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.results import Report
-from evalbot.shard import RUNS_DIR, MissingShards, check_loaded, merge_reports, part_from_bytes
+from evalbot.shard import RUNS_DIR, MissingShards, check_loaded, loading_parts, merge_reports, part_from_bytes
 
 log = logging.getLogger("evalbot")
 MAX_ARTIFACT_BYTES = 50 * 1024 * 1024
@@ -76,7 +76,9 @@ def report_from_parts(files: Mapping[str, bytes], inputs: ActionInputs, eval_set
                             [])
     preferred = [name for name in names if PurePosixPath(name).name == wanted] or names
     where = f"artifact {inputs.artifact_name}"
-    report = merge_reports([(f"{where}:{name}", part_from_bytes(files[name], f"{where}:{name}")) for name in preferred])
+    with loading_parts():
+        report = merge_reports([(f"{where}:{name}", part_from_bytes(files[name], f"{where}:{name}"))
+                                for name in preferred])
     report.notices += check_loaded(report, eval_sets, "of the default branch")
     return report
 

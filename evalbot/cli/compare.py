@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import shlex
 import sys
 import tempfile
@@ -49,7 +48,6 @@ from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.passrule import apply_pass_rules
 from evalbot.compare.reruns import note_not_rerun
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError, InputError
-from evalbot.formats.jsonio import gc_paused
 from evalbot.git import run_git
 from evalbot.load import read_optional
 from evalbot.pipeline import (
@@ -70,6 +68,7 @@ from evalbot.shard import (
     MissingShards,
     check_loaded,
     check_settled,
+    loading_parts,
     merge_reports,
     merge_streamed,
     part_bytes,
@@ -396,7 +395,7 @@ def _merge_command(args: argparse.Namespace, env: Mapping[str, str], stack: cont
             streamed = merge_streamed(named, run)
             if streamed is None:
                 run = None
-        with gc_paused():  # the parts' millions of acyclic objects: no collector passes over them while they load
+        with loading_parts():
             if streamed is not None:
                 parts: list[tuple[str, Report]] = []
                 report, keys = streamed
@@ -410,10 +409,6 @@ def _merge_command(args: argparse.Namespace, env: Mapping[str, str], stack: cont
             else:
                 print("evalbot: warning: no --eval-sets given, so the merged case list is checked only against the "
                       "parts' own list (a part that leaves a case out of its list goes unnoticed)", file=sys.stderr)
-            # The parts and the merged report live until the command ends. Re-enabled as they are, the collector's
-            # next pass would walk every object allocated during the pause (1.4 s at 100,000 invocations); frozen,
-            # they are left out of every pass and still freed by reference counting.
-            gc.freeze()
         # The shard jobs settled their split votes; they must have settled them as this command would have.
         if args.write_baseline:
             policy = refresh_policy(args, settings, config)
