@@ -114,9 +114,10 @@ def main() -> None:
             subprocess.run([sys.executable, __file__, "--write-inputs", tmp, str(args.invocations),
                             str(int(args.compare))], check=True)
         base = Path(tmp)
-        sizes = sum(p.stat().st_size for p in base.rglob("*.json"))
-        print(f"inputs: {args.invocations:,} invocations, {sizes / 1e6:,.0f} MB, written in "
-              f"{time.perf_counter() - t0:.0f} s", flush=True)
+        inputs = [*(base / "evals").glob("*.json"), base / "pr.json", *[base / "main.json"] * args.compare]
+        sizes = sum(p.stat().st_size for p in inputs)
+        made = f"read from {base}" if args.inputs else f"written in {time.perf_counter() - t0:.0f} s"
+        print(f"inputs: {args.invocations:,} invocations, {sizes / 1e6:,.0f} MB, {made}", flush=True)
         evals, pr = str(base / "evals"), str(base / "pr.json")
         rows = [_cli(["run", evals, "--actuals", pr, "--report", str(base / "run.report.json")])]
         print(json.dumps(rows[-1]), flush=True)
