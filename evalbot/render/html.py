@@ -34,6 +34,7 @@ from evalbot.compare.efficiency import efficiency_rows
 from evalbot.compare.flaky import symbols
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import CaseComparison, Comparison, CriterionRow, EvalSetComparison, MetricDelta
+from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.numbers import p_value_text
 from evalbot.render import mdsafe, words
 from evalbot.render.comment import cost_change, money, verdict
@@ -217,20 +218,26 @@ def tags(case: CaseComparison) -> list[str]:
 
 def metric_row(name: str, result: MetricResult | None, delta: MetricDelta | None) -> list[str]:
     """One row of a case's criterion table: its change (the row's class), then the seven cells' text."""
-    votes, baseline_votes = (votes_text(delta.current_votes), votes_text(delta.baseline_votes)) if delta else (None, None)
-    p = p_value_text(delta.p_value) if delta else None
-    status = (result.status if result else (delta.current_status if delta else None) or "—").replace("_", " ")
-    reason = clip(result.reason) if result else None
-    return [
-        delta.change if delta else "",
-        name,
-        fmt(delta.baseline_score) if delta else "—",
-        fmt(result.score if result else (delta.current_score if delta else None)),
-        fmt(result.threshold) if result else "—",
-        f"{status} — {reason}" if reason else status,
-        (delta.change if delta else "").replace("_", " "),
-        f"{votes or '?'} (baseline {baseline_votes or '?'})" + (f" {p}" if p else "") if votes or baseline_votes else "",
-    ]
+    if delta is None:
+        change, baseline, votes_cell = "", "—", ""
+        status = result.status if result else "—"
+    else:
+        change, baseline = delta.change, fmt(delta.baseline_score)
+        status = result.status if result else (delta.current_status or "—")
+        votes = votes_text(delta.current_votes) if delta.current_votes else None
+        baseline_votes = votes_text(delta.baseline_votes) if delta.baseline_votes else None
+        votes_cell = ""
+        if votes or baseline_votes:
+            p = p_value_text(delta.p_value)
+            votes_cell = f"{votes or '?'} (baseline {baseline_votes or '?'})" + (f" {p}" if p else "")
+    if result is not None:
+        current, threshold = fmt(result.score), fmt(result.threshold)
+        reason = clip(result.reason)
+    else:
+        current, threshold, reason = fmt(delta.current_score if delta else None), "—", None
+    shown = status.replace("_", " ")
+    return [change, name, baseline, current, threshold, f"{shown} — {reason}" if reason else shown,
+            change.replace("_", " "), votes_cell]
 
 
 def calls_rows(turn: TurnView) -> list[list[Any]]:
@@ -550,7 +557,9 @@ def html_chunks(comparison: Comparison, *, markup_limit: int = MARKUP_LIMIT, siz
     MARKUP_LIMIT."""
     held: list[str] = []
     count = 0
-    for piece in environment().get_template(TEMPLATE).generate(context(comparison, markup_limit)):
+    with gc_paused():  # many small acyclic lists: the collector would re-scan the comparison again and again
+        data = context(comparison, markup_limit)
+    for piece in environment().get_template(TEMPLATE).generate(data):
         held.append(piece)
         count += len(piece)
         if count >= size:
