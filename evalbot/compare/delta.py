@@ -191,10 +191,10 @@ def compare_case(
     if cur.reruns and category in FLIPPED and runs is not None:
         category, reason, p_value = after_reruns(cur, base, policy.alpha, policy.block_inconclusive)
         runs = runs.model_copy(update={"main": main_outcomes(base), "p_value": p_value})
-    return CaseComparison(
-        eval_id=key, category=category, reason=reason, baseline_status=base.status, current=cur, metrics=deltas,
-        history=history, runs=runs, main_outcomes=base.history,
-    )
+    return built(CaseComparison, {  # validated parts only (see metric_delta); one per case measured on both sides
+        "eval_id": key, "category": category, "reason": reason, "baseline_status": base.status, "current": cur,
+        "metrics": deltas, "history": history, "runs": runs, "main_outcomes": base.history,
+    })
 
 
 def agent_runs(case: CaseResult | None, rule: str | None) -> AgentRuns | None:

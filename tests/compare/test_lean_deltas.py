@@ -77,3 +77,16 @@ def test_score_pairs_are_the_per_criterion_lookups() -> None:
     for name in (JUDGE, TRAJ, RESP):
         assert pairs.get(name, []) == old_pairs(name, cases, base_set), name
     assert pairs[JUDGE] and pairs[TRAJ] == [(1.0, 1.0)]
+
+
+@pytest.mark.parametrize("make", [judged, lambda: (small(), None)], ids=["judged", "small"])
+def test_case_comparisons_are_what_validation_gives(make: object) -> None:
+    """A case measured on both sides is built without validation too: validating the same values gives the same
+    model and the same JSON."""
+    comparison, _ = make()  # type: ignore[operator]
+    both = [c for es in comparison.eval_sets for c in es.cases if c.metrics]
+    assert both
+    for c in both:
+        validated = CaseComparison(**c.__dict__)
+        assert validated == c and validated.model_dump_json() == c.model_dump_json()
+        assert c.model_fields_set == set(CaseComparison.model_fields)
