@@ -322,3 +322,27 @@ def test_hostile_text_in_deferred_details_never_reaches_the_markup() -> None:
     assert "pwned" not in page and "evil.example" not in page
     assert [t for t, _ in parse(page).tags].count("script") == 2  # ours, and the data block (never executed)
     assert deferred_bodies(page)[0][6][0][2] == HOSTILE_ANSWER  # the first turn's actual response
+
+
+def test_the_page_comes_in_pieces_that_make_the_whole_page() -> None:
+    """html_chunks hands the page over in pieces of at least ``size`` characters (the last may be shorter); joined,
+    they are render_html's page, so a writer never holds the whole page."""
+    from evalbot.render.html import html_chunks
+
+    comparison = small()
+    pieces = list(html_chunks(comparison, markup_limit=0, size=2_000))
+    assert len(pieces) > 5 and all(len(p) >= 2_000 for p in pieces[:-1])
+    assert "".join(pieces) == render_html(comparison, markup_limit=0)
+
+
+def test_the_cli_writes_the_page_it_renders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """evalbot run --html writes, piece by piece, exactly the page render_html_report renders for its report."""
+    from evalbot.results import Report
+
+    out, report_path = tmp_path / "deep" / "report.html", tmp_path / "report.json"
+    code = main(["run", "examples/evals", "--actuals", "examples/runs/pr.json", "--judge-cache",
+                 "examples/judge-cache", "--judge-replay", "--html", str(out), "--report", str(report_path)])
+    capsys.readouterr()
+    assert code in (0, 1) and out.is_file()
+    written = Report.model_validate_json(report_path.read_text(encoding="utf-8"))
+    assert out.read_text(encoding="utf-8") == render_html_report(written)
