@@ -206,9 +206,9 @@ def agent_runs(case: CaseResult | None, rule: str | None) -> AgentRuns | None:
 
 def criterion_row(
     info: CriterionInfo, es: EvalSetReport, base_set: BaselineEvalSet | None, pairs: Sequence[tuple[float, float]],
-    policy: GatePolicy,
+    policy: GatePolicy, scored: int,
 ) -> CriterionRow:
-    """One criterion's line of an eval set table."""
+    """One criterion's line of an eval set table (``scored``: the eval set's cases with a score on it)."""
     summary = es.metrics.get(info.name)
     base = base_set.criteria.get(info.name) if base_set else None
     row = CriterionRow(
@@ -218,7 +218,7 @@ def criterion_row(
         threshold=info.threshold,
         baseline_mean=base.mean if base else None,
         current_mean=summary.mean if summary else None,
-        scored=sum(1 for c in es.cases if (m := c.metrics.get(info.name)) is not None and m.score is not None),
+        scored=scored,
         passed=summary.passed if summary else 0,
         failed=summary.failed if summary else 0,
     )
@@ -292,7 +292,9 @@ def compare_eval_set(
                                   base_criteria=usable.criteria if usable else {}, policy=policy, rule=es.pass_rule))
     cases += [CaseComparison(eval_id=k, category="removed", baseline_status=c.status) for k, c in base_cases.items()]
     pairs = _pairs(cases) if usable else {}
-    rows = [criterion_row(info, es, usable, pairs.get(info.name, []), policy) for info in es.criteria]
+    scored = Counter(name for c in es.cases for name, m in c.metrics.items() if m.score is not None)
+    rows = [criterion_row(info, es, usable, pairs.get(info.name, []), policy, scored[info.name])
+            for info in es.criteria]
     _count_case_outcomes(rows, cases)
     if usable:
         current_names = {c.name for c in es.criteria}

@@ -279,12 +279,15 @@ def sections(comparison: Comparison, limits: Limits) -> list[Section]:
         if not members:
             continue
         views: list[CaseView] = []
+        listed = 0  # views without details (counted, not summed over the views at each case)
         for es, case in members:
             detailed = budget > 0 and _wants_detail(case)
             if detailed:
                 budget -= 1
-            elif len(views) - sum(v.detailed for v in views) >= limits.listed:
+            elif listed >= limits.listed:
                 continue
+            else:
+                listed += 1
             views.append(case_view(es, case, limits, detailed))
         blocking = category == "regressed" or (category == "flaky" and comparison.policy.block_flaky)
         out.append(Section(
