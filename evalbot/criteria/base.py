@@ -15,7 +15,7 @@ from evalbot.criteria.custom_process import WorkerPool
 from evalbot.errors import ConfigError, did_you_mean
 from evalbot.formats.adk import ConversationScenario, EvalCase, FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec, EvalConfig
-from evalbot.formats.invocations import final_text, tool_calls
+from evalbot.formats.invocations import final_text, model_events, tool_calls
 from evalbot.judges.base import RunJudge
 from evalbot.results import (
     CriterionInfo,
@@ -63,6 +63,12 @@ class CaseInput:
     def actual_texts(self) -> list[str]:
         """Final response text of each actual invocation."""
         return [final_text(inv) for inv in self.actual]
+
+    @cached_property
+    def actual_model_events(self) -> list[tuple[int | None, list[dict[str, Any]]]]:
+        """Each actual invocation's model events: how many carry usage metadata or a model version (None without
+        recorded events) and their usage metadata (read once for the inference-call and token metrics)."""
+        return [model_events(inv) for inv in self.actual]
 
     @cached_property
     def expected_texts(self) -> list[str] | None:

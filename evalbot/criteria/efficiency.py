@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalbot.criteria.base import BuildContext, CaseInput
-from evalbot.formats.adk import Invocation, InvocationEvents
+from evalbot.formats.adk import Invocation
 from evalbot.formats.config import CriterionSpec
+from evalbot.formats.invocations import model_events
 from evalbot.results import InvocationScore, MetricResult, invocation_score, mean, metric_result
 
 Measured = tuple[float | None, dict[str, Any]]
@@ -70,11 +71,13 @@ def tool_call_counts(case: CaseInput) -> list[Measured]:
 
 def inference_call_count(invocation: Invocation) -> Measured:
     """Events that carry usage metadata or a model version; None without recorded events."""
-    data = invocation.intermediate_data
-    if not isinstance(data, InvocationEvents):
-        return None, {}
-    count = sum(1 for e in data.invocation_events if e.usage_metadata is not None or e.model_version is not None)
-    return float(count), {}
+    count, _ = model_events(invocation)
+    return (None, {}) if count is None else (float(count), {})
+
+
+def inference_call_counts(case: CaseInput) -> list[Measured]:
+    """inference_call_count of every actual invocation, from the events pass the case shares with token_usage."""
+    return [(None, {}) if count is None else (float(count), {}) for count, _ in case.actual_model_events]
 
 
 TOKEN_FIELDS = (
@@ -103,9 +106,10 @@ def _both(a: int | None, b: int | None) -> int | None:
 
 def token_breakdown(invocation: Invocation) -> dict[str, float | None]:
     """Token counts summed over the invocation's events; a count no event reported stays None (not 0)."""
-    data = invocation.intermediate_data
-    events = data.invocation_events if isinstance(data, InvocationEvents) else []
-    usages = [event.usage_metadata for event in events if event.usage_metadata is not None]
+    return _token_totals(model_events(invocation)[1])
+
+
+def _token_totals(usages: list[dict[str, Any]]) -> dict[str, float | None]:
     totals: dict[str, float | None] = dict.fromkeys(TOKEN_FIELDS)
     if not usages:
         return totals
@@ -133,8 +137,19 @@ def _present(breakdown: dict[str, float | None]) -> dict[str, float]:
 
 def token_usage(invocation: Invocation) -> Measured:
     """Total tokens, with every token type in ``token_usage_details``."""
-    breakdown = token_breakdown(invocation)
+    return _usage_measured(model_events(invocation)[1])
+
+
+def _usage_measured(usages: list[dict[str, Any]]) -> Measured:
+    if not usages:
+        return None, {"token_usage_details": {}}  # what the totals give when no event reported usage
+    breakdown = _token_totals(usages)
     return breakdown["total_tokens"], {"token_usage_details": _present(breakdown)}
+
+
+def token_usages(case: CaseInput) -> list[Measured]:
+    """token_usage of every actual invocation, from the events pass the case shares with inference_call_count."""
+    return [_usage_measured(usages) for _, usages in case.actual_model_events]
 
 
 def _average_tokens(measured: list[Measured]) -> Measured:
@@ -178,13 +193,13 @@ def build_tool_call_count(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:
 def build_inference_call_count(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:
     """``inference_call_count_v1``: model calls per invocation (needs ADK's recorded events)."""
     missing = "no invocation records its events (only runs recorded by ADK inference carry model calls)"
-    return Efficiency(spec.name, each_invocation(inference_call_count), _mean_values, missing)
+    return Efficiency(spec.name, inference_call_counts, _mean_values, missing)
 
 
 def build_token_usage(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:
     """``token_usage_v1``: tokens per invocation, with the per-type breakdown."""
     missing = "no invocation reports token usage (usage_metadata on recorded events)"
-    return Efficiency(spec.name, each_invocation(token_usage), _average_tokens, missing)
+    return Efficiency(spec.name, token_usages, _average_tokens, missing)
 
 
 def build_invocation_duration(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from evalbot.formats.adk import (
     Content,
     FunctionCall,
@@ -81,3 +83,21 @@ def intermediate_texts(invocation: Invocation) -> list[tuple[str, str]]:
             if text:
                 out.append((event.author, text))
     return out
+
+
+def model_events(invocation: Invocation) -> tuple[int | None, list[dict[str, Any]]]:
+    """One pass over an invocation's events: how many carry usage metadata or a model version (None without recorded
+    events), and the usage metadata of those that have it, in order."""
+    data = invocation.intermediate_data
+    if not isinstance(data, InvocationEvents):
+        return None, []
+    count = 0
+    usages = []
+    for event in data.invocation_events:
+        usage = event.usage_metadata
+        if usage is not None:
+            usages.append(usage)
+            count += 1
+        elif event.model_version is not None:
+            count += 1
+    return count, usages

@@ -185,3 +185,23 @@ def test_values_and_breakdowns_equal_adk_goldens() -> None:
                     if not ok:
                         problems.append(f"{actuals_path} {case_id} {name}: ADK {a} evalbot {o}")
     assert compared > 1000 and not problems, "\n".join(problems[:10])
+
+
+def test_case_metrics_read_each_invocations_events_once_as_the_per_invocation_rules() -> None:
+    """inference_call_count_v1 and token_usage_v1 share one pass over a case's events (CaseInput.actual_model_events);
+    their values equal the per-invocation rules on every form: events with usage (empty too), with only a model
+    version, with neither, tool_uses, no intermediate data."""
+    from evalbot.criteria.efficiency import inference_call_count, inference_call_counts, token_usage, token_usages
+
+    actual = [
+        events_inv(event({}), event(model="m"), event(), event({"prompt_token_count": 7}, model="m")),
+        events_inv(event(), event(calls=2)),
+        events_inv(),
+        uses_inv(2),
+        Invocation.model_validate({"user_content": {"parts": [{"text": "q"}]}}),
+    ]
+    case = CaseInput("s", EvalCase(eval_id="c", conversation=[]), actual)
+    assert inference_call_counts(case) == [inference_call_count(inv) for inv in actual]
+    assert inference_call_counts(case) == [(3.0, {}), (0.0, {}), (0.0, {}), (None, {}), (None, {})]
+    assert token_usages(case) == [token_usage(inv) for inv in actual]
+    assert [value for value, _ in token_usages(case)] == [7, None, None, None, None]
