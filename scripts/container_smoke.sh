@@ -21,7 +21,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
-PY="${EVALBOT_SMOKE_PYTHON:-python3}"
+PY="${EVALBOT_SMOKE_PYTHON:-}"
+if [ -z "$PY" ]; then  # the project's venv has ruamel.yaml and evalbot's dependencies; a bare python3 may not
+  if [ -x "$ROOT/.venv/bin/python" ]; then PY="$ROOT/.venv/bin/python"; else PY=python3; fi
+fi
 RUNS="${EVALBOT_SMOKE_RUNS:-3}"
 TAG="${EVALBOT_IMAGE:-localhost/evalbot-smoke:latest}"
 
@@ -101,6 +104,8 @@ for name, spec in YAML(typ="safe").load(open(sys.argv[1], encoding="utf-8"))["in
     print(f"INPUT_{name.upper().replace(' ', '_')}={spec.get('default', '')}")
 PYEOF
 )
+# A failure inside <(...) does not stop the script: an empty list means action.yml's defaults were not read.
+[ "${#input_env[@]}" -gt 0 ] || { echo "container smoke: could not read action.yml's inputs with $PY (needs ruamel.yaml: set EVALBOT_SMOKE_PYTHON)" >&2; exit 1; }
 env_args=()
 for kv in "${input_env[@]}" \
   "INPUT_EVAL-SETS=evals" "INPUT_ACTUALS=runs/pr.json" "INPUT_JUDGE-CACHE=judge-cache" \
