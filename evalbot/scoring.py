@@ -7,9 +7,13 @@ import hashlib
 import inspect
 import json
 import logging
+import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import msgspec
 
 from evalbot.criteria import READS, RUBRIC_READERS, BrokenCriterion, build_criteria
 from evalbot.criteria.base import BuildContext, CaseInput, CriteriaBuilder, Criterion
@@ -48,6 +52,39 @@ def problem(err: InputError) -> Problem:
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 """``json.dumps(value, sort_keys=True, ensure_ascii=False)``, with the encoder built once."""
+_SORTED = msgspec.json.Encoder(order="sorted")
+_FLOAT = re.compile(rb"[:,\[]-?[0-9]+(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)(?=[,\]}])")
+"""A float as msgspec writes it in compact JSON, after a structural character (a string may match too: then json
+encodes the value, as it would anyway)."""
+
+
+def _json_bytes(value: Any) -> bytes:
+    return _CANONICAL(value).encode()
+
+
+def canonical_json(value: Any) -> bytes:
+    """``json.dumps(value, sort_keys=True, ensure_ascii=False).encode()`` for a value decoded from JSON without a
+    non-finite float (msgspec writes infinity as null), about 1.5x faster: msgspec's sorted encoding (the same key
+    order and string escapes as json's) laid out with json's ``", "`` and ``": "`` by msgspec.json.format. A value
+    holding a float is encoded by json itself: the two write some floats differently (``1e+16`` / ``1e16``)."""
+    if type(value) is float:
+        return _json_bytes(value)
+    try:
+        raw = _SORTED.encode(value)
+    except (TypeError, ValueError):  # what msgspec cannot encode: json decides, as before
+        return _json_bytes(value)
+    if _FLOAT.search(raw) is not None:
+        return _json_bytes(value)
+    return msgspec.json.format(raw, indent=0)
+
+
+def _timed(case: EvalCase) -> bool:
+    """Whether an expected invocation holds a typed float field, which a dump can leave non-finite (floats inside
+    free-form values are dumped as null when they are not finite)."""
+    return any(
+        inv.duration is not None or inv.model_duration is not None or inv.tool_duration is not None
+        for inv in case.conversation or ()
+    )
 
 
 def case_fingerprints(case: EvalCase) -> tuple[str, str]:
@@ -55,20 +92,19 @@ def case_fingerprints(case: EvalCase) -> tuple[str, str]:
     its id (the baseline's ``fingerprint``) and without it (``content``: finds a case renamed or moved).
 
     Each is the sha256 of the case's sorted ``json.dumps`` (``sort_keys=True, ensure_ascii=False``), with and without
-    ``eval_id``. The two documents differ only by that member, so each top-level member is encoded once and the two
-    texts are joined from the same pieces, exactly as ``json.dumps`` lays out a dict (``", "`` and ``": "``).
+    ``eval_id``. The two documents differ only by that member, so each top-level member is encoded once (see
+    canonical_json) and the two texts are joined from the same pieces, exactly as ``json.dumps`` lays out a dict
+    (``", "`` and ``": "``).
     """
     dumped = case.model_dump(mode="json", exclude_none=True, exclude={"creation_timestamp"})
     for inv in dumped.get("conversation") or []:
         inv.pop("creation_timestamp", None)
         inv.pop("invocation_id", None)
-    members = [(key, f"{_CANONICAL(key)}: {_CANONICAL(value)}") for key, value in sorted(dumped.items())]
-    full = "{" + ", ".join(text for _, text in members) + "}"
-    content = "{" + ", ".join(text for key, text in members if key != "eval_id") + "}"
-    return (
-        hashlib.sha256(full.encode()).hexdigest()[:16],
-        hashlib.sha256(content.encode()).hexdigest()[:16],
-    )
+    encode = _json_bytes if _timed(case) else canonical_json
+    members = [(key, _json_bytes(key) + b": " + encode(value)) for key, value in sorted(dumped.items())]
+    full = b"{" + b", ".join(text for _, text in members) + b"}"
+    content = b"{" + b", ".join(text for key, text in members if key != "eval_id") + b"}"
+    return hashlib.sha256(full).hexdigest()[:16], hashlib.sha256(content).hexdigest()[:16]
 
 
 def case_fingerprint(case: EvalCase) -> str:

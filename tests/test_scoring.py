@@ -22,7 +22,7 @@ from evalbot.formats.config import EvalConfig, parse_config
 from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
 from evalbot.pipeline import evaluate
 from evalbot.results import CaseResult, CriterionInfo, MetricResult, Report
-from evalbot.scoring import case_fingerprint, case_fingerprints, score_run
+from evalbot.scoring import canonical_json, case_fingerprint, case_fingerprints, score_run
 from tests.fakes.builders import Writer, case, eval_set, inv
 
 TRAJ_ONLY = {"criteria": {"tool_trajectory_avg_score": 1.0}}
@@ -288,7 +288,7 @@ def test_fingerprints_equal_the_sorted_json_dumps_definition(data: dict[str, Any
     args=st.dictionaries(
         st.text(max_size=4),
         st.recursive(
-            st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
             lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
             max_leaves=8,
         ),
@@ -297,9 +297,79 @@ def test_fingerprints_equal_the_sorted_json_dumps_definition(data: dict[str, Any
     text=st.text(max_size=12),
 )
 def test_fingerprints_equal_the_definition_on_any_args(eval_id: str, args: dict[str, Any], text: str) -> None:
-    """Property: any id, text and tool arguments (unicode keys, floats, nesting) hash as the definition does."""
+    """Property: any id, text and tool arguments (unicode keys, floats finite or not, nesting) hash as the definition
+    does."""
     parsed = EvalCase.model_validate(case(eval_id, inv(text, text, [("tool", args)])))
     assert case_fingerprints(parsed) == _reference_fingerprints(parsed)
+
+
+_ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**40), 10**40) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_ANY_JSON)
+def test_canonical_json_is_sorted_json_dumps(value: Any) -> None:
+    """msgspec's sorted encoding laid out by msgspec.json.format is byte for byte json.dumps(sort_keys=True,
+    ensure_ascii=False) on any JSON value without a non-finite float: any text and keys (escapes, non-BMP), any
+    ints, floats (encoded by json), empty containers, nesting."""
+    assert canonical_json(value) == json.dumps(value, sort_keys=True, ensure_ascii=False).encode()
+
+
+def test_canonical_json_escapes_every_character_as_json_does() -> None:
+    """Every code point but the surrogates, as a string and as a key."""
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    for start in range(0, len(chars), 4096):
+        text = "".join(chars[start : start + 4096])
+        value = {text: [text, {"k": text}], "a": ", : [] {}"}
+        assert canonical_json(value) == json.dumps(value, sort_keys=True, ensure_ascii=False).encode()
+
+
+def _float_fields(model: Any, seen: set[Any]) -> set[str]:
+    """Every field typed float reachable from a pydantic model (the oracle for scoring._timed)."""
+    import typing
+
+    from pydantic import BaseModel
+
+    out: set[str] = set()
+    if model in seen:
+        return out
+    seen.add(model)
+    for name, field in model.model_fields.items():
+        todo = [field.annotation]
+        while todo:
+            tp = todo.pop()
+            if tp is float:
+                out.add(f"{model.__name__}.{name}")
+            elif isinstance(tp, type) and issubclass(tp, BaseModel):
+                out |= _float_fields(tp, seen)
+            todo.extend(typing.get_args(tp))
+    return out
+
+
+def test_only_the_known_float_fields_can_dump_non_finite() -> None:
+    """canonical_json writes infinity as null; a dump keeps a non-finite float only in a field typed float (free-form
+    values dump it as null), so scoring._timed must know every such field: creation timestamps are left out of the
+    fingerprint, the three durations send the case to json."""
+    assert _float_fields(EvalCase, set()) == {
+        "EvalCase.creation_timestamp", "Invocation.creation_timestamp", "Invocation.duration",
+        "Invocation.model_duration", "Invocation.tool_duration",
+    }
+
+
+@pytest.mark.parametrize("special", [float("inf"), float("-inf"), float("nan"), 1e16, 1e-7, 0.5])
+def test_fingerprints_of_cases_with_special_floats_equal_the_definition(special: float) -> None:
+    """Non-finite and exponent floats in a duration and inside tool arguments and session state."""
+    data = case("f", inv("q", "a", [("t", {"x": special, "y": [special, {"z": special}]})]),
+                session_input={"app_name": "app", "user_id": "u", "state": {"s": special}})
+    data["conversation"][0]["duration"] = special
+    for value in (data, {**data, "conversation": [{**data["conversation"][0], "duration": None}]}):
+        parsed = EvalCase.model_validate(value)
+        assert case_fingerprints(parsed) == _reference_fingerprints(parsed)
 
 
 BROKEN_FILES: dict[str, Any] = {
