@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Peak memory of ``evalbot run`` (and optionally ``evalbot compare``) on a large synthetic run.
 
-    python bench/bench_memory.py [--invocations N] [--compare] [--keep DIR | --inputs DIR]
+    python bench/bench_memory.py [--invocations N] [--jobs N[,N...]] [--compare] [--keep DIR | --inputs DIR]
 
 Writes an eval set and the matching actual run of N invocations (default 1,000,000; bench_engine's synthetic cases:
 3 invocations x 3 tool calls x 40-word responses, events form) to a temporary folder, then runs the real CLI,
@@ -10,11 +10,17 @@ peak RSS (``ru_maxrss`` of that one child, measured by a small wrapper process, 
 input writer counts; a forked child's ``ru_maxrss`` starts at its parent's size).  With ``--compare``, the same
 run is then gated against a baseline written by ``evalbot baseline`` from a second run (another actual seed) of
 the same suite, with ``evalbot compare ... --report OUT.json``; that measures the baseline step and the compare.
+
+``--jobs 1,2`` measures ``evalbot run --jobs N`` for each N in turn (default: 1, the plain ``run``) and checks that
+every N wrote the same report, byte for byte. With N > 1, the CPU time is that of every process (the jobs and the
+parent that merges their parts) and the peak RSS that of the largest one: ``ru_maxrss`` of waited-for children is
+their maximum, and the jobs are the parent's children; the machine holds up to N + 1 of them at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import os
 import shutil
@@ -100,6 +106,7 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true", help="also measure `evalbot baseline` and `compare`")
     parser.add_argument("--keep", help="write the inputs and reports to this new folder and keep them")
     parser.add_argument("--inputs", help="a folder written by an earlier --keep: run on its inputs (same --invocations)")
+    parser.add_argument("--jobs", default="1", help="comma-separated --jobs values to measure `run` with (default 1)")
     parser.add_argument("--write-inputs", nargs=3, metavar=("DIR", "N", "MAIN"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.write_inputs:
@@ -119,9 +126,21 @@ def main() -> None:
         made = f"read from {base}" if args.inputs else f"written in {time.perf_counter() - t0:.0f} s"
         print(f"inputs: {args.invocations:,} invocations, {sizes / 1e6:,.0f} MB, {made}", flush=True)
         evals, pr = str(base / "evals"), str(base / "pr.json")
-        rows = [_cli(["run", evals, "--actuals", pr, "--report", str(base / "run.report.json")])]
-        print(json.dumps(rows[-1]), flush=True)
-        print(against_target(args.invocations, rows[-1]), flush=True)
+        rows = []
+        reports: dict[int, Path] = {}
+        for jobs in [int(n) for n in args.jobs.split(",")]:
+            reports[jobs] = base / f"run-{jobs}.report.json"
+            rows.append(_cli(["run", evals, "--actuals", pr, "--report", str(reports[jobs]),
+                              *(["--jobs", str(jobs)] if jobs != 1 else [])]))
+            rows[-1]["jobs"] = jobs
+            print(json.dumps(rows[-1]), flush=True)
+            print(against_target(args.invocations, rows[-1]), flush=True)
+        if len(reports) > 1:
+            first, *rest = reports.values()
+            same = all(filecmp.cmp(first, other, shallow=False) for other in rest)
+            print(f"reports of --jobs {args.jobs}: {'identical' if same else 'DIFFERENT'}", flush=True)
+            if not same:
+                raise SystemExit(1)
         if args.compare:
             rows.append(_cli(["baseline", evals, "--actuals", str(base / "main.json"),
                               "--output", str(base / "baseline.json")]))

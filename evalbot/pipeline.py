@@ -169,6 +169,7 @@ def evaluate(
     say: Say | None = None,
     shard: Shard | None = None,
     stream: CaseStream | None = None,
+    request_base: int = 0,
 ) -> Report:
     """Evaluate eval sets (files, directories or globs, or inputs already loaded) and return the report.
 
@@ -189,7 +190,7 @@ def evaluate(
         run = plan(inputs.eval_sets, shard.count)
         part = replace(inputs, eval_sets=shard_eval_sets(inputs.eval_sets, run, shard))
         report = evaluate(part, actuals=actuals, agent=agent, ctx=ctx, progress=progress, criteria=criteria, say=say,
-                          stream=stream)
+                          stream=stream, request_base=request_base)
         report.shard = shard_info(report, run, shard)
         return report
     ctx = ctx or BuildContext()
@@ -198,7 +199,7 @@ def evaluate(
         pool = WorkerPool()
         ctx = replace(ctx, workers=pool)
     try:
-        return _evaluate(inputs, actuals, agent, ctx, progress, criteria, say, stream)
+        return _evaluate(inputs, actuals, agent, ctx, progress, criteria, say, stream, request_base or BASE_REQUESTS)
     finally:
         if pool is not None:
             pool.close()
@@ -206,9 +207,9 @@ def evaluate(
 
 def _evaluate(inputs: Inputs, actuals: Sequence[str], agent: AgentRun | None, ctx: BuildContext,
               progress: Progress | None, criteria: CriteriaBuilder, say: Say | None,
-              stream: CaseStream | None) -> Report:
+              stream: CaseStream | None, request_base: int) -> Report:
     if ctx.judge is not None:
-        ctx.judge.cap_requests(*request_cap(inputs))
+        ctx.judge.cap_requests(*request_cap(inputs, request_base))
     notices = judge_notices(ctx)
     if agent is not None:
         report = _run_agent(inputs, agent, ctx, notices, progress, criteria, say or (lambda _: None))
@@ -241,11 +242,12 @@ candidate_count, over a conversation of many turns, plus settling split votes. A
 BASE_REQUESTS = 1_000
 
 
-def request_cap(inputs: Inputs) -> tuple[int, str]:
-    """The run-wide cap on judge requests, derived from the cases, and how (printed when the cap is hit)."""
+def request_cap(inputs: Inputs, base: int = BASE_REQUESTS) -> tuple[int, str]:
+    """The run-wide cap on judge requests, derived from the cases, and how (printed when the cap is hit); ``base``:
+    its fixed part (a job of ``evalbot run --jobs N`` is given its share of BASE_REQUESTS)."""
     units = sum(len(es.cases) * max(1, len(es.config.criteria)) for es in inputs.eval_sets)
-    return (BASE_REQUESTS + units * REQUESTS_PER_CASE_CRITERION,
-            f"{BASE_REQUESTS:,} + {REQUESTS_PER_CASE_CRITERION:,} per case and criterion, {units:,} of them")
+    return (base + units * REQUESTS_PER_CASE_CRITERION,
+            f"{base:,} + {REQUESTS_PER_CASE_CRITERION:,} per case and criterion, {units:,} of them")
 
 
 def _run_agent(inputs: Inputs, run: AgentRun, ctx: BuildContext, notices: list[str], progress: Progress | None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 from collections.abc import Callable
 from datetime import datetime
@@ -16,6 +17,7 @@ from typing import NoReturn
 
 from evalbot.errors import EXIT_INVALID_INPUT
 from evalbot.paths import problem_with_comment_id, problem_with_directory, problem_with_input, problem_with_output
+from evalbot.results import MAX_SHARDS
 from evalbot.shard import Shard
 
 _AGENT_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -171,3 +173,23 @@ def shard(raw: str) -> Shard:
         return Shard.parse(raw)
     except ValueError as exc:
         _fail(str(exc))
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system has one, else ``os.cpu_count()``)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    count = len(affinity(0)) if affinity is not None else os.cpu_count()
+    return max(1, count or 1)
+
+
+def jobs(raw: str) -> int:
+    """``auto`` (one per available CPU, ``available_cpus``) or a number of processes, 1 to MAX_SHARDS."""
+    if raw.strip().lower() == "auto":
+        return min(available_cpus(), MAX_SHARDS)
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        _fail(f"expected auto (one per CPU) or a number of processes from 1 to {MAX_SHARDS}, got {raw!r}")
+    if not 1 <= value <= MAX_SHARDS:
+        _fail(f"expected auto (one per CPU) or a number of processes from 1 to {MAX_SHARDS}, got {raw!r}")
+    return value

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import evalbot.cli.agent as cli_agent
 import evalbot.cli.args as cli_args
 import evalbot.cli.compare as cli_compare
+import evalbot.cli.jobs as cli_jobs
 from evalbot import __version__
 from evalbot.cli.evaluate import add_eval_args, evaluate_args, run_streamed, show_report
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EvalbotError
@@ -35,12 +36,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--judge-failures", choices=["block", "warn"],
                      help="a judged verdict the judge could not give: block (exit 3; default: the config's "
                      "evalbot.judge_failures, else block) or warn")
+    run.add_argument("--jobs", type=cli_args.jobs, default=1, metavar="N",
+                     help="score the cases in N processes (auto: one per CPU; default 1), merged into the same "
+                     "report, console text and exit code as one; the judge concurrency is shared among them")
+    run.add_argument("--as-job", type=cli_args.shard, metavar="K/N", help=argparse.SUPPRESS)  # a job of --jobs N
     cli_compare.add_parsers(sub)
     return parser
 
 
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot run``."""
+    if args.as_job is not None:
+        return cli_jobs.run_as_job(args, env)
+    jobs = cli_jobs.jobs_for(args)
+    if jobs > 1:
+        return cli_jobs.run_jobs(args, env, jobs)
     if args.html:  # the HTML report shows every case
         return show_report(args, evaluate_args(args, env))
     return run_streamed(args, env)

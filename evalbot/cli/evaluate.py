@@ -18,7 +18,7 @@ from evalbot.cli.agent import agent_run
 from evalbot.compare.gate import policy_from_settings, sampling_from_settings
 from evalbot.compare.judge_gaps import GapTally, judge_gaps
 from evalbot.criteria.base import BuildContext
-from evalbot.errors import EXIT_INVALID_INPUT, EXIT_UNAVAILABLE, EvalbotError
+from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, EvalbotError
 from evalbot.formats.jsonio import gc_paused
 from evalbot.judges.base import DEFAULT_SAMPLING, SAMPLING_MODES, Sampling
 from evalbot.judges.factory import judge_from_environ
@@ -84,10 +84,11 @@ def judge_context(args: argparse.Namespace, env: Mapping[str, str],
 
 
 def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipeline.Inputs | None = None,
-                  ctx: BuildContext | None = None, stream: CaseStream | None = None) -> Report:
+                  ctx: BuildContext | None = None, stream: CaseStream | None = None, request_base: int = 0) -> Report:
     """Score recorded runs, or run the agent first (--agent / --adk-agent): the pipeline, as every command calls it.
     ``ctx``: the judge context to use (default: ``judge_context`` with the run's sampling); ``stream``: where the
-    cases go instead of the report (see ``pipeline.evaluate``)."""
+    cases go instead of the report; ``request_base``: a job's share of the judge request cap (see
+    ``pipeline.evaluate``)."""
     ctx = ctx or judge_context(args, env, run_sampling(args, inputs))
     agent = agent_run(args)  # checks the agent options before anything is read
     bar = terminal_progress(sys.stderr)
@@ -100,7 +101,7 @@ def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipe
     try:
         return pipeline.evaluate(inputs if inputs is not None else args.paths, actuals=args.actuals,
                                  config=None if inputs is not None else args.config, agent=agent, ctx=ctx,
-                                 progress=bar, say=say, shard=args.shard, stream=stream)
+                                 progress=bar, say=say, shard=args.shard, stream=stream, request_base=request_base)
     finally:
         if bar is not None:
             bar.close()
@@ -152,17 +153,25 @@ class StreamedRun:
         self.spill.seek(0, os.SEEK_END)
 
 
-def run_streamed(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+def run_streamed(args: argparse.Namespace, env: Mapping[str, str], *, request_base: int = 0,
+                 part_only: bool = False) -> int:
     """``evalbot run`` without ``--html``: the cases are streamed out of the report as they are scored (written to a
     temporary file when ``--report`` is asked, then copied into it after the eval sets' summaries) so the run's
-    memory does not grow with its cases. The report file is the same, byte for byte."""
+    memory does not grow with its cases. The report file is the same, byte for byte.
+
+    ``part_only``: one job of ``evalbot run --jobs N`` (``cli.jobs``), which writes its part of the report and
+    nothing else (exit 0 once it is written; the parent merges the parts, prints and decides the exit code);
+    ``request_base``: its share of the judge request cap."""
     try:
         spill = tempfile.TemporaryFile() if args.report else None
     except OSError as exc:
         raise EvalbotError(spill_problem(exc)) from None
     with spill if spill is not None else contextlib.nullcontext():
         run = StreamedRun(spill)
-        report = evaluate_args(args, env, stream=run)
+        report = evaluate_args(args, env, stream=run, request_base=request_base)
+        if part_only:
+            write_report(report, args.report, streamed=run)
+            return EXIT_OK
         return show_report(args, report, run)
 
 

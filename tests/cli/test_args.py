@@ -65,6 +65,7 @@ BAD_BY_TYPE: dict[str, Bad] = {
     "comment_id": lambda tmp: ["a>b", "", "x" * 101, "--> <!--"],
     "choices": lambda tmp: ["maybe", ""],
     "shard": lambda tmp: ["0/4", "5/4", "x", "", "1/0", "-1/2", "2/1001"],
+    "jobs": lambda tmp: ["0", "-1", "x", "", "1001", "auto2", "1.5"],
 }
 
 

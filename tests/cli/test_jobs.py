@@ -1,0 +1,264 @@
+"""``evalbot run --jobs N``: the cases scored by N real child processes and merged, with the report file, the console
+text (stdout and stderr) and the exit code of one job; the judge concurrency shared (never more calls in flight
+than --judge-concurrency); a job that fails, is killed or is interrupted fails the run loudly, writes no report and
+leaves no temporary part; Ctrl-C or SIGTERM stops every job."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalbot.cli.commands import build_parser, main
+from evalbot.cli.jobs import FORWARDED, PARENT_ONLY, job_command, share, single_job_reason
+from tests.fakes.builders import case, eval_set, inv
+from tests.fakes.fake_gemini import FakeGemini
+from tests.fakes.suites import write_suite
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = [str(ROOT / "examples/evals"), "--actuals", str(ROOT / "examples/runs/pr.json"), "--judge-cache",
+           str(ROOT / "examples/judge-cache"), "--judge-replay"]
+
+Outcome = tuple[int, str, str, bytes | None]
+
+
+def _run(argv: list[str], report: Path, capsys: pytest.CaptureFixture[str], env: dict[str, str] | None = None,
+         ) -> Outcome:
+    """``evalbot run ARGV --report REPORT``: exit code, stdout, stderr and the report's bytes (None if unwritten)."""
+    capsys.readouterr()
+    code = main(["run", *argv, "--report", str(report)], env=env if env is not None else {})
+    out = capsys.readouterr()
+    return code, out.out, out.err, report.read_bytes() if report.exists() else None
+
+
+def _same_as_one_job(argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], jobs: tuple[int, ...],
+                     env: dict[str, str] | None = None) -> Outcome:
+    one = _run(argv, tmp_path / "one.json", capsys, env)
+    for n in jobs:
+        many = _run([*argv, "--jobs", str(n)], tmp_path / f"jobs-{n}.json", capsys, env)
+        assert many == one, f"--jobs {n} differs from one job"
+    return one
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The temporary folder this process creates the jobs' parts in (checked empty afterwards)."""
+    folder = tmp_path / "tmpdir"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def test_the_bundled_example_is_byte_identical(tmp_path: Path, private_tmp: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Judged criteria replayed from the cache (votes, rationales, usage): 2 jobs, and 7 jobs for 6 cases (a part
+    without cases takes the whole merge)."""
+    code, out, _, report = _same_as_one_job(EXAMPLE, tmp_path, capsys, (2, 7))
+    assert code == 1 and "FAIL" in out and report is not None and b'"cache"' in report
+    assert list(private_tmp.iterdir()) == []  # the parts and the jobs' logs are removed
+
+
+def test_generated_suites_with_errors_bad_actuals_and_a_selection(tmp_path: Path, write: Any,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    evals, _, pr = write_suite(tmp_path / "suite", cases=60, sets=3)
+    code, out, _, _ = _same_as_one_job([str(evals), "--actuals", str(pr)], tmp_path, capsys, (3,))
+    assert code == 1 and "FAIL" in out
+    # an eval set that does not parse, next to the others' results, and an --actuals file that does not exist
+    (evals / "broken.evalset.json").write_text('{"eval_set_id": "broken", "eval_cases": [', encoding="utf-8")
+    code, _, _, report = _same_as_one_job(
+        [str(evals), "--actuals", str(pr), "--actuals", str(tmp_path / "missing.json")], tmp_path, capsys, (2,))
+    assert code == 2 and report is not None and b"broken.evalset.json" in report and b"missing.json" in report
+    # a selection of cases of one eval set file
+    selected = f"{evals / 'set-1.evalset.json'}:case-0001,case-0004,case-0007"
+    code, _, _, report = _same_as_one_job([selected, "--actuals", str(pr)], tmp_path, capsys, (2,))
+    assert code == 1 and report is not None and b"case-0004" in report and b"case-0002" not in report
+
+
+def test_judge_gaps_and_their_exit_code_are_one_jobs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A judge cache missing an answer under --judge-replay: not evaluated verdicts, exit 3 and the stderr of one
+    job; with --judge-failures warn, the warning and the failing cases' exit code."""
+    cache = tmp_path / "cache"
+    shutil.copytree(ROOT / "examples/judge-cache", cache)
+    next(cache.rglob("*.json")).unlink()
+    argv = [*EXAMPLE[:3], "--judge-cache", str(cache), "--judge-replay"]
+    code, _, err, _ = _same_as_one_job(argv, tmp_path, capsys, (2,))
+    assert code == 3 and "could not measure, not passing" in err
+    code, _, err, _ = _same_as_one_job([*argv, "--judge-failures", "warn"], tmp_path, capsys, (2,))
+    assert code == 1 and "evalbot: warning:" in err
+
+
+def test_secrets_in_the_environment_are_scrubbed_by_every_job(tmp_path: Path, write: Any,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    secret = "sk-jobs-test-0123456789abcdef"
+    write("evals/s.evalset.json", eval_set("s", *[case(f"c{i}", inv("q", "an answer")) for i in range(4)]))
+    write("evals/test_config.json", {"criteria": {"response_match_score": 0.5}})
+    write("pr.json", {f"c{i}": [inv("q", f"the key is {secret}")] for i in range(4)})
+    env = {"OPENAI_API_KEY": secret}
+    _, out, err, report = _same_as_one_job([str(tmp_path / "evals"), "--actuals", str(tmp_path / "pr.json")],
+                                           tmp_path, capsys, (2,), env)
+    assert report is not None and secret.encode() not in report and secret not in out + err
+
+
+FRM = {"criteria": {"final_response_match_v2": {"threshold": 0.5, "judge_model_options": {"num_samples": 1}}}}
+
+
+def test_the_judge_concurrency_is_shared_not_multiplied(tmp_path: Path, write: Any,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A live judge (the real client against a loopback fake with latency): with --judge-concurrency 2, never more
+    than 2 requests in flight over the jobs; 3 jobs asked are 2 (a notice says so); the results are one job's."""
+    write("evals/s.evalset.json", eval_set("s", *[case(f"c{i}", inv(f"q{i}", "reference")) for i in range(8)]))
+    write("evals/test_config.json", FRM)
+    write("pr.json", {f"c{i}": [inv(f"q{i}", f"answer {i}")] for i in range(8)})
+    argv = [str(tmp_path / "evals"), "--actuals", str(tmp_path / "pr.json"), "--judge-concurrency", "2"]
+    with FakeGemini(latency=0.3) as server:
+        env = {"GOOGLE_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": server.url}
+        one = _run(argv, tmp_path / "one.json", capsys, env)
+        assert len(server.requests) == 8 and server.peak_in_flight == 2
+        for jobs in ("2", "3"):
+            server.reset()
+            many = _run([*argv, "--jobs", jobs], tmp_path / f"jobs-{jobs}.json", capsys, env)
+            assert len(server.requests) == 8 and 1 <= server.peak_in_flight <= 2
+            assert (many[0], many[1], many[3]) == (one[0], one[1], one[3])
+            notice = "evalbot: notice: --jobs 3: using 2 jobs, so that the run has at most --judge-concurrency 2"
+            assert many[2] == one[2] if jobs == "2" else many[2].startswith(notice) and many[2].endswith(one[2])
+
+
+@given(st.integers(1, 256), st.integers(1, 256))
+def test_shares_add_up_to_the_whole(total: int, count: int) -> None:
+    shares = [share(total, k, count) for k in range(1, count + 1)]
+    assert sum(shares) == total and max(shares) - min(shares) <= 1
+
+
+def test_each_job_gets_every_scoring_option_and_its_share(tmp_path: Path) -> None:
+    """Every option of `run` is either given to the jobs or acted on by the parent (a new flag must be placed);
+    the jobs' --judge-concurrency add up to the run's; values that look like options stay values."""
+    parser = build_parser()
+    run = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["run"]
+    dests = {a.dest for a in run._actions if a.dest != "help"} | {"verbose"}
+    assert dests == set(FORWARDED) | set(PARENT_ONLY) - {"command"}
+    args = parser.parse_args(["-v", "run", "--actuals=-runs.json", "--judge-concurrency", "5", "--config", "c.json",
+                              "--judge-cache", str(tmp_path), "--judge-replay", "--sampling", "full",
+                              "--judge-timeout", "0.1", "--judge-deadline", "7", "--", "-odd-dir"])
+    commands = [job_command(args, k, 2, tmp_path / f"p{k}.json") for k in (1, 2)]
+    concurrency = [int(next(a for a in c if a.startswith("--judge-concurrency=")).split("=")[1]) for c in commands]
+    assert concurrency == [3, 2]
+    child = build_parser().parse_args(commands[0][3:])
+    assert child.paths == ["-odd-dir"] and child.actuals == ["-runs.json"] and child.verbose
+    assert (child.config, child.judge_cache, child.judge_replay, child.sampling) == (
+        "c.json", str(tmp_path), True, "full")
+    assert (child.judge_timeout, child.judge_deadline, str(child.as_job)) == (0.1, 7.0, "1/2")
+
+
+def test_options_that_need_one_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--html: one job, said on stderr, the same report; --shard with --jobs: refused naming both (exit 2)."""
+    html = _run([*EXAMPLE, "--html", str(tmp_path / "r.html"), "--jobs", "2"], tmp_path / "h.json", capsys)
+    one = _run(EXAMPLE, tmp_path / "one.json", capsys)
+    assert html[2].startswith("evalbot: notice: --jobs 2: --html builds its page from every case")
+    assert (html[0], html[1], html[3]) == (one[0], one[1], one[3])
+    code, _, err, report = _run([*EXAMPLE, "--jobs", "2", "--shard", "1/2"], tmp_path / "s.json", capsys)
+    assert code == 2 and "--jobs 2" in err and "--shard 1/2" in err and report is None
+    args = build_parser().parse_args(["run", "evals", "--agent", "m:f", "--jobs", "2"])
+    assert "--agent" in (single_job_reason(args) or "")
+    code, _, err, _ = _run([*EXAMPLE, "--as-job", "1/2", "--jobs", "2"], tmp_path / "a.json", capsys)
+    assert code == 2 and "--as-job" in err
+
+
+# --- jobs that fail -------------------------------------------------------------------------------------------
+
+FAULTS = """\
+import os, signal, sys, time
+fault = os.environ.get("JOBS_TEST_FAULT", "")
+if fault and any(a.startswith("--as-job=2/") for a in sys.argv):
+    if fault == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif fault == "abort":
+        os.abort()
+    elif fault == "bug":
+        import evalbot.pipeline
+        def broken(*args, **kwargs):
+            raise RuntimeError("boom in a job")
+        evalbot.pipeline.evaluate = broken
+if fault == "hang" and any(a.startswith("--as-job=") for a in sys.argv):
+    with open(os.path.join(os.environ["JOBS_TEST_PIDS"], str(os.getpid())), "w"):
+        pass
+    time.sleep(600)
+"""
+
+
+@pytest.fixture
+def faulty(tmp_path: Path) -> dict[str, str]:
+    """An environment whose jobs import a sitecustomize that makes job 2 fail as JOBS_TEST_FAULT says."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(FAULTS, encoding="utf-8")
+    return {"PYTHONPATH": str(hooks)}
+
+
+@pytest.mark.parametrize(("fault", "code", "said"), [
+    ("kill", 3, "evalbot: could not measure: job 2 of 2 (--jobs 2: the cases of shard 2/2) was killed (SIGKILL"),
+    ("abort", 70, "evalbot: internal error (a bug: please report it; -v shows the traceback): job 2 of 2"),
+    ("bug", 70, "RuntimeError: boom in a job"),
+])
+def test_a_job_that_fails_fails_the_run_and_writes_no_report(
+        fault: str, code: int, said: str, faulty: dict[str, str], tmp_path: Path, private_tmp: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    result = _run([*EXAMPLE, "--jobs", "2"], tmp_path / "r.json", capsys, {**faulty, "JOBS_TEST_FAULT": fault})
+    assert result[0] == code and said in result[2], result[2]
+    assert result[1] == "" and result[3] is None  # no console summary, no report: nothing partial stands as whole
+    assert list(private_tmp.iterdir()) == []
+
+
+def test_an_input_error_is_shown_as_one_job_shows_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    code, out, err, report = _same_as_one_job(EXAMPLE[:3], tmp_path, capsys, (2,),
+                                              {"EVALBOT_JUDGE_CACHE": str(tmp_path / "file")})
+    assert code == 2 and err.startswith("error: EVALBOT_JUDGE_CACHE") and err.count("\n") == 1
+    assert out == "" and report is None
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_stops_every_job(sig: int, code: int, faulty: dict[str, str], tmp_path: Path) -> None:
+    """The real command in its own process; the signal sent to it alone: it ends, and so do its jobs."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    env = {**os.environ, **faulty, "JOBS_TEST_FAULT": "hang", "JOBS_TEST_PIDS": str(pids),
+           "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "evalbot.cli", "run", *EXAMPLE, "--jobs", "2", "--report",
+                             str(tmp_path / "r.json")], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert len(list(pids.iterdir())) == 2, proc.communicate(timeout=5)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, err
+    assert out == "" and not (tmp_path / "r.json").exists()
+    for pid in (int(p.name) for p in pids.iterdir()):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # ended and reaped
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("evalbot-jobs-")]
+
+
+def test_parts_of_many_eval_sets_merge_in_file_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Uneven cases over 5 eval sets and 4 jobs: the merged order is each file's, as one job writes it."""
+    evals, _, pr = write_suite(tmp_path / "suite", cases=41, sets=5)
+    _, _, _, report = _same_as_one_job([str(evals), "--actuals", str(pr)], tmp_path, capsys, (4,))
+    assert report is not None
+    ids = [c["eval_id"] for es in json.loads(report)["eval_sets"] for c in es["cases"]]
+    assert len(ids) == 41
