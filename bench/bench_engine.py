@@ -416,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     loads = results["loads"] = bench_loads(args.cases)
     print("  decoding one actual entry, CPU µs: " + "; ".join(
         f"{n} invocations ({r['brackets']:.0f} brackets) json.loads {r['json_us']:.1f}, jsonio.loads {r['jsonio_us']:.1f}"
-        f" (+{r['jsonio_us'] - r['json_us']:.1f})" for n, r in loads.items()))
+        f" ({r['jsonio_us'] - r['json_us']:+.1f})" for n, r in loads.items()))
     if not args.no_adk:
         adk = bench_adk(args.cases, args.repeat, args.adk_python)
         results["adk"] = adk
