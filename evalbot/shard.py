@@ -601,11 +601,18 @@ def _by_lines(data: bytes) -> Report | None:
 _EVAL_ID = re.compile(rb'\{"eval_id":("(?:[^"\\]|\\.)*")')
 
 
-def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream) -> tuple[Report, list[CaseKey]] | None:
+LineStream = Callable[[int, EvalSetReport, CaseResult, bytes], None]
+"""A CaseStream that also receives the case's line as its part holds it (``merge_streamed(lines=...)``)."""
+
+
+def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream, *,
+                   lines: LineStream | None = None) -> tuple[Report, list[CaseKey]] | None:
     """``merge_reports`` of the parts' bytes for a command that keeps no case: each case, validated as the Report
     model validates it, goes to ``stream`` in report order, and the merged report keeps none (its summaries,
     statuses and totals are tallied as the cases go); with it, the merged case list. A run of any size then holds
-    the parts' text and one case at a time, never every case's objects.
+    the parts' text and one case at a time, never every case's objects. ``lines``: instead of ``stream``, given
+    each case with its line's bytes as its part holds them (the parts of ``evalbot run --jobs``, written by this
+    run's own jobs, are copied rather than written anew; parts from elsewhere are always written anew).
 
     None when the parts cannot be merged this way: one is not laid out as shard jobs write them, or anything in one
     is invalid or does not merge. The caller then reads and merges them whole (``part_from_bytes``,
@@ -646,14 +653,18 @@ def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream) -> tu
             tally = CaseTally()
             for eval_id, _ in listed_set.cases:
                 text, start, end = found[(i, eval_id)]
+                piece = texts[text][start:end]
                 try:
-                    case = _case_of(texts[text][start:end])
+                    case = _case_of(piece)
                 except ValidationError:
                     return None
                 if case.eval_id != eval_id:  # a key given twice in the line: the last one counts
                     return None
                 tally.add(case)
-                stream(i, merged, case)
+                if lines is not None:
+                    lines(i, merged, case, piece)
+                else:
+                    stream(i, merged, case)
             merged.metrics = tally.summaries()
             _set_status(merged, shells, i, list(tally.statuses))
             eval_sets.append(merged)

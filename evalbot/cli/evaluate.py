@@ -120,12 +120,23 @@ class StreamedRun:
         self.gaps = GapTally()
 
     def __call__(self, index: int, es: EvalSetReport, case: CaseResult) -> None:
+        self._keep(index, es, case, None)
+
+    def add_line(self, index: int, es: EvalSetReport, case: CaseResult, line: bytes) -> None:
+        """As a call, with the case's JSON as a job of this run wrote and scrubbed it (``evalbot run --jobs``, whose
+        jobs have this run's environment and so its secrets): copied as it is, not written anew."""
+        self._keep(index, es, case, line)
+
+    def _keep(self, index: int, es: EvalSetReport, case: CaseResult, line: bytes | None) -> None:
         if self.spill is not None:
             span = self.spans.get(index)
             if span is None:
                 end = max((s[1] for s in self.spans.values()), default=0)
                 span = self.spans[index] = [end, end, 0]
-            data = scrub(case_line(span[2], case)).encode()
+            if line is None:
+                data = scrub(case_line(span[2], case)).encode()
+            else:  # case_line's separator, then the line
+                data = (b",\n" if span[2] else b"\n") + line
             try:
                 self.spill.write(data)
             except OSError as exc:

@@ -3,7 +3,8 @@
 The cases are split with the shard partition (:mod:`evalbot.shard`): job K is ``evalbot run ... --as-job K/N``,
 which scores the cases of ``--shard K/N`` and writes only its part of the report, into a private temporary folder.
 Once every job has written its part, the parts are merged streaming (``shard.merge_streamed``, as ``evalbot merge``
-does) into --report: the report, the console text and the exit code are those of one job, byte for byte.
+does: each case validated again for the tallies, its line copied as its job wrote it) into --report: the report, the
+console text and the exit code are those of one job, byte for byte.
 
 What is run-wide is shared, never multiplied: each job is given its share of --judge-concurrency (so the jobs never
 have more judge calls in flight together than the flag allows; there are never more jobs than that number) and its
@@ -243,7 +244,7 @@ def _merged(args: argparse.Namespace, parts: Sequence[Path], stack: contextlib.E
         raise EvalbotError(spill_problem(exc)) from None
     named = [(f"job {k}", part.read_bytes()) for k, part in enumerate(parts, start=1)]
     run = StreamedRun(spill)
-    streamed = merge_streamed(named, run)
+    streamed = merge_streamed(named, run, lines=run.add_line)
     if streamed is not None:
         del named
         return show_report(args, streamed[0], run)
