@@ -51,8 +51,9 @@ STOP_GRACE_S = 5.0
 """Seconds a job is given to end once asked (SIGTERM) before it is killed."""
 POLL_S = 0.02
 
-_KILLED = (signal.SIGKILL, signal.SIGTERM, signal.SIGHUP)
-"""Signals that end a job from outside (the out-of-memory killer, a cancelled CI job): not a bug of evalbot."""
+_KILLED = tuple(getattr(signal, name) for name in ("SIGKILL", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""Signals that end a job from outside (the out-of-memory killer, a cancelled CI job): not a bug of evalbot (those
+this system has)."""
 
 
 def notice(text: str) -> None:
