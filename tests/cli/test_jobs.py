@@ -262,3 +262,12 @@ def test_parts_of_many_eval_sets_merge_in_file_order(tmp_path: Path, capsys: pyt
     assert report is not None
     ids = [c["eval_id"] for es in json.loads(report)["eval_sets"] for c in es["cases"]]
     assert len(ids) == 41
+
+
+def test_without_report_the_console_is_one_jobs(capsys: pytest.CaptureFixture[str]) -> None:
+    """No --report: the jobs still write their parts (the parent merges them), the console and exit code are one
+    job's."""
+    capsys.readouterr()
+    one = main(["run", *EXAMPLE], env={}), capsys.readouterr()
+    many = main(["run", *EXAMPLE, "--jobs", "2"], env={}), capsys.readouterr()
+    assert many == one and one[0] == 1 and "FAIL" in one[1].out
