@@ -127,6 +127,11 @@ _ASCII_SPACED = bytes(ord(chr(c).lower()) if chr(c).isalnum() else 0x20 for c in
 """For pure-ASCII text: letters lowercased, digits kept, everything else a space (a bytes table: one C pass)."""
 
 
+def _ascii_words(text: str) -> list[str]:
+    """The words of a pure-ASCII text as ADK's tokenizer splits them, before stemming (one C pass and a split)."""
+    return text.encode("ascii").translate(_ASCII_SPACED).decode("ascii").split()
+
+
 def _spaced(text: str) -> str:
     # One C-level pass; the per-character rule runs once per distinct character (the hot path of a run).
     return text.translate(_CHARS)
@@ -139,12 +144,24 @@ class UnicodeTokenizer:
         """Split ``text`` into ROUGE tokens."""
         if text.isascii():
             # Same result as the general path: NFKC leaves ASCII unchanged and only [a-z0-9] survive _spaced.
-            return list(map(_STEMS.__getitem__, text.encode("ascii").translate(_ASCII_SPACED).decode("ascii").split()))
+            return list(map(_STEMS.__getitem__, _ascii_words(text)))
         words = _spaced(unicodedata.normalize("NFKC", text).lower()).split()
         return [_STEMS[word] if word.isascii() else word for word in words]
 
 
 _TOKENIZER = UnicodeTokenizer()
+
+
+def _count_tokens(counts: dict[str, int], text: str) -> int:
+    """Add the ROUGE tokens of ``text`` to ``counts``; how many there are. An ASCII text's words are counted as they
+    are stemmed (one token per word), without a list of its tokens."""
+    if text.isascii():
+        words = _ascii_words(text)
+        _count_elements(counts, map(_STEMS.__getitem__, words))
+        return len(words)
+    tokens = _TOKENIZER.tokenize(text)
+    _count_elements(counts, tokens)
+    return len(tokens)
 
 
 def rouge1_f(candidate: str, reference: str) -> float:
@@ -154,14 +171,12 @@ def rouge1_f(candidate: str, reference: str) -> float:
     summed in C: RougeScorer.score wraps each token in a 1-tuple and loops in Python, which costs more than the rest
     of the computation and changes nothing in the result.
     """
-    ref_tokens, cand_tokens = _TOKENIZER.tokenize(reference), _TOKENIZER.tokenize(candidate)
     ref: dict[str, int] = {}
     cand: dict[str, int] = {}
-    _count_elements(ref, ref_tokens)
-    _count_elements(cand, cand_tokens)
+    ref_count, cand_count = _count_tokens(ref, reference), _count_tokens(cand, candidate)
     overlap = sum(map(min, ref.values(), map(cand.get, ref, repeat(0))))
-    precision = overlap / max(len(cand_tokens), 1)
-    recall = overlap / max(len(ref_tokens), 1)
+    precision = overlap / max(cand_count, 1)
+    recall = overlap / max(ref_count, 1)
     # rouge-score's fmeasure, without importing rouge_score.scoring (numpy, for its bootstrap aggregation)
     return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 

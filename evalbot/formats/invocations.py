@@ -55,7 +55,10 @@ def content_text(content: Content | None) -> str:
     """ADK's text of a Content: texts of every part that has one (thought parts included), joined by newlines."""
     if content is None or not content.parts:
         return ""
-    return "\n".join(part.text for part in content.parts if part.text)
+    parts = content.parts
+    if len(parts) == 1:  # the usual single part, without a generator and a join
+        return parts[0].text or ""
+    return "\n".join(part.text for part in parts if part.text)
 
 
 def final_text(invocation: Invocation) -> str:
