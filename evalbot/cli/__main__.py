@@ -2,6 +2,6 @@
 
 import sys
 
-from evalbot.cli.commands import main
+from evalbot.cli.commands import entry
 
-sys.exit(main())
+sys.exit(entry())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import sys
@@ -79,5 +80,15 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return EXIT_INTERNAL
 
 
+def entry() -> int:
+    """The ``evalbot`` console script and ``python -m evalbot.cli``: :func:`main`, then what the command left alive
+    (a compared run's report and comparison, held until the end by the renders' reference cycles) is frozen out of
+    the cyclic collector, so the interpreter's exit neither walks nor frees it: the OS reclaims it (about 3 s of CPU
+    at 100,000 invocations). Output files are closed and the atexit hooks (the judge cache's writer) still run."""
+    code = main()
+    gc.freeze()
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())
