@@ -560,6 +560,46 @@ def case_status(statuses: Sequence[Status]) -> Status:
     return "not_evaluated"
 
 
+class VerdictView(Protocol):
+    """What the tallies read of one invocation's verdict (an InvocationScore, or a lighter decoding of it)."""
+
+    @property
+    def status(self) -> Status: ...
+    @property
+    def reason(self) -> str | None: ...
+
+
+class MetricView(Protocol):
+    """What the tallies (summaries, console, judge gaps) read of a criterion's verdict on a case (a MetricResult, or
+    a lighter decoding of its JSON: ``shard._tallied``)."""
+
+    @property
+    def status(self) -> Status: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def threshold(self) -> float | None: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def details(self) -> Mapping[str, Any] | None: ...
+    @property
+    def per_invocation(self) -> Sequence[VerdictView]: ...
+
+
+class CaseView(Protocol):
+    """What the tallies read of a case (a CaseResult, or a lighter decoding of its JSON: ``shard._tallied``)."""
+
+    @property
+    def eval_id(self) -> str: ...
+    @property
+    def status(self) -> Status: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def metrics(self) -> Mapping[str, MetricView]: ...
+
+
 class MetricTally:
     """A criterion's results over cases, gathered one at a time: what :func:`summarize_metric` computes."""
 
@@ -570,7 +610,7 @@ class MetricTally:
         self.scores: list[float] = []
         self.counts = dict.fromkeys(("passed", "failed", "not_evaluated", "error", "informational"), 0)
 
-    def add(self, result: MetricResult) -> None:
+    def add(self, result: MetricView) -> None:
         """Count one case's result."""
         if result.score is not None:
             self.scores.append(result.score)
@@ -606,7 +646,7 @@ class CaseTally:
         self.metrics: dict[str, MetricTally] = {}
         self.statuses: dict[Status, None] = {}
 
-    def add(self, case: CaseResult) -> None:
+    def add(self, case: CaseView) -> None:
         """Count one case (its verdict given)."""
         self.totals.count(case.status)
         self.statuses[case.status] = None

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+import msgspec
 from pydantic import Field, TypeAdapter, ValidationError
 
 from evalbot.compare.passrule import PROBLEM_PREFIX as PASS_RULE_PROBLEM
@@ -44,6 +45,7 @@ from evalbot.results import (
     CaseResult,
     CaseStream,
     CaseTally,
+    CaseView,
     CriterionUsage,
     EvalSetReport,
     JudgeUsage,
@@ -601,7 +603,46 @@ def _by_lines(data: bytes) -> Report | None:
 _EVAL_ID = re.compile(rb'\{"eval_id":("(?:[^"\\]|\\.)*")')
 
 
-LineStream = Callable[[int, EvalSetReport, CaseResult, bytes], None]
+class _TallyVerdict(msgspec.Struct):
+    """An invocation's verdict as the tallies read it (a VerdictView; the other keys are skipped, not built)."""
+
+    status: Status
+    reason: str | None = None
+
+
+class _TallyMetric(msgspec.Struct):
+    """A criterion's verdict on a case as the tallies read it (a MetricView; the other keys are skipped)."""
+
+    status: Status
+    score: float | None = None
+    threshold: float | None = None
+    reason: str | None = None
+    per_invocation: list[_TallyVerdict] = []
+    details: dict[str, Any] | None = None
+
+
+class _TallyCase(msgspec.Struct):
+    """A case as the tallies read it (a CaseView: summaries, statuses, totals, console, judge gaps)."""
+
+    eval_id: str
+    status: Status
+    reason: str | None = None
+    metrics: dict[str, _TallyMetric] = {}
+
+
+_TALLY = msgspec.json.Decoder(_TallyCase)
+
+
+def _tallied(piece: bytes) -> _TallyCase:
+    """A case line written by a job of this run (``evalbot run --jobs``: trusted as this process is), decoded only
+    as far as the tallies read it and not validated again; the rest of the line (its turns, the per-invocation
+    scores and details) is skipped, and copied as it is. The values are ``_case_of``'s: JSON numbers decode to the
+    same floats (correctly rounded) and ints, so the tallies add the same numbers in the same order. Raises
+    msgspec.MsgspecError when the line is not such a case."""
+    return _TALLY.decode(piece)
+
+
+LineStream = Callable[[int, EvalSetReport, CaseView, bytes], None]
 """A CaseStream that also receives the case's line as its part holds it (``merge_streamed(lines=...)``)."""
 
 
@@ -612,7 +653,9 @@ def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream, *,
     statuses and totals are tallied as the cases go); with it, the merged case list. A run of any size then holds
     the parts' text and one case at a time, never every case's objects. ``lines``: instead of ``stream``, given
     each case with its line's bytes as its part holds them (the parts of ``evalbot run --jobs``, written by this
-    run's own jobs, are copied rather than written anew; parts from elsewhere are always written anew).
+    run's own jobs into its private folder, are trusted as this process is: each case line is decoded only as far
+    as the tallies read it (``_tallied``), not validated again, and copied rather than written anew; parts from
+    elsewhere, untrusted, are always validated whole and written anew).
 
     None when the parts cannot be merged this way: one is not laid out as shard jobs write them, or anything in one
     is invalid or does not merge. The caller then reads and merges them whole (``part_from_bytes``,
@@ -655,8 +698,8 @@ def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream, *,
                 text, start, end = found[(i, eval_id)]
                 piece = texts[text][start:end]
                 try:
-                    case = _case_of(piece)
-                except ValidationError:
+                    case: CaseView = _case_of(piece) if lines is None else _tallied(piece)
+                except (ValidationError, msgspec.MsgspecError):
                     return None
                 if case.eval_id != eval_id:  # a key given twice in the line: the last one counts
                     return None
@@ -664,6 +707,7 @@ def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream, *,
                 if lines is not None:
                     lines(i, merged, case, piece)
                 else:
+                    assert isinstance(case, CaseResult)
                     stream(i, merged, case)
             merged.metrics = tally.summaries()
             _set_status(merged, shells, i, list(tally.statuses))

@@ -28,7 +28,16 @@ from evalbot.progress import terminal_progress
 from evalbot.redact import scrub
 from evalbot.render.console import ConsoleTally, render_text
 from evalbot.render.html import html_chunks, run_comparison
-from evalbot.results import CaseResult, CaseStream, EvalSetReport, Report, StreamedCases, case_line, write_report_json
+from evalbot.results import (
+    CaseResult,
+    CaseStream,
+    CaseView,
+    EvalSetReport,
+    Report,
+    StreamedCases,
+    case_line,
+    write_report_json,
+)
 
 
 def add_eval_args(parser: argparse.ArgumentParser) -> None:
@@ -122,18 +131,20 @@ class StreamedRun:
     def __call__(self, index: int, es: EvalSetReport, case: CaseResult) -> None:
         self._keep(index, es, case, None)
 
-    def add_line(self, index: int, es: EvalSetReport, case: CaseResult, line: bytes) -> None:
+    def add_line(self, index: int, es: EvalSetReport, case: CaseView, line: bytes) -> None:
         """As a call, with the case's JSON as a job of this run wrote and scrubbed it (``evalbot run --jobs``, whose
-        jobs have this run's environment and so its secrets): copied as it is, not written anew."""
+        jobs have this run's environment and so its secrets): copied as it is, not written anew; ``case`` is what
+        the tallies read of it (``shard.merge_streamed(lines=...)``)."""
         self._keep(index, es, case, line)
 
-    def _keep(self, index: int, es: EvalSetReport, case: CaseResult, line: bytes | None) -> None:
+    def _keep(self, index: int, es: EvalSetReport, case: CaseView, line: bytes | None) -> None:
         if self.spill is not None:
             span = self.spans.get(index)
             if span is None:
                 end = max((s[1] for s in self.spans.values()), default=0)
                 span = self.spans[index] = [end, end, 0]
             if line is None:
+                assert isinstance(case, CaseResult)
                 data = scrub(case_line(span[2], case)).encode()
             else:  # case_line's separator, then the line
                 data = (b",\n" if span[2] else b"\n") + line

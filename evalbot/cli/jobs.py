@@ -2,9 +2,12 @@
 
 The cases are split with the shard partition (:mod:`evalbot.shard`): job K is ``evalbot run ... --as-job K/N``,
 which scores the cases of ``--shard K/N`` and writes only its part of the report, into a private temporary folder.
-Once every job has written its part, the parts are merged streaming (``shard.merge_streamed``, as ``evalbot merge``
-does: each case validated again for the tallies, its line copied as its job wrote it) into --report: the report, the
-console text and the exit code are those of one job, byte for byte.
+Once every job has written its part, the parts are merged streaming (``shard.merge_streamed(lines=...)``) into
+--report: the parts are this run's own, written by its children into the private folder this process created (mode
+0700), so each case line is decoded only as far as the tallies read it (not validated again, as ``evalbot merge``
+validates the parts it is given) and copied as its job wrote it; the partition, the case list and the parts' other
+sections are checked as ``evalbot merge`` checks them. The report, the console text and the exit code are those of
+one job, byte for byte.
 
 What is run-wide is shared, never multiplied: each job is given its share of --judge-concurrency (so the jobs never
 have more judge calls in flight together than the flag allows; there are never more jobs than that number) and its

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from evalbot.results import CaseResult, EvalSetReport, Report
+from evalbot.results import CaseView, EvalSetReport, Report
 
 NO_JUDGE_MARK = "needs an LLM judge: "
 """What ``criteria.judged.unavailable`` puts in the reason of a criterion that had no judge to call."""
@@ -79,7 +79,7 @@ class GapTally:
         self.no_judge_reason: str | None = None
         self._judged: dict[int, set[str]] = {}
 
-    def add(self, index: int, es: EvalSetReport, case: CaseResult) -> None:
+    def add(self, index: int, es: EvalSetReport, case: CaseView) -> None:
         """Count the judged verdicts of one case of the ``index``-th eval set (a CaseStream)."""
         judged = self._judged.get(index)
         if judged is None:

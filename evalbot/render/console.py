@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evalbot.formats.numbers import score_text
 from evalbot.judges.usage import format_usage
-from evalbot.results import CaseResult, EvalSetReport, MetricResult, Report
+from evalbot.results import CaseView, EvalSetReport, MetricView, Report
 
 _MARK = {"passed": "PASS", "failed": "FAIL", "not_evaluated": "N/E", "error": "ERROR", "informational": "info"}
 
@@ -13,7 +13,7 @@ def _fmt(value: float | None) -> str:
     return score_text(value)
 
 
-def _failed(name: str, result: MetricResult) -> str:
+def _failed(name: str, result: MetricView) -> str:
     """``name score < threshold``; the sign follows the numbers (``failure`` and ``latency`` are maxima), and a
     metric that reports a value instead of a score (``latency``) shows its largest value."""
     shown = result.score
@@ -47,7 +47,7 @@ class ConsoleTally:
                 tally.add(index, es, case)
         return tally
 
-    def add(self, index: int, es: EvalSetReport, case: CaseResult) -> None:
+    def add(self, index: int, es: EvalSetReport, case: CaseView) -> None:
         """Count one case of the ``index``-th eval set (a CaseStream)."""
         self.cases[index] = self.cases.get(index, 0) + 1
         for name, result in case.metrics.items():
