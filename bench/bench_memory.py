@@ -56,7 +56,7 @@ def write_inputs(directory: str, invocations: int, baseline_run: bool) -> None:
 
 
 # Measures its one child: a wrapper of its own, so no other child of the bench (the input writer) counts.
-_MEASURE = (
+MEASURE = (
     "import json, resource, subprocess, sys, time\n"
     "t0 = time.perf_counter()\n"
     "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
@@ -73,7 +73,7 @@ def _cli(args: list[str]) -> dict[str, Any]:
     wrapper (a bare interpreter, ~10 MB) has one child, evalbot, whose peak is what it reports.
     """
     exe = Path(sys.executable).parent / "evalbot"  # the console script of this venv, else the one on PATH
-    cmd = [sys.executable, "-c", _MEASURE, str(exe) if exe.exists() else "evalbot", *args]
+    cmd = [sys.executable, "-c", MEASURE, str(exe) if exe.exists() else "evalbot", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     row: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
     if row.get("exit") not in (0, 1):

@@ -32,6 +32,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_memory import MEASURE  # noqa: E402  (the wrapper that reads one child's peak RSS)
 
 LATENCY_ENV = "EVALBOT_BENCH_TURN_LATENCY"
 TIMING_METRICS = ("invocation_duration_v1", "latency")
@@ -109,20 +112,11 @@ def agent_bound(tmp: Path, cases: int, latency: float, shards: int) -> dict[str,
 MERGE_TARGET_S = 5.0
 """Issue 28: `evalbot merge` of 4 parts, 100,000 invocations."""
 
-# Measures its one child: a bare wrapper, so neither the bench nor the scoring shards count in the peak RSS.
-_MEASURE = (
-    "import json, resource, subprocess, sys, time\n"
-    "t0 = time.perf_counter()\n"
-    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
-    "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-    "print(json.dumps({'exit': code, 'wall_s': time.perf_counter() - t0, 'cpu_s': ru.ru_utime + ru.ru_stime,\n"
-    "                  'peak_rss_mb': ru.ru_maxrss / 1024}))\n"  # Linux: KiB
-)
 
 
 def _measured(argv: list[str], env: dict[str, str]) -> dict[str, float]:
     """Wall time, CPU time (user + system) and peak RSS of one command, run by a bare wrapper process."""
-    done = subprocess.run([sys.executable, "-c", _MEASURE, *argv], cwd=ROOT, env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", MEASURE, *argv], cwd=ROOT, env=env, capture_output=True,
                           text=True, check=False)
     row: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else {}
     if row.get("exit") not in (0, 1):
