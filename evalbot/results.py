@@ -283,6 +283,11 @@ class Totals(StrictModel):
         if status != "informational":
             setattr(self, status, getattr(self, status) + 1)
 
+    def add(self, other: Totals) -> None:
+        """Add another set of counts (an eval set's tally) to these."""
+        for name in Totals.model_fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
 
 def _absent_if_zero(value: object) -> bool:
     return value == 0

@@ -310,8 +310,7 @@ class _Streamer:
             report.metrics = tally.summaries()
             if report.status != "error":
                 report.status = case_status(list(tally.statuses)) if tally.totals.cases else "not_evaluated"
-            for name in ("cases", "passed", "failed", "not_evaluated", "error"):
-                setattr(total, name, getattr(total, name) + getattr(tally.totals, name))
+            total.add(tally.totals)
         return total
 
 

@@ -712,8 +712,7 @@ def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream, *,
             merged.metrics = tally.summaries()
             _set_status(merged, shells, i, list(tally.statuses))
             eval_sets.append(merged)
-            for name in Totals.model_fields:
-                setattr(counted, name, getattr(counted, name) + getattr(tally.totals, name))
+            counted.add(tally.totals)
     keys = [(s.eval_set_id, eval_id) for s in info.eval_sets for eval_id, _ in s.cases]
     return _merged_report(shells, eval_sets, counted), keys
 
