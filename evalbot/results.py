@@ -686,7 +686,9 @@ def totals(eval_sets: Sequence[EvalSetReport]) -> Totals:
 CaseStream = Callable[[int, EvalSetReport, CaseResult], None]
 """Where a run that streams its cases sends each one once its verdict is final, instead of keeping it in the report:
 the eval set's index in the report, the eval set (its ``cases`` stay empty; its summaries and notices are not final
-yet) and the case. Cases arrive in report order: eval sets in order, each one's cases in order."""
+yet) and the case. Cases arrive in report order: eval sets in order, each one's cases in order. A case's turns may
+arrive unpacked (``PackedTurns(packed=False)``: writing the case out at once costs no packing); a stream that keeps
+the case calls ``case.turns.compact()``."""
 
 
 def case_line(index: int, case: CaseResult) -> str:

@@ -56,6 +56,15 @@ _SORTED = msgspec.json.Encoder(order="sorted")
 _FLOAT = re.compile(rb"[:,\[]-?[0-9]+(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)(?=[,\]}])")
 """A float as msgspec writes it in compact JSON, after a structural character (a string may match too: then json
 encodes the value, as it would anyway)."""
+_FLOAT_HINTS = (re.compile(rb"\.(?<=[0-9]\.)"), re.compile(rb"e(?<=[0-9]e)"), re.compile(rb"E(?<=[0-9]E)"))
+"""What every _FLOAT match holds: a digit followed by ``.``, ``e`` or ``E``. Each pattern starts with its literal,
+which the regex engine finds by a fast scan: the three take about half the time of _FLOAT on text without a float,
+where _FLOAT tries a match at every ``:``, ``,`` and ``[``."""
+
+
+def _may_hold_float(raw: bytes) -> bool:
+    """Whether ``raw`` (msgspec's compact JSON) may hold a float (_FLOAT then decides)."""
+    return any(hint.search(raw) is not None for hint in _FLOAT_HINTS) and _FLOAT.search(raw) is not None
 
 
 def _json_bytes(value: Any) -> bytes:
@@ -73,7 +82,7 @@ def canonical_json(value: Any) -> bytes:
         raw = _SORTED.encode(value)
     except (TypeError, ValueError):  # what msgspec cannot encode: json decides, as before
         return _json_bytes(value)
-    if _FLOAT.search(raw) is not None:
+    if _may_hold_float(raw):
         return _json_bytes(value)
     return msgspec.json.format(raw, indent=0)
 
@@ -210,7 +219,7 @@ def _score_case(
             "re-record the run or fix the eval case"
         )
         mismatch = CaseResult(eval_id=case.eval_id, status="error", reason=reason, fingerprint=fp, content=content)
-        mismatch.turns = PackedTurns(_case_turns(case_input))
+        mismatch.turns = PackedTurns(_case_turns(case_input), packed=False)
         return mismatch
     result = CaseResult(eval_id=case.eval_id, status="not_evaluated", fingerprint=fp, content=content)
     judged = False
@@ -229,7 +238,7 @@ def _score_case(
     # Turns are what reviewers read for cases that did not pass; a passing case without judged criteria is never
     # shown in detail (a judged one can be, as an inconclusive flip), so large runs do not carry its transcript.
     if judged or case_status([m.status for m in result.metrics.values()]) != "passed":
-        result.turns = PackedTurns(_case_turns(case_input))
+        result.turns = PackedTurns(_case_turns(case_input), packed=False)
     return result
 
 
@@ -287,6 +296,7 @@ class _Streamer:
 
     def add(self, index: int, report: EvalSetReport, case: CaseResult, waiting: bool) -> None:
         if waiting or self.held:
+            case.turns.compact()
             self.held.append((index, report, case))
         else:
             self._send(index, report, case)
@@ -351,6 +361,7 @@ def score_eval_set(
         before = len(pending)
         case = _score_case(loaded_case, loaded.eval_set_id, built, actuals, pending)
         if stream is None:
+            case.turns.compact()
             cases.append(case)
         else:
             stream[0].add(stream[1], report, case, len(pending) > before)

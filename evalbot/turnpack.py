@@ -141,11 +141,20 @@ class PackedTurns(Sequence[TurnView]):
     are (equal turns may pack to different bytes, e.g. arguments' keys in another order).
     """
 
-    __slots__ = ("_count", "_packed")
+    __slots__ = ("_count", "_packed", "_rows")
 
-    def __init__(self, rows: list[TurnRow] | None = None) -> None:
-        self._packed = pack(rows) if rows else None
+    def __init__(self, rows: list[TurnRow] | None = None, *, packed: bool = True) -> None:
+        """``packed=False`` keeps the rows as they are until :meth:`compact` packs them: a case written out at once
+        and dropped (``evalbot run`` streams its cases) never pays for packing and unpacking its turns."""
+        self._rows = rows if rows and not packed else None
+        self._packed = pack(rows) if rows and packed else None
         self._count = len(rows) if rows else 0
+
+    def compact(self) -> PackedTurns:
+        """Pack the rows kept by ``packed=False`` (what holding the case for long needs); this object."""
+        if self._rows is not None:
+            self._packed, self._rows = pack(self._rows), None
+        return self
 
     @classmethod
     def of(cls, views: Iterable[TurnView]) -> PackedTurns:
@@ -153,7 +162,9 @@ class PackedTurns(Sequence[TurnView]):
         return cls([row_of(v) for v in views])
 
     def rows(self) -> list[TurnRow]:
-        """The turns' rows (new objects)."""
+        """The turns' rows (new objects once packed; the rows given, not yet packed)."""
+        if self._rows is not None:
+            return list(self._rows)
         return unpack(self._packed) if self._packed is not None else []
 
     def __len__(self) -> int:
@@ -170,7 +181,8 @@ class PackedTurns(Sequence[TurnView]):
         return list(self)[index]
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, PackedTurns) and self._packed == other._packed:
+        if (isinstance(other, PackedTurns) and self._rows is None and other._rows is None
+                and self._packed == other._packed):
             return True
         if isinstance(other, Sequence) and not isinstance(other, str | bytes):
             return list(self) == list(other)

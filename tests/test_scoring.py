@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from evalbot import scoring
 from evalbot.criteria import INFORMATIONAL
 from evalbot.criteria.base import BuildContext, CaseInput
 from evalbot.formats.actuals import Actuals
@@ -329,6 +330,15 @@ def test_canonical_json_escapes_every_character_as_json_does() -> None:
         assert canonical_json(value) == json.dumps(value, sort_keys=True, ensure_ascii=False).encode()
 
 
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet='0123456789.eE+-:,[]{}"ax ', max_size=40))
+def test_float_hints_never_miss_a_float(text: str) -> None:
+    """The literal prefilter in front of _FLOAT decides exactly as _FLOAT alone, on text dense in digits, dots,
+    exponents and structure."""
+    raw = text.encode()
+    assert scoring._may_hold_float(raw) == (scoring._FLOAT.search(raw) is not None)
+
+
 def _float_fields(model: Any, seen: set[Any]) -> set[str]:
     """Every field typed float reachable from a pydantic model (the oracle for scoring._timed)."""
     import typing
@@ -404,3 +414,33 @@ def test_broken_files_do_not_stop_the_good_one(write: Writer, tmp_path: Path) ->
         ("broken_actual.json", "expected actual runs: an ADK EvalSetResult (with 'eval_case_results') or an object "
                                "mapping eval_id to a list of invocations"),
     ]
+
+
+def test_turns_are_packed_where_cases_are_kept_and_left_loose_for_a_stream() -> None:
+    """A case kept in the report, or held back in a stream behind a judged one, keeps its turns packed; a case
+    streamed out at once arrives with its rows unpacked (written and dropped, it never pays for packing)."""
+
+    @dataclass(frozen=True)
+    class Fails:
+        name: str = "fails"
+        threshold: float | None = 0.5
+        judged: frozenset[str] = frozenset()
+
+        async def _score(self) -> MetricResult:
+            return MetricResult(score=0.0, status="failed", threshold=0.5)
+
+        def evaluate(self, case: CaseInput) -> Any:
+            if case.case.eval_id in self.judged:
+                return self._score()
+            return MetricResult(score=0.0, status="failed", threshold=0.5)
+
+    kept = score_run([_loaded(("a", 2))], _actuals(("a", 2)), criteria=_only(Fails()))
+    assert kept.eval_sets[0].cases[0].turns._rows is None and kept.eval_sets[0].cases[0].turns._packed
+    streamed: dict[str, tuple[bool, int]] = {}
+
+    def stream(index: int, es: Any, case: CaseResult) -> None:
+        streamed[case.eval_id] = (case.turns._rows is None, len(case.turns))
+
+    score_run([_loaded(("a", 2), ("j", 1), ("b", 1))], _actuals(("a", 2), ("j", 1), ("b", 1)),
+              criteria=_only(Fails(judged=frozenset({"j"}))), stream=stream)
+    assert streamed == {"a": (False, 2), "j": (True, 1), "b": (True, 1)}

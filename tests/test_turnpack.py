@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from evalbot.results import CaseResult, EvalSetReport, Report, ToolCallView, TurnView, write_report_json
-from evalbot.turnpack import PackedTurns, TurnRow, pack, unpack
+from evalbot.turnpack import PackedTurns, TurnRow, pack, row_of, unpack
 
 ARGS: dict[str, Any] = {"id": "8858", "count": 3, "ratio": 0.5, "ok": None,
                         "filters": {"active": False, "tags": ["room", "日本語", ""]}}
@@ -38,6 +38,20 @@ def test_unmarshallable_rows_are_kept_as_they_are() -> None:
     rows: list[TurnRow] = [("t1", "hi", None, "no", None, [("f", {"x": odd})])]
     packed = pack(rows)
     assert packed is rows and unpack(packed)[0][5][0][1]["x"] is odd
+
+
+def test_unpacked_turns_read_serialise_and_compare_as_packed_ones() -> None:
+    """Turns kept as rows until compact() (what a streamed run writes out at once) read, serialise and compare as
+    the packed ones; compact() packs them and they stay equal."""
+    rows = [row_of(_turn()), row_of(_turn(expected=False))]
+    loose, packed = PackedTurns(list(rows), packed=False), PackedTurns(list(rows))
+    assert loose == packed and packed == loose and list(loose) == [_turn(), _turn(expected=False)]
+    assert loose.rows() == rows and loose.rows() is not loose.rows() and len(loose) == 2
+    as_case = [CaseResult(eval_id="c", status="failed", turns=t).model_dump_json() for t in (loose, packed)]
+    assert as_case[0] == as_case[1]
+    assert loose.compact() is loose and loose == packed and loose.rows() == rows
+    other = PackedTurns([row_of(_turn(args={"id": "other"}))], packed=False)
+    assert other != packed and packed != other and PackedTurns([], packed=False) == PackedTurns()
 
 
 def test_case_turns_assign_read_and_json_round_trip() -> None:
