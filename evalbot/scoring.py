@@ -9,7 +9,7 @@ import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,7 @@ from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import EvalCase, FunctionCall, Invocation
 from evalbot.formats.invocations import final_text, tool_calls, user_text
 from evalbot.formats.jsonio import gc_paused
-from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
+from evalbot.formats.loaded import CaseNotes, LoadedCase, LoadedEvalSet
 from evalbot.progress import Progress
 from evalbot.results import (
     CaseResult,
@@ -354,8 +354,7 @@ def score_eval_set(
         errors=errors,
         criteria=infos,
     )
-    extra_keys: dict[str, str] = {}
-    rubric_types: set[str | None] = set()
+    notes = loaded.notes if loaded.notes is not None else CaseNotes()
     cases = report.cases
     for loaded_case in loaded.cases:
         before = len(pending)
@@ -366,11 +365,11 @@ def score_eval_set(
         else:
             stream[0].add(stream[1], report, case, len(pending) > before)
         if loaded_case.case is not None:
-            note_case(loaded_case.case, loaded_case.eval_id, extra_keys, rubric_types)
+            note_case(loaded_case.case, loaded_case.eval_id, notes.extra_keys, notes.rubric_types)
         loaded_case.release()  # a case parsed on demand from a large file is not kept once scored
         if scored is not None:
             scored(len(pending) > before)
-    notices += (case_notices(loaded, extra_keys, rubric_types) if loaded.case_notices is None
+    notices += (case_notices(loaded, notes.extra_keys, notes.rubric_types) if loaded.case_notices is None
                 else loaded.case_notices)
     report.notices = notices
     return report
@@ -419,9 +418,18 @@ def _dataset_columns(
 def case_notices(loaded: LoadedEvalSet, extra_keys: Mapping[str, str], rubric_types: set[str | None]) -> list[str]:
     """The notices about an eval set's cases, found over all of them: unknown keys (``extra_keys``: key -> the
     first case holding it) and rubric types no configured criterion reads."""
-    configured = {spec.name for spec in loaded.config.criteria}
-    return [*unknown_case_key_notices(loaded.path, extra_keys),
-            *unused_rubric_notices(loaded.path, rubric_types, configured)]
+    return notices_of_cases(loaded.path, configured_criteria(loaded), extra_keys, rubric_types)
+
+
+def configured_criteria(loaded: LoadedEvalSet) -> list[str]:
+    """The names of the criteria an eval set's config asks for (what reads its rubrics)."""
+    return [spec.name for spec in loaded.config.criteria]
+
+
+def notices_of_cases(path: str, configured: Iterable[str], extra_keys: Mapping[str, str],
+                     rubric_types: set[str | None]) -> list[str]:
+    """``case_notices`` of the eval set at ``path`` whose config asks for the criteria named ``configured``."""
+    return [*unknown_case_key_notices(path, extra_keys), *unused_rubric_notices(path, rubric_types, set(configured))]
 
 
 def note_case(case: EvalCase, eval_id: str, extra_keys: dict[str, str], rubric_types: set[str | None]) -> None:

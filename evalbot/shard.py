@@ -35,7 +35,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from evalbot.compare.passrule import PROBLEM_PREFIX as PASS_RULE_PROBLEM
 from evalbot.errors import EvalbotError, InputError, json_pointer
 from evalbot.formats.jsonio import gc_paused
-from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
+from evalbot.formats.loaded import CaseNotes, LoadedCase, LoadedEvalSet
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL, Usage
 from evalbot.judges.usage import UsageLedger
 from evalbot.render.template_files import read_regular_file
@@ -60,7 +60,7 @@ from evalbot.results import (
     summarize_cases,
     totals,
 )
-from evalbot.scoring import case_notices, note_case
+from evalbot.scoring import case_notices, configured_criteria, note_case, notices_of_cases
 
 CaseKey = tuple[str, str]
 """(eval_set_id, eval_id): what the partition is keyed by."""
@@ -184,6 +184,25 @@ def shard_eval_sets(eval_sets: Sequence[LoadedEvalSet], run: Plan, shard: Shard)
         mine = tuple(case for case, (eval_id, _) in zip(loaded.cases, listed.cases, strict=True)
                      if run.assignment[(loaded.eval_set_id, eval_id)] == shard.index)
         out.append(replace(loaded, cases=mine, case_notices=notices))
+    return out
+
+
+def job_eval_sets(eval_sets: Sequence[LoadedEvalSet], job: Shard) -> list[LoadedEvalSet]:
+    """The eval sets as job ``job.index`` of ``evalbot run --jobs N`` scores them: one contiguous run of the run's
+    cases in file order (N runs of as many cases as can be, the later ones longer by one), so the parent joins the
+    parts in job order into the cases of one job. Nothing is parsed to choose them (``plan`` parses every case):
+    each eval set keeps its loaded cases in its share, gives no case notices of its own (``case_notices`` empty) and
+    notes what they are made of over its cases (``notes``), which the parent joins (``merge_job_parts``). This
+    partition is private to one run; ``--shard K/N`` keeps ``plan``'s, which every job of a sharded CI run
+    recomputes and the merge checks."""
+    total = sum(len(loaded.cases) for loaded in eval_sets)
+    first, last = total * (job.index - 1) // job.count, total * job.index // job.count
+    out: list[LoadedEvalSet] = []
+    at = 0
+    for loaded in eval_sets:
+        mine = loaded.cases[max(0, first - at): max(0, last - at)]
+        out.append(replace(loaded, cases=mine, case_notices=(), notes=CaseNotes()))
+        at += len(loaded.cases)
     return out
 
 
@@ -643,19 +662,15 @@ def _tallied(piece: bytes) -> _TallyCase:
 
 
 LineStream = Callable[[int, EvalSetReport, CaseView, bytes], None]
-"""A CaseStream that also receives the case's line as its part holds it (``merge_streamed(lines=...)``)."""
+"""A CaseStream that also receives the case's line as its part holds it (``merge_job_parts``)."""
 
 
-def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream, *,
-                   lines: LineStream | None = None) -> tuple[Report, list[CaseKey]] | None:
+def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream) -> tuple[Report, list[CaseKey]] | None:
     """``merge_reports`` of the parts' bytes for a command that keeps no case: each case, validated as the Report
     model validates it, goes to ``stream`` in report order, and the merged report keeps none (its summaries,
     statuses and totals are tallied as the cases go); with it, the merged case list. A run of any size then holds
-    the parts' text and one case at a time, never every case's objects. ``lines``: instead of ``stream``, given
-    each case with its line's bytes as its part holds them (the parts of ``evalbot run --jobs``, written by this
-    run's own jobs into its private folder, are trusted as this process is: each case line is decoded only as far
-    as the tallies read it (``_tallied``), not validated again, and copied rather than written anew; parts from
-    elsewhere, untrusted, are always validated whole and written anew).
+    the parts' text and one case at a time, never every case's objects. The parts are untrusted: each case is
+    validated whole (``evalbot run --jobs`` merges its own jobs' parts with ``merge_job_parts``).
 
     None when the parts cannot be merged this way: one is not laid out as shard jobs write them, or anything in one
     is invalid or does not merge. The caller then reads and merges them whole (``part_from_bytes``,
@@ -698,23 +713,126 @@ def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream, *,
                 text, start, end = found[(i, eval_id)]
                 piece = texts[text][start:end]
                 try:
-                    case: CaseView = _case_of(piece) if lines is None else _tallied(piece)
-                except (ValidationError, msgspec.MsgspecError):
+                    case = _case_of(piece)
+                except ValidationError:
                     return None
                 if case.eval_id != eval_id:  # a key given twice in the line: the last one counts
                     return None
                 tally.add(case)
-                if lines is not None:
-                    lines(i, merged, case, piece)
-                else:
-                    assert isinstance(case, CaseResult)
-                    stream(i, merged, case)
+                stream(i, merged, case)
             merged.metrics = tally.summaries()
             _set_status(merged, shells, i, list(tally.statuses))
             eval_sets.append(merged)
             counted.add(tally.totals)
     keys = [(s.eval_set_id, eval_id) for s in info.eval_sets for eval_id, _ in s.cases]
     return _merged_report(shells, eval_sets, counted), keys
+
+
+class _SetNotes(msgspec.Struct, forbid_unknown_fields=True):
+    """One eval set's notes from one job: how many cases it scored and what their notices are made of."""
+
+    path: str
+    cases: int
+    configured: list[str]
+    extra_keys: list[tuple[str, str]]
+    rubric_types: list[str | None]
+
+
+class _JobNotes(msgspec.Struct, forbid_unknown_fields=True):
+    eval_sets: list[_SetNotes]
+
+
+_NOTES = msgspec.json.Decoder(_JobNotes)
+
+
+def job_notes(eval_sets: Sequence[LoadedEvalSet]) -> bytes:
+    """What a job of ``run --jobs`` sends its parent beside its part (JSON): per eval set of ``job_eval_sets``, once
+    scored, the number of its cases and its case notes."""
+    sets = []
+    for loaded in eval_sets:
+        notes = loaded.notes if loaded.notes is not None else CaseNotes()
+        types = sorted(notes.rubric_types, key=lambda t: (t is not None, t or ""))
+        sets.append(_SetNotes(loaded.path, len(loaded.cases), configured_criteria(loaded),
+                              list(notes.extra_keys.items()), types))
+    return msgspec.json.encode(_JobNotes(sets))
+
+
+def _job_part(name: str, data: bytes) -> tuple[Report, list[list[tuple[int, int]]]]:
+    """A job's part without its cases, and where each eval set's case lines are in ``data``, in order."""
+    split = _split(data)
+    if split is None:  # no case line: a job without cases (more jobs than cases), validated whole
+        report = Report.model_validate_json(data)
+        if any(es.cases for es in report.eval_sets):
+            raise MergeError(f"{name}: its cases are not written one per line")
+        return report, [[] for _ in report.eval_sets]
+    skeleton, spans = split
+    at = iter(spans)
+    return (_with_cases(skeleton, ([] for _ in skeleton.eval_sets)),
+            [[next(at) for _ in es.cases] for es in skeleton.eval_sets])
+
+
+def merge_job_parts(parts: Sequence[tuple[str, bytes, bytes]], lines: LineStream) -> Report:
+    """The report of ``evalbot run --jobs N`` from its jobs' parts and notes (``(name, part, notes)`` each, in job
+    order; see ``job_eval_sets``), each case given to ``lines`` with its line's bytes in report order; the report
+    keeps no case. The parts are the run's own, written by its children into its private folder: each case line is
+    decoded only as far as the tallies read it (``_tallied``) and copied as its job wrote it, each eval set's cases
+    are job 1's, then job 2's..., and its case notices are made from the jobs' notes joined in that order (the
+    unknown keys' first cases, the rubric types seen), as one job makes them over all the cases. Anything that does
+    not fit (the jobs disagree about an eval set, a part holds other cases than its notes say) raises MergeError:
+    a bug, never an input error, as is a part or notes that do not decode."""
+    try:
+        return _merge_job_parts(parts, lines)
+    except (ValidationError, msgspec.MsgspecError) as exc:
+        raise MergeError(f"a part or its notes do not decode: {exc}") from None
+
+
+def _merge_job_parts(parts: Sequence[tuple[str, bytes, bytes]], lines: LineStream) -> Report:
+    shells: list[tuple[str, Report]] = []
+    texts: list[bytes] = []
+    spans: list[list[list[tuple[int, int]]]] = []
+    notes: list[_JobNotes] = []
+    for name, data, raw_notes in parts:
+        shell, where = _job_part(name, data)
+        noted = _NOTES.decode(raw_notes)
+        listed = [(es.path, len(cases)) for es, cases in zip(shell.eval_sets, where, strict=True)]
+        if [(n.path, n.cases) for n in noted.eval_sets] != listed:
+            raise MergeError(f"{name}: its cases are not those its notes list")
+        shells.append((name, shell))
+        texts.append(data)
+        spans.append(where)
+        notes.append(noted)
+    if not parts:
+        raise MergeError("no part to merge")
+    fix = "a bug: please report it"
+    _agree(shells, "evalbot versions", lambda r: r.evalbot_version, fix)
+    _agree(shells, "eval sets", lambda r: [_set_fields(es) for es in r.eval_sets], fix)
+    if any([s.configured for s in n.eval_sets] != [s.configured for s in notes[0].eval_sets] for n in notes):
+        raise MergeError(f"the jobs' notes have different configs; {fix}")
+    eval_sets = []
+    counted = Totals()
+    with gc_paused():
+        for i in range(len(shells[0][1].eval_sets)):
+            merged = _merged_set(shells, i)
+            extra_keys: dict[str, str] = {}
+            rubric_types: set[str | None] = set()
+            for noted in notes:
+                for key, eval_id in noted.eval_sets[i].extra_keys:
+                    extra_keys.setdefault(key, eval_id)
+                rubric_types.update(noted.eval_sets[i].rubric_types)
+            merged.notices = [*merged.notices, *notices_of_cases(merged.path, notes[0].eval_sets[i].configured,
+                                                                 extra_keys, rubric_types)]
+            tally = CaseTally()
+            for text, where in zip(texts, spans, strict=True):
+                for start, end in where[i]:
+                    piece = text[start:end]
+                    case = _tallied(piece)
+                    tally.add(case)
+                    lines(i, merged, case, piece)
+            merged.metrics = tally.summaries()
+            _set_status(merged, shells, i, list(tally.statuses))
+            eval_sets.append(merged)
+            counted.add(tally.totals)
+    return _merged_report(shells, eval_sets, counted)
 
 
 _BOM = b"\xef\xbb\xbf"

@@ -134,7 +134,7 @@ class StreamedRun:
     def add_line(self, index: int, es: EvalSetReport, case: CaseView, line: bytes) -> None:
         """As a call, with the case's JSON as a job of this run wrote and scrubbed it (``evalbot run --jobs``, whose
         jobs have this run's environment and so its secrets): copied as it is, not written anew; ``case`` is what
-        the tallies read of it (``shard.merge_streamed(lines=...)``)."""
+        the tallies read of it (``shard.merge_job_parts``)."""
         self._keep(index, es, case, line)
 
     def _keep(self, index: int, es: EvalSetReport, case: CaseView, line: bytes | None) -> None:
@@ -176,21 +176,21 @@ class StreamedRun:
 
 
 def run_streamed(args: argparse.Namespace, env: Mapping[str, str], *, request_base: int = 0,
-                 part_only: bool = False) -> int:
+                 part_only: bool = False, inputs: pipeline.Inputs | None = None) -> int:
     """``evalbot run`` without ``--html``: the cases are streamed out of the report as they are scored (written to a
     temporary file when ``--report`` is asked, then copied into it after the eval sets' summaries) so the run's
     memory does not grow with its cases. The report file is the same, byte for byte.
 
     ``part_only``: one job of ``evalbot run --jobs N`` (``cli.jobs``), which writes its part of the report and
     nothing else (exit 0 once it is written; the parent merges the parts, prints and decides the exit code);
-    ``request_base``: its share of the judge request cap."""
+    ``request_base``: its share of the judge request cap; ``inputs``: its eval sets, loaded."""
     try:
         spill = tempfile.TemporaryFile() if args.report else None
     except OSError as exc:
         raise EvalbotError(spill_problem(exc)) from None
     with spill if spill is not None else contextlib.nullcontext():
         run = StreamedRun(spill)
-        report = evaluate_args(args, env, stream=run, request_base=request_base)
+        report = evaluate_args(args, env, inputs, stream=run, request_base=request_base)
         if part_only:
             write_report(report, args.report, streamed=run)
             return EXIT_OK

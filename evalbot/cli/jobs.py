@@ -1,13 +1,14 @@
 """``evalbot run --jobs N``: one run's cases scored by N processes of this interpreter, merged into one report.
 
-The cases are split with the shard partition (:mod:`evalbot.shard`): job K is ``evalbot run ... --as-job K/N``,
-which scores the cases of ``--shard K/N`` and writes only its part of the report, into a private temporary folder.
-Once every job has written its part, the parts are merged streaming (``shard.merge_streamed(lines=...)``) into
---report: the parts are this run's own, written by its children into the private folder this process created (mode
-0700), so each case line is decoded only as far as the tallies read it (not validated again, as ``evalbot merge``
-validates the parts it is given) and copied as its job wrote it; the partition, the case list and the parts' other
-sections are checked as ``evalbot merge`` checks them. The report, the console text and the exit code are those of
-one job, byte for byte.
+Job K is ``evalbot run ... --as-job K/N``: it reads the inputs, scores the K-th of N runs of consecutive cases
+(``shard.job_eval_sets``: chosen from the loaded case list, no case parsed; not ``--shard K/N``'s partition, which
+parses every case to balance invocations) and writes its part of the report and its notes (its cases' count and
+what their notices are made of: ``shard.job_notes``) into a private temporary folder. Once every job has written
+them, the parts are joined in job order, streaming (``shard.merge_job_parts``), into --report: they are this run's
+own, written by its children into the private folder this process created (mode 0700), so each case line is decoded
+only as far as the tallies read it (not validated again, as ``evalbot merge`` validates the parts it is given) and
+copied as its job wrote it, and the eval sets' case notices are made from the jobs' notes as one job makes them over
+all its cases. The report, the console text and the exit code are those of one job, byte for byte.
 
 What is run-wide is shared, never multiplied: each job is given its share of --judge-concurrency (so the jobs never
 have more judge calls in flight together than the flag allows; there are never more jobs than that number) and its
@@ -31,16 +32,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
 from evalbot.cli.agent import wants_agent
 from evalbot.cli.evaluate import StreamedRun, run_streamed, show_report, spill_problem
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError
-from evalbot.pipeline import BASE_REQUESTS
+from evalbot.pipeline import BASE_REQUESTS, load_inputs
 from evalbot.redact import scrub
-from evalbot.shard import MergeError, loading_parts, merge_reports, merge_streamed, part_from_bytes
+from evalbot.shard import MergeError, job_eval_sets, job_notes, merge_job_parts
 
 FORWARDED = ("paths", "actuals", "config", "judge_concurrency", "judge_cache", "judge_replay", "judge_timeout",
              "judge_deadline", "sampling", "verbose")
@@ -120,14 +121,24 @@ def job_command(args: argparse.Namespace, index: int, count: int, part: Path) ->
 
 
 def run_as_job(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """``evalbot run --as-job K/N`` (hidden; what ``run_jobs`` starts): score the cases of shard K/N and write its
-    part of the report to --report, with the job's share of the judge request cap; print nothing else."""
+    """``evalbot run --as-job K/N`` (hidden; what ``run_jobs`` starts): score the K-th of N runs of the cases
+    (``shard.job_eval_sets``) with the job's share of the judge request cap, write its part of the report to
+    --report and its notes beside it (``notes_path``); print nothing else."""
     if args.shard is not None or args.jobs > 1 or wants_agent(args) or args.html or not args.report:
         raise ConfigError("--as-job K/N is one job of `evalbot run --jobs N`, which starts it: it takes --report "
                           "PART.json and the scoring options only; use --jobs N")
-    args.shard = args.as_job
-    return run_streamed(args, env, request_base=share(BASE_REQUESTS, args.shard.index, args.shard.count),
-                        part_only=True)
+    job = args.as_job
+    inputs = load_inputs(args.paths, config=args.config)
+    mine = job_eval_sets(inputs.eval_sets, job)
+    code = run_streamed(args, env, request_base=share(BASE_REQUESTS, job.index, job.count), part_only=True,
+                        inputs=replace(inputs, eval_sets=mine))
+    notes_path(Path(args.report)).write_bytes(job_notes(mine))
+    return code
+
+
+def notes_path(part: Path) -> Path:
+    """Where a job writes its notes (``shard.job_notes``) beside its part."""
+    return part.with_name(part.stem + ".notes.json")
 
 
 @dataclass
@@ -218,7 +229,7 @@ def _text(job: _Job) -> str:
 def _failure(job: _Job, count: int) -> int:
     """Report the job that failed; the run's exit code."""
     code = job.proc.returncode
-    which = f"job {job.index} of {count} (--jobs {count}: the cases of shard {job.index}/{count})"
+    which = f"job {job.index} of {count} (--jobs {count}: the {_nth(job.index)} of {count} runs of the cases)"
     if code == EXIT_INVALID_INPUT:  # an input error: every job meets it, shown as one job shows it
         sys.stderr.write(_text(job))
         return EXIT_INVALID_INPUT
@@ -236,6 +247,11 @@ def _failure(job: _Job, count: int) -> int:
     return EXIT_INTERNAL
 
 
+def _nth(index: int) -> str:
+    suffix = "th" if 10 <= index % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(index % 10, "th")
+    return f"{index}{suffix}"
+
+
 class JobsMergeError(RuntimeError):
     """The jobs' parts do not merge: a bug (exit 70), never an input error."""
 
@@ -246,18 +262,11 @@ def _merged(args: argparse.Namespace, parts: Sequence[Path], stack: contextlib.E
         spill = stack.enter_context(tempfile.TemporaryFile()) if args.report else None
     except OSError as exc:
         raise EvalbotError(spill_problem(exc)) from None
-    named = [(f"job {k}", part.read_bytes()) for k, part in enumerate(parts, start=1)]
+    named = [(f"job {k}", part.read_bytes(), notes_path(part).read_bytes()) for k, part in enumerate(parts, start=1)]
     run = StreamedRun(spill)
-    streamed = merge_streamed(named, run, lines=run.add_line)
-    if streamed is not None:
-        del named
-        return show_report(args, streamed[0], run)
-    # Not mergeable case line by case line (a part without cases: more jobs than cases, or no case scored):
-    # the whole merge, as `evalbot merge` falls back to it.
-    with loading_parts():
-        try:
-            report = merge_reports([(name, part_from_bytes(data, name)) for name, data in named])
-        except (MergeError, EvalbotError) as exc:
-            raise JobsMergeError(f"the parts of the jobs do not merge: {exc}") from None
+    try:
+        report = merge_job_parts(named, run.add_line)
+    except MergeError as exc:
+        raise JobsMergeError(f"the parts of the jobs do not merge: {exc}") from None
     del named
-    return show_report(args, report)
+    return show_report(args, report, run)

@@ -61,6 +61,17 @@ class LoadedCase:
         return f"LoadedCase({self.eval_id!r}, case={self.case!r}, error={self.error!r}, actual={self.actual!r})"
 
 
+@dataclass
+class CaseNotes:
+    """What an eval set's case notices are made of, noted over the cases scored (``scoring.note_case``): each
+    unknown case key with the first case holding it, in the order found, and every rubric type seen (None: untyped).
+    A job of ``evalbot run --jobs N`` scores some of the cases and sends its notes to the parent, which joins them
+    in case order into the notices one job gives."""
+
+    extra_keys: dict[str, str] = field(default_factory=dict)
+    rubric_types: set[str | None] = field(default_factory=set)
+
+
 @dataclass(frozen=True)
 class LoadedEvalSet:
     """One eval set file: its id, cases, config and any file-level problems."""
@@ -75,6 +86,9 @@ class LoadedEvalSet:
     case_notices: tuple[str, ...] | None = None
     """The notices about unknown keys of the cases when they were found before scoring (a shard scores only some of
     the cases, but reports the whole set's notices); None: found while scoring."""
+    notes: CaseNotes | None = None
+    """Where scoring records what the case notices are made of, over the cases it scores (a job of ``run --jobs``
+    sends them to its parent); None: kept by scoring for its own notices only."""
     columns: tuple[str, ...] | None = None
     """A Vertex dataset's columns (None for other formats)."""
     own_runs: frozenset[str] = frozenset()

@@ -207,7 +207,7 @@ def faulty(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("fault", "code", "said"), [
-    ("kill", 3, "evalbot: could not measure: job 2 of 2 (--jobs 2: the cases of shard 2/2) was killed (SIGKILL"),
+    ("kill", 3, "evalbot: could not measure: job 2 of 2 (--jobs 2: the 2nd of 2 runs of the cases) was killed (SIGKILL"),
     ("abort", 70, "evalbot: internal error (a bug: please report it; -v shows the traceback): job 2 of 2"),
     ("bug", 70, "RuntimeError: boom in a job"),
 ])
@@ -271,3 +271,80 @@ def test_without_report_the_console_is_one_jobs(capsys: pytest.CaptureFixture[st
     one = main(["run", *EXAMPLE], env={}), capsys.readouterr()
     many = main(["run", *EXAMPLE, "--jobs", "2"], env={}), capsys.readouterr()
     assert many == one and one[0] == 1 and "FAIL" in one[1].out
+
+
+# --- the partition of --jobs: contiguous runs of cases, nothing parsed to choose them ----------------------------
+
+def _rubric(rid: str, kind: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"rubric_id": rid, "rubric_content": {"text_property": f"Property {rid}."}}
+    if kind is not None:
+        out["type"] = kind
+    return out
+
+
+def _hostile_suite(tmp_path: Path, write: Any) -> list[str]:
+    """Eval sets whose case ids, notices and errors a partition that parses nothing must still report as one job:
+    ids empty or given twice (``eval_id`` and ``evalId``) or duplicated, unknown keys and rubric types in some cases
+    only (the same unknown key in cases that land in different jobs: the first one is named), invalid cases, an
+    eval set without cases, one with one case, an unreadable one, and cases without actuals."""
+    def good(eval_id: str, **extra: Any) -> dict[str, Any]:
+        return case(eval_id, inv(f"q {eval_id}", "the reference answer"), **extra)
+
+    a = [good(""), good("a1", colour="red"), {**good("a2"), "evalId": "a2-camel"}, good("a3"),
+         good("a1"),  # duplicate: skipped with an error
+         {"eval_id": "bad", "conversation": "not a list"},  # invalid: an error case
+         good("", rubrics=[_rubric("r1", "TRAJECTORY_QUALITY")]), good("a4", colour="blue", shape="round"),
+         {"evalId": "camel-only", "conversation": [inv("q camel-only", "the reference answer")]},
+         good("a5", rubrics=[_rubric("r2", None), _rubric("r3", "SOMETHING_ELSE")]), good("no-actual"),
+         good("a6", size=3)]
+    write("evals/a.evalset.json", eval_set("a", *a))
+    write("evals/b.evalset.json", eval_set("b"))
+    write("evals/c.evalset.json", eval_set("c", good("c1", colour="green")))
+    write("evals/d.evalset.json", eval_set("d", *[good(f"d{i}", **({"extra": i} if i % 3 == 0 else {}))
+                                                  for i in range(7)]))
+    write("evals/e.evalset.json", '{"eval_set_id": "e", "eval_cases": [{"eval_id": "e1"},')
+    write("evals/test_config.json", {"criteria": {"response_match_score": 0.5}})
+    answers = {c.get("eval_id", c.get("evalId")): [inv("q", "the reference answer")] for c in a}
+    answers.update({"": [inv("q", "an answer")], "a2-camel": [inv("q", "x")], "camel-only": [inv("q", "y")]})
+    answers.pop("no-actual")
+    answers.update({"c1": [inv("q", "reference")], **{f"d{i}": [inv("q", f"answer {i}")] for i in range(7)}})
+    write("pr.json", answers)
+    return [str(tmp_path / "evals"), "--actuals", str(tmp_path / "pr.json")]
+
+
+def test_hostile_ids_notices_and_errors_are_one_jobs(tmp_path: Path, write: Any, private_tmp: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """2, 3, 5 and 16 jobs (more jobs than some eval sets' cases; 16 > the 21 scored cases / 2): the report, the
+    console and the exit code of one job, byte for byte."""
+    argv = _hostile_suite(tmp_path, write)
+    code, _, _, report = _same_as_one_job(argv, tmp_path, capsys, (2, 3, 5, 16))
+    assert code == 2 and report is not None
+    data = json.loads(report)
+    sets = {es["eval_set_id"]: es for es in data["eval_sets"]}
+    ids = [c["eval_id"] for c in sets["a"]["cases"]]
+    assert ids.count("") == 2 and "a2-camel" in ids and "camel-only" in ids and ids.count("a1") == 1
+    notices = " ".join(sets["a"]["notices"])
+    assert "'colour'" in notices and "'shape'" in notices and "TRAJECTORY_QUALITY" in notices
+    assert "without a \"type\"" in notices and "SOMETHING_ELSE" in notices
+    assert "duplicate eval_id 'a1'" in json.dumps(sets["a"]["errors"])
+    assert sets["b"]["cases"] == [] and len(sets["c"]["cases"]) == 1 and "'extra'" in " ".join(sets["d"]["notices"])
+    unreadable = next(es for es in data["eval_sets"] if es["path"].endswith("e.evalset.json"))
+    assert unreadable["status"] == "error" and "invalid JSON" in unreadable["errors"][0]["message"]
+    assert list(private_tmp.iterdir()) == []
+
+
+def test_unknown_keys_name_the_first_case_over_the_jobs(tmp_path: Path, write: Any,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The same unknown key in the last case of job 1 and the first of job 2 (and a rubric type only in job 2's):
+    the notice names job 1's case, as one job does."""
+    cases = [case(f"k{i}", inv("q", "the reference answer"), **({"note": i} if i in (1, 2, 3) else {}),
+                  **({"rubrics": [_rubric("r", "TOOL_USE_QUALITY")]} if i == 3 else {})) for i in range(4)]
+    write("evals/k.evalset.json", eval_set("k", *cases))
+    write("evals/test_config.json", {"criteria": {"response_match_score": 0.5}})
+    write("pr.json", {f"k{i}": [inv("q", "the reference answer")] for i in range(4)})
+    _, _, _, report = _same_as_one_job([str(tmp_path / "evals"), "--actuals", str(tmp_path / "pr.json")],
+                                       tmp_path, capsys, (2, 4))
+    assert report is not None
+    notices = json.loads(report)["eval_sets"][0]["notices"]
+    assert any("case 'k1'" in n and "'note'" in n for n in notices)
+    assert any("TOOL_USE_QUALITY" in n for n in notices)

@@ -92,12 +92,11 @@ def _whole(named: Named) -> tuple[str, ...]:
     return "ok", out.getvalue(), render_text(report), repr(judge_gaps(report).__dict__), repr(keys)
 
 
-def _streamed(named: Named, own: bool = False) -> tuple[str, ...] | None:
-    """The streamed merge; ``own``: as ``evalbot run --jobs`` merges its own jobs' parts (each case line decoded only
-    for the tallies, then copied: ``merge_streamed(lines=...)``)."""
+def _streamed(named: Named) -> tuple[str, ...] | None:
+    """The streamed merge."""
     with tempfile.TemporaryFile() as spill:
         run = StreamedRun(spill)
-        got = merge_streamed(named, run, lines=run.add_line if own else None)
+        got = merge_streamed(named, run)
         if got is None:
             return None
         report, keys = got
@@ -111,35 +110,6 @@ def test_the_examples_judged_parts_stream_into_the_whole_merges_report(example_p
     streamed = _streamed(example_parts)
     assert streamed is not None and streamed == _whole(example_parts)
     assert '"usage": {' in streamed[1] and "votes" in streamed[1]
-
-
-def test_own_jobs_parts_tallied_from_the_lines_give_the_validated_merges_report(
-        example_parts: Named, suite: tuple[Path, list[str]]) -> None:
-    """``run --jobs`` tallies its own jobs' case lines from a partial decoding (no second validation): the report,
-    console (failed criteria with their scores, thresholds and ``details`` max/value), judge gaps and case list are
-    those of the validated merge, for judged parts (votes, per-invocation verdicts) and a generated suite."""
-    folder, inputs = suite
-    for named in (example_parts, [(str(p), p.read_bytes()) for p in _parts(folder, inputs, 4)]):
-        own = _streamed(named, own=True)
-        assert own is not None and own == _streamed(named) == _whole(named)
-        assert "FAIL" in own[2]
-
-
-def test_own_jobs_parts_with_a_case_line_dropped_doubled_or_not_a_case_are_not_merged(
-        suite: tuple[Path, list[str]]) -> None:
-    """A job that dropped or doubled a case, or wrote a line the tallies cannot read, is never merged from the
-    lines: the caller then merges the parts whole, which refuses them (``run --jobs``: exit 70, nothing written)."""
-    folder, inputs = suite
-    named = [(str(p), p.read_bytes()) for p in _parts(folder, inputs, 3)]
-    lines = named[0][1].split(b"\n")
-    first = next(i for i, line in enumerate(lines) if line.startswith(CASE_LINE))
-    doubled = [(named[0][0], b"\n".join([*lines[:first + 1], lines[first], *lines[first + 1:]])), *named[1:]]
-    dropped = [(named[0][0], b"\n".join([*lines[:first], *lines[first + 1:]])), *named[1:]]
-    no_status = _edit_case(named, 1, 0, b'"status":"', b'"state":"')
-    bad_score = _edit_case(named, 2, 0, b'"score":', b'"score":"x","s":')
-    for bad in (doubled, dropped, no_status, bad_score):
-        assert _streamed(bad, own=True) is None
-        assert _whole(bad)[0] == "refused"
 
 
 def _edit_case(named: Named, part: int, nth: int, old: bytes, new: bytes) -> Named:
