@@ -48,6 +48,10 @@ _M = TypeVar("_M", bound=BaseModel)
 _ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
 _new = object.__new__
 _set = object.__setattr__
+_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+"""BaseModel's slots, set through their descriptors directly (no attribute lookup on each object)."""
 
 
 def built(cls: type[_M], values: dict[str, Any]) -> _M:
@@ -59,9 +63,9 @@ def built(cls: type[_M], values: dict[str, Any]) -> _M:
     fields = _ALL_FIELDS.get(cls)
     if fields is None:
         fields = _ALL_FIELDS[cls] = set(cls.model_fields)
-    _set(obj, "__pydantic_fields_set__", fields)
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
+    _set_fields(obj, fields)
+    _set_extra(obj, None)
+    _set_private(obj, None)
     return obj
 
 
