@@ -162,3 +162,21 @@ def test_keys_adk_ignores_are_ignored_with_a_notice() -> None:
     got, want = extra_c.evaluate(reordered), plain_c.evaluate(reordered)
     assert isinstance(got, MetricResult) and isinstance(want, MetricResult)
     assert (got.score, got.status) == (want.score, want.status) == (1.0, "passed")
+
+
+def test_case_input_reads_each_part_once_and_keeps_it() -> None:
+    """What criteria share is computed on first read and the same object afterwards (the trajectory, ROUGE and
+    tool-count criteria and the turn rows all read it); scenario cases have no expected parts."""
+    calls = [("a", {"x": 1}), ("b", {})]
+    expected = EvalCase.model_validate(case("c", inv("q", "yes", calls=calls)))
+    actual = [Invocation.model_validate(inv("q", "no", calls=calls[::-1]))]
+    read = CaseInput("s", expected, actual)
+    assert read.actual_calls is read.actual_calls and read.expected_texts is read.expected_texts
+    assert [[c.name for c in calls] for calls in read.actual_calls] == [["b", "a"]]
+    assert [[c.name for c in calls] for calls in (read.expected_calls or [])] == [["a", "b"]]
+    assert (read.actual_texts, read.expected_texts) == (["no"], ["yes"])
+    assert read.actual_model_events == [(None, [])]
+    assert CaseInput.actual_calls.__doc__ == "Tool calls of each actual invocation."
+    scenario = EvalCase.model_validate(
+        {"eval_id": "s", "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "ask"}})
+    assert CaseInput("s", scenario, actual).expected_calls is None
