@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from evalbot.formats import window as window_module
 from evalbot.formats.actuals import _lazy, lazy_mapping, lazy_mapping_file
-from evalbot.formats.jsonio import Slices
-from evalbot.formats.window import Items, NotAscii, Window, walk_object
+from evalbot.formats.jsonio import MAX_INT_DIGITS, Slices
+from evalbot.formats.window import Items, NotAscii, Window, _msgspec_end, walk_object
 from evalbot.load import _walk_eval_set, load_eval_set
 from evalbot.pipeline import read_actuals
 from tests.fakes.builders import case, eval_set, inv
@@ -222,3 +222,86 @@ def test_every_window_boundary_gives_the_entries_of_the_whole_text(tmp_path: Pat
     for window in _cut_everywhere(text):
         walked = _lazy(window, Slices.of_file(path, 0), path)
         assert walked is not None and _entries(walked) == whole
+
+
+# --- a file window skips arrays and objects with msgspec, exactly as json's decoder skips them --------------------
+
+def _skips(window: Window) -> list[Any]:
+    """Where ``window.skip`` ends each member's value and each item of the array member ``items``."""
+    seen: dict[Any, int] = {}
+
+    def item(window: Window, i: int, start: int) -> int:
+        end = window.skip(start)
+        seen[("item", window.base + start)] = window.base + end
+        return end
+
+    def member(window: Window, key: str, start: int) -> int | Items:
+        if key == "items" and window.text[start : start + 1] == "[":
+            return Items(item)
+        end = window.skip(start)
+        seen[(key, window.base + start)] = window.base + end
+        return end
+
+    walk_object(window, member)
+    return sorted(seen.items())
+
+
+def _skip_outcome(window: Window) -> tuple[str, Any]:
+    try:
+        return "ok", _skips(window)
+    except ValueError:  # json.JSONDecodeError too: a file window whose value fails reads on to the end first
+        return "ValueError", None
+    except RecursionError:
+        return "RecursionError", None
+
+
+_HOSTILE_SCALAR = st.from_regex(r"-?(0|[1-9][0-9]{0,30})(\.[0-9]{1,20})?([eE][+-]?[0-9]{1,4})?", fullmatch=True) | (
+    st.sampled_from(['"a"', '"\\ud800"', '"\\udc00\\ud800"', '"\\x"', '"\\u12"', '"]"', '"}, {"', '"\\\\"',
+                     '"\\""', '"\x01"', '"\x7f"', "true", "null", "NaN", "-Infinity", "1e400", "-0", "01", "1.",
+                     ".5", "tru", '"'])
+)
+
+
+def _hostile_compose(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    array = st.lists(inner, max_size=4).map(lambda items: "[" + ", ".join(items) + "]")
+    members = st.lists(st.tuples(st.sampled_from(['"a"', '"b"', '"\\u0061"', '"]"']), inner), max_size=4)
+    obj = members.map(lambda pairs: "{" + ", ".join(f"{k}: {v}" for k, v in pairs) + "}")
+    return array | obj
+
+
+_HOSTILE = st.recursive(_HOSTILE_SCALAR, _hostile_compose, max_leaves=10)
+"""ASCII JSON values, some invalid or hostile (NaN, lone surrogates, bad escapes, control characters, duplicate
+keys, brackets in strings, numbers json refuses)."""
+DEEP = "[" * 600 + "]" * 600
+LONG = "[" + "9" * (MAX_INT_DIGITS + 1) + "]"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=st.lists(_HOSTILE, min_size=3, max_size=3), space=st.sampled_from(["", " ", "\n "]),
+       chunk=st.sampled_from([3, 17, 1 << 20]))
+@example(docs=[DEEP, "[1]", "{}"], space="", chunk=1 << 20)
+@example(docs=["[" * 1200 + "]" * 1200, "[]", "[]"], space=" ", chunk=50)
+@example(docs=[LONG, '{"a": ' + LONG + "}", "[" + "9" * MAX_INT_DIGITS + "]"], space="", chunk=1 << 20)
+@example(docs=["[NaN, Infinity]", '["\\ud800"]', '{"a": 1, "a": [2]}'], space="", chunk=1 << 20)
+@example(docs=['["a]", "}"]', '{"a": "],"}', "[1e400, -0]"], space="\n ", chunk=5)
+def test_file_windows_skip_values_where_json_skips_them(tmp_path: Path, docs: list[str], space: str,
+                                                      chunk: int) -> None:
+    """Hostile values (NaN, lone surrogates, bad escapes, duplicate keys, deep nesting, long integers, brackets in
+    strings) as member values and array items, in windows of any size: the same ends, or the same refusal, as
+    json's decoder over the whole text."""
+    a, b, c = docs
+    text = f'{{"a":{space}{a},{space}"items": [{b}, {c}{space}],"b": {c}{space}}}'
+    expected = _skip_outcome(Window(text))
+    assert _skip_outcome(_file_window(tmp_path, text, chunk)) == expected
+
+
+@pytest.mark.parametrize(("value", "fast"), [
+    ('[1, {"a": [2, "]"]}]', True), ("{}", True), ("[1, NaN]", False), ("[1, [2", False), (DEEP, False),
+    (LONG, False), ('["\\x"]', False),
+])
+def test_msgspec_finds_the_end_or_leaves_it_to_json(value: str, fast: bool) -> None:
+    """The end msgspec finds is the value's, before whitespace and what follows; anything msgspec cannot say as
+    json would (NaN, a value cut by the window's end, deep nesting, long integers, invalid escapes) is None."""
+    text = f"x{value} \n, 1]"
+    got = _msgspec_end(text, text.encode("ascii"), 1)
+    assert got == (1 + len(value) if fast else None)
