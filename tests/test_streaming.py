@@ -218,6 +218,26 @@ def test_streamed_cases_copy_only_their_eval_set_and_survive_multibyte_text_acro
         assert out.getvalue() == ""
 
 
+def test_streamed_cases_go_to_a_utf8_file_as_bytes_in_order_and_to_other_encodings_as_text() -> None:
+    """A UTF-8 file gets the spilled bytes as they are, after what was written to it before and before what follows;
+    a file of another encoding gets the text, encoded its way."""
+    with io.BytesIO() as spill:
+        run = StreamedRun(spill)
+        es = EvalSetReport(eval_set_id="s", path="p", status="passed")
+        for eval_id in ("a", "é" * 3000, "日本"):
+            run(0, es, CaseResult(eval_id=eval_id, status="passed"))
+        text = io.StringIO()
+        run.copy_cases(0, text)
+        for encoding in ("utf-8", "UTF8", "utf-16"):
+            raw = io.BytesIO()
+            out = io.TextIOWrapper(raw, encoding=encoding)
+            out.write("[")
+            run.copy_cases(0, out)
+            out.write("]")
+            out.flush()
+            assert raw.getvalue().decode(encoding) == "[" + text.getvalue() + "]"
+
+
 def test_html_run_keeps_its_cases(write: Writer, tmp_path: Path, secret: str) -> None:
     """``--html`` shows every case: that run is not streamed, and its JSON report is the same file."""
     args = _project(write, secret)
