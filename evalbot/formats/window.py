@@ -278,6 +278,8 @@ def _msgspec_end(text: str, ascii_text: bytes, start: int) -> int | None:
     try:
         _RAW_VALUE.decode(view[start:])
         end = len(text)
+    except RecursionError:  # deep nesting: json's decoder decides, as it always has
+        return None
     except msgspec.DecodeError as exc:
         trailing = _TRAILING.search(str(exc))
         if trailing is None:
@@ -287,7 +289,7 @@ def _msgspec_end(text: str, ascii_text: bytes, start: int) -> int | None:
         end -= 1
     try:
         _RAW_VALUE.decode(view[start:end])
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     return None if json_could_differ(text, start, end) else end
 

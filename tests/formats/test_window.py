@@ -227,7 +227,8 @@ def test_every_window_boundary_gives_the_entries_of_the_whole_text(tmp_path: Pat
 # --- a file window skips arrays and objects with msgspec, exactly as json's decoder skips them --------------------
 
 def _skips(window: Window) -> list[Any]:
-    """Where ``window.skip`` ends each member's value and each item of the array member ``items``."""
+    """Where ``window.skip`` ends each member's value and each item of the array member ``items``, and the members
+    of the member ``b`` when it is an object (``window.members``)."""
     seen: dict[Any, int] = {}
 
     def item(window: Window, i: int, start: int) -> int:
@@ -235,15 +236,28 @@ def _skips(window: Window) -> list[Any]:
         seen[("item", window.base + start)] = window.base + end
         return end
 
+    def inner(window: Window, start: int) -> int:
+        """An object's members visited (each value skipped, or decoded when its key is "a"), else the value
+        skipped."""
+        if window.text[start : start + 1] != "{":
+            return window.skip(start)
+
+        def visit(key: str, at: int) -> int:
+            end = window.decode(at)[1] if key == "a" else window.skip(at)
+            seen[("member", key, window.base + at)] = window.base + end
+            return end
+
+        return window.members(start, visit)
+
     def member(window: Window, key: str, start: int) -> int | Items:
         if key == "items" and window.text[start : start + 1] == "[":
             return Items(item)
-        end = window.skip(start)
+        end = inner(window, start) if key == "b" else window.skip(start)
         seen[(key, window.base + start)] = window.base + end
         return end
 
     walk_object(window, member)
-    return sorted(seen.items())
+    return sorted(seen.items(), key=repr)
 
 
 def _skip_outcome(window: Window) -> tuple[str, Any]:
@@ -284,11 +298,14 @@ LONG = "[" + "9" * (MAX_INT_DIGITS + 1) + "]"
 @example(docs=[LONG, '{"a": ' + LONG + "}", "[" + "9" * MAX_INT_DIGITS + "]"], space="", chunk=1 << 20)
 @example(docs=["[NaN, Infinity]", '["\\ud800"]', '{"a": 1, "a": [2]}'], space="", chunk=1 << 20)
 @example(docs=['["a]", "}"]', '{"a": "],"}', "[1e400, -0]"], space="\n ", chunk=5)
+@example(docs=["[]", "{}", '{"a": 1, "b": [2], "a": 3}'], space="", chunk=1 << 20)
+@example(docs=["[]", "{}", '{"\\u0061": "x", "b": {"c": [1]}, "]": "}"}'], space=" ", chunk=1 << 20)
+@example(docs=["[]", "{}", '{"a": NaN, "b": [2]}'], space=" ", chunk=1 << 20)
 def test_file_windows_skip_values_where_json_skips_them(tmp_path: Path, docs: list[str], space: str,
                                                       chunk: int) -> None:
     """Hostile values (NaN, lone surrogates, bad escapes, duplicate keys, deep nesting, long integers, brackets in
-    strings) as member values and array items, in windows of any size: the same ends, or the same refusal, as
-    json's decoder over the whole text."""
+    strings) as member values, array items and members of an object, in windows of any size: the same ends and
+    visits, or the same refusal, as json's decoder and scanner over the whole text."""
     a, b, c = docs
     text = f'{{"a":{space}{a},{space}"items": [{b}, {c}{space}],"b": {c}{space}}}'
     expected = _skip_outcome(Window(text))
@@ -297,11 +314,12 @@ def test_file_windows_skip_values_where_json_skips_them(tmp_path: Path, docs: li
 
 @pytest.mark.parametrize(("value", "fast"), [
     ('[1, {"a": [2, "]"]}]', True), ("{}", True), ("[1, NaN]", False), ("[1, [2", False), (DEEP, False),
-    (LONG, False), ('["\\x"]', False),
+    (LONG, False), ('["\\x"]', False), ("[" * 5000 + "]" * 5000, False),
 ])
 def test_msgspec_finds_the_end_or_leaves_it_to_json(value: str, fast: bool) -> None:
     """The end msgspec finds is the value's, before whitespace and what follows; anything msgspec cannot say as
-    json would (NaN, a value cut by the window's end, deep nesting, long integers, invalid escapes) is None."""
+    json would (NaN, a value cut by the window's end, deep nesting, past msgspec's own limit too, long integers,
+    invalid escapes) is None."""
     text = f"x{value} \n, 1]"
     got = _msgspec_end(text, text.encode("ascii"), 1)
     assert got == (1 + len(value) if fast else None)
