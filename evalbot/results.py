@@ -621,6 +621,13 @@ class MetricTally:
             self.scores.append(result.score)
         self.counts[result.status] += 1
 
+    def absorb(self, other: MetricTally) -> None:
+        """Count after these results those ``other`` gathered over the cases that follow (``run --jobs``: a later
+        job's): the summary is the one of all the cases added in that order."""
+        self.scores += other.scores
+        for status, count in other.counts.items():
+            self.counts[status] += count
+
     def summary(self) -> MetricSummary:
         """Mean and sample standard deviation of the case scores, and status counts."""
         scores = self.scores
@@ -660,6 +667,18 @@ class CaseTally:
             if tally is None:
                 tally = self.metrics[name] = MetricTally(result.threshold)
             tally.add(result)
+
+    def absorb(self, other: CaseTally) -> None:
+        """Count after these cases those ``other`` counted, the cases that follow them in the report (``run
+        --jobs``: a later job's): the same tally as adding all the cases in that order."""
+        self.totals.add(other.totals)
+        self.statuses.update(other.statuses)
+        for name, tally in other.metrics.items():
+            mine = self.metrics.get(name)
+            if mine is None:
+                self.metrics[name] = tally
+            else:
+                mine.absorb(tally)
 
     def summaries(self) -> dict[str, MetricSummary]:
         """Per-criterion summaries (criteria in first-seen order)."""

@@ -23,7 +23,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,10 +45,10 @@ from evalbot.results import (
     CaseResult,
     CaseStream,
     CaseTally,
-    CaseView,
     CriterionUsage,
     EvalSetReport,
     JudgeUsage,
+    MetricTally,
     Report,
     ShardInfo,
     ShardSet,
@@ -622,49 +622,6 @@ def _by_lines(data: bytes) -> Report | None:
 _EVAL_ID = re.compile(rb'\{"eval_id":("(?:[^"\\]|\\.)*")')
 
 
-class _TallyVerdict(msgspec.Struct):
-    """An invocation's verdict as the tallies read it (a VerdictView; the other keys are skipped, not built)."""
-
-    status: Status
-    reason: str | None = None
-
-
-class _TallyMetric(msgspec.Struct):
-    """A criterion's verdict on a case as the tallies read it (a MetricView; the other keys are skipped)."""
-
-    status: Status
-    score: float | None = None
-    threshold: float | None = None
-    reason: str | None = None
-    per_invocation: list[_TallyVerdict] = []
-    details: dict[str, Any] | None = None
-
-
-class _TallyCase(msgspec.Struct):
-    """A case as the tallies read it (a CaseView: summaries, statuses, totals, console, judge gaps)."""
-
-    eval_id: str
-    status: Status
-    reason: str | None = None
-    metrics: dict[str, _TallyMetric] = {}
-
-
-_TALLY = msgspec.json.Decoder(_TallyCase)
-
-
-def _tallied(piece: bytes) -> _TallyCase:
-    """A case line written by a job of this run (``evalbot run --jobs``: trusted as this process is), decoded only
-    as far as the tallies read it and not validated again; the rest of the line (its turns, the per-invocation
-    scores and details) is skipped, and copied as it is. The values are ``_case_of``'s: JSON numbers decode to the
-    same floats (correctly rounded) and ints, so the tallies add the same numbers in the same order. Raises
-    msgspec.MsgspecError when the line is not such a case."""
-    return _TALLY.decode(piece)
-
-
-LineStream = Callable[[int, EvalSetReport, CaseView, bytes], None]
-"""A CaseStream that also receives the case's line as its part holds it (``merge_job_parts``)."""
-
-
 def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream) -> tuple[Report, list[CaseKey]] | None:
     """``merge_reports`` of the parts' bytes for a command that keeps no case: each case, validated as the Report
     model validates it, goes to ``stream`` in report order, and the merged report keeps none (its summaries,
@@ -728,110 +685,104 @@ def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream) -> tu
     return _merged_report(shells, eval_sets, counted), keys
 
 
-class _SetNotes(msgspec.Struct, forbid_unknown_fields=True):
-    """One eval set's notes from one job: how many cases it scored and what their notices are made of."""
+class MetricState(msgspec.Struct, forbid_unknown_fields=True):
+    """A criterion's ``results.MetricTally`` over one job's cases of an eval set."""
+
+    threshold: float | None
+    scores: list[float]
+    counts: dict[str, int]
+
+
+class SetNotes(msgspec.Struct, forbid_unknown_fields=True):
+    """What one job of ``run --jobs`` tells its parent about an eval set: its cases (how many; their
+    ``results.CaseTally``: counts, statuses, each criterion's scores) and what their notices are made of."""
 
     path: str
-    cases: int
     configured: list[str]
     extra_keys: list[tuple[str, str]]
     rubric_types: list[str | None]
+    totals: dict[str, int]
+    statuses: list[Status]
+    metrics: dict[str, MetricState]
 
 
-class _JobNotes(msgspec.Struct, forbid_unknown_fields=True):
-    eval_sets: list[_SetNotes]
+class JobNotes(msgspec.Struct, forbid_unknown_fields=True):
+    """A job's notes, one per eval set of the run (``job_notes``)."""
+
+    eval_sets: list[SetNotes]
 
 
-_NOTES = msgspec.json.Decoder(_JobNotes)
-
-
-def job_notes(eval_sets: Sequence[LoadedEvalSet]) -> bytes:
-    """What a job of ``run --jobs`` sends its parent beside its part (JSON): per eval set of ``job_eval_sets``, once
-    scored, the number of its cases and its case notes."""
+def job_notes(eval_sets: Sequence[LoadedEvalSet], tallies: Mapping[int, CaseTally]) -> JobNotes:
+    """A job's notes once it has scored ``eval_sets`` (``job_eval_sets``): per eval set, what its cases' notices
+    are made of and ``tallies[index]``, its cases' tally (none without cases)."""
     sets = []
-    for loaded in eval_sets:
+    for index, loaded in enumerate(eval_sets):
         notes = loaded.notes if loaded.notes is not None else CaseNotes()
-        types = sorted(notes.rubric_types, key=lambda t: (t is not None, t or ""))
-        sets.append(_SetNotes(loaded.path, len(loaded.cases), configured_criteria(loaded),
-                              list(notes.extra_keys.items()), types))
-    return msgspec.json.encode(_JobNotes(sets))
+        tally = tallies.get(index, CaseTally())
+        sets.append(SetNotes(
+            path=loaded.path, configured=configured_criteria(loaded), extra_keys=list(notes.extra_keys.items()),
+            rubric_types=sorted(notes.rubric_types, key=lambda t: (t is not None, t or "")),
+            totals=tally.totals.model_dump(), statuses=list(tally.statuses),
+            metrics={name: MetricState(m.threshold, m.scores, m.counts) for name, m in tally.metrics.items()}))
+    return JobNotes(sets)
 
 
-def _job_part(name: str, data: bytes) -> tuple[Report, list[list[tuple[int, int]]]]:
-    """A job's part without its cases, and where each eval set's case lines are in ``data``, in order."""
-    split = _split(data)
-    if split is None:  # no case line: a job without cases (more jobs than cases), validated whole
-        report = Report.model_validate_json(data)
-        if any(es.cases for es in report.eval_sets):
-            raise MergeError(f"{name}: its cases are not written one per line")
-        return report, [[] for _ in report.eval_sets]
-    skeleton, spans = split
-    at = iter(spans)
-    return (_with_cases(skeleton, ([] for _ in skeleton.eval_sets)),
-            [[next(at) for _ in es.cases] for es in skeleton.eval_sets])
+def _tally_of(notes: SetNotes) -> CaseTally:
+    tally = CaseTally()
+    tally.totals = Totals(**notes.totals)
+    tally.statuses = dict.fromkeys(notes.statuses)
+    for name, state in notes.metrics.items():
+        metric = tally.metrics[name] = MetricTally(state.threshold)
+        metric.scores = state.scores
+        metric.counts = state.counts
+    return tally
 
 
-def merge_job_parts(parts: Sequence[tuple[str, bytes, bytes]], lines: LineStream) -> Report:
-    """The report of ``evalbot run --jobs N`` from its jobs' parts and notes (``(name, part, notes)`` each, in job
-    order; see ``job_eval_sets``), each case given to ``lines`` with its line's bytes in report order; the report
-    keeps no case. The parts are the run's own, written by its children into its private folder: each case line is
-    decoded only as far as the tallies read it (``_tallied``) and copied as its job wrote it, each eval set's cases
-    are job 1's, then job 2's..., and its case notices are made from the jobs' notes joined in that order (the
-    unknown keys' first cases, the rubric types seen), as one job makes them over all the cases. Anything that does
-    not fit (the jobs disagree about an eval set, a part holds other cases than its notes say) raises MergeError:
-    a bug, never an input error, as is a part or notes that do not decode."""
-    try:
-        return _merge_job_parts(parts, lines)
-    except (ValidationError, msgspec.MsgspecError) as exc:
-        raise MergeError(f"a part or its notes do not decode: {exc}") from None
-
-
-def _merge_job_parts(parts: Sequence[tuple[str, bytes, bytes]], lines: LineStream) -> Report:
-    shells: list[tuple[str, Report]] = []
-    texts: list[bytes] = []
-    spans: list[list[list[tuple[int, int]]]] = []
-    notes: list[_JobNotes] = []
-    for name, data, raw_notes in parts:
-        shell, where = _job_part(name, data)
-        noted = _NOTES.decode(raw_notes)
-        listed = [(es.path, len(cases)) for es, cases in zip(shell.eval_sets, where, strict=True)]
-        if [(n.path, n.cases) for n in noted.eval_sets] != listed:
-            raise MergeError(f"{name}: its cases are not those its notes list")
-        shells.append((name, shell))
-        texts.append(data)
-        spans.append(where)
-        notes.append(noted)
+def merge_job_parts(parts: Sequence[tuple[str, bytes, JobNotes]]) -> Report:
+    """The report of ``evalbot run --jobs N`` from its jobs' parts (``(name, part, notes)`` each, in job order; see
+    ``job_eval_sets``): each part is the job's report without its cases (they are in its own file, joined by the
+    caller), its notes tell its cases' tallies and what their notices are made of. The parts are the run's own,
+    written by its children into its private folder: each eval set's summaries, status and totals are those of its
+    cases tallied job after job (``results.CaseTally.absorb``, the cases in report order), and its case notices are
+    made from the jobs' notes joined in that order (the unknown keys' first cases, the rubric types seen), as one job
+    makes them over all its cases. Anything that does not fit (the jobs disagree about an eval set, a part holds
+    cases, the notes list other eval sets) raises MergeError: a bug, never an input error."""
     if not parts:
         raise MergeError("no part to merge")
+    shells: list[tuple[str, Report]] = []
+    for name, data, notes in parts:
+        try:
+            shell = Report.model_validate_json(data)
+        except ValidationError as exc:
+            raise MergeError(f"{name}: not a report: {exc}") from None
+        if any(es.cases for es in shell.eval_sets) or [n.path for n in notes.eval_sets] != [
+                es.path for es in shell.eval_sets]:
+            raise MergeError(f"{name}: its eval sets are not those its notes list, or it holds cases")
+        shells.append((name, shell))
+    notes_of = [notes for _, _, notes in parts]
     fix = "a bug: please report it"
     _agree(shells, "evalbot versions", lambda r: r.evalbot_version, fix)
     _agree(shells, "eval sets", lambda r: [_set_fields(es) for es in r.eval_sets], fix)
-    if any([s.configured for s in n.eval_sets] != [s.configured for s in notes[0].eval_sets] for n in notes):
+    if any([s.configured for s in n.eval_sets] != [s.configured for s in notes_of[0].eval_sets] for n in notes_of):
         raise MergeError(f"the jobs' notes have different configs; {fix}")
     eval_sets = []
     counted = Totals()
-    with gc_paused():
-        for i in range(len(shells[0][1].eval_sets)):
-            merged = _merged_set(shells, i)
-            extra_keys: dict[str, str] = {}
-            rubric_types: set[str | None] = set()
-            for noted in notes:
-                for key, eval_id in noted.eval_sets[i].extra_keys:
-                    extra_keys.setdefault(key, eval_id)
-                rubric_types.update(noted.eval_sets[i].rubric_types)
-            merged.notices = [*merged.notices, *notices_of_cases(merged.path, notes[0].eval_sets[i].configured,
-                                                                 extra_keys, rubric_types)]
-            tally = CaseTally()
-            for text, where in zip(texts, spans, strict=True):
-                for start, end in where[i]:
-                    piece = text[start:end]
-                    case = _tallied(piece)
-                    tally.add(case)
-                    lines(i, merged, case, piece)
-            merged.metrics = tally.summaries()
-            _set_status(merged, shells, i, list(tally.statuses))
-            eval_sets.append(merged)
-            counted.add(tally.totals)
+    for i in range(len(shells[0][1].eval_sets)):
+        merged = _merged_set(shells, i)
+        extra_keys: dict[str, str] = {}
+        rubric_types: set[str | None] = set()
+        tally = CaseTally()
+        for notes in notes_of:
+            for key, eval_id in notes.eval_sets[i].extra_keys:
+                extra_keys.setdefault(key, eval_id)
+            rubric_types.update(notes.eval_sets[i].rubric_types)
+            tally.absorb(_tally_of(notes.eval_sets[i]))
+        merged.notices = [*merged.notices, *notices_of_cases(merged.path, notes_of[0].eval_sets[i].configured,
+                                                             extra_keys, rubric_types)]
+        merged.metrics = tally.summaries()
+        _set_status(merged, shells, i, list(tally.statuses))
+        eval_sets.append(merged)
+        counted.add(tally.totals)
     return _merged_report(shells, eval_sets, counted)
 
 

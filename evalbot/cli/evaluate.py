@@ -18,7 +18,7 @@ from evalbot.cli.agent import agent_run
 from evalbot.compare.gate import policy_from_settings, sampling_from_settings
 from evalbot.compare.judge_gaps import GapTally, judge_gaps
 from evalbot.criteria.base import BuildContext
-from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, EvalbotError
+from evalbot.errors import EXIT_INVALID_INPUT, EXIT_UNAVAILABLE, EvalbotError
 from evalbot.formats.jsonio import gc_paused
 from evalbot.judges.base import DEFAULT_SAMPLING, SAMPLING_MODES, Sampling
 from evalbot.judges.factory import judge_from_environ
@@ -129,31 +129,22 @@ class StreamedRun:
         self.gaps = GapTally()
 
     def __call__(self, index: int, es: EvalSetReport, case: CaseResult) -> None:
-        self._keep(index, es, case, None)
-
-    def add_line(self, index: int, es: EvalSetReport, case: CaseView, line: bytes) -> None:
-        """As a call, with the case's JSON as a job of this run wrote and scrubbed it (``evalbot run --jobs``, whose
-        jobs have this run's environment and so its secrets): copied as it is, not written anew; ``case`` is what
-        the tallies read of it (``shard.merge_job_parts``)."""
-        self._keep(index, es, case, line)
-
-    def _keep(self, index: int, es: EvalSetReport, case: CaseView, line: bytes | None) -> None:
         if self.spill is not None:
             span = self.spans.get(index)
             if span is None:
                 end = max((s[1] for s in self.spans.values()), default=0)
                 span = self.spans[index] = [end, end, 0]
-            if line is None:
-                assert isinstance(case, CaseResult)
-                data = scrub(case_line(span[2], case)).encode()
-            else:  # case_line's separator, then the line
-                data = (b",\n" if span[2] else b"\n") + line
+            data = scrub(case_line(span[2], case)).encode()
             try:
                 self.spill.write(data)
             except OSError as exc:
                 raise EvalbotError(spill_problem(exc)) from None
             span[1] += len(data)
             span[2] += 1
+        self.tally(index, es, case)
+
+    def tally(self, index: int, es: EvalSetReport, case: CaseView) -> None:
+        """Count the case for the console and the judge gaps."""
         self.console.add(index, es, case)
         self.gaps.add(index, es, case)
 
@@ -162,24 +153,29 @@ class StreamedRun:
         span = self.spans.get(index)
         if span is None or self.spill is None:
             return
-        self.spill.flush()
-        self.spill.seek(span[0])
-        # A UTF-8 file takes the spilled UTF-8 bytes as they are (no decoding and encoding them again).
-        binary: BinaryIO | None = getattr(out, "buffer", None) if _utf8(out) else None
-        if binary is not None:
-            out.flush()
-        decoder = codecs.getincrementaldecoder("utf-8")()
-        left = span[1] - span[0]
-        while left > 0:
-            chunk = self.spill.read(min(left, SPILL_BUFFER))
-            if not chunk:
-                raise OSError("the temporary file of the streamed cases is shorter than written")
-            left -= len(chunk)
-            if binary is not None:
-                binary.write(chunk)
-            else:
-                out.write(decoder.decode(chunk, final=left <= 0))
+        copy_span(self.spill, span[0], span[1], out)
         self.spill.seek(0, os.SEEK_END)
+
+
+def copy_span(file: BinaryIO, start: int, end: int, out: TextIO) -> None:
+    """Write the UTF-8 text of ``file[start:end]`` to ``out``, SPILL_BUFFER bytes at a time."""
+    file.flush()
+    file.seek(start)
+    # A UTF-8 file takes the spilled UTF-8 bytes as they are (no decoding and encoding them again).
+    binary: BinaryIO | None = getattr(out, "buffer", None) if _utf8(out) else None
+    if binary is not None:
+        out.flush()
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    left = end - start
+    while left > 0:
+        chunk = file.read(min(left, SPILL_BUFFER))
+        if not chunk:
+            raise OSError("the temporary file of the streamed cases is shorter than written")
+        left -= len(chunk)
+        if binary is not None:
+            binary.write(chunk)
+        else:
+            out.write(decoder.decode(chunk, final=left <= 0))
 
 
 SPILL_BUFFER = 1 << 20
@@ -192,25 +188,17 @@ def _utf8(out: TextIO) -> bool:
     return isinstance(encoding, str) and codecs.lookup(encoding).name == "utf-8"
 
 
-def run_streamed(args: argparse.Namespace, env: Mapping[str, str], *, request_base: int = 0,
-                 part_only: bool = False, inputs: pipeline.Inputs | None = None) -> int:
+def run_streamed(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot run`` without ``--html``: the cases are streamed out of the report as they are scored (written to a
     temporary file when ``--report`` is asked, then copied into it after the eval sets' summaries) so the run's
-    memory does not grow with its cases. The report file is the same, byte for byte.
-
-    ``part_only``: one job of ``evalbot run --jobs N`` (``cli.jobs``), which writes its part of the report and
-    nothing else (exit 0 once it is written; the parent merges the parts, prints and decides the exit code);
-    ``request_base``: its share of the judge request cap; ``inputs``: its eval sets, loaded."""
+    memory does not grow with its cases. The report file is the same, byte for byte."""
     try:
         spill = cast(BinaryIO, tempfile.TemporaryFile(buffering=SPILL_BUFFER)) if args.report else None
     except OSError as exc:
         raise EvalbotError(spill_problem(exc)) from None
     with spill if spill is not None else contextlib.nullcontext():
         run = StreamedRun(spill)
-        report = evaluate_args(args, env, inputs, stream=run, request_base=request_base)
-        if part_only:
-            write_report(report, args.report, streamed=run)
-            return EXIT_OK
+        report = evaluate_args(args, env, stream=run)
         return show_report(args, report, run)
 
 

@@ -2,13 +2,17 @@
 
 Job K is ``evalbot run ... --as-job K/N``: it reads the inputs, scores the K-th of N runs of consecutive cases
 (``shard.job_eval_sets``: chosen from the loaded case list, no case parsed; not ``--shard K/N``'s partition, which
-parses every case to balance invocations) and writes its part of the report and its notes (its cases' count and
-what their notices are made of: ``shard.job_notes``) into a private temporary folder. Once every job has written
-them, the parts are joined in job order, streaming (``shard.merge_job_parts``), into --report: they are this run's
-own, written by its children into the private folder this process created (mode 0700), so each case line is decoded
-only as far as the tallies read it (not validated again, as ``evalbot merge`` validates the parts it is given) and
-copied as its job wrote it, and the eval sets' case notices are made from the jobs' notes as one job makes them over
-all its cases. The report, the console text and the exit code are those of one job, byte for byte.
+parses every case to balance invocations) and writes into a private temporary folder its cases' report text as it
+streams them (``cases_path``), its report without the cases (the part) and its notes (``notes_path``: per eval set,
+where its cases' text is, their tallies for the summaries, the console and the judge gaps, and what their notices are
+made of: ``JobRun.state``, ``shard.job_notes``). Once every job has written them, the parent joins them in job
+order (``join_parts``, ``shard.merge_job_parts``): each eval set's cases are job 1's, then job 2's..., copied as the
+jobs wrote them, its summaries, statuses and totals are the jobs' tallies added up in that order (the same numbers
+added in the same order as one job adds them), and its case notices are made from the jobs' notes as one job makes
+them over all its cases. The parts are this run's own, written by its children into the private folder this process
+created (mode 0700), so nothing in them is decoded or validated again beyond what the join checks (``evalbot merge``
+validates the parts it is given). The report, the console text and the exit code are those of one job, byte for
+byte.
 
 What is run-wide is shared, never multiplied: each job is given its share of --judge-concurrency (so the jobs never
 have more judge calls in flight together than the flag allows; there are never more jobs than that number) and its
@@ -31,17 +35,23 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO, TextIO
+
+import msgspec
 
 from evalbot.cli.agent import wants_agent
-from evalbot.cli.evaluate import StreamedRun, run_streamed, show_report, spill_problem
-from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError
+from evalbot.cli.evaluate import SPILL_BUFFER, StreamedRun, copy_span, evaluate_args, show_report, write_report
+from evalbot.compare.judge_gaps import GapTally
+from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError
 from evalbot.pipeline import BASE_REQUESTS, load_inputs
 from evalbot.redact import scrub
-from evalbot.shard import MergeError, job_eval_sets, job_notes, merge_job_parts
+from evalbot.render.console import ConsoleTally
+from evalbot.results import CaseTally, CaseView, EvalSetReport, Report
+from evalbot.shard import JobNotes, MergeError, Shard, job_eval_sets, job_notes, merge_job_parts
 
 FORWARDED = ("paths", "actuals", "config", "judge_concurrency", "judge_cache", "judge_replay", "judge_timeout",
              "judge_deadline", "sampling", "verbose")
@@ -122,23 +132,96 @@ def job_command(args: argparse.Namespace, index: int, count: int, part: Path) ->
 
 def run_as_job(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot run --as-job K/N`` (hidden; what ``run_jobs`` starts): score the K-th of N runs of the cases
-    (``shard.job_eval_sets``) with the job's share of the judge request cap, write its part of the report to
-    --report and its notes beside it (``notes_path``); print nothing else."""
+    (``shard.job_eval_sets``) with the job's share of the judge request cap, streaming each case's report text into
+    PART's cases file (``cases_path``); then write PART (--report), its report without the cases, and its notes
+    (``notes_path``: per eval set, where its cases' text is, their tallies and what their notices are made of);
+    print nothing else."""
     if args.shard is not None or args.jobs > 1 or wants_agent(args) or args.html or not args.report:
         raise ConfigError("--as-job K/N is one job of `evalbot run --jobs N`, which starts it: it takes --report "
                           "PART.json and the scoring options only; use --jobs N")
     job = args.as_job
+    part = Path(args.report)
     inputs = load_inputs(args.paths, config=args.config)
     mine = job_eval_sets(inputs.eval_sets, job)
-    code = run_streamed(args, env, request_base=share(BASE_REQUESTS, job.index, job.count), part_only=True,
-                        inputs=replace(inputs, eval_sets=mine))
-    notes_path(Path(args.report)).write_bytes(job_notes(mine))
-    return code
+    with open(cases_path(part), "w+b", buffering=SPILL_BUFFER) as spill:
+        run = JobRun(spill)
+        report = evaluate_args(args, env, replace(inputs, eval_sets=mine), stream=run,
+                               request_base=share(BASE_REQUESTS, job.index, job.count))
+    write_report(report, args.report)
+    notes = job_notes(mine, {index: tallies[0] for index, tallies in run.sets.items()})
+    notes_path(part).write_bytes(_STATE.encode(run.state(job, notes, len(mine))))
+    return EXIT_OK
+
+
+def cases_path(part: Path) -> Path:
+    """Where a job writes its cases' report text (one case per line, scrubbed, eval set after eval set)."""
+    return part.with_name(part.stem + ".cases")
 
 
 def notes_path(part: Path) -> Path:
-    """Where a job writes its notes (``shard.job_notes``) beside its part."""
-    return part.with_name(part.stem + ".notes.json")
+    """Where a job writes its notes (``JobRun.state``) beside its part."""
+    return part.with_name(part.stem + ".notes")
+
+
+class _SetRun(msgspec.Struct, forbid_unknown_fields=True):
+    """One job's cases of one eval set as the console and the judge gaps count them, and where their text is."""
+
+    span: tuple[int, int, int]
+    """Start, end and number of cases of their text in the job's cases file."""
+    cases: int
+    values: dict[str, list[float]]
+    bad: list[str]
+    bad_count: int
+    gaps: tuple[int, int, int]
+    """The judged verdicts: all, failed, without a judge."""
+    reasons: list[tuple[str, int]]
+    no_judge_reason: str | None
+
+
+class _JobState(msgspec.Struct, forbid_unknown_fields=True):
+    """All a job of ``run --jobs`` tells its parent besides its part (msgpack: floats exact, NaN included)."""
+
+    job: tuple[int, int]
+    """Which job wrote it: K and N of ``--as-job K/N``."""
+    notes: JobNotes
+    sets: list[_SetRun]
+
+
+_STATE = msgspec.msgpack.Encoder()
+_READ_STATE = msgspec.msgpack.Decoder(_JobState)
+
+
+class JobRun(StreamedRun):
+    """What a job of ``run --jobs`` keeps of its streamed cases: their text in its cases file, and per eval set
+    their tallies (``results.CaseTally``, the console's with each value kept, the judge gaps'), which the parent
+    adds up job after job in report order."""
+
+    def __init__(self, spill: BinaryIO) -> None:
+        super().__init__(spill)
+        self.sets: dict[int, tuple[CaseTally, ConsoleTally, GapTally]] = {}
+
+    def tally(self, index: int, es: EvalSetReport, case: CaseView) -> None:
+        tallies = self.sets.get(index)
+        if tallies is None:
+            tallies = self.sets[index] = (CaseTally(), ConsoleTally(keep_values=True), GapTally())
+        tallies[0].add(case)
+        tallies[1].add(index, es, case)
+        tallies[2].add(index, es, case)
+
+    def state(self, job: Shard, notes: JobNotes, count: int) -> _JobState:
+        """What the parent is told by ``job``: ``notes`` and, for each of the ``count`` eval sets, its cases'
+        tallies."""
+        sets = []
+        for index in range(count):
+            _, console, gaps = self.sets.get(index, (None, ConsoleTally(keep_values=True), GapTally()))
+            assert console.series is not None
+            start, end, cases = self.spans.get(index, (0, 0, 0))
+            sets.append(_SetRun(
+                span=(start, end, cases), cases=console.cases.get(index, 0),
+                values={name: values for (_, name), values in console.series.items()}, bad=console.bad,
+                bad_count=console.bad_count, gaps=(gaps.total, gaps.failed, gaps.no_judge),
+                reasons=list(gaps.reasons.items()), no_judge_reason=gaps.no_judge_reason))
+        return _JobState((job.index, job.count), notes, sets)
 
 
 @dataclass
@@ -169,7 +252,7 @@ def run_jobs(args: argparse.Namespace, env: Mapping[str, str], count: int) -> in
             return _failure(failed, count)
         for job in jobs:  # what the jobs logged (warnings; with -v, debug lines), in job order
             sys.stderr.write(_text(job))
-        return _merged(args, parts, stack)
+        return _merged(args, parts)
 
 
 def _wait(jobs: Sequence[_Job]) -> _Job | None:
@@ -256,17 +339,72 @@ class JobsMergeError(RuntimeError):
     """The jobs' parts do not merge: a bug (exit 70), never an input error."""
 
 
-def _merged(args: argparse.Namespace, parts: Sequence[Path], stack: contextlib.ExitStack) -> int:
-    """Merge the jobs' parts (streamed, as `evalbot merge` does), write --report, print; the run's exit code."""
+def _merged(args: argparse.Namespace, parts: Sequence[Path]) -> int:
+    """Join the jobs' parts, write --report, print; the run's exit code."""
+    report, joined = join_parts(parts)
+    return show_report(args, report, joined)
+
+
+def join_parts(parts: Sequence[Path]) -> tuple[Report, JoinedRun]:
+    """The report of ``run --jobs`` from its jobs' parts (``shard.merge_job_parts``) and its cases as the jobs
+    wrote them, with their tallies: each eval set's cases are job 1's, then job 2's... (JobsMergeError when the
+    parts do not join: a bug)."""
     try:
-        spill = stack.enter_context(tempfile.TemporaryFile()) if args.report else None
-    except OSError as exc:
-        raise EvalbotError(spill_problem(exc)) from None
-    named = [(f"job {k}", part.read_bytes(), notes_path(part).read_bytes()) for k, part in enumerate(parts, start=1)]
-    run = StreamedRun(spill)
-    try:
-        report = merge_job_parts(named, run.add_line)
-    except MergeError as exc:
-        raise JobsMergeError(f"the parts of the jobs do not merge: {exc}") from None
-    del named
-    return show_report(args, report, run)
+        states = [_READ_STATE.decode(notes_path(part).read_bytes()) for part in parts]
+        report = merge_job_parts([(f"job {k}", part.read_bytes(), state.notes)
+                                  for k, (part, state) in enumerate(zip(parts, states, strict=True), start=1)])
+        sizes = [cases_path(part).stat().st_size for part in parts]
+    except (MergeError, msgspec.MsgspecError, OSError) as exc:
+        raise JobsMergeError(f"the parts of the jobs do not join: {exc}") from None
+    for k, (size, state) in enumerate(zip(sizes, states, strict=True), start=1):
+        if state.job != (k, len(parts)) or len(state.sets) != len(report.eval_sets) or any(
+                s.span[2] != s.cases or not 0 <= s.span[0] <= s.span[1] <= size
+                or n.totals.get("cases") != s.cases for s, n in zip(state.sets, state.notes.eval_sets, strict=True)):
+            raise JobsMergeError(f"the parts of the jobs do not join: job {k}'s notes are another job's, or list "
+                                 "other cases than its cases file holds")
+    joined = JoinedRun([cases_path(part) for part in parts], [[s.span for s in state.sets] for state in states])
+    for index in range(len(report.eval_sets)):
+        for state in states:
+            joined.console.absorb(_console_of(index, state.sets[index]))
+            joined.gaps.absorb(_gaps_of(state.sets[index]))
+    return report, joined
+
+
+def _console_of(index: int, run: _SetRun) -> ConsoleTally:
+    console = ConsoleTally(keep_values=True)
+    console.cases = {index: run.cases} if run.cases else {}
+    console.series = {(index, name): values for name, values in run.values.items()}
+    console.bad, console.bad_count = run.bad, run.bad_count
+    return console
+
+
+def _gaps_of(run: _SetRun) -> GapTally:
+    gaps = GapTally()
+    gaps.total, gaps.failed, gaps.no_judge = run.gaps
+    gaps.reasons = Counter(dict(run.reasons))
+    gaps.no_judge_reason = run.no_judge_reason
+    return gaps
+
+
+class JoinedRun(StreamedRun):
+    """The cases of ``run --jobs``, as its jobs wrote them into their cases files (``cases``; ``spans``: per job,
+    per eval set, start, end and count), with the console's and the judge gaps' tallies the parent added up."""
+
+    def __init__(self, cases: Sequence[Path], spans: Sequence[Sequence[tuple[int, int, int]]]) -> None:
+        super().__init__(None)
+        self.cases = list(cases)
+        self.job_spans = spans
+
+    def copy_cases(self, index: int, out: TextIO) -> None:
+        """Write the ``index``-th eval set's case lines: each job's in turn (each starts with a line break, and the
+        first of a later job's follows the earlier ones' after a comma, as one job writes them)."""
+        written = False
+        for path, spans in zip(self.cases, self.job_spans, strict=True):
+            start, end, count = spans[index]
+            if not count:
+                continue
+            if written:
+                out.write(",")
+            with open(path, "rb") as file:
+                copy_span(file, start, end, out)
+            written = True

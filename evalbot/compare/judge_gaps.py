@@ -107,6 +107,16 @@ class GapTally:
                     self.failed += 1
                     self.reasons[_clip(reason)] += 1
 
+    def absorb(self, other: GapTally) -> None:
+        """Count after these verdicts those ``other`` counted over the cases that follow them in the report (``run
+        --jobs``: a later job's): the same counts as adding all the cases in that order."""
+        self.total += other.total
+        self.failed += other.failed
+        self.no_judge += other.no_judge
+        for reason, count in other.reasons.items():
+            self.reasons[reason] += count
+        self.no_judge_reason = self.no_judge_reason or other.no_judge_reason
+
     def gaps(self) -> JudgeGaps:
         """The counts so far."""
         return JudgeGaps(total=self.total, failed=self.failed, no_judge=self.no_judge, reasons=self.reasons,

@@ -30,11 +30,13 @@ class ConsoleTally:
     how many each eval set has, the mean ``details.value`` of each criterion that reports a value instead of a
     score (seconds, counts), and the first ``max_failures`` failing or erroring cases."""
 
-    def __init__(self, max_failures: int = 50) -> None:
+    def __init__(self, max_failures: int = 50, *, keep_values: bool = False) -> None:
         self.max_failures = max_failures
         self.cases: dict[int, int] = {}
         self.values: dict[tuple[int, str], list[float]] = {}
         """(eval set index, criterion) -> [running total, count], as ``results.mean`` adds them."""
+        self.series: dict[tuple[int, str], list[float]] | None = {} if keep_values else None
+        """With ``keep_values``: (eval set index, criterion) -> each value added, in order (``absorb`` adds them)."""
         self.bad: list[str] = []
         self.bad_count = 0
 
@@ -57,6 +59,8 @@ class ConsoleTally:
                     acc = self.values[index, name] = [0.0, 0]
                 acc[0] += float(v)
                 acc[1] += 1
+                if self.series is not None:
+                    self.series.setdefault((index, name), []).append(float(v))
         if case.status not in ("failed", "error"):
             return
         self.bad_count += 1
@@ -66,6 +70,21 @@ class ConsoleTally:
                 if result.status == "failed":
                     reasons.append(_failed(name, result))
             self.bad.append(f"  {_MARK[case.status]:5} {es.eval_set_id} / {case.eval_id}: " + "; ".join(reasons))
+
+    def absorb(self, other: ConsoleTally) -> None:
+        """Count after these cases those ``other`` counted (with ``keep_values``), the cases that follow them in the
+        report (``run --jobs``: a later job's, eval set by eval set): the same tally as adding all the cases in that
+        order."""
+        assert other.series is not None
+        for index, count in other.cases.items():
+            self.cases[index] = self.cases.get(index, 0) + count
+        for key, values in other.series.items():
+            acc = self.values.setdefault(key, [0.0, 0])
+            for v in values:
+                acc[0] += v
+                acc[1] += 1
+        self.bad += other.bad[: max(0, self.max_failures - len(self.bad))]
+        self.bad_count += other.bad_count
 
     def value(self, index: int, name: str) -> str:
         """Mean over the cases of a metric that reports a value instead of a score: ``details.value``."""
