@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import gc
 import json
 import os
 import re
 import stat
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,8 +60,9 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def refuse_special(path: Path, what: str = "a JSON file") -> None:
+def refuse_special(path: Path, what: str = "a JSON file") -> os.stat_result | None:
     """Raise InputError unless ``path`` is a regular file (symlinks followed); never opens it, so a FIFO cannot hang.
+    Its status (None for a missing file).
 
     A missing file is left to the caller's own message. In the Action, a file in the workspace that resolves
     outside it (a committed symbolic link) is refused too (evalbot.paths.confined_to).
@@ -67,13 +70,14 @@ def refuse_special(path: Path, what: str = "a JSON file") -> None:
     if (outside := problem_leaving_workspace(path)) is not None:
         raise InputError(path, "", f"{path} {outside}")  # named in the text: a config's error shows on its eval set
     try:
-        mode = path.stat().st_mode
+        status = path.stat()
     except FileNotFoundError:
-        return
+        return None
     except OSError as exc:
         raise InputError(path, "", f"cannot read file: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(mode):
-        raise InputError(path, "", f"is {file_kind(mode)}, not a file; expected {what}")
+    if not stat.S_ISREG(status.st_mode):
+        raise InputError(path, "", f"is {file_kind(status.st_mode)}, not a file; expected {what}")
+    return status
 
 
 def read_text(path: Path) -> str:
@@ -392,6 +396,7 @@ class Slices:
         self._file = path.absolute()  # re-read even if the working directory changes meanwhile
         self._text: str | None = text
         self._shift = 0
+        self._fd: tuple[int, tuple[int, int], Callable[[], object]] | None = None
         if len(text) > KEEP_TEXT_CHARS and text.isascii():
             with self._file.open("rb") as f:
                 self._shift = 3 if f.read(3) == b"\xef\xbb\xbf" else 0
@@ -412,13 +417,24 @@ class Slices:
         """
         if self._text is not None:
             return loads(self._text[start:end], self.path, base)
-        refuse_special(self._file)
-        fd = os.open(self._file, os.O_RDONLY | os.O_CLOEXEC)  # one pread, no buffered file object (3.5 µs less)
-        try:
-            raw = os.pread(fd, end - start, start + self._shift)
-        finally:
-            os.close(fd)
-        return loads(raw.decode("utf-8"), self.path, base)
+        status = refuse_special(self._file)
+        if status is None:
+            raise FileNotFoundError(errno.ENOENT, "the file vanished", str(self._file))
+        return loads(self._pread(status, end - start, start + self._shift).decode("utf-8"), self.path, base)
+
+    def _pread(self, status: os.stat_result, size: int, offset: int) -> bytes:
+        """``size`` bytes at ``offset`` of the file ``status`` describes (checked as a regular file just before):
+        through the descriptor kept from the last read while the path still names the same file (one pread, no
+        open and close per slice), else through a new one. A file changed in place reads as a new descriptor would
+        read it; a file replaced, removed or refused is caught by the check, as on every read."""
+        kept = self._fd
+        if kept is None or kept[1] != (status.st_dev, status.st_ino):
+            fd = os.open(self._file, os.O_RDONLY | os.O_CLOEXEC)
+            opened = os.fstat(fd)
+            if kept is not None:
+                kept[2]()  # close the descriptor of the file the path named before
+            kept = self._fd = (fd, (opened.st_dev, opened.st_ino), weakref.finalize(self, os.close, fd))
+        return os.pread(kept[0], size, offset)
 
 
 def read_json(path: Path) -> Any:

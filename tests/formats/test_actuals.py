@@ -188,3 +188,37 @@ def test_a_read_back_file_replaced_by_a_fifo_or_removed_is_an_error_not_a_hang(w
     os.mkfifo(path)
     fifo = loaded.find("s", "x")
     assert isinstance(fifo, InputError) and "FIFO" in fifo.message
+
+
+def test_read_backs_share_one_descriptor_until_the_path_names_another_file(write: Writer) -> None:
+    """Slices read back through one descriptor while the path names the same file (changes in place are read as a
+    fresh open reads them); a file renamed over it is opened anew and the old descriptor closed; dropping the
+    slices closes the last one."""
+    import gc
+
+    from evalbot.formats.jsonio import Slices
+
+    first = json.dumps({"x": [inv("q1")], "y": [inv("q2")]})
+    doc = first + " " * KEEP_TEXT_CHARS
+    path = write("a.json", doc)
+    slices = Slices(doc, path)
+    x, y = (first.index('"x": ') + 5, first.index(', "y"')), (first.index('"y": ') + 5, len(first) - 1)
+    assert slices.decode(*x)[0]["user_content"]["parts"][0]["text"] == "q1"
+    assert slices._fd is not None
+    kept = slices._fd[0]
+    assert slices.decode(*y)[0]["user_content"]["parts"][0]["text"] == "q2" and slices._fd[0] == kept
+    with path.open("r+b") as f:  # the same file, changed in place: read as it is now
+        f.seek(first.index("q2"))
+        f.write(b"Q2")
+    assert slices.decode(*y)[0]["user_content"]["parts"][0]["text"] == "Q2" and slices._fd[0] == kept
+    other = path.with_name("b.json")
+    other.write_text(doc.replace("q1", "z1"), encoding="utf-8")
+    os.replace(other, path)  # another file under the same name
+    assert slices.decode(*x)[0]["user_content"]["parts"][0]["text"] == "z1"
+    with pytest.raises(OSError):
+        os.fstat(kept)
+    last = slices._fd[0]
+    del slices
+    gc.collect()
+    with pytest.raises(OSError):
+        os.fstat(last)
