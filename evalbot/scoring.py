@@ -37,6 +37,7 @@ from evalbot.results import (
     Totals,
     TurnView,
     case_status,
+    compacted,
     summarize_cases,
     totals,
 )
@@ -361,7 +362,7 @@ def score_eval_set(
         case = _score_case(loaded_case, loaded.eval_set_id, built, actuals, pending)
         if stream is None:
             case.turns.compact()
-            cases.append(case)
+            cases.append(compacted(case))
         else:
             stream[0].add(stream[1], report, case, len(pending) > before)
         if loaded_case.case is not None:

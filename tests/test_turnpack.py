@@ -10,8 +10,22 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from evalbot.results import CaseResult, EvalSetReport, Report, ToolCallView, TurnView, write_report_json
+from evalbot.compare import settle
+from evalbot.pipeline import evaluate
+from evalbot.results import (
+    CaseResult,
+    EvalSetReport,
+    InvocationScore,
+    MetricResult,
+    PackedScores,
+    Report,
+    ToolCallView,
+    TurnView,
+    compacted,
+    write_report_json,
+)
 from evalbot.turnpack import PackedTurns, TurnRow, pack, row_of, unpack
+from tests.fakes.builders import Writer, case, eval_set, inv
 
 ARGS: dict[str, Any] = {"id": "8858", "count": 3, "ratio": 0.5, "ok": None,
                         "filters": {"active": False, "tags": ["room", "日本語", ""]}}
@@ -145,3 +159,86 @@ def test_the_report_models_are_plain() -> None:
     assert CaseResult.model_copy is BaseModel.model_copy and CaseResult.__eq__ is BaseModel.__eq__
     decorators = CaseResult.__pydantic_decorators__
     assert not (decorators.model_validators or decorators.field_validators or decorators.computed_fields)
+
+
+def _scores() -> list[InvocationScore]:
+    return [InvocationScore(invocation_id="t1", score=0.5, status="failed", reason="why",
+                            details={"votes": {"yes": 1, "no": 2}, "rationale": "日本語", "value": 3.0, "ok": True}),
+            InvocationScore(status="informational", details={"value": None, "token_usage_details": {}}),
+            InvocationScore(invocation_id="t3", score=1.0, status="passed")]
+
+
+def _metric(scores: list[InvocationScore]) -> MetricResult:
+    return MetricResult(score=0.75, status="passed", threshold=0.5, per_invocation=scores, details={"value": 1.0})
+
+
+def test_kept_case_packs_per_invocation_verdicts_with_the_same_json() -> None:
+    """A case a report keeps (compacted) holds each criterion's verdicts packed, reads them back equal (models,
+    indexing, slicing, len) and serialises exactly as before, as JSON text and as a python dump."""
+    case = CaseResult(eval_id="c", status="passed", metrics={"m": _metric(_scores()), "empty": _metric([])})
+    text, dump = case.model_dump_json(), case.model_dump()
+    compacted(case)
+    packed = case.metrics["m"].per_invocation
+    assert isinstance(packed, PackedScores) and case.metrics["empty"].per_invocation == []
+    assert packed == _scores() and _scores() == packed and list(packed) == _scores() and len(packed) == 3
+    assert packed[0] == _scores()[0] and packed[-1].status == "passed" and packed[1:] == _scores()[1:]
+    assert case.model_dump_json() == text and case.model_dump() == dump
+    assert case == CaseResult.model_validate_json(text)
+    assert sys.getsizeof(packed) + sys.getsizeof(packed._packed) < 400
+    out = io.StringIO()
+    write_report_json(Report(eval_sets=[EvalSetReport(eval_set_id="s", path="p", status="passed", cases=[case])]),
+                      out)
+    assert json.loads(out.getvalue())["eval_sets"][0]["cases"][0] == json.loads(text)
+    packed[0].details["rationale"] = "changed"  # a read gives new objects: the kept verdicts do not change
+    assert packed[0].details == _scores()[0].details
+
+
+def test_verdicts_marshal_cannot_hold_stay_a_list() -> None:
+    """Details holding something other than plain JSON data are not packed, and not lost."""
+    odd = object()
+    scores = [InvocationScore(status="passed", score=1.0, details={"x": odd})]
+    case = compacted(CaseResult(eval_id="c", status="passed", metrics={"m": _metric(scores)}))
+    assert isinstance(case.metrics["m"].per_invocation, list)
+    assert case.metrics["m"].per_invocation[0].details == {"x": odd}
+
+
+def test_scored_cases_kept_by_the_report_are_packed(write: Writer) -> None:
+    """The pipeline keeps its scored cases compacted (a run that does not stream them: compare, --html), and their
+    verdicts read back as scored."""
+    write("evals/test_config.json", {"criteria": {"tool_trajectory_avg_score": 1.0}})
+    folder = write("evals/a.evalset.json", eval_set("a", case("c1", inv("hi", "ok", [("t", {})]),
+                                                              inv("yo", "ok", [("t", {})])))).parent
+    actuals = write("actuals.json", {"c1": [inv("hi", "ok", [("t", {})]), inv("yo", "ok", [])]})
+    kept = evaluate([str(folder)], actuals=[str(actuals)]).eval_sets[0].cases[0]
+    scores = kept.metrics["tool_trajectory_avg_score"].per_invocation
+    assert isinstance(scores, PackedScores)
+    assert [(s.score, s.status) for s in scores] == [(1.0, "passed"), (0.0, "failed")]
+
+
+class _Ballot:
+    """A majority vote of five samples, 3 pass and 2 fail, whose extra samples all pass."""
+
+    def __init__(self) -> None:
+        self.texts = ("yes", "yes", "yes", "no", "no", "yes", "yes", "yes", "yes", "yes")
+
+    def score(self, text: str) -> float | None:
+        return 1.0 if text == "yes" else 0.0
+
+    async def more(self, extra: int) -> str | None:
+        return None
+
+
+def test_settling_a_packed_verdict_replaces_the_list() -> None:
+    """Settling a split vote of a kept case (its verdicts packed) writes the larger vote: the criterion's verdicts
+    become a new list with the resampled invocation changed and the others as they were."""
+    scores = [InvocationScore(invocation_id="t1", score=1.0, status="passed"),
+              InvocationScore(invocation_id="t2", score=0.0, status="failed", details={"votes": {"yes": 2, "no": 3}})]
+    case = compacted(CaseResult(eval_id="c", status="failed", metrics={"j": MetricResult(
+        score=0.5, status="failed", threshold=1.0, per_invocation=scores)}))
+    report = Report(eval_sets=[EvalSetReport(eval_set_id="s", path="p", status="failed", cases=[case])])
+    assert isinstance(case.metrics["j"].per_invocation, PackedScores)
+    assert settle.apply(report, [(settle.Target(case, "j", 1, _Ballot(), 5), None)], 0.05) == 1
+    after = case.metrics["j"].per_invocation
+    assert isinstance(after, list) and after[0] == scores[0]
+    assert (after[1].score, after[1].status, after[1].details["votes"]["resampled"]) == (1.0, "passed", 5)
+    assert (case.metrics["j"].score, case.metrics["j"].status, case.status) == (1.0, "passed", "passed")

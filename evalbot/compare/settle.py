@@ -132,11 +132,13 @@ def apply(report: Report, settled: Sequence[tuple[Target, str | None]], alpha: f
         metric = target.case.metrics.get(target.criterion)
         if metric is None or target.index >= len(metric.per_invocation):
             continue
-        invocation = metric.per_invocation[target.index]
+        scores = list(metric.per_invocation)  # a kept case's are packed (results.PackedScores): a new list
+        invocation = scores[target.index]
         details: dict[str, Any] = dict(invocation.details or {})
         if error is not None:
             details["resample_error"] = error
-            metric.per_invocation[target.index] = invocation.model_copy(update={"details": details})
+            scores[target.index] = invocation.model_copy(update={"details": details})
+            metric.per_invocation = scores
             continue
         texts = target.ballot.texts
         samples = [target.ballot.score(t) for t in texts]
@@ -149,9 +151,10 @@ def apply(report: Report, settled: Sequence[tuple[Target, str | None]], alpha: f
         if chosen is not None:
             details["rationale"] = rationale_of(chosen)
         score = clean_score(verdict)
-        metric.per_invocation[target.index] = invocation.model_copy(update={
+        scores[target.index] = invocation.model_copy(update={
             "score": score, "status": threshold_status(score, metric.threshold), "details": details})
-        overall = clean_score(mean(p.score for p in metric.per_invocation))
+        metric.per_invocation = scores
+        overall = clean_score(mean(p.score for p in scores))
         metric.score = overall
         metric.status = threshold_status(overall, metric.threshold)
         target.case.status = case_status([m.status for m in target.case.metrics.values()])
