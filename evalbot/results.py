@@ -23,7 +23,7 @@ from pydantic import (
 
 from evalbot import __version__
 from evalbot.redact import ScrubbingWriter  # a judge or proxy may have echoed a key into a reason
-from evalbot.turnpack import PackedTurns, built
+from evalbot.turnpack import PackedTurns, all_fields_set, built
 from evalbot.turnpack import ToolCallView as ToolCallView  # the turn models are part of the report
 from evalbot.turnpack import TurnView as TurnView
 
@@ -285,8 +285,12 @@ class CaseResult(StrictModel):
 
 def compacted(case: CaseResult) -> CaseResult:
     """``case`` with each criterion's per-invocation verdicts packed (PackedScores), as a report keeps a final case
-    for the comparison and renders (same data, same JSON); verdicts marshal cannot hold stay a list."""
+    for the comparison and renders (same data, same JSON); verdicts marshal cannot hold stay a list. The case and its
+    criteria's results share their class's fields-set (turnpack.all_fields_set), as those built without validation
+    do."""
+    all_fields_set(case)
     for metric in case.metrics.values():
+        all_fields_set(metric)
         scores = metric.per_invocation
         if isinstance(scores, list) and scores:
             packed = PackedScores.of(scores)

@@ -54,6 +54,16 @@ _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 """BaseModel's slots, set through their descriptors directly (no attribute lookup on each object)."""
 
 
+def all_fields_set(obj: BaseModel) -> None:
+    """Give ``obj`` the fields-set :func:`built` gives its class's objects (one shared set naming every field) in
+    place of its own (a validated model's: 0.2-0.7 KB each). Its values and serialisation are unchanged; only
+    ``model_dump(exclude_unset=True)`` would then keep fields left at their defaults."""
+    fields = _ALL_FIELDS.get(type(obj))
+    if fields is None:
+        fields = _ALL_FIELDS[type(obj)] = set(type(obj).model_fields)
+    _set(obj, "__pydantic_fields_set__", fields)
+
+
 def built(cls: type[_M], values: dict[str, Any]) -> _M:
     """What ``cls.model_construct(**values)`` does when ``values`` names every field, about twice as fast: no
     validation, and one fields-set shared by every object of the class (it names every field, so pydantic's

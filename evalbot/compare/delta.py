@@ -59,6 +59,7 @@ from evalbot.results import (
     EvalSetReport,
     MetricResult,
     Report,
+    Status,
     mean,
 )
 from evalbot.turnpack import built
@@ -82,12 +83,17 @@ def _real(value: float | None) -> float | None:
 
 def metric_delta(
     name: str, *, judged: bool, comparable: bool, base: BaselineMetric | None, cur: MetricResult | None,
-    policy: GatePolicy,
+    policy: GatePolicy, shared: dict[UnscoredKey, MetricDelta] | None = None,
 ) -> MetricDelta:
     """Classify one criterion's change on one case.
 
     Built without validation (turnpack.built: one per criterion and case, 60,000 at 10,000 cases; validated, each
-    also had its own fields-set, about 0.7 KB): every value comes from a validated model of the right type."""
+    also had its own fields-set, about 0.7 KB): every value comes from a validated model of the right type.
+
+    ``shared``: the deltas without scores or votes built so far (an informational criterion, one new or removed
+    without a score), one object for each name, change and statuses: the cases of an eval set that have such a
+    delta share it (a compared run of 33,334 cases has four per case, about 0.4 KB each). Nothing changes a delta
+    once the comparison is made."""
     current_votes = invocation_votes(cur.per_invocation) if cur is not None and judged else None
     baseline_votes = base.votes if base else None
     change: Change = "unchanged"
@@ -110,18 +116,32 @@ def metric_delta(
         split, p_value = vote_noise(baseline_votes, current_votes)
         if split:
             change = "inconclusive"
-    return built(MetricDelta, {
+    baseline_score, current_score = _real(base.score) if base else None, _real(cur.score) if cur else None
+    baseline_status, current_status = base.status if base else None, cur.status if cur else None
+    unscored = baseline_score is None and current_score is None and baseline_votes is None and current_votes is None
+    key = (name, change, judged, baseline_status, current_status)
+    unscored = unscored and p_value is None and shared is not None
+    if unscored and shared is not None and (same := shared.get(key)) is not None:
+        return same
+    delta = built(MetricDelta, {
         "criterion": name,
         "change": change,
         "judged": judged,
-        "baseline_score": _real(base.score) if base else None,
-        "current_score": _real(cur.score) if cur else None,
-        "baseline_status": base.status if base else None,
-        "current_status": cur.status if cur else None,
+        "baseline_score": baseline_score,
+        "current_score": current_score,
+        "baseline_status": baseline_status,
+        "current_status": current_status,
         "baseline_votes": list(baseline_votes) if baseline_votes is not None else None,
         "current_votes": current_votes,
         "p_value": p_value,
     })
+    if unscored and shared is not None:
+        shared[key] = delta
+    return delta
+
+
+UnscoredKey = tuple[str, Change, bool, Status | None, Status | None]
+"""A delta without scores or votes: criterion, change, judged, baseline and current status."""
 
 
 def _category(cur: CaseResult, base: BaselineCase, deltas: Sequence[MetricDelta]) -> tuple[CaseCategory, str | None]:
@@ -147,8 +167,10 @@ def _category(cur: CaseResult, base: BaselineCase, deltas: Sequence[MetricDelta]
 def compare_case(
     key: str, cur: CaseResult | None, base: BaselineCase | None, *, criteria: Sequence[CriterionInfo],
     base_criteria: dict[str, BaselineCriterion], policy: GatePolicy, rule: str | None = None,
+    shared: dict[UnscoredKey, MetricDelta] | None = None,
 ) -> CaseComparison:
-    """Classify one case (present in the run, the baseline, or both); ``rule``: the eval set's ``pass_rule``."""
+    """Classify one case (present in the run, the baseline, or both); ``rule``: the eval set's ``pass_rule``;
+    ``shared``: see metric_delta."""
     if cur is None:
         return CaseComparison(eval_id=key, category="removed", baseline_status=base.status if base else None)
     if base is None:
@@ -175,6 +197,7 @@ def compare_case(
                 base=base.metrics.get(name),
                 cur=cur.metrics.get(name),
                 policy=policy,
+                shared=shared,
             )
         )
     category, reason = _category(cur, base, deltas)
@@ -279,6 +302,7 @@ def compare_eval_set(
     keys = unique_keys([c.eval_id for c in es.cases])
     base_cases = dict(usable.cases) if usable else {}
     cases = []
+    shared: dict[UnscoredKey, MetricDelta] = {}
     for case_key, case in zip(keys, es.cases, strict=True):
         base_case = base_cases.pop(case_key, None)
         if not compatible:
@@ -289,7 +313,8 @@ def compare_eval_set(
             ))
             continue
         cases.append(compare_case(case_key, case, base_case, criteria=es.criteria,
-                                  base_criteria=usable.criteria if usable else {}, policy=policy, rule=es.pass_rule))
+                                  base_criteria=usable.criteria if usable else {}, policy=policy, rule=es.pass_rule,
+                                  shared=shared))
     cases += [CaseComparison(eval_id=k, category="removed", baseline_status=c.status) for k, c in base_cases.items()]
     pairs = _pairs(cases) if usable else {}
     scored = Counter(name for c in es.cases for name, m in c.metrics.items() if m.score is not None)

@@ -78,6 +78,26 @@ def test_dump_is_canonical_and_round_trips() -> None:
     assert dump_baseline(build_baseline(r, commit="c", created_at="t")) == text
 
 
+def test_parsed_cases_share_their_bookkeeping_and_stay_as_parsed() -> None:
+    """A parsed baseline's cases and criteria share one fields-set per distinct set of given keys and one string per
+    status (memory), and read, dump, copy and compare exactly as validated: a copy's changes stay its own."""
+    r = sample_report()
+    r.eval_sets[0].cases.append(case("more", {TRAJ: metric(0.0)}))
+    text = dump_baseline(build_baseline(r, commit="c", created_at="t"))
+    b = parse_baseline(text, "b.json")
+    cases = b.eval_sets["orders"].cases
+    refund, track, more = cases["refund"], cases["track"], cases["more"]
+    assert refund.__pydantic_fields_set__ is more.__pydantic_fields_set__
+    assert refund.metrics[TRAJ].__pydantic_fields_set__ is not refund.metrics[JUDGE].__pydantic_fields_set__
+    assert track.metrics[TRAJ].__pydantic_fields_set__ is more.metrics[TRAJ].__pydantic_fields_set__
+    assert track.status is more.status and track.metrics[TRAJ].status is more.metrics[TRAJ].status
+    assert b == Baseline.model_validate(json.loads(text)) and dump_baseline(b) == text
+    assert b.model_dump(exclude_unset=True) == Baseline.model_validate(json.loads(text)).model_dump(exclude_unset=True)
+    assert "content" not in refund.model_fields_set
+    copy = more.model_copy(update={"content": "abc"})
+    assert "content" in copy.model_fields_set and "content" not in refund.model_fields_set | more.model_fields_set
+
+
 def test_duplicate_eval_set_ids_get_distinct_keys() -> None:
     """Two eval sets with the same id are kept apart instead of overwriting each other."""
     r = report(eval_set("x", [case("a", {TRAJ: metric(1.0)})]), eval_set("x", [case("b", {TRAJ: metric(1.0)})]))

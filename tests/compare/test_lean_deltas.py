@@ -90,3 +90,27 @@ def test_case_comparisons_are_what_validation_gives(make: object) -> None:
         validated = CaseComparison(**c.__dict__)
         assert validated == c and validated.model_dump_json() == c.model_dump_json()
         assert c.model_fields_set == set(CaseComparison.model_fields)
+
+
+def test_deltas_without_scores_are_one_object_per_eval_set() -> None:
+    """An informational criterion's delta (no scores, no votes) is one object for every case of an eval set that has
+    the same change and statuses; scored deltas and other eval sets' stay their own, and every delta dumps as its
+    own values would."""
+    info = "tool_call_count_v1"
+
+    def run(cases: list[str]) -> object:
+        return eval_set("s", [case(c, {TRAJ: metric(1.0 if c != "b" else 0.0),
+                                       info: metric(None, None, status="informational")}) for c in cases])
+
+    main, pr = report(run(["a", "b", "c"]), run(["d"])), report(run(["a", "b", "c"]), run(["d"]))
+    comparison = compare(current=pr, baseline=build_baseline(main, commit=None, created_at=None),
+                         policy=GatePolicy())
+    first, second = comparison.eval_sets
+    infos = [next(d for d in c.metrics if d.criterion == info) for c in first.cases]
+    assert infos[0] is infos[1] is infos[2] and infos[0].change == "new"
+    assert infos[0].model_dump() == {**MetricDelta(criterion=info, change="new").model_dump(),
+                                     "current_status": "informational"}
+    other = next(d for d in second.cases[0].metrics if d.criterion == info)
+    assert other is not infos[0] and other == infos[0]
+    traj = [next(d for d in c.metrics if d.criterion == TRAJ) for c in first.cases]
+    assert traj[0] is not traj[2] and traj[0] == traj[2] and traj[1].current_score == 0.0
