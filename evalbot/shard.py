@@ -56,6 +56,7 @@ from evalbot.results import (
     Totals,
     UsageRow,
     case_status,
+    compacted,
     plus_cost,
     summarize_cases,
     totals,
@@ -589,9 +590,10 @@ def _split(data: bytes) -> tuple[_SkeletonReport, list[tuple[int, int]]] | None:
 
 
 def _case_of(piece: bytes) -> CaseResult:
-    """A case line validated as at its place in a report (raises ValidationError)."""
+    """A case line validated as at its place in a report (raises ValidationError), kept compacted as a scored case
+    is (results.compacted): the merge of a compared run holds every case."""
     case: CaseResult = _CASE_DEPTH.validator.validate_json(b"[[[[" + piece + b"]]]]")[0][0][0][0]
-    return case
+    return compacted(case)
 
 
 def _with_cases(skeleton: _SkeletonReport, cases: Iterable[list[CaseResult]]) -> Report:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from evalbot.cli.commands import main
 from evalbot.errors import InputError, json_pointer
-from evalbot.results import CaseResult, Report, write_report_json
+from evalbot.results import CaseResult, PackedScores, Report, write_report_json
 from evalbot.shard import MergeError, _by_lines, merge_reports, part_from_bytes
 from tests.fakes.suites import write_suite
 from tests.shard.forgery import forged
@@ -96,6 +96,9 @@ def test_parts_evalbot_writes_are_read_line_by_line_into_the_same_report(example
         assert type(fast.eval_sets[0]) is type(whole.eval_sets[0])
         assert fast.model_fields_set == whole.model_fields_set
         assert [es.model_fields_set for es in fast.eval_sets] == [es.model_fields_set for es in whole.eval_sets]
+        kept = [m.per_invocation for es in fast.eval_sets for c in es.cases for m in c.metrics.values()
+                if m.per_invocation]
+        assert kept and all(isinstance(p, PackedScores) for p in kept)  # held compacted, as scored cases are
     assert len(_case_lines(suite_part)) == sum(len(es.cases) for es in Report.model_validate_json(suite_part)
                                                .eval_sets) > 8
 
