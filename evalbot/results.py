@@ -6,8 +6,8 @@ import json
 import marshal
 import math
 import statistics
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Annotated, Any, Literal, Protocol, Self, TextIO, cast, overload
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Annotated, Any, Literal, Protocol, Self, TextIO, cast
 
 from pydantic import (
     BaseModel,
@@ -23,7 +23,7 @@ from pydantic import (
 
 from evalbot import __version__
 from evalbot.redact import ScrubbingWriter  # a judge or proxy may have echoed a key into a reason
-from evalbot.turnpack import PackedTurns, all_fields_set, built
+from evalbot.turnpack import Packed, PackedTurns, all_fields_set, built
 from evalbot.turnpack import ToolCallView as ToolCallView  # the turn models are part of the report
 from evalbot.turnpack import TurnView as TurnView
 
@@ -185,7 +185,7 @@ ScoreRow = tuple[str | None, float | None, str, str | None, dict[str, Any] | Non
 """An invocation's verdict as packed: invocation id, score, status, reason, details."""
 
 
-class PackedScores(Sequence[InvocationScore]):
+class PackedScores(Packed[InvocationScore]):
     """A criterion's per-invocation verdicts on a case that a report keeps once the case is final, packed into one
     ``marshal`` bytes object (:func:`compacted`): a read-only sequence of InvocationScore built afresh on each read.
 
@@ -213,37 +213,18 @@ class PackedScores(Sequence[InvocationScore]):
     def __len__(self) -> int:
         return self._count
 
-    def _views(self) -> list[InvocationScore]:
+    def unpacked(self) -> list[InvocationScore]:
         rows: list[ScoreRow] = marshal.loads(self._packed)
         return [built(InvocationScore, {"invocation_id": i, "score": sc, "status": st, "reason": r, "details": d})
                 for i, sc, st, r, d in rows]
 
-    def __iter__(self) -> Iterator[InvocationScore]:
-        return iter(self._views())
-
-    @overload
-    def __getitem__(self, index: int) -> InvocationScore: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[InvocationScore]: ...
-    def __getitem__(self, index: int | slice) -> InvocationScore | list[InvocationScore]:
-        return self._views()[index]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, PackedScores) and self._packed == other._packed:
-            return True
-        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(self._views())
+    def same_packing(self, other: Packed[InvocationScore]) -> bool:
+        return isinstance(other, PackedScores) and self._packed == other._packed
 
 
 def _scores_out(value: Any, handler: SerializerFunctionWrapHandler) -> Any:
     """``per_invocation`` serialised as its list of verdicts, packed or not."""
-    return handler(value._views() if isinstance(value, PackedScores) else value)
+    return handler(value.unpacked() if isinstance(value, PackedScores) else value)
 
 
 class MetricResult(StrictModel):

@@ -156,7 +156,47 @@ def turn_from_row(row: TurnRow) -> TurnView:
     )
 
 
-class PackedTurns(Sequence[TurnView]):
+_T = TypeVar("_T")
+
+
+class Packed(Sequence[_T]):
+    """A read-only sequence kept in a packed form and rebuilt on each read (PackedTurns, results.PackedScores): a
+    list's read-only behaviour, equal to a sequence of equal items, unhashable as a list."""
+
+    __slots__ = ()
+
+    def unpacked(self) -> list[_T]:
+        """The items, built afresh."""
+        raise NotImplementedError
+
+    def same_packing(self, other: Packed[_T]) -> bool:
+        """Whether ``other`` holds the same packed form (equal without unpacking either)."""
+        return False
+
+    def __iter__(self) -> Iterator[_T]:
+        return iter(self.unpacked())
+
+    @overload
+    def __getitem__(self, index: int) -> _T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[_T]: ...
+    def __getitem__(self, index: int | slice) -> _T | list[_T]:
+        return self.unpacked()[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Packed) and self.same_packing(other):
+            return True
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.unpacked()!r})"
+
+
+class PackedTurns(Packed[TurnView]):
     """A case's turns, packed: a read-only sequence of TurnView built afresh on each read.
 
     As a pydantic field type it validates from a list of turns (models or dicts; errors located under the field),
@@ -202,28 +242,12 @@ class PackedTurns(Sequence[TurnView]):
     def __len__(self) -> int:
         return self._count
 
-    def __iter__(self) -> Iterator[TurnView]:
-        return iter([turn_from_row(row) for row in self.rows()])
+    def unpacked(self) -> list[TurnView]:
+        return [turn_from_row(row) for row in self.rows()]
 
-    @overload
-    def __getitem__(self, index: int) -> TurnView: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[TurnView]: ...
-    def __getitem__(self, index: int | slice) -> TurnView | list[TurnView]:
-        return list(self)[index]
-
-    def __eq__(self, other: object) -> bool:
-        if (isinstance(other, PackedTurns) and self._rows is None and other._rows is None
-                and self._packed == other._packed):
-            return True
-        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"PackedTurns({list(self)!r})"
+    def same_packing(self, other: Packed[TurnView]) -> bool:
+        return (isinstance(other, PackedTurns) and self._rows is None and other._rows is None
+                and self._packed == other._packed)
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
