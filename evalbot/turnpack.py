@@ -67,10 +67,14 @@ def all_fields_set(obj: BaseModel) -> None:
     """Give ``obj`` the fields-set :func:`built` gives its class's objects (one shared set naming every field) in
     place of its own (a validated model's: 0.2-0.7 KB each). Its values and serialisation are unchanged; only
     ``model_dump(exclude_unset=True)`` would then keep fields left at their defaults."""
-    fields = _ALL_FIELDS.get(type(obj))
+    _set_fields(obj, _every_field(type(obj)))
+
+
+def _every_field(cls: type[BaseModel]) -> set[str]:
+    fields = _ALL_FIELDS.get(cls)
     if fields is None:
-        fields = _ALL_FIELDS[type(obj)] = set(type(obj).model_fields)
-    _set(obj, "__pydantic_fields_set__", fields)
+        fields = _ALL_FIELDS[cls] = set(cls.model_fields)
+    return fields
 
 
 def built(cls: type[_M], values: dict[str, Any]) -> _M:
@@ -79,10 +83,7 @@ def built(cls: type[_M], values: dict[str, Any]) -> _M:
     bookkeeping on assignment or model_copy is a no-op on it).  The caller guarantees the values are valid."""
     obj = _new(cls)
     _set(obj, "__dict__", values)
-    fields = _ALL_FIELDS.get(cls)
-    if fields is None:
-        fields = _ALL_FIELDS[cls] = set(cls.model_fields)
-    _set_fields(obj, fields)
+    _set_fields(obj, _every_field(cls))
     _set_extra(obj, None)
     _set_private(obj, None)
     return obj
