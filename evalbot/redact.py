@@ -83,6 +83,14 @@ def scrub(text: str, extra: tuple[str, ...] = ()) -> str:
     return strip_url_queries(text)
 
 
+def scrub_utf8(data: bytes) -> bytes:
+    """:func:`scrub` of UTF-8 text given and returned as bytes: as it is when no secret is registered and it holds no
+    ``?`` (the case of most lines of a large report), without decoding and encoding it."""
+    if not _secrets and b"?" not in data:  # reading the set's size needs no lock: it is one atomic check
+        return data
+    return scrub(data.decode("utf-8")).encode("utf-8")
+
+
 class ScrubbingWriter:
     """A text stream that scrubs everything written through it (``write`` calls are whole lines or JSON pieces, so
     a secret is never split across two of them by evalbot's own writers)."""

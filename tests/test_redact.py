@@ -19,7 +19,7 @@ from evalbot.forge.base import ForgeError
 from evalbot.judges.factory import build_stack
 from evalbot.judges.gemini import GeminiJudge
 from evalbot.pipeline import evaluate
-from evalbot.redact import forget_secrets, register_secret, scrub, strip_url_queries
+from evalbot.redact import forget_secrets, register_secret, scrub, scrub_utf8, strip_url_queries
 from evalbot.render.comment import comment_marker, render_comment
 from evalbot.results import write_report_json
 from tests.fakes.fake_gemini import FakeError, FakeGemini, Recorded
@@ -135,3 +135,19 @@ def test_a_huge_token_holding_a_query_is_not_backtracked_through(word: str) -> N
 def test_short_tokens_keep_the_exact_url_rules() -> None:
     """The fallback is only for long tokens: a short word with ``?`` and no URL before it keeps its text."""
     assert strip_url_queries("x?" + "a." * 20) == "x?" + "a." * 20
+
+
+@pytest.mark.parametrize("secret", [None, "sk-secret-0123"])
+@pytest.mark.parametrize("text", [
+    '{"a":"plain text, no query"}', '{"u":"https://x.example/p?sig=abc"}', '{"u":"host/p?sig=abc é"}',
+    '{"k":"sk-secret-0123"}', '{"k":"日本 sk-secret-0123 /a?b=c"}', "", "?",
+])
+def test_scrub_utf8_is_scrub_on_bytes(text: str, secret: str | None) -> None:
+    """The bytes form gives scrub's result, with and without a registered secret, with and without a query; a line
+    with nothing to scrub comes back as the very same object."""
+    if secret:
+        register_secret(secret)
+    data = text.encode()
+    assert scrub_utf8(data) == scrub(text).encode()
+    if not secret and "?" not in text:
+        assert scrub_utf8(data) is data

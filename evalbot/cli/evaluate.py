@@ -25,7 +25,7 @@ from evalbot.judges.factory import judge_from_environ
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
 from evalbot.paths import output_file, problem_with_directory, write_output
 from evalbot.progress import terminal_progress
-from evalbot.redact import scrub
+from evalbot.redact import scrub_utf8
 from evalbot.render.console import ConsoleTally, render_text
 from evalbot.render.html import html_chunks, run_comparison
 from evalbot.results import (
@@ -35,7 +35,7 @@ from evalbot.results import (
     EvalSetReport,
     Report,
     StreamedCases,
-    case_line,
+    case_json,
     write_report_json,
 )
 
@@ -134,7 +134,7 @@ class StreamedRun:
             if span is None:
                 end = max((s[1] for s in self.spans.values()), default=0)
                 span = self.spans[index] = [end, end, 0]
-            data = scrub(case_line(span[2], case)).encode()
+            data = (b",\n" if span[2] else b"\n") + scrub_utf8(case_json(case))  # case_line, scrubbed
             try:
                 self.spill.write(data)
             except OSError as exc:
