@@ -348,3 +348,13 @@ def test_unknown_keys_name_the_first_case_over_the_jobs(tmp_path: Path, write: A
     notices = json.loads(report)["eval_sets"][0]["notices"]
     assert any("case 'k1'" in n and "'note'" in n for n in notices)
     assert any("TOOL_USE_QUALITY" in n for n in notices)
+
+
+def test_a_vertex_dataset_with_custom_and_judged_metrics_is_one_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The Vertex seed's dataset (rows carrying their own runs, a custom metric run in worker processes, a judged
+    metric replayed from its cache) over 2 and 3 jobs: one job's report, console and exit code."""
+    monkeypatch.chdir(ROOT)
+    argv = ["examples/vertex_seed/eval.jsonl", "--judge-cache", "examples/vertex_seed/judge-cache", "--judge-replay"]
+    code, out, _, report = _same_as_one_job(argv, tmp_path, capsys, (2, 3))
+    assert code == 1 and report is not None and b"essential_tools_present" in report and "FAIL" in out
