@@ -102,6 +102,19 @@ class _StemMap(dict[str, str]):
 _STEMS = _StemMap()
 
 
+class _ByteStemMap(dict[bytes, str]):
+    """_STEMS keyed by an ASCII word's bytes: ROUGE counts the words of an ASCII text split as bytes, undecoded."""
+
+    def __missing__(self, word: bytes) -> str:
+        if len(self) >= 200_000:  # bounded as _STEMS is
+            self.clear()
+        token = self[word] = _STEMS[word.decode("ascii")]
+        return token
+
+
+_BYTE_STEMS = _ByteStemMap()
+
+
 
 
 class _CharMap(dict[int, str]):
@@ -156,8 +169,8 @@ def _count_tokens(counts: dict[str, int], text: str) -> int:
     """Add the ROUGE tokens of ``text`` to ``counts``; how many there are. An ASCII text's words are counted as they
     are stemmed (one token per word), without a list of its tokens."""
     if text.isascii():
-        words = _ascii_words(text)
-        _count_elements(counts, map(_STEMS.__getitem__, words))
+        words = text.encode("ascii").translate(_ASCII_SPACED).split()  # _ascii_words, left as bytes
+        _count_elements(counts, map(_BYTE_STEMS.__getitem__, words))
         return len(words)
     tokens = _TOKENIZER.tokenize(text)
     _count_elements(counts, tokens)

@@ -142,3 +142,18 @@ def test_rouge_loads_neither_numpy_nor_all_of_nltk() -> None:
     assert score == pytest.approx(expected["rouge1"].fmeasure, abs=1e-12)
     assert (numpy, corpus, nltk_root) == (False, False, False)
     assert stem == "run" and full
+
+
+def test_ascii_words_are_stemmed_through_the_byte_map_as_through_the_word_map() -> None:
+    """ROUGE counts an ASCII text's words split as bytes: each maps to the token the word map (and rouge-score's
+    tokenizer) gives, and the byte map stays bounded as the word map is."""
+    from evalbot.criteria import response_match as rm
+
+    words = ["running", "Runs", "cats", "a1b2", "the", "generously", "x"]
+    for word in words:
+        lowered = word.lower()
+        assert rm._BYTE_STEMS[lowered.encode()] == rm._STEMS[lowered]
+    assert rm.rouge1_f("Running cats, generously!", "runs the cat") == rm.rouge1_f(
+        "running cats generously", "runs the cat")
+    rm._BYTE_STEMS.update({f"w{i}".encode(): "w" for i in range(200_000 - len(rm._BYTE_STEMS))})
+    assert rm._BYTE_STEMS[b"fresh"] == rm._STEMS["fresh"] and len(rm._BYTE_STEMS) == 1
