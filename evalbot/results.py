@@ -643,7 +643,7 @@ class VerdictView(Protocol):
 
 class MetricView(Protocol):
     """What the tallies (summaries, console, judge gaps) read of a criterion's verdict on a case (a MetricResult, or
-    a lighter decoding of its JSON: ``shard._tallied``)."""
+    any lighter object holding the same)."""
 
     @property
     def status(self) -> Status: ...
@@ -660,7 +660,7 @@ class MetricView(Protocol):
 
 
 class CaseView(Protocol):
-    """What the tallies read of a case (a CaseResult, or a lighter decoding of its JSON: ``shard._tallied``)."""
+    """What the tallies read of a case (a CaseResult, or any lighter object holding the same)."""
 
     @property
     def eval_id(self) -> str: ...
