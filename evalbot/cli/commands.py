@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="score the cases in N processes (auto: one per CPU; default 1), merged into the same "
                      "report, console text and exit code as one; the judge concurrency is shared among them")
     run.add_argument("--as-job", type=cli_args.shard, metavar="K/N", help=argparse.SUPPRESS)  # a job of --jobs N
+    run.add_argument("--watch-parent", action="store_true", help=argparse.SUPPRESS)  # stdin: the parent's pipe
     cli_compare.add_parsers(sub)
     return parser
 

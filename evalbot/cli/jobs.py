@@ -22,13 +22,16 @@ environment, so each scrubs the same secrets from what it writes.
 A job that fails fails the run: its input error is shown as one job shows it (exit 2); a job killed from outside
 (out of memory, a signal) is "could not measure" (exit 3); a job that crashed is a bug (exit 70). The other jobs
 are stopped then, nothing is written to --report, and the temporary parts are removed. Ctrl-C (or SIGTERM) stops
-every job.
+every job. A parent that vanishes without stopping them (SIGKILL, a crash of the interpreter) is noticed by each job
+(``ParentWatch``: the job's stdin is a pipe whose other end only the parent holds, so it reads end of file the moment
+the parent is gone): the job removes what it wrote and ends at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -56,8 +59,8 @@ from evalbot.shard import JobNotes, MergeError, Shard, job_eval_sets, job_notes,
 FORWARDED = ("paths", "actuals", "config", "judge_concurrency", "judge_cache", "judge_replay", "judge_timeout",
              "judge_deadline", "sampling", "verbose")
 """The options of ``evalbot run`` each job is given (``job_command``; --judge-concurrency as the job's share)."""
-PARENT_ONLY = ("command", "jobs", "as_job", "shard", "report", "html", "judge_failures", "agent", "adk_agent",
-               "num_runs", "record", "agent_concurrency", "agent_timeout")
+PARENT_ONLY = ("command", "jobs", "as_job", "watch_parent", "shard", "report", "html", "judge_failures", "agent",
+               "adk_agent", "num_runs", "record", "agent_concurrency", "agent_timeout")
 """The options the parent alone acts on: it writes --report, applies --judge-failures, and uses one job with --html
 or the agent options, and none with --shard (``jobs_for``)."""
 
@@ -87,6 +90,8 @@ def single_job_reason(args: argparse.Namespace) -> str | None:
 def jobs_for(args: argparse.Namespace) -> int:
     """How many jobs ``evalbot run`` uses: --jobs; 1 (with a notice) when the run cannot be split here; at most
     --judge-concurrency (each job needs one judge slot). --jobs with --shard is refused (ConfigError)."""
+    if args.watch_parent:
+        raise ConfigError("--watch-parent is given by `evalbot run --jobs N` to the jobs it starts (with --as-job)")
     wanted: int = args.jobs
     if wanted <= 1:
         return 1
@@ -113,9 +118,10 @@ def share(total: int, index: int, count: int) -> int:
 def job_command(args: argparse.Namespace, index: int, count: int, part: Path) -> list[str]:
     """The command line of job ``index`` of ``count``: this interpreter running ``evalbot run --as-job K/N`` with
     the run's options (``FORWARDED``), its share of --judge-concurrency, and ``part`` as its report. Values are given
-    as ``--flag=value`` and the eval set paths after ``--``, so no value can read as an option."""
+    as ``--flag=value`` and the eval set paths after ``--``, so no value can read as an option; ``--watch-parent``:
+    the job's stdin is the parent's pipe (``ParentWatch``)."""
     cmd = [sys.executable, "-m", "evalbot.cli", *(["-v"] if args.verbose else []), "run",
-           f"--as-job={index}/{count}", f"--report={part}",
+           f"--as-job={index}/{count}", "--watch-parent", f"--report={part}",
            f"--judge-concurrency={share(args.judge_concurrency, index, count)}",
            f"--judge-timeout={args.judge_timeout!r}", f"--judge-deadline={args.judge_deadline!r}"]
     cmd += [f"--actuals={path}" for path in args.actuals]
@@ -141,16 +147,74 @@ def run_as_job(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                           "PART.json and the scoring options only; use --jobs N")
     job = args.as_job
     part = Path(args.report)
+    watch = ParentWatch(job, [part, cases_path(part), notes_path(part)])
+    if args.watch_parent:
+        watch.start()
     inputs = load_inputs(args.paths, config=args.config)
     mine = job_eval_sets(inputs.eval_sets, job)
-    with open(cases_path(part), "w+b", buffering=SPILL_BUFFER) as spill:
+    with watch.writing():
+        spill = open(cases_path(part), "w+b", buffering=SPILL_BUFFER)  # closed below
+    with spill:
         run = JobRun(spill)
         report = evaluate_args(args, env, replace(inputs, eval_sets=mine), stream=run,
                                request_base=share(BASE_REQUESTS, job.index, job.count))
-    write_report(report, args.report)
     notes = job_notes(mine, {index: tallies[0] for index, tallies in run.sets.items()})
-    notes_path(part).write_bytes(_STATE.encode(run.state(job, notes, len(mine))))
+    with watch.writing():
+        write_report(report, args.report)
+        notes_path(part).write_bytes(_STATE.encode(run.state(job, notes, len(mine))))
     return EXIT_OK
+
+
+PARENT_GONE_EXIT = 128 + signal.SIGTERM
+"""A job's exit code when it ends because its parent is gone (as if stopped by SIGTERM; nobody reads it)."""
+
+
+class ParentWatch:
+    """Ends this job (``--as-job K/N --watch-parent``) as soon as its parent is gone, however it went (SIGKILL
+    included): its stdin is a pipe whose write end the parent alone holds (``run_jobs``), so reading it returns end of
+    file once the parent has ended, even if it ended before this job got here. Portable (no prctl, no polling of
+    the parent's pid, which another process may reuse). A thread waits on the pipe; on end of file it takes the lock
+    the job holds while it creates its files (``writing``), removes them (part, cases, notes: nothing a later run
+    could take for results), removes the parent's private folder if it is then empty (the last job to go does),
+    and ends the process at once with PARENT_GONE_EXIT. Custom metric workers of the job see their own stdin close
+    and end too."""
+
+    def __init__(self, job: Shard, files: Sequence[Path], fd: int = 0) -> None:
+        self.job = job
+        self.files = list(files)
+        self.fd = fd
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        threading.Thread(target=self._watch, name="evalbot-parent-watch", daemon=True).start()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Create files under the lock: once the parent is gone, none is created."""
+        with self.lock:
+            yield
+
+    def _watch(self) -> None:
+        while True:
+            try:
+                if not os.read(self.fd, 4096):
+                    break
+            except OSError:
+                break
+        self.stop()
+
+    def stop(self) -> None:
+        """The parent is gone: remove this job's files and end the process (never returns)."""
+        self.lock.acquire()  # held until the end: the main thread creates no file from now on
+        for path in self.files:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        with contextlib.suppress(OSError):
+            self.files[0].parent.rmdir()  # the parent's folder, once every job's files are gone
+        with contextlib.suppress(OSError):
+            os.write(2, f"evalbot: job {self.job.index} of {self.job.count}: its parent is gone: stopped, its files "
+                        "removed\n".encode())
+        os._exit(PARENT_GONE_EXIT)
 
 
 def cases_path(part: Path) -> Path:
@@ -242,7 +306,9 @@ def run_jobs(args: argparse.Namespace, env: Mapping[str, str], count: int) -> in
             with _sigterm_as_exit():
                 for k, part in enumerate(parts, start=1):
                     errors = stack.enter_context(tempfile.TemporaryFile(dir=folder))
-                    proc = subprocess.Popen(job_command(args, k, count, part), stdin=subprocess.DEVNULL,
+                    # stdin: the pipe whose end of file tells the job this process is gone (ParentWatch); only
+                    # this process holds its write end (close_fds: not the other jobs), until the job has ended
+                    proc = subprocess.Popen(job_command(args, k, count, part), stdin=subprocess.PIPE,
                                             stdout=subprocess.DEVNULL, stderr=errors, env=dict(env))
                     jobs.append(_Job(k, proc, errors))
                 failed = _wait(jobs)
@@ -283,6 +349,9 @@ def _stop(jobs: Sequence[_Job]) -> None:
         except subprocess.TimeoutExpired:
             job.proc.kill()
             job.proc.wait()
+        if job.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                job.proc.stdin.close()
 
 
 @contextlib.contextmanager

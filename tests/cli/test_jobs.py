@@ -6,6 +6,7 @@ leaves no temporary part; Ctrl-C or SIGTERM stops every job."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -190,6 +191,13 @@ if fault and any(a.startswith("--as-job=2/") for a in sys.argv):
         def broken(*args, **kwargs):
             raise RuntimeError("boom in a job")
         evalbot.pipeline.evaluate = broken
+if fault == "slow" and any(a.startswith("--as-job=") for a in sys.argv):  # each case 5 ms longer: a long run
+    import evalbot.cli.jobs
+    tally = evalbot.cli.jobs.JobRun.tally
+    def slow(*args, **kwargs):
+        time.sleep(0.005)
+        return tally(*args, **kwargs)
+    evalbot.cli.jobs.JobRun.tally = slow
 if fault == "hang" and any(a.startswith("--as-job=") for a in sys.argv):
     with open(os.path.join(os.environ["JOBS_TEST_PIDS"], str(os.getpid())), "w"):
         pass
@@ -253,6 +261,80 @@ def test_ctrl_c_or_sigterm_stops_every_job(sig: int, code: int, faulty: dict[str
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)  # ended and reaped
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("evalbot-jobs-")]
+
+
+def _children(parent: int) -> list[int]:
+    """The pids of ``parent``'s child processes (Linux: /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == parent:
+                found.append(int(stat.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting for its reaper has ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the jobs through /proc")
+def test_a_parent_killed_outright_leaves_no_job_running_and_no_part(faulty: dict[str, str], tmp_path: Path) -> None:
+    """SIGKILL, which the parent cannot catch, in the middle of a run of 2,000 cases (each job's cases file has
+    cases in it): both jobs end within a few seconds, removing their files and the parent's folder."""
+    evals, _, pr = write_suite(tmp_path / "suite", cases=2000)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, **faulty, "JOBS_TEST_FAULT": "slow", "TMPDIR": str(temp)}
+    proc = subprocess.Popen([sys.executable, "-m", "evalbot.cli", "run", str(evals), "--actuals", str(pr), "--jobs",
+                             "2", "--report", str(tmp_path / "r.json")], env=env, cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    jobs: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            cases = list(temp.glob("evalbot-jobs-*/part-*.cases"))
+            if len(cases) == 2 and all(c.stat().st_size for c in cases):
+                break
+            time.sleep(0.05)
+        jobs = _children(proc.pid)
+        assert proc.poll() is None and len(jobs) == 2, "the jobs were not scoring"
+        proc.kill()
+        proc.wait()
+        killed = time.monotonic()
+        while any(_running(pid) for pid in jobs) and time.monotonic() < killed + 10:
+            time.sleep(0.02)
+        took = time.monotonic() - killed
+        assert not any(_running(pid) for pid in jobs)
+        assert took < 3, f"the jobs took {took:.1f} s to end"
+    finally:
+        for pid in jobs:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    assert list(temp.iterdir()) == [] and not (tmp_path / "r.json").exists()
+
+
+def test_a_job_whose_parent_is_gone_before_it_starts_ends_at_once_leaving_nothing(tmp_path: Path) -> None:
+    """The pipe is already at end of file (the parent ended before the job began to watch it): the job ends,
+    not with exit 70, and creates nothing in its folder, which it removes (it is empty)."""
+    folder = tmp_path / "evalbot-jobs-x"
+    folder.mkdir()
+    part = folder / "part-1.json"
+    done = subprocess.run([sys.executable, "-m", "evalbot.cli", "run", "--as-job=1/1", "--watch-parent",
+                           f"--report={part}", *EXAMPLE], stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 128 + signal.SIGTERM and done.stdout == "", done.stderr
+    assert "job 1 of 1: its parent is gone: stopped, its files removed" in done.stderr
+    assert not folder.exists()
+
+
+def test_watch_parent_is_for_jobs_only(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", *EXAMPLE, "--watch-parent"], env={}) == 2
+    assert "--watch-parent" in capsys.readouterr().err
 
 
 def test_parts_of_many_eval_sets_merge_in_file_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
