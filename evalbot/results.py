@@ -266,12 +266,10 @@ class CaseResult(StrictModel):
 
 def compacted(case: CaseResult) -> CaseResult:
     """``case`` with each criterion's per-invocation verdicts packed (PackedScores), as a report keeps a final case
-    for the comparison and renders (same data, same JSON); verdicts marshal cannot hold stay a list. Its turns are
-    kept compressed (PackedTurns.deflate); the case and its criteria's results share their class's fields-set
-    (turnpack.all_fields_set), as those built without validation do."""
+    for the comparison and renders (same data, same JSON); verdicts marshal cannot hold stay a list. The case and its
+    criteria's results share their class's fields-set (turnpack.all_fields_set), as those built without validation
+    do."""
     all_fields_set(case)
-    if isinstance(case.turns, PackedTurns):
-        case.turns.compact().deflate()
     for metric in case.metrics.values():
         all_fields_set(metric)
         scores = metric.per_invocation

@@ -361,7 +361,8 @@ def score_eval_set(
         before = len(pending)
         case = _score_case(loaded_case, loaded.eval_set_id, built, actuals, pending)
         if stream is None:
-            cases.append(compacted(case))  # packs its turns too
+            case.turns.compact()
+            cases.append(compacted(case))
         else:
             stream[0].add(stream[1], report, case, len(pending) > before)
         if loaded_case.case is not None:

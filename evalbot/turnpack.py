@@ -11,7 +11,6 @@ and read as JSON, where ``turns`` is a plain list of turns.
 from __future__ import annotations
 
 import marshal
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar, overload
 
@@ -35,16 +34,8 @@ def pack(rows: list[TurnRow]) -> bytes | list[TurnRow]:
         return rows
 
 
-class Deflated(bytes):
-    """Packed rows compressed with zlib (:meth:`PackedTurns.deflate`)."""
-
-    __slots__ = ()
-
-
 def unpack(packed: bytes | list[TurnRow]) -> list[TurnRow]:
     """The rows given to :func:`pack` (as new objects when they were packed)."""
-    if isinstance(packed, Deflated):
-        packed = zlib.decompress(packed)
     if isinstance(packed, bytes):
         rows: list[TurnRow] = marshal.loads(packed)
         return rows
@@ -224,15 +215,6 @@ class PackedTurns(Packed[TurnView]):
     def of(cls, views: Iterable[TurnView]) -> PackedTurns:
         """The turns of these views, packed."""
         return cls([row_of(v) for v in views])
-
-    def deflate(self) -> None:
-        """Keep the packed turns compressed (zlib, fastest level) when that is smaller: a report keeps a final
-        case's turns so (results.compacted); 3 turns of 40-word texts and 3 calls: 3.3 KB packed, 0.9 KB deflated
-        (the bench's synthetic words compress better than real text), about 27 us to compress, 10 us to read."""
-        if type(self._packed) is bytes:
-            deflated = zlib.compress(self._packed, 1)
-            if len(deflated) < len(self._packed):
-                self._packed = Deflated(deflated)
 
     def rows(self) -> list[TurnRow]:
         """The turns' rows (new objects once packed; the rows given, not yet packed)."""
