@@ -14,16 +14,17 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
     SerializerFunctionWrapHandler,
     ValidationError,
-    WrapSerializer,
     model_serializer,
     model_validator,
 )
+from pydantic_core import CoreSchema, core_schema
 
 from evalbot import __version__
 from evalbot.redact import ScrubbingWriter  # a judge or proxy may have echoed a key into a reason
-from evalbot.turnpack import Packed, PackedTurns, all_fields_set, built
+from evalbot.turnpack import Packed, PackedTurns, all_fields_set, built, dict_field, optional_field
 from evalbot.turnpack import ToolCallView as ToolCallView  # the turn models are part of the report
 from evalbot.turnpack import TurnView as TurnView
 
@@ -222,9 +223,36 @@ class PackedScores(Packed[InvocationScore]):
         return isinstance(other, PackedScores) and self._packed == other._packed
 
 
-def _scores_out(value: Any, handler: SerializerFunctionWrapHandler) -> Any:
-    """``per_invocation`` serialised as its list of verdicts, packed or not."""
-    return handler(value.unpacked() if isinstance(value, PackedScores) else value)
+    def dicts(self) -> list[dict[str, Any]]:
+        """The verdicts as ``InvocationScore.model_dump()`` gives each (same keys, same order), without the models."""
+        rows: list[ScoreRow] = marshal.loads(self._packed)
+        return [{"invocation_id": i, "score": sc, "status": st, "reason": r, "details": d} for i, sc, st, r, d in rows]
+
+
+_SCORE_DICTS = core_schema.list_schema(core_schema.typed_dict_schema({
+    "invocation_id": optional_field(core_schema.str_schema()),
+    "score": optional_field(core_schema.float_schema()),
+    "status": dict_field(core_schema.str_schema()),
+    "reason": optional_field(core_schema.str_schema()),
+    "details": optional_field(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema())),
+}))
+"""How a criterion's verdicts serialise: InvocationScore's fields, order and defaults as typed-dict fields (so
+``exclude_none`` and ``exclude_defaults`` act on them as on the models)."""
+
+
+def _score_dicts(value: Sequence[InvocationScore]) -> list[dict[str, Any]]:
+    """``per_invocation`` as InvocationScore's dumps: a packed one's rows, a list's models' own field values (their
+    ``__dict__``, which holds exactly their fields, in order)."""
+    return value.dicts() if isinstance(value, PackedScores) else [s.__dict__ for s in value]
+
+
+class _AsScoreDicts:
+    """Marks ``per_invocation`` to serialise through :func:`_score_dicts` (validated as a list of models)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return cast(CoreSchema, {**handler(source), "serialization": core_schema.plain_serializer_function_ser_schema(
+            _score_dicts, return_schema=_SCORE_DICTS)})
 
 
 class MetricResult(StrictModel):
@@ -233,7 +261,7 @@ class MetricResult(StrictModel):
     score: float | None = Field(default=None, ge=0.0, le=1.0)
     status: Status
     threshold: float | None = None
-    per_invocation: Annotated[list[InvocationScore], WrapSerializer(_scores_out)] = Field(default_factory=list)
+    per_invocation: Annotated[list[InvocationScore], _AsScoreDicts] = Field(default_factory=list)
     """A list; a PackedScores once the case is kept by a report (:func:`compacted`): assign a new list to change it."""
     reason: str | None = None
     details: dict[str, Any] | None = None

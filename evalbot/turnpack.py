@@ -250,24 +250,26 @@ class PackedTurns(Packed[TurnView]):
         )
 
 
-def _field(schema: CoreSchema, **default: Any) -> core_schema.TypedDictField:
+def dict_field(schema: CoreSchema, **default: Any) -> core_schema.TypedDictField:
+    """A typed-dict field of a model's serialisation schema (with the model field's default, if any)."""
     return core_schema.typed_dict_field(core_schema.with_default_schema(schema, **default) if default else schema)
 
 
-def _optional(schema: CoreSchema) -> core_schema.TypedDictField:
-    return _field(core_schema.nullable_schema(schema), default=None)
+def optional_field(schema: CoreSchema) -> core_schema.TypedDictField:
+    """A typed-dict field ``X | None = None``."""
+    return dict_field(core_schema.nullable_schema(schema), default=None)
 
 
 _CALL_DICT = core_schema.typed_dict_schema(
-    {"name": _field(core_schema.nullable_schema(core_schema.str_schema())), "args": _optional(core_schema.any_schema())}
+    {"name": dict_field(core_schema.nullable_schema(core_schema.str_schema())), "args": optional_field(core_schema.any_schema())}
 )
 _TURN_DICTS_SCHEMA = core_schema.list_schema(core_schema.typed_dict_schema({
-    "invocation_id": _optional(core_schema.str_schema()),
-    "user": _field(core_schema.str_schema(), default=""),
-    "expected_response": _optional(core_schema.str_schema()),
-    "actual_response": _optional(core_schema.str_schema()),
-    "expected_tool_calls": _optional(core_schema.list_schema(_CALL_DICT)),
-    "actual_tool_calls": _field(core_schema.list_schema(_CALL_DICT), default_factory=list),
+    "invocation_id": optional_field(core_schema.str_schema()),
+    "user": dict_field(core_schema.str_schema(), default=""),
+    "expected_response": optional_field(core_schema.str_schema()),
+    "actual_response": optional_field(core_schema.str_schema()),
+    "expected_tool_calls": optional_field(core_schema.list_schema(_CALL_DICT)),
+    "actual_tool_calls": dict_field(core_schema.list_schema(_CALL_DICT), default_factory=list),
 }))
 """How the turns' dicts serialise: TurnView's and ToolCallView's fields and defaults as typed-dict fields, so
 ``exclude_none`` and ``exclude_defaults`` act on them as on the models."""

@@ -193,6 +193,25 @@ def test_kept_case_packs_per_invocation_verdicts_with_the_same_json() -> None:
     assert packed[0].details == _scores()[0].details
 
 
+@pytest.mark.parametrize("options", [{}, {"exclude_none": True}, {"exclude_defaults": True}, {"mode": "json"},
+                                     {"exclude_none": True, "mode": "json"}])
+def test_verdicts_serialise_as_the_invocation_score_models(options: dict[str, Any]) -> None:
+    """per_invocation is written from plain dicts (packed rows, or the models' own fields) with InvocationScore's
+    fields, order and defaults: the same JSON text and the same dumps under exclude_none and exclude_defaults as the
+    models give, packed or not."""
+    models = [s.model_dump(**options) for s in _scores()]
+    text = "[" + ",".join(s.model_dump_json() for s in _scores()) + "]"
+    for packed in (False, True):
+        case = CaseResult(eval_id="c", status="passed", metrics={"m": _metric(_scores())})
+        if packed:
+            compacted(case)
+        assert isinstance(case.metrics["m"].per_invocation, PackedScores) is packed
+        assert case.model_dump(**options)["metrics"]["m"]["per_invocation"] == models
+        assert f'"per_invocation":{text},' in case.model_dump_json()
+        assert [list(d) for d in case.model_dump()["metrics"]["m"]["per_invocation"]] == [
+            list(InvocationScore.model_fields)] * 3
+
+
 def test_verdicts_marshal_cannot_hold_stay_a_list() -> None:
     """Details holding something other than plain JSON data are not packed, and not lost."""
     odd = object()
