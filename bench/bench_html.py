@@ -52,9 +52,11 @@ from evalbot.results import (  # noqa: E402
     ToolCallView,
     TurnView,
     case_status,
+    compacted,
     summarize_cases,
     totals,
 )
+from evalbot.turnpack import PackedTurns  # noqa: E402
 from tests.fakes.chromium import browser, find_browser  # noqa: E402
 
 TRAJ, RESP, JUDGE = "tool_trajectory_avg_score", "response_match_score", "final_response_match_v2"
@@ -109,13 +111,13 @@ def build(n: int, pr: bool) -> Report:
             status = case_status([m.status for m in metrics.values()])
             result = CaseResult(eval_id=f"{name}_case_{k:05d}", status=status, metrics=metrics, fingerprint=f"fp{i}")
             if status != "passed" or judged:
-                result.turns = [
+                result.turns = PackedTurns.of([
                     TurnView(user=f"Where is my order A{i}-{t}? " + words(i + t, 12),
                              expected_response=words(i + t), actual_response=words(i + t + (1 if bad else 0)),
                              expected_tool_calls=calls(i, t, False), actual_tool_calls=calls(i, t, bad))
                     for t in range(3)
-                ]
-            cases.append(result)
+                ])
+            cases.append(compacted(result))  # held as the CLI's scoring keeps a case
         criteria = [*(CriterionInfo(name=n, fingerprint=n) for n in INFO),
                     CriterionInfo(name=TRAJ, threshold=1.0, fingerprint="t"),
                     CriterionInfo(name=RESP, threshold=0.6, fingerprint="r")]
