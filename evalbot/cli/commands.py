@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "report, console text and exit code as one; the judge concurrency is shared among them")
     run.add_argument("--as-job", type=cli_args.shard, metavar="K/N", help=argparse.SUPPRESS)  # a job of --jobs N
     run.add_argument("--watch-parent", action="store_true", help=argparse.SUPPRESS)  # stdin: the parent's pipe
+    run.add_argument("--progress-fd", type=int, help=argparse.SUPPRESS)  # where a job tells its progress
     cli_compare.add_parsers(sub)
     return parser
 

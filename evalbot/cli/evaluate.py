@@ -24,7 +24,7 @@ from evalbot.judges.base import DEFAULT_SAMPLING, SAMPLING_MODES, Sampling
 from evalbot.judges.factory import judge_from_environ
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
 from evalbot.paths import output_file, problem_with_directory, write_output
-from evalbot.progress import terminal_progress
+from evalbot.progress import Progress, terminal_progress
 from evalbot.redact import scrub_utf8
 from evalbot.render.console import ConsoleTally, render_text
 from evalbot.render.html import html_chunks, run_comparison
@@ -93,14 +93,16 @@ def judge_context(args: argparse.Namespace, env: Mapping[str, str],
 
 
 def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipeline.Inputs | None = None,
-                  ctx: BuildContext | None = None, stream: CaseStream | None = None, request_base: int = 0) -> Report:
+                  ctx: BuildContext | None = None, stream: CaseStream | None = None, request_base: int = 0,
+                  progress: Progress | None = None) -> Report:
     """Score recorded runs, or run the agent first (--agent / --adk-agent): the pipeline, as every command calls it.
     ``ctx``: the judge context to use (default: ``judge_context`` with the run's sampling); ``stream``: where the
     cases go instead of the report; ``request_base``: a job's share of the judge request cap (see
-    ``pipeline.evaluate``)."""
+    ``pipeline.evaluate``); ``progress``: where the progress goes instead of the terminal's line (a job of
+    ``run --jobs`` tells its parent)."""
     ctx = ctx or judge_context(args, env, run_sampling(args, inputs))
     agent = agent_run(args)  # checks the agent options before anything is read
-    bar = terminal_progress(sys.stderr)
+    bar = terminal_progress(sys.stderr) if progress is None else None
 
     def say(text: str) -> None:
         if bar is not None:
@@ -110,7 +112,7 @@ def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipe
     try:
         return pipeline.evaluate(inputs if inputs is not None else args.paths, actuals=args.actuals,
                                  config=None if inputs is not None else args.config, agent=agent, ctx=ctx,
-                                 progress=bar, say=say, shard=args.shard, stream=stream, request_base=request_base)
+                                 progress=progress or bar, say=say, shard=args.shard, stream=stream, request_base=request_base)
     finally:
         if bar is not None:
             bar.close()

@@ -25,6 +25,10 @@ are stopped then, nothing is written to --report, and the temporary parts are re
 every job. A parent that vanishes without stopping them (SIGKILL, a crash of the interpreter) is noticed by each job
 (``ParentWatch``: the job's stdin is a pipe whose other end only the parent holds, so it reads end of file the moment
 the parent is gone): the job removes what it wrote and ends at once.
+
+When one job would show its progress (stderr is a terminal, ``progress.terminal_progress``), the parent shows the
+jobs' together: each job writes how many of its cases are done to a pipe the jobs share (``ProgressPipe``), and the
+parent adds them up on its terminal line (``JobsProgress``), erased before anything else is printed.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, BinaryIO, TextIO
@@ -51,6 +55,7 @@ from evalbot.cli.evaluate import SPILL_BUFFER, StreamedRun, copy_span, evaluate_
 from evalbot.compare.judge_gaps import GapTally
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError
 from evalbot.pipeline import BASE_REQUESTS, load_inputs
+from evalbot.progress import TerminalProgress, terminal_progress
 from evalbot.redact import scrub
 from evalbot.render.console import ConsoleTally
 from evalbot.results import CaseTally, CaseView, EvalSetReport, Report
@@ -59,7 +64,7 @@ from evalbot.shard import JobNotes, MergeError, Shard, job_eval_sets, job_notes,
 FORWARDED = ("paths", "actuals", "config", "judge_concurrency", "judge_cache", "judge_replay", "judge_timeout",
              "judge_deadline", "sampling", "verbose")
 """The options of ``evalbot run`` each job is given (``job_command``; --judge-concurrency as the job's share)."""
-PARENT_ONLY = ("command", "jobs", "as_job", "watch_parent", "shard", "report", "html", "judge_failures", "agent",
+PARENT_ONLY = ("command", "jobs", "as_job", "watch_parent", "progress_fd", "shard", "report", "html", "judge_failures", "agent",
                "adk_agent", "num_runs", "record", "agent_concurrency", "agent_timeout")
 """The options the parent alone acts on: it writes --report, applies --judge-failures, and uses one job with --html
 or the agent options, and none with --shard (``jobs_for``)."""
@@ -90,8 +95,8 @@ def single_job_reason(args: argparse.Namespace) -> str | None:
 def jobs_for(args: argparse.Namespace) -> int:
     """How many jobs ``evalbot run`` uses: --jobs; 1 (with a notice) when the run cannot be split here; at most
     --judge-concurrency (each job needs one judge slot). --jobs with --shard is refused (ConfigError)."""
-    if args.watch_parent:
-        raise ConfigError("--watch-parent is given by `evalbot run --jobs N` to the jobs it starts (with --as-job)")
+    if args.watch_parent or args.progress_fd is not None:
+        raise ConfigError("--watch-parent and --progress-fd are given by `evalbot run --jobs N` to the jobs it starts (with --as-job)")
     wanted: int = args.jobs
     if wanted <= 1:
         return 1
@@ -115,11 +120,13 @@ def share(total: int, index: int, count: int) -> int:
     return total // count + (1 if index <= total % count else 0)
 
 
-def job_command(args: argparse.Namespace, index: int, count: int, part: Path) -> list[str]:
+def job_command(args: argparse.Namespace, index: int, count: int, part: Path, progress_fd: int | None = None,
+                ) -> list[str]:
     """The command line of job ``index`` of ``count``: this interpreter running ``evalbot run --as-job K/N`` with
     the run's options (``FORWARDED``), its share of --judge-concurrency, and ``part`` as its report. Values are given
     as ``--flag=value`` and the eval set paths after ``--``, so no value can read as an option; ``--watch-parent``:
-    the job's stdin is the parent's pipe (``ParentWatch``)."""
+    the job's stdin is the parent's pipe (``ParentWatch``); ``progress_fd``: where the job writes its progress
+    (``ProgressPipe``)."""
     cmd = [sys.executable, "-m", "evalbot.cli", *(["-v"] if args.verbose else []), "run",
            f"--as-job={index}/{count}", "--watch-parent", f"--report={part}",
            f"--judge-concurrency={share(args.judge_concurrency, index, count)}",
@@ -133,6 +140,8 @@ def job_command(args: argparse.Namespace, index: int, count: int, part: Path) ->
         cmd.append("--judge-replay")
     if args.sampling is not None:
         cmd.append(f"--sampling={args.sampling}")
+    if progress_fd is not None:
+        cmd.append(f"--progress-fd={progress_fd}")
     return [*cmd, "--", *args.paths]
 
 
@@ -152,12 +161,16 @@ def run_as_job(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         watch.start()
     inputs = load_inputs(args.paths, config=args.config)
     mine = job_eval_sets(inputs.eval_sets, job)
+    progress = None
+    if args.progress_fd is not None:
+        progress = ProgressPipe(args.progress_fd, job.index)
+        progress(0, sum(len(es.cases) for es in mine))  # its share of the total, before any case is done
     with watch.writing():
         spill = open(cases_path(part), "w+b", buffering=SPILL_BUFFER)  # closed below
     with spill:
         run = JobRun(spill)
         report = evaluate_args(args, env, replace(inputs, eval_sets=mine), stream=run,
-                               request_base=share(BASE_REQUESTS, job.index, job.count))
+                               request_base=share(BASE_REQUESTS, job.index, job.count), progress=progress)
     notes = job_notes(mine, {index: tallies[0] for index, tallies in run.sets.items()})
     with watch.writing():
         write_report(report, args.report)
@@ -288,6 +301,83 @@ class JobRun(StreamedRun):
         return _JobState((job.index, job.count), notes, sets)
 
 
+PROGRESS_S = 0.1
+"""At most how often a job tells its parent its progress (and when its last case is done)."""
+
+
+class ProgressPipe:
+    """A job's progress (``progress.Progress``), told to its parent as ``K DONE TOTAL`` lines on the pipe the jobs
+    share (``--progress-fd``): each line is shorter than PIPE_BUF, so written whole, never mixed with another job's;
+    the pipe is non-blocking, so a line that does not fit (the parent slow to read) or a parent gone is dropped,
+    never waited for."""
+
+    def __init__(self, fd: int, index: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.fd = fd
+        self.index = index
+        self.clock = clock
+        self.last: float | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        if 0 < done < total and self.last is not None and now - self.last < PROGRESS_S:
+            return
+        self.last = now
+        with contextlib.suppress(OSError):
+            os.write(self.fd, f"{self.index} {done} {total}\n".encode("ascii"))
+
+
+class JobsProgress:
+    """The parent's side of the jobs' progress: the pipe they write to (``write_fd``, given to each job) and the
+    terminal line (``bar``) showing their cases done out of their cases in all, once every job has said its total.
+    A line that does not read as one job's progress is ignored (it is only shown, never counted as a result)."""
+
+    MAX_LINE = 64
+
+    def __init__(self, bar: TerminalProgress, count: int) -> None:
+        self.bar = bar
+        self.count = count
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        os.set_blocking(self.write_fd, False)  # the jobs' end: a full pipe drops a line (ProgressPipe)
+        self.pending = b""
+        self.jobs: dict[int, tuple[int, int]] = {}
+
+    def started(self) -> None:
+        """Every job has its copy of the write end: close this process's."""
+        with contextlib.suppress(OSError):
+            os.close(self.write_fd)
+
+    def poll(self) -> None:
+        """Read what the jobs wrote since the last poll; redraw the line."""
+        while True:
+            try:
+                data = os.read(self.read_fd, 65536)
+            except (BlockingIOError, InterruptedError):
+                break
+            if not data:
+                break
+            self.pending += data
+        *lines, self.pending = self.pending.split(b"\n")
+        if len(self.pending) > self.MAX_LINE:
+            self.pending = b""
+        for raw in lines:
+            fields = raw.split(b" ")
+            if len(fields) != 3 or not all(f.isdigit() and len(f) < 16 for f in fields):
+                continue
+            index, done, total = (int(f) for f in fields)
+            if 1 <= index <= self.count and done <= total:
+                self.jobs[index] = (done, total)
+        if len(self.jobs) == self.count:
+            self.bar(sum(done for done, _ in self.jobs.values()), sum(total for _, total in self.jobs.values()))
+
+    def close(self) -> None:
+        """Erase the line; close the pipe."""
+        self.bar.close()
+        self.started()
+        with contextlib.suppress(OSError):
+            os.close(self.read_fd)
+
+
 @dataclass
 class _Job:
     index: int
@@ -302,18 +392,26 @@ def run_jobs(args: argparse.Namespace, env: Mapping[str, str], count: int) -> in
     with tempfile.TemporaryDirectory(prefix="evalbot-jobs-") as folder, contextlib.ExitStack() as stack:
         parts = [Path(folder) / f"part-{k}.json" for k in range(1, count + 1)]
         jobs: list[_Job] = []
+        bar = terminal_progress(sys.stderr)  # shown when one job would show it
+        progress = JobsProgress(bar, count) if bar is not None else None
+        fds = () if progress is None else (progress.write_fd,)
         try:
             with _sigterm_as_exit():
                 for k, part in enumerate(parts, start=1):
                     errors = stack.enter_context(tempfile.TemporaryFile(dir=folder))
                     # stdin: the pipe whose end of file tells the job this process is gone (ParentWatch); only
                     # this process holds its write end (close_fds: not the other jobs), until the job has ended
-                    proc = subprocess.Popen(job_command(args, k, count, part), stdin=subprocess.PIPE,
-                                            stdout=subprocess.DEVNULL, stderr=errors, env=dict(env))
+                    proc = subprocess.Popen(job_command(args, k, count, part, fds[0] if fds else None),
+                                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
+                                            env=dict(env), pass_fds=fds)
                     jobs.append(_Job(k, proc, errors))
-                failed = _wait(jobs)
+                if progress is not None:
+                    progress.started()
+                failed = _wait(jobs, progress)
         finally:
             _stop(jobs)
+            if progress is not None:
+                progress.close()
         if failed is not None:
             return _failure(failed, count)
         for job in jobs:  # what the jobs logged (warnings; with -v, debug lines), in job order
@@ -321,10 +419,13 @@ def run_jobs(args: argparse.Namespace, env: Mapping[str, str], count: int) -> in
         return _merged(args, parts)
 
 
-def _wait(jobs: Sequence[_Job]) -> _Job | None:
-    """Wait until every job has ended; the first to fail, as soon as it does (None when all wrote their parts)."""
+def _wait(jobs: Sequence[_Job], progress: JobsProgress | None = None) -> _Job | None:
+    """Wait until every job has ended; the first to fail, as soon as it does (None when all wrote their parts).
+    ``progress``: polled meanwhile."""
     pending = list(jobs)
     while pending:
+        if progress is not None:
+            progress.poll()
         for job in list(pending):
             code = job.proc.poll()
             if code is None:

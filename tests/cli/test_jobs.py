@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -23,7 +25,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalbot.cli.commands import build_parser, main
-from evalbot.cli.jobs import FORWARDED, PARENT_ONLY, job_command, share, single_job_reason
+from evalbot.cli.jobs import FORWARDED, PARENT_ONLY, JobsProgress, ProgressPipe, job_command, share, single_job_reason
+from evalbot.progress import TerminalProgress
 from tests.fakes.builders import case, eval_set, inv
 from tests.fakes.fake_gemini import FakeGemini
 from tests.fakes.suites import write_suite
@@ -332,9 +335,97 @@ def test_a_job_whose_parent_is_gone_before_it_starts_ends_at_once_leaving_nothin
     assert not folder.exists()
 
 
+def test_on_a_terminal_the_parent_shows_the_jobs_progress_added_up(faulty: dict[str, str], tmp_path: Path) -> None:
+    """stderr a terminal (a pseudo-terminal here), 2,000 cases over 2 jobs of ~5 s: the progress line counts the
+    cases of both jobs (out of 2,000, never going back) and is erased; report, stdout and the rest of stderr are one
+    job's (which shows no progress with stderr a pipe)."""
+    pty = pytest.importorskip("pty")
+    tty = pytest.importorskip("tty")
+    evals, _, pr = write_suite(tmp_path / "suite", cases=2000)
+    command = [sys.executable, "-m", "evalbot.cli", "run", str(evals), "--actuals", str(pr), "--report"]
+    env = {**os.environ, **faulty, "JOBS_TEST_FAULT": "slow"}
+    one = subprocess.run([*command, str(tmp_path / "one.json")], env=env, capture_output=True, text=True,
+                         timeout=120, check=False)
+    master, slave = pty.openpty()
+    tty.setraw(slave)  # no newline translation: stderr as written
+    proc = subprocess.Popen([*command, str(tmp_path / "many.json"), "--jobs", "2"], env=env, stdout=subprocess.PIPE,
+                            stderr=slave)
+    os.close(slave)
+    chunks = []
+    try:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's last writer has gone
+                break
+            if not data:
+                break
+            chunks.append(data)
+        out = proc.communicate(timeout=120)[0].decode()
+    finally:
+        proc.kill()
+        os.close(master)
+    err = b"".join(chunks).decode()
+    counts = [int(n) for n in re.findall(r"\revalbot: (\d+)/2000 cases \(", err)]
+    assert counts and counts == sorted(counts) and any(0 < n < 2000 for n in counts), err
+    assert proc.returncode == one.returncode and out == one.stdout
+    assert (tmp_path / "many.json").read_bytes() == (tmp_path / "one.json").read_bytes()
+    assert re.sub(r"\r[^\r\n]*", "", err) == one.stderr  # every progress line erased, the rest as one job's
+
+
+def test_the_parent_counts_only_lines_that_read_as_a_jobs_progress() -> None:
+    """What reaches the pipe is added up only when it is ``K DONE TOTAL`` of a job of this run, DONE <= TOTAL; a
+    line split over reads is joined; garbage, other jobs' numbers, huge numbers and endless lines are ignored;
+    nothing is drawn until every job has said its total."""
+    stream = io.StringIO()
+    progress = JobsProgress(TerminalProgress(stream, delay=0, interval=0), 2)
+    try:
+        os.write(progress.write_fd, b"1 0 10\n")
+        progress.poll()
+        assert stream.getvalue() == ""  # job 2 has not said its total yet
+        os.write(progress.write_fd, b"2 3 5\n3 1 1\n0 1 1\n1 9 8\n1 -1 10\n1 1 1e3\n2 99999999999999999 1\nx\n2 4")
+        progress.poll()
+        assert stream.getvalue().endswith("evalbot: 3/15 cases (20%) · 0 s · ~0 s left")
+        os.write(progress.write_fd, b" 5\n" + b"7" * 100_000)
+        progress.poll()
+        assert stream.getvalue().endswith("evalbot: 4/15 cases (26%) · 0 s · ~0 s left")
+        os.write(progress.write_fd, b"\n1 10 10\n2 5 5\n")
+        progress.poll()
+        assert stream.getvalue().rstrip(" ").endswith("\revalbot: 15/15 cases (100%) · 0 s")
+    finally:
+        progress.close()
+    assert stream.getvalue().endswith("\r" + " " * len("evalbot: 15/15 cases (100%) · 0 s") + "\r")
+
+
+def test_a_job_tells_its_progress_at_most_ten_times_a_second_and_never_waits() -> None:
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    now = [0.0]
+    tell = ProgressPipe(write, 2, clock=lambda: now[0])
+    try:
+        tell(0, 3)
+        tell(1, 3)  # too soon after the last
+        now[0] = 0.5
+        tell(2, 3)
+        tell(3, 3)  # the last case: always told
+        assert os.read(read, 1000) == b"2 0 3\n2 2 3\n2 3 3\n"
+        while True:  # the pipe full (the parent not reading): a line is dropped, not waited for
+            try:
+                os.write(write, b"x" * 4096)
+            except BlockingIOError:
+                break
+        now[0] = 1.0
+        tell(3, 3)
+        os.close(read)
+        tell(3, 3)  # the parent gone: EPIPE ignored
+    finally:
+        os.close(write)
+
+
 def test_watch_parent_is_for_jobs_only(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", *EXAMPLE, "--watch-parent"], env={}) == 2
-    assert "--watch-parent" in capsys.readouterr().err
+    for flag in ("--watch-parent", "--progress-fd=2"):
+        assert main(["run", *EXAMPLE, flag], env={}) == 2
+        assert "--watch-parent and --progress-fd are given by `evalbot run --jobs N`" in capsys.readouterr().err
 
 
 def test_parts_of_many_eval_sets_merge_in_file_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
