@@ -589,11 +589,16 @@ def _split(data: bytes) -> tuple[_SkeletonReport, list[tuple[int, int]]] | None:
     return skeleton, spans
 
 
-def _case_of(piece: bytes) -> CaseResult:
-    """A case line validated as at its place in a report (raises ValidationError), kept compacted as a scored case
-    is (results.compacted): the merge of a compared run holds every case."""
+def _case_line(piece: bytes) -> CaseResult:
+    """A case line validated as at its place in a report (raises ValidationError)."""
     case: CaseResult = _CASE_DEPTH.validator.validate_json(b"[[[[" + piece + b"]]]]")[0][0][0][0]
-    return compacted(case)
+    return case
+
+
+def _case_of(piece: bytes) -> CaseResult:
+    """``_case_line``, kept compacted as a scored case is (results.compacted): the merge of a compared run holds
+    every case."""
+    return compacted(_case_line(piece))
 
 
 def _with_cases(skeleton: _SkeletonReport, cases: Iterable[list[CaseResult]]) -> Report:
@@ -671,8 +676,8 @@ def merge_streamed(parts: Sequence[tuple[str, bytes]], stream: CaseStream) -> tu
             for eval_id, _ in listed_set.cases:
                 text, start, end = found[(i, eval_id)]
                 piece = texts[text][start:end]
-                try:
-                    case = _case_of(piece)
+                try:  # streamed out, never held: not compacted (that would cost CPU for nothing)
+                    case = _case_line(piece)
                 except ValidationError:
                     return None
                 if case.eval_id != eval_id:  # a key given twice in the line: the last one counts
