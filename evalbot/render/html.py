@@ -461,15 +461,39 @@ class Packer:
         self._out.append(self._zip.compress("".join(self._text).encode("utf-8")))
         self._text, self._held = [], 0
 
-    def close(self) -> str:
-        """The block ("" when nothing was deferred)."""
+    def close(self) -> list[str]:
+        """The block as base64 pieces (none when nothing was deferred): see ``base64_pieces``."""
         if not self.count:
-            return ""
+            return []
         labels = [[category, title_of(category)] for category in sorted(self._labels)]
         self._text.append("]," + self._encode(labels) + "]")
         self._flush()
         self._out.append(self._zip.flush())
-        return base64.b64encode(b"".join(self._out)).decode("ascii")
+        out, self._out = self._out, []
+        return base64_pieces(out)
+
+
+BASE64_PIECE = 3 << 18
+"""Compressed bytes per piece of the data block (768 KiB: 1 MiB of base64)."""
+
+
+def base64_pieces(compressed: list[bytes], piece: int = BASE64_PIECE) -> list[str]:
+    """The base64 text of the bytes of ``compressed`` (emptied as it is read), in pieces the template writes one
+    after another (``{% for piece in deferred %}``): each piece but the last encodes a multiple of 3 bytes, so the
+    pieces joined are the base64 of the whole, and the page's largest string (tens of MB at 100,000 cases) is never
+    built whole, nor the bytes joined before encoding; the compressed bytes are let go as they are encoded."""
+    pieces: list[str] = []
+    carry = bytearray()
+    compressed.reverse()
+    while compressed:
+        carry += compressed.pop()
+        if len(carry) >= piece:
+            cut = len(carry) - len(carry) % 3
+            pieces.append(base64.b64encode(carry[:cut]).decode("ascii"))
+            del carry[:cut]
+    if carry:
+        pieces.append(base64.b64encode(carry).decode("ascii"))
+    return pieces
 
 
 def _usage(usage: JudgeUsage | None, baseline: BaselineUsage | None = None) -> list[Data]:

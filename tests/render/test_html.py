@@ -346,3 +346,23 @@ def test_the_cli_writes_the_page_it_renders(tmp_path: Path, capsys: pytest.Captu
     assert code in (0, 1) and out.is_file()
     written = Report.model_validate_json(report_path.read_text(encoding="utf-8"))
     assert out.read_text(encoding="utf-8") == render_html_report(written)
+
+
+def test_data_block_pieces_join_to_the_base64_of_the_whole() -> None:
+    """The data block reaches the page piece by piece; the pieces joined are exactly the base64 of all the compressed
+    bytes, whatever the sizes of the compressor's outputs (empty ones, ones across a piece's end, one byte)."""
+    import base64
+    import random
+
+    from evalbot.render.html import base64_pieces
+
+    rng = random.Random(28)
+    for _ in range(300):
+        chunks = [rng.randbytes(rng.choice([0, 1, 2, 3, 29, 30, 31, 64, 95])) for _ in range(rng.randrange(0, 12))]
+        whole = base64.b64encode(b"".join(chunks)).decode("ascii")
+        given = list(chunks)
+        pieces = base64_pieces(given, piece=30)
+        assert "".join(pieces) == whole
+        assert given == []  # let go as encoded
+        assert all(len(piece) >= 40 and len(piece) % 4 == 0 and "=" not in piece for piece in pieces[:-1])
+        assert (pieces == []) == (whole == "")
