@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "report, console text and exit code as one; the judge concurrency is shared among them")
     run.add_argument("--as-job", type=cli_args.shard, metavar="K/N", help=argparse.SUPPRESS)  # a job of --jobs N
     run.add_argument("--watch-parent", action="store_true", help=argparse.SUPPRESS)  # stdin: the parent's pipe
-    run.add_argument("--progress-fd", type=int, help=argparse.SUPPRESS)  # where a job tells its progress
+    run.add_argument("--progress-fd", type=cli_args.integer(3, 99_999), help=argparse.SUPPRESS)  # where a job tells its progress (a pipe the parent passed: not 0-2)
     cli_compare.add_parsers(sub)
     return parser
 

@@ -423,7 +423,7 @@ def test_a_job_tells_its_progress_at_most_ten_times_a_second_and_never_waits() -
 
 
 def test_watch_parent_is_for_jobs_only(capsys: pytest.CaptureFixture[str]) -> None:
-    for flag in ("--watch-parent", "--progress-fd=2"):
+    for flag in ("--watch-parent", "--progress-fd=7"):
         assert main(["run", *EXAMPLE, flag], env={}) == 2
         assert "--watch-parent and --progress-fd are given by `evalbot run --jobs N`" in capsys.readouterr().err
 
