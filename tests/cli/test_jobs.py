@@ -246,9 +246,13 @@ def test_ctrl_c_or_sigterm_stops_every_job(sig: int, code: int, faulty: dict[str
     pids.mkdir()
     env = {**os.environ, **faulty, "JOBS_TEST_FAULT": "hang", "JOBS_TEST_PIDS": str(pids),
            "TMPDIR": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "evalbot.cli", "run", *EXAMPLE, "--jobs", "2", "--report",
-                             str(tmp_path / "r.json")], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    # SIGINT as a terminal's Ctrl-C finds it: a shell starting the tests in the background (`cmd &`) has it ignored,
+    # and an ignored signal stays ignored across exec (Python then installs no KeyboardInterrupt handler)
+    default_sigint = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                      "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+    proc = subprocess.Popen([sys.executable, "-c", default_sigint, "-m", "evalbot.cli", "run", *EXAMPLE, "--jobs",
+                             "2", "--report", str(tmp_path / "r.json")], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline and proc.poll() is None:
