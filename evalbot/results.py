@@ -215,9 +215,7 @@ class PackedScores(Packed[InvocationScore]):
         return self._count
 
     def unpacked(self) -> list[InvocationScore]:
-        rows: list[ScoreRow] = marshal.loads(self._packed)
-        return [built(InvocationScore, {"invocation_id": i, "score": sc, "status": st, "reason": r, "details": d})
-                for i, sc, st, r, d in rows]
+        return [built(InvocationScore, row) for row in self.dicts()]
 
     def same_packing(self, other: Packed[InvocationScore]) -> bool:
         return isinstance(other, PackedScores) and self._packed == other._packed
@@ -296,7 +294,8 @@ def compacted(case: CaseResult) -> CaseResult:
     """``case`` with each criterion's per-invocation verdicts packed (PackedScores), as a report keeps a final case
     for the comparison and renders (same data, same JSON); verdicts marshal cannot hold stay a list. The case and its
     criteria's results share their class's fields-set (turnpack.all_fields_set), as those built without validation
-    do."""
+    do; its turns are packed (``PackedTurns.compact``)."""
+    case.turns.compact()
     all_fields_set(case)
     for metric in case.metrics.values():
         all_fields_set(metric)

@@ -361,7 +361,6 @@ def score_eval_set(
         before = len(pending)
         case = _score_case(loaded_case, loaded.eval_set_id, built, actuals, pending)
         if stream is None:
-            case.turns.compact()
             cases.append(compacted(case))
         else:
             stream[0].add(stream[1], report, case, len(pending) > before)
