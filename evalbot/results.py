@@ -24,7 +24,7 @@ from pydantic_core import CoreSchema, core_schema
 
 from evalbot import __version__
 from evalbot.redact import ScrubbingWriter  # a judge or proxy may have echoed a key into a reason
-from evalbot.turnpack import Packed, PackedTurns, all_fields_set, built, dict_field, optional_field
+from evalbot.turnpack import Packed, PackedTurns, TurnStore, all_fields_set, built, dict_field, optional_field
 from evalbot.turnpack import ToolCallView as ToolCallView  # the turn models are part of the report
 from evalbot.turnpack import TurnView as TurnView
 
@@ -290,12 +290,12 @@ class CaseResult(StrictModel):
     """How many of ``runs`` are reruns of a case whose outcome flipped against the baseline (the last ones)."""
 
 
-def compacted(case: CaseResult) -> CaseResult:
+def compacted(case: CaseResult, store: TurnStore | None = None) -> CaseResult:
     """``case`` with each criterion's per-invocation verdicts packed (PackedScores), as a report keeps a final case
     for the comparison and renders (same data, same JSON); verdicts marshal cannot hold stay a list. The case and its
     criteria's results share their class's fields-set (turnpack.all_fields_set), as those built without validation
-    do; its turns are packed (``PackedTurns.compact``)."""
-    case.turns.compact()
+    do; its turns are packed (``PackedTurns.compact``), and written to ``store`` when one is given."""
+    case.turns.compact(store)
     all_fields_set(case)
     for metric in case.metrics.values():
         all_fields_set(metric)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
@@ -188,6 +188,21 @@ class Packed(Sequence[_T]):
         return f"{type(self).__name__}({self.unpacked()!r})"
 
 
+class TurnStore(Protocol):
+    """Where a kept case's packed turns may be written out of memory (``PackedTurns.compact(store)``) and read back
+    from: the CLI gives ``compare`` an anonymous temporary file (cli.evaluate.TurnSpill); the core never opens one."""
+
+    def put(self, data: bytes) -> int | None:
+        """Keep ``data``; where it starts in the store, or None when it could not be written (then it stays held)."""
+
+    def get(self, start: int, size: int) -> bytes:
+        """The ``size`` bytes kept from ``start``."""
+
+
+_SIZE_BITS = 40
+"""A spilled PackedTurns keeps one int: its bytes' start in the store << _SIZE_BITS | their size."""
+
+
 class PackedTurns(Packed[TurnView]):
     """A case's turns, packed: a read-only sequence of TurnView built afresh on each read.
 
@@ -196,7 +211,7 @@ class PackedTurns(Packed[TurnView]):
     are (equal turns may pack to different bytes, e.g. arguments' keys in another order).
     """
 
-    __slots__ = ("_count", "_packed", "_rows")
+    __slots__ = ("_count", "_packed", "_rows", "_spilled", "_store")
 
     def __init__(self, rows: list[TurnRow] | None = None, *, packed: bool = True) -> None:
         """``packed=False`` keeps the rows as they are until :meth:`compact` packs them: a case written out at once
@@ -204,12 +219,27 @@ class PackedTurns(Packed[TurnView]):
         self._rows = rows if rows and not packed else None
         self._packed = pack(rows) if rows and packed else None
         self._count = len(rows) if rows else 0
+        self._store: TurnStore | None = None
+        self._spilled = 0
 
-    def compact(self) -> PackedTurns:
-        """Pack the rows kept by ``packed=False`` (what holding the case for long needs); this object."""
+    def compact(self, store: TurnStore | None = None) -> PackedTurns:
+        """Pack the rows kept by ``packed=False`` (what holding the case for long needs); this object. With
+        ``store``, the packed bytes are written there and only where they are is held (read back on each access);
+        bytes the store cannot take stay held."""
         if self._rows is not None:
             self._packed, self._rows = pack(self._rows), None
+        packed = self._packed
+        if store is not None and isinstance(packed, bytes):
+            start = store.put(packed)
+            if start is not None:
+                self._store, self._spilled, self._packed = store, start << _SIZE_BITS | len(packed), None
         return self
+
+    def _held(self) -> bytes | list[TurnRow] | None:
+        """The packed form, read back from the store when it was written there."""
+        if self._store is not None:
+            return self._store.get(self._spilled >> _SIZE_BITS, self._spilled & ((1 << _SIZE_BITS) - 1))
+        return self._packed
 
     @classmethod
     def of(cls, views: Iterable[TurnView]) -> PackedTurns:
@@ -220,7 +250,8 @@ class PackedTurns(Packed[TurnView]):
         """The turns' rows (new objects once packed; the rows given, not yet packed)."""
         if self._rows is not None:
             return list(self._rows)
-        return unpack(self._packed) if self._packed is not None else []
+        held = self._held()
+        return unpack(held) if held is not None else []
 
     def __len__(self) -> int:
         return self._count
@@ -230,7 +261,13 @@ class PackedTurns(Packed[TurnView]):
 
     def same_packing(self, other: Packed[TurnView]) -> bool:
         return (isinstance(other, PackedTurns) and self._rows is None and other._rows is None
-                and self._packed == other._packed)
+                and self._held() == other._held())
+
+    def __copy__(self) -> PackedTurns:
+        return self  # read-only (compact changes the form, never the turns): a copy may share it, and its store
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PackedTurns:
+        return self
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:

@@ -20,6 +20,7 @@ import evalbot.cli.args as cli_args
 from evalbot.cli.agent import add_agent_args, agent_run
 from evalbot.cli.evaluate import (
     StreamedRun,
+    TurnSpill,
     add_eval_args,
     evaluate_args,
     judge_context,
@@ -251,7 +252,8 @@ def evaluate_settled(args: argparse.Namespace, env: Mapping[str, str], inputs: I
     """Evaluate, then settle the judged verdicts that flipped against ``baseline`` on a split vote (compare: the
     baseline compared with; baseline: the one being replaced). With ``rerun_notes`` (compare) and an agent to run,
     the cases that flipped against ``baseline`` are rerun (``rerun_flipped``); the notices are added there."""
-    ctx = replace(judge_context(args, env, policy.sampling), ballots=ballots_for(baseline, policy))
+    ctx = replace(judge_context(args, env, policy.sampling), ballots=ballots_for(baseline, policy),
+                  turn_store=TurnSpill())  # the report holds every case: their turns wait in a temporary file
     report = evaluate_args(args, env, inputs, ctx)
     settle_split_votes(report, baseline, ctx, policy)
     run = agent_run(args) if rerun_notes is not None else None

@@ -8,6 +8,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import BinaryIO, TextIO, cast
@@ -183,6 +184,63 @@ def copy_span(file: BinaryIO, start: int, end: int, out: TextIO) -> None:
 SPILL_BUFFER = 1 << 20
 """The temporary file's buffer: a run writes one case line of a few KB at a time (one system call per megabyte
 instead of one per line or two), and copies it into the report a megabyte at a time."""
+
+
+class TurnSpill:
+    """A TurnStore (``BuildContext.turn_store``) in an anonymous temporary file: ``compare`` keeps there the packed
+    turns of every case its report holds (a failing case's largest part, read back only when a render or the report
+    file reaches them), so its memory holds where they are, not them. Written a megabyte at a time; the file is made
+    on the first write, removed from its folder at once, and closed when the last case holding it is gone. When it
+    cannot be made or written (no room in TMPDIR), the turns stay in memory: nothing is lost, only the saving."""
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+        self._pending = bytearray()
+        """Bytes put but not yet written: they start at ``_written`` in the store."""
+        self._written = 0
+        self._broken = False
+
+    def put(self, data: bytes) -> int | None:
+        if self._broken:
+            return None
+        if self._fd is None:
+            try:
+                fd, path = tempfile.mkstemp(prefix="evalbot-turns-")
+            except OSError:
+                self._broken = True
+                return None
+            weakref.finalize(self, os.close, fd)
+            self._fd = fd
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        start = self._written + len(self._pending)
+        self._pending += data
+        if len(self._pending) >= SPILL_BUFFER:
+            self._write()
+        return start
+
+    def _write(self) -> None:
+        """Write the pending bytes; on a failure keep what is left of them in memory (and write no more)."""
+        assert self._fd is not None
+        try:
+            while self._pending:
+                done = os.write(self._fd, self._pending)
+                del self._pending[:done]
+                self._written += done
+        except OSError:
+            self._broken = True
+
+    def get(self, start: int, size: int) -> bytes:
+        end = start + size
+        read = b""
+        if start < self._written and self._fd is not None:
+            want = min(end, self._written) - start
+            while len(read) < want:
+                more = os.pread(self._fd, want - len(read), start + len(read))
+                if not more:
+                    raise OSError("the temporary file of the kept turns is shorter than written")
+                read += more
+        return read + bytes(self._pending[max(0, start - self._written):max(0, end - self._written)])
 
 
 def _utf8(out: TextIO) -> bool:

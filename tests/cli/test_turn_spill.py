@@ -1,0 +1,129 @@
+"""compare's turn spill: the packed turns of the cases its report keeps wait in an anonymous temporary file
+(cli.evaluate.TurnSpill, the core's TurnStore), read back when a render or the report file reaches them."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import evalbot.cli.compare as cli_compare
+from evalbot.cli.evaluate import SPILL_BUFFER, TurnSpill
+from evalbot.results import CaseResult, TurnView, compacted
+from evalbot.turnpack import PackedTurns
+from tests.fakes.cli_project import cli, make_baseline, proj
+
+__all__ = ["proj"]  # the fixture
+
+
+
+def _chunks() -> list[bytes]:
+    """Pieces of several sizes, some past the buffer (so some are written and some still pending), all distinct."""
+    sizes = [1, 700_000, 5, SPILL_BUFFER + 3, 0, 400_000, 17, 900_000, 2]
+    return [bytes((i * 7 + j) % 251 for j in range(n)) if n < 100 else bytes([i]) * n for i, n in enumerate(sizes)]
+
+
+def test_spill_gives_back_each_piece_written_or_pending(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every piece reads back as given, in any order, whether written to the file or still in the buffer; the file
+    has no name in its folder."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    spill = TurnSpill()
+    pieces = _chunks()
+    starts = [spill.put(p) for p in pieces]
+    assert None not in starts and spill._written > 0 and spill._pending
+    assert list(tmp_path.iterdir()) == []
+    for piece, start in reversed(list(zip(pieces, starts, strict=True))):
+        assert start is not None and spill.get(start, len(piece)) == piece
+
+
+def test_spill_file_is_closed_once_nothing_holds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    spill = TurnSpill()
+    assert spill.put(b"x" * (SPILL_BUFFER + 1)) == 0
+    fd = spill._fd
+    assert fd is not None and os.fstat(fd).st_size == SPILL_BUFFER + 1
+    del spill
+    gc.collect()
+    with pytest.raises(OSError):
+        os.fstat(fd)
+
+
+def test_a_spill_that_cannot_be_made_keeps_the_turns_in_memory(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """No temporary folder to write in: put refuses, and a kept case's turns stay held, unchanged."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    spill = TurnSpill()
+    assert spill.put(b"abc") is None
+    case = CaseResult(eval_id="c", status="failed", turns=PackedTurns.of([TurnView(user="hi", actual_response="no")]))
+    compacted(case, spill)
+    assert case.turns._store is None and case.turns._packed is not None
+    assert case.turns[0].actual_response == "no"
+
+
+def test_a_full_disk_keeps_what_was_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that fails (here /dev/full: no space left) loses nothing: the pieces not written stay readable from
+    memory, and later pieces are refused (they stay with their cases)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    spill = TurnSpill()
+    first = b"a" * (SPILL_BUFFER + 1)
+    assert spill.put(first) == 0 and spill._written == len(first)
+    assert spill._fd is not None
+    full = os.open("/dev/full", os.O_WRONLY)
+    try:
+        real, spill._fd = spill._fd, full
+        pending = b"b" * SPILL_BUFFER
+        start = spill.put(pending)
+        assert start == len(first) and spill._broken
+        assert spill.put(b"later") is None
+        spill._fd = real
+        assert spill.get(0, len(first)) == first and spill.get(len(first), len(pending)) == pending
+    finally:
+        os.close(full)
+
+
+def test_compare_spills_the_kept_turns_and_writes_the_same(proj: Path, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """compare gives its report a TurnSpill: the failing cases' turns are written there, and the comment (which
+    shows the changed argument, read from the turns) and the report are the same as with the turns held in memory
+    (no temporary folder: the spill refuses every piece)."""
+    make_baseline(capsys)
+    made: list[TurnSpill] = []
+
+    class Watched(TurnSpill):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(cli_compare, "TurnSpill", Watched)
+    argv = ["compare", "evals", "--actuals", "runs/pr.json", "--comment", "out/c.md", "--report", "out/r.json"]
+    code, _, _ = cli(capsys, *argv)
+    assert code == 1 and len(made) == 1 and made[0]._written + len(made[0]._pending) > 0
+    comment, report = (proj / "out/c.md").read_text(), (proj / "out/r.json").read_text()
+    assert "↳ amount: 25 → 250" in comment
+    monkeypatch.setattr(tempfile, "tempdir", str(proj / "missing"))
+    code, _, _ = cli(capsys, *argv)
+    assert code == 1 and made[1]._broken and not made[1]._pending
+    assert (proj / "out/c.md").read_text() == comment and (proj / "out/r.json").read_text() == report
+    turns = json.loads(report)["eval_sets"][0]["cases"]
+    assert any(c["turns"] for c in turns)
+
+
+def test_packed_turns_in_a_store_read_serialise_and_copy_as_held_ones(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turns written to a store hold only where they are, and read, compare, serialise and copy as held turns."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    views = [TurnView(invocation_id=f"t{i}", user="hi " * i, actual_response="日本語", expected_tool_calls=None)
+             for i in range(3)]
+    held = PackedTurns.of(views)
+    spilled = PackedTurns.of(views).compact(TurnSpill())
+    assert spilled._packed is None and spilled._store is not None
+    assert spilled == held and held == spilled and spilled.same_packing(held) and list(spilled) == views
+    assert len(spilled) == 3 and spilled[1] == views[1] and spilled[1:] == views[1:]
+    a = CaseResult(eval_id="c", status="failed", turns=held)
+    b = CaseResult(eval_id="c", status="failed", turns=spilled)
+    assert a.model_dump_json() == b.model_dump_json() and a.model_dump() == b.model_dump()
+    assert b.model_copy(deep=True).turns is spilled and b.model_copy(deep=True) == a
