@@ -10,19 +10,30 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+import msgspec
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from evalbot import __version__
 from evalbot.compare.efficiency import BaselineEfficiency, BudgetError, efficiency_of, parse_budgets
 from evalbot.compare.votes import Votes, invocation_votes
 from evalbot.errors import InputError, json_pointer
-from evalbot.formats.jsonio import describe, parse_json, pointer_for
+from evalbot.formats.jsonio import FAST_DECODER, describe, parse_json, pointer_for, utf8_for_msgspec
 from evalbot.git import GitRunner, git_show
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL
 from evalbot.results import (
@@ -36,6 +47,7 @@ from evalbot.results import (
     StrictModel,
     TokenCounts,
 )
+from evalbot.turnpack import built
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE_PATH = ".evalbot/baseline.json"
@@ -163,9 +175,14 @@ class BaselineEvalSet(_Model):
 
     path: str
     criteria: dict[str, BaselineCriterion] = Field(default_factory=dict)
-    cases: dict[str, BaselineCase] = Field(default_factory=dict)
+    cases: Mapping[str, BaselineCase] = Field(default_factory=dict)
+    """A dict when built; a parsed baseline's cases are :class:`PackedCases` (each case a model on each access)."""
     pass_rule: str | None = Field(default=None, max_length=16, pattern=r"^[0-9]{1,4}/[0-9]{1,4}$")
     """The ``pass_rule`` (``k/N``) that decided the cases from their runs on main; None: ADK's pooling."""
+
+    @field_serializer("cases", mode="wrap")
+    def _dump_cases(self, cases: Mapping[str, BaselineCase], handler: SerializerFunctionWrapHandler) -> Any:
+        return handler(cases if isinstance(cases, dict) else dict(cases))
 
 
 MAX_COUNT = 10**12
@@ -462,8 +479,15 @@ def parse_baseline(text: str, source: str) -> Baseline:
     """Parse baseline JSON; invalid content raises InputError naming ``source`` and the JSON pointer.
 
     A baseline written by another schema version is returned with only its header (version, commit) so that the
-    comparison can show every case as "changed definition" and say how to refresh it.
+    comparison can show every case as "changed definition" and say how to refresh it. Each eval set's cases are
+    kept packed (:class:`PackedCases`).
     """
+    return _parse_by_case(text) or _parse_whole(text, source)
+
+
+def _parse_whole(text: str, source: str) -> Baseline:
+    """The whole document decoded and validated at once: the path whose errors (and acceptance) define the file's
+    format; :func:`_parse_by_case` reads a valid file the same way in less memory."""
     where = Path(source)
     data = parse_json(text, where)
     if not isinstance(data, dict):
@@ -493,34 +517,140 @@ def parse_baseline(text: str, source: str) -> Baseline:
         first = exc.errors()[0]
         raise InputError(source, pointer_for(data, tuple(first["loc"])), describe(dict(first))) from None
     del data
-    return _shared_bookkeeping(baseline)
-
-
-def _shared_bookkeeping(baseline: Baseline) -> Baseline:
-    """``baseline`` with its cases' and their criteria's pydantic bookkeeping shared: each validated model has its
-    own fields-set (a set of up to five names: 0.2-0.7 KB, about 0.9 KB per case), and each status is a string of
-    its own. The models are frozen and pydantic copies the set before changing it (``model_copy``), so equal sets
-    and equal statuses can be one object each: about a third of a case's memory (a compared run of 33,334 cases
-    holds every baseline case)."""
-    sets: dict[frozenset[str], set[str]] = {}
-
-    def share(model: BaseModel) -> None:
-        names = model.__pydantic_fields_set__
-        shared = sets.setdefault(frozenset(names), names)
-        if shared is not names:
-            object.__setattr__(model, "__pydantic_fields_set__", shared)
-        values = model.__dict__
-        values["status"] = _STATUSES.get(values["status"], values["status"])
-
     for es in baseline.eval_sets.values():
-        for case in es.cases.values():
-            share(case)
-            for metric in case.metrics.values():
-                share(metric)
+        names: dict[str, int] = {}
+        es.__dict__["cases"] = PackedCases({k: _pack_case(c, names) for k, c in es.cases.items()}, list(names))
     return baseline
 
 
-_STATUSES: dict[str, str] = {status: status for status in get_args(Status)}
+_RAW_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+"""An object's members, each value kept as its JSON text (checked for syntax, not decoded)."""
+_RAW_SETS = msgspec.json.Decoder(dict[str, dict[str, msgspec.Raw]])
+_validate_case = BaselineCase.__pydantic_validator__.validate_python
+
+
+def _parse_by_case(text: str) -> Baseline | None:
+    """A current-schema baseline read one case at a time: the document without its cases decoded and validated
+    first, then each case decoded, validated as a :class:`BaselineCase` and packed, so neither the whole decoded
+    document nor every case's model is held at once (at 33,334 cases: 131 MB at the peak of a whole parse).
+
+    None for anything else (another schema version, any value this path refuses, a document msgspec does not read,
+    such as one with NaN): :func:`_parse_whole` then reads it, or refuses it with the message and pointer it always
+    gave. Everything accepted here is accepted there with the same values: the same decoder (the one
+    :func:`~evalbot.formats.jsonio.loads` tries first) reads every value, the same models validate every part (whose
+    nesting is bounded, far below the depth limit), and duplicate keys keep the last value at the first's place."""
+    try:
+        members = _RAW_MEMBERS.decode(utf8_for_msgspec(text))
+        version = FAST_DECODER.decode(members["schema_version"])
+        if type(version) is not int or version != BASELINE_SCHEMA_VERSION:
+            return None
+        data = {k: FAST_DECODER.decode(v) for k, v in members.items() if k != "eval_sets"}
+        raw_sets = _RAW_SETS.decode(members["eval_sets"]) if "eval_sets" in members else {}
+        del members
+        data["eval_sets"] = {key: {k: {} if k == "cases" else FAST_DECODER.decode(v) for k, v in es.items()}
+                             for key, es in raw_sets.items()}
+        baseline = Baseline.model_validate(data)
+        del data
+        for key, raw in raw_sets.items():
+            names: dict[str, int] = {}
+            rows = {case_key: _pack_case(_validate_case(FAST_DECODER.decode(case)), names)
+                    for case_key, case in (_RAW_MEMBERS.decode(raw["cases"]) if "cases" in raw else {}).items()}
+            baseline.eval_sets[key].__dict__["cases"] = PackedCases(rows, list(names))
+    except (ValueError, RecursionError, KeyError, TypeError, msgspec.MsgspecError):
+        return None
+    return baseline
+
+
+_STATUS_LIST: tuple[Status, ...] = get_args(Status)
+_STATUS_INDEX = {status: i for i, status in enumerate(_STATUS_LIST)}
+_CASE_FIELDS = ("fingerprint", "content", "status", "history", "metrics")
+_METRIC_FIELDS = ("score", "status", "votes", "vote_history")
+_VOTE_FIELDS = tuple(Votes.model_fields)
+
+
+def _field_sets(fields: Sequence[str]) -> list[set[str]]:
+    """Per bit mask over ``fields``, the one fields-set every model built with those fields shares."""
+    return [{name for i, name in enumerate(fields) if mask >> i & 1} for mask in range(1 << len(fields))]
+
+
+def _mask(fields_set: set[str], fields: Sequence[str]) -> int:
+    return sum(1 << i for i, name in enumerate(fields) if name in fields_set)
+
+
+_CASE_SETS, _METRIC_SETS, _VOTE_SETS = _field_sets(_CASE_FIELDS), _field_sets(_METRIC_FIELDS), _field_sets(_VOTE_FIELDS)
+
+
+def _pack_case(case: BaselineCase, names: dict[str, int]) -> bytes:
+    """A validated case as one ``marshal`` bytes object (about a quarter of its models' memory): its values, which
+    of its fields were set, and per criterion its index in ``names`` (filled in here; one list per eval set)."""
+    values = case.__dict__
+    metrics: dict[str, BaselineMetric] = values["metrics"]
+    row: list[Any] = [_mask(case.__pydantic_fields_set__, _CASE_FIELDS), values["fingerprint"], values["content"],
+                      _STATUS_INDEX[values["status"]], values["history"], len(metrics)]
+    for name, metric in metrics.items():
+        m = metric.__dict__
+        votes: list[Votes | None] | None = m["votes"]
+        row += (names.setdefault(name, len(names)), _mask(metric.__pydantic_fields_set__, _METRIC_FIELDS), m["score"],
+                _STATUS_INDEX[m["status"]],
+                None if votes is None else tuple(
+                    None if v is None else (_mask(v.__pydantic_fields_set__, _VOTE_FIELDS),
+                                            *(v.__dict__[f] for f in _VOTE_FIELDS)) for v in votes),
+                m["vote_history"])
+    return marshal.dumps(tuple(row))
+
+
+def _unpack_case(packed: bytes, names: Sequence[str]) -> BaselineCase:
+    """The case :func:`_pack_case` packed, as equal models (built without validation: their values were validated
+    before they were packed)."""
+    row = marshal.loads(packed)
+    metrics = {}
+    for i in range(6, 6 + 6 * row[5], 6):
+        name, mask, score, status, votes, vote_history = row[i:i + 6]
+        metrics[names[name]] = built(BaselineMetric, {
+            "score": score, "status": _STATUS_LIST[status],
+            "votes": None if votes is None else [None if v is None else _votes(v) for v in votes],
+            "vote_history": vote_history,
+        }, _METRIC_SETS[mask])
+    return built(BaselineCase, {"fingerprint": row[1], "content": row[2], "status": _STATUS_LIST[row[3]],
+                                "history": row[4], "metrics": metrics}, _CASE_SETS[row[0]])
+
+
+def _votes(packed: tuple[Any, ...]) -> Votes:
+    return built(Votes, dict(zip(_VOTE_FIELDS, packed[1:], strict=True)), _VOTE_SETS[packed[0]])
+
+
+class PackedCases(Mapping[str, BaselineCase]):
+    """A parsed baseline's cases of one eval set: each case's validated values packed in one bytes object (about
+    0.3 KB against 1.3 KB for its models with shared bookkeeping), its :class:`BaselineCase` built again on each
+    access and not kept (a comparison reads each case once). Immutable, like the models it stands for; compares
+    equal to a dict of the same cases."""
+
+    __slots__ = ("_names", "_rows")
+
+    def __init__(self, rows: dict[str, bytes], names: Sequence[str]) -> None:
+        self._rows = rows
+        self._names = names
+
+    def __getitem__(self, key: str) -> BaselineCase:
+        return _unpack_case(self._rows[key], self._names)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def __copy__(self) -> PackedCases:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PackedCases:
+        return self
 
 
 @dataclass(frozen=True)

@@ -300,11 +300,11 @@ def compare_eval_set(
                                  cases=removed)
     usable = base_set if compatible else None
     keys = unique_keys([c.eval_id for c in es.cases])
-    base_cases = dict(usable.cases) if usable else {}
+    base_cases: Mapping[str, BaselineCase] = usable.cases if usable else {}
     cases = []
     shared: dict[UnscoredKey, MetricDelta] = {}
     for case_key, case in zip(keys, es.cases, strict=True):
-        base_case = base_cases.pop(case_key, None)
+        base_case = base_cases.get(case_key)  # one at a time: a parsed baseline builds a case on each access
         if not compatible:
             cases.append(CaseComparison(
                 eval_id=case_key, category="error" if case.status == "error" else "changed_definition",
@@ -315,7 +315,9 @@ def compare_eval_set(
         cases.append(compare_case(case_key, case, base_case, criteria=es.criteria,
                                   base_criteria=usable.criteria if usable else {}, policy=policy, rule=es.pass_rule,
                                   shared=shared))
-    cases += [CaseComparison(eval_id=k, category="removed", baseline_status=c.status) for k, c in base_cases.items()]
+    ran = set(keys)
+    cases += [CaseComparison(eval_id=k, category="removed", baseline_status=base_cases[k].status) for k in base_cases
+              if k not in ran]
     pairs = _pairs(cases) if usable else {}
     scored = Counter(name for c in es.cases for name, m in c.metrics.items() if m.score is not None)
     rows = [criterion_row(info, es, usable, pairs.get(info.name, []), policy, scored[info.name])

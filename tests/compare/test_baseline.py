@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +15,9 @@ from evalbot.compare.baseline import (
     BASELINE_SCHEMA_VERSION,
     Baseline,
     BaselineSpec,
+    PackedCases,
+    _parse_by_case,
+    _parse_whole,
     build_baseline,
     dump_baseline,
     parse_baseline,
@@ -243,3 +248,113 @@ def test_read_baseline_from_file_or_git() -> None:
     assert never.calls == []
     via_git = read_baseline(BaselineSpec("b.json", "main"), git=FakeGit(GitResult(0, text, "")), read_file=lambda p: None)
     assert via_git is not None and via_git.commit == "c"
+
+
+def _packed_sample() -> str:
+    r = sample_report()
+    r.eval_sets[0].cases.append(case("more", {TRAJ: metric(0.0)}))
+    return dump_baseline(build_baseline(r, commit="c", created_at="t"))
+
+
+def test_parsed_cases_are_packed_and_built_on_each_access() -> None:
+    """A parsed baseline keeps each eval set's cases packed (PackedCases), builds a case's models when it is read
+    and does not keep them; what it builds equals the models of the whole document validated at once, votes,
+    histories and which keys were given included."""
+    text = _packed_sample()
+    b = parse_baseline(text, "b.json")
+    whole = Baseline.model_validate(json.loads(text))
+    cases = b.eval_sets["orders"].cases
+    assert isinstance(cases, PackedCases) and not isinstance(cases, dict)
+    assert list(cases) == list(whole.eval_sets["orders"].cases) == ["more", "refund", "track"]
+    assert len(cases) == 3 and "refund" in cases and "nope" not in cases and cases.get("nope") is None
+    assert cases["refund"] is not cases["refund"] and cases["refund"] == whole.eval_sets["orders"].cases["refund"]
+    refund = cases["refund"]
+    assert refund.metrics[JUDGE].votes == [Votes(yes=4, no=1), Votes(yes=5, no=0)]
+    assert refund.metrics[JUDGE].vote_history == "9-1" and refund.history == "P"
+    assert refund.metrics[JUDGE].votes[0].model_fields_set == {"yes", "no"}
+    for key, es in whole.eval_sets.items():
+        assert dict(b.eval_sets[key].cases) == es.cases
+        for k, c in es.cases.items():
+            got = b.eval_sets[key].cases[k]
+            assert got.model_fields_set == c.model_fields_set
+            assert {n: m.model_fields_set for n, m in got.metrics.items()} == {
+                n: m.model_fields_set for n, m in c.metrics.items()}
+    assert b.model_dump() == whole.model_dump() and dump_baseline(b) == text
+    assert b.model_copy(deep=True) == b
+
+
+def _whole_error(text: str) -> tuple[str, str] | None:
+    try:
+        _parse_whole(text, "b.json")
+    except InputError as exc:
+        return exc.pointer, exc.message
+    return None
+
+
+def _mutated(change: Callable[[dict[str, Any]], object]) -> str:
+    data = json.loads(_packed_sample())
+    change(data)
+    return json.dumps(data)
+
+
+def _case_of(data: dict[str, Any]) -> dict[str, Any]:
+    return data["eval_sets"]["orders"]["cases"]["refund"]  # type: ignore[no-any-return]
+
+
+HOSTILE = {
+    "bad status": _mutated(lambda d: _case_of(d).update(status="great")),
+    "unknown key in a case": _mutated(lambda d: _case_of(d).update(extra=1)),
+    "unknown key in a metric": _mutated(lambda d: _case_of(d)["metrics"][TRAJ].update(extra=1)),
+    "votes not a list": _mutated(lambda d: _case_of(d)["metrics"][JUDGE].update(votes={"yes": 1})),
+    "negative vote": _mutated(lambda d: _case_of(d)["metrics"][JUDGE]["votes"][0].update(yes=-1)),
+    "forged vote history": _mutated(lambda d: _case_of(d)["metrics"][JUDGE].update(vote_history="1-1")),
+    "forged history": _mutated(lambda d: _case_of(d).update(history="FFF")),
+    "cases a list": _mutated(lambda d: d["eval_sets"]["orders"].update(cases=[1])),
+    "case a string": _mutated(lambda d: d["eval_sets"]["orders"]["cases"].update(refund="x")),
+    "eval_sets null": _mutated(lambda d: d.update(eval_sets=None)),
+    "eval set a list": _mutated(lambda d: d["eval_sets"].update(orders=[])),
+    "schema_version true": _mutated(lambda d: d.update(schema_version=True)),
+    "bad budget": _mutated(lambda d: d.update(budgets={"nonsense": "+1"})),
+    "score a list": _mutated(lambda d: _case_of(d)["metrics"][TRAJ].update(score=[1])),
+    "unknown top-level key": _mutated(lambda d: d.update(surprise={})),
+    "deep nesting in a case": _mutated(lambda d: _case_of(d).update(extra=json.loads("[" * 250 + "]" * 250))),
+    "lone surrogate": _packed_sample().replace('"history": "P"', '"history": "\\ud800"', 1),
+    "huge integer": _packed_sample().replace('"score": 0.0', '"score": ' + "9" * 5000, 1),
+    "syntax error in a case": _packed_sample().replace('"history": "P"', '"history": P', 1),
+    "trailing garbage": _packed_sample() + "x",
+    "not an object": "[1]",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_reading_case_by_case_refuses_what_the_whole_read_refuses(name: str) -> None:
+    """Every document the whole read refuses, the case-by-case read leaves to it (so the message and pointer are
+    the ones it always gave), and parse_baseline raises exactly that error."""
+    text = HOSTILE[name]
+    expected = _whole_error(text)
+    assert expected is not None, name
+    assert _parse_by_case(text) is None
+    with pytest.raises(InputError) as got:
+        parse_baseline(text, "b.json")
+    assert (got.value.pointer, got.value.message) == expected
+
+
+def test_what_only_the_whole_read_accepts_is_packed_too() -> None:
+    """A document msgspec does not read (a NaN score: json writes one) takes the whole read and is packed as well;
+    duplicate keys keep the last value at the first one's place, in both reads."""
+    nan = _packed_sample().replace('"score": 0.0', '"score": NaN', 1)
+    assert _parse_by_case(nan) is None
+    b = parse_baseline(nan, "b.json")
+    assert isinstance(b.eval_sets["orders"].cases, PackedCases)
+    assert math.isnan(b.eval_sets["orders"].cases["more"].metrics[TRAJ].score or 0.0)
+    text = _packed_sample()
+    at = text.index('"cases": {', text.index('"eval_sets"'))
+    dup = text[:at] + '"cases": {\n"hours": {"status": "error"},' + text[at + len('"cases": {'):]  # faq's
+    by_case = _parse_by_case(dup)
+    assert by_case is not None and by_case == Baseline.model_validate(json.loads(dup)) == _parse_whole(dup, "b.json")
+    assert list(by_case.eval_sets["faq"].cases) == ["hours"]
+    assert by_case.eval_sets["faq"].cases["hours"].status == "passed"
+    lax = _mutated(lambda d: _case_of(d)["metrics"][TRAJ].update(score="1"))  # pydantic's lax mode: 1.0
+    by_case = _parse_by_case(lax)
+    assert by_case is not None and by_case == _parse_whole(lax, "b.json")
+    assert by_case.eval_sets["orders"].cases["refund"].metrics[TRAJ].score == 1.0
