@@ -6,7 +6,9 @@ changes from :mod:`evalbot.render.trajdiff`), the responses, the judges' rationa
 
 Safety: everything shown comes from a PR (agent answers, eval sets, judge text) and is untrusted. The template is
 rendered in a sandboxed Jinja environment with autoescaping on, from a context of plain data only (dicts, lists,
-strings, numbers, booleans, None), never model objects. The page carries a Content-Security-Policy that forbids
+strings, numbers, booleans, None), never model objects; the cases' lines and the data block are made as the template
+reads them (``Lines``, ``Deferred``: plain data each, the cases behind them out of the sandbox's reach), so the
+render holds one case's markup at a time, not the page's. The page carries a Content-Security-Policy that forbids
 every fetch and allows only the page's own stylesheet and script, by their SHA-256 hashes: even markup that got
 through could neither run a script nor load anything. Filters work with JavaScript off (radio buttons and CSS); the
 optional inline script adds the search box.
@@ -16,12 +18,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import math
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import jinja2
 import markupsafe
@@ -347,56 +350,171 @@ def line_data(summary: list[Any]) -> Data:
             "body": None}
 
 
+class Place(NamedTuple):
+    """Where one case goes on the page (see Plan)."""
+
+    case: CaseComparison
+    tags: list[str]
+    markup: bool
+    """Summary and details written as markup."""
+    line: bool
+    """Its summary line is markup (readable with JavaScript off); its details are data when not ``markup``."""
+    k: int | None
+    """Its index in the data block (None when its details are markup)."""
+    open: bool
+    """Shown expanded at load."""
+
+
 class Plan:
     """Which cases the page writes as markup (summary and details), which as a summary line whose details are
     data (failing cases beyond the markup budget), and which only as data (every other case beyond it: the page's
     script lists them as the reader scrolls to them). The verdict's own cases are always markup; then failing
-    cases; then the rest, in page order, up to ``markup_limit`` cases in all."""
+    cases; then the rest, in page order, up to ``markup_limit`` cases in all. The first OPEN_LIMIT regressed,
+    flaky, inconclusive or errored cases (in that order) are shown expanded.
+
+    Decided by counting, so that nothing per case is held: ``walk`` gives each case's Place in page order, as often
+    as the page needs it (its markup, then its data block)."""
 
     def __init__(self, ordered: Sequence[Sequence[CaseComparison]], markup_limit: int) -> None:
-        rank = {category: i for i, category in enumerate(MARKUP_FIRST)}
-        self.tags = {id(c): tags(c) for cases in ordered for c in cases}
-        everything = [c for cases in ordered for c in cases]
-        keep = max(markup_limit, sum(c.category in rank for c in everything))
-        if keep >= len(everything):
-            self.markup = {id(c) for c in everything}
-        else:
-            def importance(c: CaseComparison) -> tuple[int, int]:
-                return rank.get(c.category, len(rank)), 0 if "failing" in self.tags[id(c)] else 1
+        self.ordered = ordered
+        first = dict.fromkeys(MARKUP_FIRST, 0)
+        failing_others = total = 0
+        for cases in ordered:
+            for case in cases:
+                total += 1
+                if case.category in first:
+                    first[case.category] += 1
+                elif "failing" in tags(case):
+                    failing_others += 1
+        budget = max(markup_limit, sum(first.values())) - sum(first.values())
+        self.failing_budget = min(budget, failing_others)
+        """Failing cases (not of the verdict's own categories) written as markup, the first in page order."""
+        self.rest_budget = budget - self.failing_budget
+        """Then the cases that do not fail, the first in page order."""
+        quiet = total - sum(first.values()) - failing_others
+        self.listed_later = quiet - min(self.rest_budget, quiet)
+        """Cases only in the data block (summary line and details)."""
+        self.deferred = failing_others - self.failing_budget + self.listed_later
+        """Cases whose details are in the data block."""
+        left = OPEN_LIMIT
+        self.opened: dict[str, int] = {}
+        for category in MARKUP_FIRST:
+            self.opened[category] = min(left, first[category])
+            left -= self.opened[category]
 
-            self.markup = {id(c) for c in sorted(everything, key=importance)[:keep]}
+    def walk(self) -> Iterator[tuple[int, Place]]:
+        """Each case's eval set (its index) and Place, in page order."""
+        failing_seen = rest_seen = k = 0
+        opened = dict.fromkeys(MARKUP_FIRST, 0)
+        for index, cases in enumerate(self.ordered):
+            for case in cases:
+                case_tags = tags(case)
+                failing = "failing" in case_tags
+                is_open = False
+                if case.category in opened:
+                    markup = True
+                    is_open = opened[case.category] < self.opened[case.category]
+                    opened[case.category] += 1
+                elif failing:
+                    markup = failing_seen < self.failing_budget
+                    failing_seen += 1
+                else:
+                    markup = rest_seen < self.rest_budget
+                    rest_seen += 1
+                yield index, Place(case, case_tags, markup, markup or failing, None if markup else k, is_open)
+                k += not markup
 
-    def line(self, case: CaseComparison) -> bool:
-        """Whether the case's summary line is markup (readable with JavaScript off)."""
-        return id(case) in self.markup or "failing" in self.tags[id(case)]
+
+def line_of(place: Place, judged: frozenset[str]) -> Data:
+    """A case's summary line for the template, with its details (``body``) when they are markup, else their index
+    in the data block (``lazy``)."""
+    line = line_data(summary_row(place.case, place.tags))
+    if place.markup:
+        line["body"] = body_row(place.case, judged)
+        line["open"] = place.open
+    else:
+        line["lazy"] = place.k
+    return line
 
 
-def set_data(es: EvalSetComparison, ordered: Sequence[CaseComparison], judged: frozenset[str], plan: Plan,
-             deferred: Packer) -> Data:
+class Lines:
+    """Cases' summary lines (with their details) in a template context, each made as the template reads it and
+    let go once written: the page's markup is never held whole (at 100,000 cases, the 10,000 regressed cases' turns
+    and diffs). Each item is plain data (``line_of``). The cases are held in a slot whose name starts with an
+    underscore, which the sandbox never lets a template read; nothing else is public."""
+
+    __slots__ = ("_judged", "_places")
+
+    def __init__(self, places: list[Place], judged: frozenset[str]) -> None:
+        self._places = places
+        self._judged = judged
+
+    def __len__(self) -> int:
+        return len(self._places)
+
+    def __iter__(self) -> Iterator[Data]:
+        for place in self._places:
+            yield line_of(place, self._judged)
+
+
+class Deferred:
+    """The page's data block in a template context: the base64 pieces (see Packer), made as the template writes
+    them, from each deferred case in page order: nothing of it is held but the piece being written. True when some
+    case is deferred. Models are held only in underscore slots (see Lines)."""
+
+    __slots__ = ("_count", "_judged", "_plan")
+
+    def __init__(self, plan: Plan, judged: frozenset[str], count: int) -> None:
+        self._plan = plan
+        self._judged = judged
+        self._count = count
+
+    def __bool__(self) -> bool:
+        return self._count > 0
+
+    def __iter__(self) -> Iterator[str]:
+        if not self._count:
+            return
+        packer = Packer()
+        for _, place in self._plan.walk():
+            if not place.markup:
+                summary = None if place.line else summary_row(place.case, place.tags)
+                k = packer.add(summary, body_row(place.case, self._judged, raw=True))
+                assert k == place.k, "the data block's order is the page's"
+                yield from packer.pieces()
+        yield from packer.close()
+
+
+def set_data(es: EvalSetComparison, ordered: Sequence[CaseComparison], places: Iterable[Place],
+             judged: frozenset[str], counts: dict[str, int]) -> Data:
     """An eval set: its table, and its cases most important first (as the comment orders its sections), in blocks:
-    up to CHUNK cases written as markup (``cases``), or a run of cases only the script lists (``more``: the first's
-    index in the data block, ``n``: how many); deferred cases go into ``deferred``."""
-    cases: list[Data] = []
+    up to CHUNK cases written as markup (``cases``, made as the template reads them), or a run of cases only the
+    script lists (``more``: the first's index in the data block, ``n``: how many); ``cases``: every summary line
+    written as markup. ``places``: its cases' (read once); ``counts``: each filter's count, added to."""
+    lines: list[Place] = []
     blocks: list[Data] = []
-    for case in ordered:
-        case_tags = plan.tags[id(case)]
-        if not plan.line(case):
-            k = deferred.add(summary_row(case, case_tags), body_row(case, judged, raw=True))
+    chunk: list[Place] = []
+    here = dict.fromkeys(counts, 0)
+    for place in places:
+        for tag in place.tags:
+            here[tag] += 1
+        if not place.line:
             if not blocks or "more" not in blocks[-1]:
-                blocks.append({"more": k, "n": 0})
+                chunk = []
+                blocks.append({"more": place.k, "n": 0})
             blocks[-1]["n"] += 1
             continue
-        line = line_data(summary_row(case, case_tags))
-        if id(case) in plan.markup:
-            line["body"] = body_row(case, judged)
-        else:
-            line["lazy"] = deferred.add(None, body_row(case, judged, raw=True))
-        cases.append(line)
-        if not blocks or "cases" not in blocks[-1] or len(blocks[-1]["cases"]) >= CHUNK:
-            blocks.append({"cases": []})
-        blocks[-1]["cases"].append(line)
+        lines.append(place)
+        if not chunk or len(chunk) >= CHUNK:
+            chunk = []
+            blocks.append({"cases": chunk})
+        chunk.append(place)
+    for block in blocks:
+        if "cases" in block:
+            block["cases"] = Lines(block["cases"], judged)
+    for tag, n in here.items():
+        counts[tag] += n
     rows = [row_data(r) for r in es.rows]
-    counts = {t: sum(t in plan.tags[id(c)] for c in ordered) for t in ("regressed", "failing")}
     return {
         "id": es.eval_set_id,
         "path": es.path,
@@ -407,27 +525,17 @@ def set_data(es: EvalSetComparison, ordered: Sequence[CaseComparison], judged: f
         "rows": rows,
         "charts": any(r["chart"] for r in rows),
         "glyphs": any(c.main_outcomes for c in ordered),
-        "cases": cases,
+        "cases": Lines(lines, judged),
         "blocks": blocks,
-        "regressed": counts["regressed"],
-        "failing": counts["failing"],
+        "regressed": here["regressed"],
+        "failing": here["failing"],
     }
-
-
-def _open_first(sets: Sequence[Data]) -> None:
-    """Expand the first OPEN_LIMIT regressed, inconclusive or errored cases."""
-    budget = OPEN_LIMIT
-    for category in MARKUP_FIRST:
-        for s in sets:
-            for c in s["cases"]:
-                if budget and c["category"] == category and c["body"] is not None:
-                    c["open"] = True
-                    budget -= 1
 
 
 class Packer:
     """The page's data block, built as the deferred cases come: each case (``[summary row or null, body row]``)
-    is encoded and compressed at once, so no case is held twice. The block is base64 of gzip of JSON
+    is encoded and compressed at once, and the compressed bytes are handed out as base64 pieces as they come
+    (``pieces``, then ``close``), so no case is held twice nor the block whole. The block is base64 of gzip of JSON
     ``[[case, …], [[category, badge], …]]``; base64 holds no character the HTML parser could take for markup. The
     only objects and numbers in it are tool-call arguments, which the script reads keeping their order and text."""
 
@@ -439,7 +547,7 @@ class Packer:
         self.listed = 0
         self._labels: set[str] = set()
         self._zip = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip stream (header without a timestamp)
-        self._out: list[bytes] = []
+        self._base64 = Base64Pieces()
         self._text: list[str] = ["[["]
         self._held = 0
         self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
@@ -458,41 +566,65 @@ class Packer:
         return self.count - 1
 
     def _flush(self) -> None:
-        self._out.append(self._zip.compress("".join(self._text).encode("utf-8")))
+        self._base64.add(self._zip.compress("".join(self._text).encode("utf-8")))
         self._text, self._held = [], 0
 
-    def close(self) -> list[str]:
-        """The block as base64 pieces (none when nothing was deferred): see ``base64_pieces``."""
+    def pieces(self) -> Iterator[str]:
+        """The base64 pieces ready so far (see Base64Pieces)."""
+        return self._base64.ready()
+
+    def close(self) -> Iterator[str]:
+        """The rest of the block's pieces (none when nothing was deferred)."""
         if not self.count:
-            return []
+            return
         labels = [[category, title_of(category)] for category in sorted(self._labels)]
         self._text.append("]," + self._encode(labels) + "]")
         self._flush()
-        self._out.append(self._zip.flush())
-        out, self._out = self._out, []
-        return base64_pieces(out)
+        self._base64.add(self._zip.flush())
+        yield from self._base64.ready()
+        yield from self._base64.end()
 
 
 BASE64_PIECE = 3 << 18
 """Compressed bytes per piece of the data block (768 KiB: 1 MiB of base64)."""
 
 
+class Base64Pieces:
+    """Bytes in, their base64 text out in pieces the template writes one after another: each piece but the last
+    encodes a multiple of 3 bytes, so the pieces joined are the base64 of the whole, and the page's largest string
+    (tens of MB at 100,000 cases) is never built whole, nor the bytes joined before encoding; no more than about a
+    piece of bytes is held."""
+
+    def __init__(self, piece: int = BASE64_PIECE) -> None:
+        self._piece = piece
+        self._carry = bytearray()
+
+    def add(self, data: bytes) -> None:
+        self._carry += data
+
+    def ready(self) -> Iterator[str]:
+        """A piece, if ``piece`` bytes or more are held (all of them whole but for a remainder of 1 or 2 bytes)."""
+        if len(self._carry) >= self._piece:
+            cut = len(self._carry) - len(self._carry) % 3
+            yield base64.b64encode(self._carry[:cut]).decode("ascii")
+            del self._carry[:cut]
+
+    def end(self) -> Iterator[str]:
+        """The last piece (whatever is held)."""
+        if self._carry:
+            yield base64.b64encode(self._carry).decode("ascii")
+            self._carry = bytearray()
+
+
 def base64_pieces(compressed: list[bytes], piece: int = BASE64_PIECE) -> list[str]:
-    """The base64 text of the bytes of ``compressed`` (emptied as it is read), in pieces the template writes one
-    after another (``{% for piece in deferred %}``): each piece but the last encodes a multiple of 3 bytes, so the
-    pieces joined are the base64 of the whole, and the page's largest string (tens of MB at 100,000 cases) is never
-    built whole, nor the bytes joined before encoding; the compressed bytes are let go as they are encoded."""
+    """The base64 text of the bytes of ``compressed`` (emptied as it is read) in pieces (see Base64Pieces)."""
     pieces: list[str] = []
-    carry = bytearray()
+    out = Base64Pieces(piece)
     compressed.reverse()
     while compressed:
-        carry += compressed.pop()
-        if len(carry) >= piece:
-            cut = len(carry) - len(carry) % 3
-            pieces.append(base64.b64encode(carry[:cut]).decode("ascii"))
-            del carry[:cut]
-    if carry:
-        pieces.append(base64.b64encode(carry).decode("ascii"))
+        out.add(compressed.pop())
+        pieces.extend(out.ready())
+    pieces.extend(out.end())
     return pieces
 
 
@@ -525,15 +657,12 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
     rank = {category: i for i, category in enumerate(ORDER)}
     ordered = [sorted(es.cases, key=lambda c: rank.get(c.category, len(rank))) for es in comparison.eval_sets]
     plan = Plan(ordered, markup_limit)
-    deferred = Packer()
-    sets = [set_data(es, cases, judged, plan, deferred) for es, cases in zip(comparison.eval_sets, ordered, strict=True)]
-    _open_first(sets)
-    filters = [
-        {"key": key, "label": label,
-         "n": sum(len(cases) for cases in ordered) if key == "all"
-         else sum(key in plan.tags[id(c)] for cases in ordered for c in cases)}
-        for key, label in FILTERS
-    ]
+    walk = plan.walk()
+    counts = {key: 0 for key, _ in FILTERS if key != "all"}
+    sets = [set_data(es, cases, (place for _, place in itertools.islice(walk, len(cases))), judged, counts)
+            for es, cases in zip(comparison.eval_sets, ordered, strict=True)]
+    counts["all"] = sum(len(cases) for cases in ordered)
+    filters = [{"key": key, "label": label, "n": counts[key]} for key, label in FILTERS]
     base = comparison.baseline
     style, style_hash = asset(STYLE)
     script, script_hash = asset(SCRIPT)
@@ -559,9 +688,9 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
         "counts": [{"key": k, "label": k.replace("_", " "), "n": v} for k, v in comparison.counts.items() if v],
         "filters": filters,
         "sets": sets,
-        "deferred": deferred.close(),
-        "deferred_count": deferred.count,
-        "listed_later": deferred.listed,
+        "deferred": Deferred(plan, judged, plan.deferred),
+        "deferred_count": plan.deferred,
+        "listed_later": plan.listed_later,
         "data_id": DATA_ID,
         "usage": _usage(comparison.report.usage, comparison.baseline_usage),
         "efficiency": efficiency_rows([row.model_dump() for row in comparison.efficiency]),
@@ -577,20 +706,28 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
 
 def html_chunks(comparison: Comparison, *, markup_limit: int = MARKUP_LIMIT, size: int = PIECE) -> Iterator[str]:
     """The HTML report of a comparison with the baseline (or of a run alone when it has none), in pieces of about
-    ``size`` characters, for the caller to write as they come (the page is never held whole); ``markup_limit``: see
-    MARKUP_LIMIT."""
+    ``size`` characters, for the caller to write as they come (the page is never held whole, nor its cases' markup:
+    the context makes each case's as the template reads it); ``markup_limit``: see MARKUP_LIMIT.
+
+    The cyclic collector is paused while each piece is made (many small acyclic lists, made and let go case by
+    case: it would re-scan the comparison again and again), not while the caller holds the piece."""
+    with gc_paused():
+        pieces = environment().get_template(TEMPLATE).generate(context(comparison, markup_limit))
     held: list[str] = []
-    count = 0
-    with gc_paused():  # many small acyclic lists: the collector would re-scan the comparison again and again
-        data = context(comparison, markup_limit)
-    for piece in environment().get_template(TEMPLATE).generate(data):
-        held.append(piece)
-        count += len(piece)
-        if count >= size:
+    done = False
+    while not done:
+        count = 0
+        with gc_paused():
+            for piece in pieces:
+                held.append(piece)
+                count += len(piece)
+                if count >= size:
+                    break
+            else:
+                done = True
+        if held:
             yield "".join(held)
-            held, count = [], 0
-    if held:
-        yield "".join(held)
+            held = []
 
 
 def render_html(comparison: Comparison, *, markup_limit: int = MARKUP_LIMIT) -> str:

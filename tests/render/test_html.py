@@ -125,8 +125,18 @@ def test_assets_are_the_template_files_verbatim() -> None:
         assert html_report.asset(name)[0] == source.removesuffix("\n")
 
 
+LAZY = (html_report.Lines, html_report.Deferred)
+"""Parts of the context made as the template reads them (the cases' lines, the data block's pieces)."""
+
+
 def plain(value: Any, where: str = "context") -> None:
-    if isinstance(value, dict):
+    """Everything a template can reach from ``value`` is plain data: dicts, lists, str, int, float, bool, None; or
+    a lazily made part (LAZY) with nothing public, whose items are plain data."""
+    if type(value) in LAZY:
+        assert [name for name in dir(value) if not name.startswith("_")] == [], where
+        for i, v in enumerate(value):
+            plain(v, f"{where}[{i}]")
+    elif isinstance(value, dict):
         for k, v in value.items():
             assert type(k) is str, where
             plain(v, f"{where}.{k}")
@@ -138,9 +148,45 @@ def plain(value: Any, where: str = "context") -> None:
 
 
 def test_context_is_plain_data() -> None:
-    """No model object (or str subclass that would skip escaping) reaches the template."""
+    """No model object (or str subclass that would skip escaping) reaches the template: the cases' lines and the
+    data block are made as the template reads them, and what they give is plain data."""
     plain(context(small()))
     plain(context(hostile()))
+    plain(context(small(), markup_limit=0))
+
+
+@pytest.mark.parametrize("expression", [
+    "{{ sets[0].cases._places }}", "{{ sets[0].cases['_places'] }}", "{{ sets[0].blocks[0].cases._places[0] }}",
+    "{{ sets[0].cases._judged }}", "{{ deferred._plan }}", "{{ deferred._plan.ordered }}", "{{ deferred._judged }}",
+    "{{ sets[0].cases.__class__ }}", "{{ sets[0].cases.__iter__.__self__ }}",
+])
+def test_the_lazy_parts_lead_a_template_to_no_model(expression: str) -> None:
+    """The lines and the data block hold the cases (models) only where the sandbox lets no template read."""
+    import jinja2.sandbox
+
+    data = context(small(), markup_limit=0)
+    with pytest.raises(jinja2.sandbox.SecurityError):
+        html_report.environment().from_string(expression).render(data)
+
+
+def test_the_cases_markup_is_made_as_the_template_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building the context makes no case's details; reading a block of lines makes that block's only; the data
+    block's are made when it is written: the render holds one case's markup at a time, not every case's."""
+    made: list[str] = []
+    body_row = html_report.body_row
+
+    def counted(case: Any, judged: frozenset[str], *, raw: bool = False) -> list[Any]:
+        made.append(case.eval_id)
+        return body_row(case, judged, raw=raw)
+
+    monkeypatch.setattr(html_report, "body_row", counted)
+    data = context(small(), markup_limit=0)
+    assert made == []
+    (first,) = [b for b in data["sets"][0]["blocks"] if "cases" in b]
+    lines = list(first["cases"])
+    assert made == [line["id"] for line in lines if line["lazy"] is None] == ["refund_damaged", "store_hours"]
+    made.clear()
+    assert "".join(data["deferred"]) and len(made) == data["deferred_count"] == 3
 
 
 def test_every_set_case_turn_diff_rationale_and_noise_verdict_is_there() -> None:
@@ -322,6 +368,31 @@ def test_hostile_text_in_deferred_details_never_reaches_the_markup() -> None:
     assert "pwned" not in page and "evil.example" not in page
     assert [t for t, _ in parse(page).tags].count("script") == 2  # ours, and the data block (never executed)
     assert deferred_bodies(page)[0][6][0][2] == HOSTILE_ANSWER  # the first turn's actual response
+
+
+def test_hostile_ids_and_texts_stay_escaped_when_streamed_across_blocks_and_pieces() -> None:
+    """More than a block (CHUNK) of failing cases whose ids and answers carry markup, made case by case as the
+    template reads them and handed out in small pieces: every id is escaped text, the answers of the cases written
+    as markup are escaped text, those of the deferred ones are only in the data block, and the only elements with
+    content of their own are ours."""
+    from evalbot.render.html import CHUNK, html_chunks
+
+    n = CHUNK + 30
+    pr = report(eval_set("attack", [
+        case(f"<marquee>c{i}</marquee><script>x()</script>", {TRAJ: metric(0.0)}, turns=[turn(
+            expected_calls=REFUND, actual_calls=REFUND[:1], actual_response=HOSTILE_ANSWER, user=f"<blink>{i}</blink>")])
+        for i in range(n)]))
+    pieces = list(html_chunks(compared(pr, pr), markup_limit=n - 20, size=500))
+    assert len(pieces) > 100
+    page = "".join(pieces)
+    names = [t for t, _ in parse(page).tags]
+    assert names.count("script") == 2 and names.count("style") == 1  # ours, and the data block (never executed)
+    assert not {"marquee", "blink", "img", "iframe"} & set(names)
+    for i in range(n):
+        assert f'<span class="cid">&lt;marquee&gt;c{i}&lt;/marquee&gt;&lt;script&gt;x()&lt;/script&gt;</span>' in page
+    assert page.count('&lt;script&gt;document.title="pwned"') == n - 20
+    assert page.count("pwned") == HOSTILE_ANSWER.count("pwned") * (n - 20) and page.count("&lt;blink&gt;") == n - 20
+    assert len(deferred_bodies(page)) == 20
 
 
 def test_the_page_comes_in_pieces_that_make_the_whole_page() -> None:
