@@ -24,7 +24,16 @@ from pydantic_core import CoreSchema, core_schema
 
 from evalbot import __version__
 from evalbot.redact import ScrubbingWriter  # a judge or proxy may have echoed a key into a reason
-from evalbot.turnpack import Packed, PackedTurns, TurnStore, all_fields_set, built, dict_field, optional_field
+from evalbot.turnpack import (
+    Packed,
+    PackedTurns,
+    SpillStore,
+    all_fields_set,
+    built,
+    dict_field,
+    optional_field,
+    spill,
+)
 from evalbot.turnpack import ToolCallView as ToolCallView  # the turn models are part of the report
 from evalbot.turnpack import TurnView as TurnView
 
@@ -196,10 +205,11 @@ class PackedScores(Packed[InvocationScore]):
     validates ``per_invocation`` as a list.
     """
 
-    __slots__ = ("_count", "_packed")
+    __slots__ = ("_count",)
 
     def __init__(self, packed: bytes, count: int) -> None:
         self._packed = packed
+        self._store = None
         self._count = count
 
     @classmethod
@@ -218,12 +228,12 @@ class PackedScores(Packed[InvocationScore]):
         return [built(InvocationScore, row) for row in self.dicts()]
 
     def same_packing(self, other: Packed[InvocationScore]) -> bool:
-        return isinstance(other, PackedScores) and self._packed == other._packed
+        return isinstance(other, PackedScores) and self._held() == other._held()
 
 
     def dicts(self) -> list[dict[str, Any]]:
         """The verdicts as ``InvocationScore.model_dump()`` gives each (same keys, same order), without the models."""
-        rows: list[ScoreRow] = marshal.loads(self._packed)
+        rows: list[ScoreRow] = marshal.loads(cast(bytes, self._held()))
         return [{"invocation_id": i, "score": sc, "status": st, "reason": r, "details": d} for i, sc, st, r, d in rows]
 
 
@@ -290,20 +300,52 @@ class CaseResult(StrictModel):
     """How many of ``runs`` are reruns of a case whose outcome flipped against the baseline (the last ones)."""
 
 
-def compacted(case: CaseResult, store: TurnStore | None = None) -> CaseResult:
+_SHARED: dict[bytes, dict[str, Any]] = {}
+SHARED_LIMIT = 4096
+"""How many distinct details :func:`_shared` remembers (the first ones seen; the others are kept as they are)."""
+SHARED_BYTES = 160
+"""The largest details :func:`_shared` looks up, as marshalled: counts and empty usage, not judges' rationales."""
+
+
+def _shared(details: dict[str, Any]) -> dict[str, Any]:
+    """One object for equal small details of the criteria of kept cases (``{"value": 3.0}`` on thousands of cases,
+    about 0.2 KB each). Equal means the same marshalled bytes: same keys in the same order, same types and values.
+    Nothing changes a kept criterion's details in place (settling a vote copies an invocation's, renders read them)."""
+    try:
+        key = marshal.dumps(details, 2)  # version 2: no back-references, so equal data gives equal bytes
+    except ValueError:
+        return details
+    if len(key) > SHARED_BYTES:
+        return details
+    kept = _SHARED.get(key)
+    if kept is None:
+        if len(_SHARED) < SHARED_LIMIT:
+            _SHARED[key] = details
+        return details
+    return kept
+
+
+def compacted(case: CaseResult, store: SpillStore | None = None) -> CaseResult:
     """``case`` with each criterion's per-invocation verdicts packed (PackedScores), as a report keeps a final case
     for the comparison and renders (same data, same JSON); verdicts marshal cannot hold stay a list. The case and its
     criteria's results share their class's fields-set (turnpack.all_fields_set), as those built without validation
-    do; its turns are packed (``PackedTurns.compact``), and written to ``store`` when one is given."""
-    case.turns.compact(store)
+    do; its turns are packed (``PackedTurns.compact``). With ``store``, the packed turns and verdicts are written
+    there (turnpack.spill, one piece per case) and read back on each access. Criteria's details equal to an earlier
+    kept case's (small ones: counts, empty usage) are that case's object (:func:`_shared`)."""
+    packed: list[Packed[Any]] = [case.turns.compact()]
     all_fields_set(case)
     for metric in case.metrics.values():
         all_fields_set(metric)
+        if metric.details is not None:
+            metric.__dict__["details"] = _shared(metric.details)
         scores = metric.per_invocation
         if isinstance(scores, list) and scores:
-            packed = PackedScores.of(scores)
-            if packed is not None:
-                metric.per_invocation = cast(list[InvocationScore], packed)
+            verdicts = PackedScores.of(scores)
+            if verdicts is not None:
+                metric.per_invocation = cast(list[InvocationScore], verdicts)
+                packed.append(verdicts)
+    if store is not None:
+        spill(store, packed)
     return case
 
 

@@ -361,7 +361,7 @@ def score_eval_set(
         before = len(pending)
         case = _score_case(loaded_case, loaded.eval_set_id, built, actuals, pending)
         if stream is None:
-            cases.append(compacted(case, ctx.turn_store))
+            cases.append(compacted(case, ctx.spill_store))
         else:
             stream[0].add(stream[1], report, case, len(pending) > before)
         if loaded_case.case is not None:

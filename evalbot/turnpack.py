@@ -152,11 +152,48 @@ def turn_from_row(row: TurnRow) -> TurnView:
 _T = TypeVar("_T")
 
 
+class SpillStore(Protocol):
+    """Where the packed forms of a kept case (its turns, its verdicts) may be written out of memory and read back
+    from (:func:`spill`): the CLI gives ``compare`` an anonymous temporary file (cli.evaluate.PackedSpill); the core
+    never opens one."""
+
+    def put(self, data: bytes) -> int | None:
+        """Keep ``data``; where it starts in the store, or None when it could not be written (then it stays held)."""
+
+    def get(self, start: int, size: int) -> bytes:
+        """The ``size`` bytes kept from ``start``."""
+
+
+_SIZE_BITS = 40
+"""A spilled packed form is one int: its bytes' start in the store << _SIZE_BITS | their size."""
+_SIZE_MASK = (1 << _SIZE_BITS) - 1
+
+
 class Packed(Sequence[_T]):
     """A read-only sequence kept in a packed form and rebuilt on each read (PackedTurns, results.PackedScores): a
-    list's read-only behaviour, equal to a sequence of equal items, unhashable as a list."""
+    list's read-only behaviour, equal to a sequence of equal items, unhashable as a list. Copies are the object
+    itself (nothing changes its items). Its packed bytes may be written to a SpillStore (:func:`spill`), and then
+    only where they are is held."""
 
-    __slots__ = ()
+    __slots__ = ("_packed", "_store")
+
+    _packed: bytes | list[Any] | int | None
+    """The packed bytes; or what :func:`pack` could not pack; or, with ``_store``, where the bytes are there."""
+    _store: SpillStore | None
+
+    def _held(self) -> bytes | list[Any] | None:
+        """The packed form, read back from the store when it was written there."""
+        at = self._packed
+        if isinstance(at, int):
+            assert self._store is not None
+            return self._store.get(at >> _SIZE_BITS, at & _SIZE_MASK)
+        return at
+
+    def __copy__(self) -> Packed[_T]:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Packed[_T]:
+        return self
 
     def unpacked(self) -> list[_T]:
         """The items, built afresh."""
@@ -189,19 +226,19 @@ class Packed(Sequence[_T]):
         return f"{type(self).__name__}({self.unpacked()!r})"
 
 
-class TurnStore(Protocol):
-    """Where a kept case's packed turns may be written out of memory (``PackedTurns.compact(store)``) and read back
-    from: the CLI gives ``compare`` an anonymous temporary file (cli.evaluate.TurnSpill); the core never opens one."""
-
-    def put(self, data: bytes) -> int | None:
-        """Keep ``data``; where it starts in the store, or None when it could not be written (then it stays held)."""
-
-    def get(self, start: int, size: int) -> bytes:
-        """The ``size`` bytes kept from ``start``."""
-
-
-_SIZE_BITS = 40
-"""A spilled PackedTurns keeps one int: its bytes' start in the store << _SIZE_BITS | their size."""
+def spill(store: SpillStore, items: Iterable[Packed[Any]]) -> None:
+    """Write the packed bytes of ``items`` (a kept case's turns and verdicts) to ``store`` as one piece, each item
+    then holding only where its bytes are. Items not packed as bytes stay as they are, and all do when the store
+    refuses the piece."""
+    held = [(item, item._packed) for item in items if isinstance(item._packed, bytes)]
+    if not held:
+        return
+    start = store.put(b"".join(data for _, data in held) if len(held) > 1 else held[0][1])
+    if start is None:
+        return
+    for item, data in held:
+        item._packed, item._store = start << _SIZE_BITS | len(data), store
+        start += len(data)
 
 
 class PackedTurns(Packed[TurnView]):
@@ -212,7 +249,7 @@ class PackedTurns(Packed[TurnView]):
     are (equal turns may pack to different bytes, e.g. arguments' keys in another order).
     """
 
-    __slots__ = ("_count", "_packed", "_rows", "_spilled", "_store")
+    __slots__ = ("_count", "_rows")
 
     def __init__(self, rows: list[TurnRow] | None = None, *, packed: bool = True) -> None:
         """``packed=False`` keeps the rows as they are until :meth:`compact` packs them: a case written out at once
@@ -220,27 +257,13 @@ class PackedTurns(Packed[TurnView]):
         self._rows = rows if rows and not packed else None
         self._packed = pack(rows) if rows and packed else None
         self._count = len(rows) if rows else 0
-        self._store: TurnStore | None = None
-        self._spilled = 0
+        self._store = None
 
-    def compact(self, store: TurnStore | None = None) -> PackedTurns:
-        """Pack the rows kept by ``packed=False`` (what holding the case for long needs); this object. With
-        ``store``, the packed bytes are written there and only where they are is held (read back on each access);
-        bytes the store cannot take stay held."""
+    def compact(self) -> PackedTurns:
+        """Pack the rows kept by ``packed=False`` (what holding the case for long needs); this object."""
         if self._rows is not None:
             self._packed, self._rows = pack(self._rows), None
-        packed = self._packed
-        if store is not None and isinstance(packed, bytes):
-            start = store.put(packed)
-            if start is not None:
-                self._store, self._spilled, self._packed = store, start << _SIZE_BITS | len(packed), None
         return self
-
-    def _held(self) -> bytes | list[TurnRow] | None:
-        """The packed form, read back from the store when it was written there."""
-        if self._store is not None:
-            return self._store.get(self._spilled >> _SIZE_BITS, self._spilled & ((1 << _SIZE_BITS) - 1))
-        return self._packed
 
     @classmethod
     def of(cls, views: Iterable[TurnView]) -> PackedTurns:
@@ -263,12 +286,6 @@ class PackedTurns(Packed[TurnView]):
     def same_packing(self, other: Packed[TurnView]) -> bool:
         return (isinstance(other, PackedTurns) and self._rows is None and other._rows is None
                 and self._held() == other._held())
-
-    def __copy__(self) -> PackedTurns:
-        return self  # read-only (compact changes the form, never the turns): a copy may share it, and its store
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> PackedTurns:
-        return self
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:

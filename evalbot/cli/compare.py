@@ -19,8 +19,8 @@ from typing import Any
 import evalbot.cli.args as cli_args
 from evalbot.cli.agent import add_agent_args, agent_run
 from evalbot.cli.evaluate import (
+    PackedSpill,
     StreamedRun,
-    TurnSpill,
     add_eval_args,
     evaluate_args,
     judge_context,
@@ -253,7 +253,7 @@ def evaluate_settled(args: argparse.Namespace, env: Mapping[str, str], inputs: I
     baseline compared with; baseline: the one being replaced). With ``rerun_notes`` (compare) and an agent to run,
     the cases that flipped against ``baseline`` are rerun (``rerun_flipped``); the notices are added there."""
     ctx = replace(judge_context(args, env, policy.sampling), ballots=ballots_for(baseline, policy),
-                  turn_store=TurnSpill())  # the report holds every case: their turns wait in a temporary file
+                  spill_store=PackedSpill())  # the report holds every case: their turns and verdicts wait on disk
     report = evaluate_args(args, env, inputs, ctx)
     settle_split_votes(report, baseline, ctx, policy)
     run = agent_run(args) if rerun_notes is not None else None

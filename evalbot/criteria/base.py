@@ -26,7 +26,7 @@ from evalbot.results import (
     metric_result,
     threshold_status,
 )
-from evalbot.turnpack import TurnStore
+from evalbot.turnpack import SpillStore
 
 _T = TypeVar("_T")
 
@@ -174,9 +174,10 @@ class BuildContext:
     workers: WorkerPool | None = None
     """Custom-metric workers shared by the run's eval sets (``evaluate`` makes one per run and stops them at its
     end); None: each custom metric starts its own worker and stops it once its cases are answered."""
-    turn_store: TurnStore | None = None
-    """Where the report writes the packed turns of the cases it keeps (``compare`` gives an anonymous temporary file:
-    a failing case's turns are its largest part, read back only to render or write it); None: held in memory."""
+    spill_store: SpillStore | None = None
+    """Where the report writes the packed turns and verdicts of the cases it keeps (``compare`` gives an anonymous
+    temporary file: a failing case's turns are its largest part, read back only to render or write it); None: they
+    are held in memory."""
 
 
 CriterionFactory = Callable[[CriterionSpec, BuildContext], Criterion]
