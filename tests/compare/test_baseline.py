@@ -23,6 +23,7 @@ from evalbot.compare.baseline import (
     parse_baseline,
     parse_spec,
     read_baseline,
+    same_scores,
 )
 from evalbot.compare.votes import Votes, votes_of
 from evalbot.errors import InputError
@@ -97,7 +98,8 @@ def test_parsed_cases_share_their_bookkeeping_and_stay_as_parsed() -> None:
     assert track.metrics[TRAJ].__pydantic_fields_set__ is more.metrics[TRAJ].__pydantic_fields_set__
     assert track.status is more.status and track.metrics[TRAJ].status is more.metrics[TRAJ].status
     assert b == Baseline.model_validate(json.loads(text)) and dump_baseline(b) == text
-    assert b.model_dump(exclude_unset=True) == Baseline.model_validate(json.loads(text)).model_dump(exclude_unset=True)
+    whole = Baseline.model_validate(json.loads(text))
+    assert b.model_dump(exclude_unset=True) == whole.model_dump(exclude_unset=True)
     assert "content" not in refund.model_fields_set
     copy = more.model_copy(update={"content": "abc"})
     assert "content" in copy.model_fields_set and "content" not in refund.model_fields_set | more.model_fields_set
@@ -280,6 +282,10 @@ def test_parsed_cases_are_packed_and_built_on_each_access() -> None:
             assert {n: m.model_fields_set for n, m in got.metrics.items()} == {
                 n: m.model_fields_set for n, m in c.metrics.items()}
     assert b.model_dump() == whole.model_dump() and dump_baseline(b) == text
+    assert b.model_dump_json() == whole.model_dump_json()
+    assert b.eval_sets["orders"].model_dump_json() == whole.eval_sets["orders"].model_dump_json()
+    assert same_scores(b, whole) and same_scores(whole, b)
+    assert not same_scores(b, b.model_copy(update={"eval_sets": {**b.eval_sets, "faq": whole.eval_sets["orders"]}}))
     assert b.model_copy(deep=True) == b
 
 
