@@ -271,11 +271,25 @@ class Baseline(_Model):
 
 
 def _with_dicts(baseline: Baseline) -> Baseline:
-    """``baseline`` with every eval set's cases as a dict (see BaselineEvalSet.model_dump)."""
-    sets = baseline.eval_sets
-    if all(isinstance(es.cases, dict) for es in sets.values()):
+    """``baseline`` with every eval set's cases and efficiency values as dicts (see BaselineEvalSet.model_dump)."""
+    sets, efficiency = baseline.eval_sets, baseline.efficiency or {}
+    if all(isinstance(es.cases, dict) for es in sets.values()) and all(
+            isinstance(e.cases, dict) for e in efficiency.values()):
         return baseline
-    return baseline.model_copy(update={"eval_sets": {key: _unpacked(es) for key, es in sets.items()}})
+    copy = baseline.model_copy()  # its own __dict__, so its fields-set stays the parsed one's
+    copy.__dict__["eval_sets"] = {key: _unpacked(es) for key, es in sets.items()}
+    if baseline.efficiency is not None:
+        copy.__dict__["efficiency"] = {key: e.unpacked() for key, e in baseline.efficiency.items()}
+    return copy
+
+
+def _packed_efficiency(baseline: Baseline) -> Baseline:
+    """``baseline`` (just parsed and validated) with its per-case efficiency values packed, keyed by the same
+    strings as its cases."""
+    for key, entry in (baseline.efficiency or {}).items():
+        es = baseline.eval_sets.get(key)
+        entry.packed({k: k for k in es.cases} if es is not None else {})
+    return baseline
 
 
 def unique_keys(names: Sequence[str]) -> list[str]:
@@ -546,7 +560,7 @@ def _parse_whole(text: str, source: str) -> Baseline:
     for es in baseline.eval_sets.values():
         names: dict[str, int] = {}
         es.__dict__["cases"] = PackedCases({k: _pack_case(c, names) for k, c in es.cases.items()}, list(names))
-    return baseline
+    return _packed_efficiency(baseline)
 
 
 _RAW_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -584,7 +598,7 @@ def _parse_by_case(text: str) -> Baseline | None:
             baseline.eval_sets[key].__dict__["cases"] = PackedCases(rows, list(names))
     except (ValueError, RecursionError, KeyError, TypeError, msgspec.MsgspecError):
         return None
-    return baseline
+    return _packed_efficiency(baseline)
 
 
 _STATUS_LIST: tuple[Status, ...] = get_args(Status)

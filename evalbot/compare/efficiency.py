@@ -14,9 +14,10 @@ Pure.
 
 from __future__ import annotations
 
+import marshal
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -129,7 +130,70 @@ class BaselineEfficiency(_Frozen):
     """One eval set's efficiency on main: per quantity its mean and p95 over the cases, and each case's values."""
 
     stats: dict[str, EfficiencyStat] = Field(default_factory=dict)
-    cases: dict[str, CaseValues] = Field(default_factory=dict)
+    cases: Mapping[str, CaseValues] = Field(default_factory=dict)
+    """A dict when built; a parsed baseline's are :class:`PackedValues` (each case's dict made on each access)."""
+
+    # pydantic serialises a dict, not PackedValues (see baseline.BaselineEvalSet.model_dump)
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        return _Frozen.model_dump(self.unpacked(), **options)
+
+    def model_dump_json(self, **options: Any) -> str:
+        return _Frozen.model_dump_json(self.unpacked(), **options)
+
+    def unpacked(self) -> BaselineEfficiency:
+        """This entry with its cases' values as a dict (a copy, when they are packed)."""
+        if isinstance(self.cases, dict):
+            return self
+        copy = self.model_copy()  # its own __dict__, so its fields-set stays the parsed one's
+        copy.__dict__["cases"] = dict(self.cases)
+        return copy
+
+    def packed(self, keys: Mapping[str, str]) -> None:
+        """Keep this (parsed, validated) entry's cases as :class:`PackedValues`, each case key the equal string of
+        ``keys`` where it has one (the baseline's own case keys: one string for both)."""
+        names: dict[str, int] = {}
+        rows = {}
+        for key, values in self.cases.items():
+            row: list[int | float] = []
+            for name, value in values.items():
+                row += (names.setdefault(name, len(names)), value)
+            rows[keys.get(key, key)] = marshal.dumps(tuple(row))
+        self.__dict__["cases"] = PackedValues(rows, list(names))
+
+
+class PackedValues(Mapping[str, CaseValues]):
+    """A parsed baseline's per-case efficiency values of one eval set: each case's values one ``marshal`` bytes object
+    (quantity indexes and floats, about 0.1 KB against 0.3 KB for a dict), its dict made again on each access.
+    Immutable; compares equal to a dict of the same values."""
+
+    __slots__ = ("_names", "_rows")
+
+    def __init__(self, rows: dict[str, bytes], names: Sequence[str]) -> None:
+        self._rows = rows
+        self._names = names
+
+    def __getitem__(self, key: str) -> CaseValues:
+        row = marshal.loads(self._rows[key])
+        names = self._names
+        return {names[row[i]]: row[i + 1] for i in range(0, len(row), 2)}
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def __copy__(self) -> PackedValues:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PackedValues:
+        return self
 
 
 def _builtin(es: EvalSetReport) -> frozenset[str]:
@@ -303,6 +367,12 @@ def efficiency_deltas(
     values = [case_values(case, _builtin(es)) for case in es.cases] if es is not None else []
     current = {key: values[i] for key, i in paired_keys}
     all_current = efficiency_of(es, [str(i) for i in range(len(values))], values) if es is not None else None
+    pairs_of: dict[str, list[tuple[float, float]]] = {}  # per quantity, (main, this run) of the paired cases
+    for key, c in current.items():  # each of main's cases read once (a parsed baseline makes its dict on access)
+        if base is not None and (b := base.cases.get(key)) is not None:
+            for name in c:
+                if name in b:
+                    pairs_of.setdefault(name, []).append((b[name], c[name]))
     rows: list[EfficiencyDelta] = []
     for name, quantity in QUANTITIES.items():
         for stat in STATS:
@@ -316,8 +386,7 @@ def efficiency_deltas(
                                   baseline=getattr(base_stat, stat) if base_stat else None,
                                   current=getattr(cur_stat, stat) if cur_stat else None,
                                   budget=budget.text if budget else None)
-            pairs = [(b[name], c[name]) for key, c in current.items()
-                     if name in c and base is not None and (b := base.cases.get(key)) is not None and name in b]
+            pairs = pairs_of.get(name, [])
             missing = _why_not_measured(quantity, base, base_stat, cur_stat, pairs, old_baseline=old_baseline)
             if missing is not None:
                 row.status = "not_measured" if budget is not None else "unchanged"

@@ -25,6 +25,7 @@ from evalbot.compare.baseline import (
     read_baseline,
     same_scores,
 )
+from evalbot.compare.efficiency import PackedValues
 from evalbot.compare.votes import Votes, votes_of
 from evalbot.errors import InputError
 from evalbot.git import GitResult, git_show, run_git
@@ -364,3 +365,24 @@ def test_what_only_the_whole_read_accepts_is_packed_too() -> None:
     by_case = _parse_by_case(lax)
     assert by_case is not None and by_case == _parse_whole(lax, "b.json")
     assert by_case.eval_sets["orders"].cases["refund"].metrics[TRAJ].score == 1.0
+
+
+def test_parsed_efficiency_values_are_packed_and_share_the_case_keys() -> None:
+    """A parsed baseline's per-case efficiency values are packed too (PackedValues), read back as the dicts the
+    whole document validated gives, keyed by the case keys' own strings, and dumped as before."""
+    data = json.loads(_packed_sample())
+    data["efficiency"] = {"orders": {"stats": {"tool_calls": {"mean": 2.0, "p95": 3.0, "cases": 2}},
+                                     "cases": {"refund": {"tool_calls": 3.0, "model_calls": 1.5},
+                                               "gone": {"tool_calls": 1.0}}}}
+    text = dump_baseline(Baseline.model_validate(data))
+    b, whole = parse_baseline(text, "b.json"), Baseline.model_validate(json.loads(text))
+    assert b.efficiency is not None and whole.efficiency is not None
+    values = b.efficiency["orders"].cases
+    assert isinstance(values, PackedValues) and values == whole.efficiency["orders"].cases
+    assert values["refund"] == {"tool_calls": 3.0, "model_calls": 1.5} and "gone" in values and "x" not in values
+    assert next(k for k in values if k == "refund") is next(k for k in b.eval_sets["orders"].cases if k == "refund")
+    assert b == whole and dump_baseline(b) == text and b.model_dump_json() == whole.model_dump_json()
+    assert b.efficiency["orders"].model_dump() == whole.efficiency["orders"].model_dump()
+    by_whole = _parse_whole(text, "b.json")
+    assert by_whole.efficiency is not None and isinstance(by_whole.efficiency["orders"].cases, PackedValues)
+    assert by_whole == b
