@@ -9,6 +9,10 @@ The command line and the Action both call :func:`evaluate` (and :func:`load_inpu
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import tempfile
+import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -234,6 +238,87 @@ def _stream_out(report: Report, stream: CaseStream) -> None:
         for case in es.cases:
             stream(index, es, case)
         es.cases = []
+
+
+SPILL_BUFFER = 1 << 20
+"""The temporary file's buffer: a run writes one case line of a few KB at a time (one system call per megabyte
+instead of one per line or two), and copies it into the report a megabyte at a time."""
+
+READ_AHEAD = 1 << 16
+"""How much PackedSpill reads at once: the report file reads the kept cases' turns and verdicts in the order they
+were written, so one read serves many cases."""
+
+
+class PackedSpill:
+    """A SpillStore (``BuildContext.spill_store``) in an anonymous temporary file: ``compare`` keeps there the packed
+    turns and per-invocation verdicts of every case its report holds (a failing case's largest part, read back only
+    when a render or the report file reaches them), so its memory holds where they are, not them. Written a megabyte
+    at a time, read back READ_AHEAD bytes at a time (the report reads its cases in the order they were written); the
+    file is made on the first write, removed from its folder at once, and closed when the last case holding it is
+    gone. When it cannot be made or written (no room in TMPDIR), they stay in memory: nothing is lost, only the
+    saving."""
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+        self._pending = bytearray()
+        """Bytes put but not yet written: they start at ``_written`` in the store."""
+        self._written = 0
+        self._broken = False
+        self._window = b""
+        """The last bytes read from the file, from ``_window_start``."""
+        self._window_start = 0
+
+    def put(self, data: bytes) -> int | None:
+        if self._broken:
+            return None
+        if self._fd is None:
+            try:
+                fd, path = tempfile.mkstemp(prefix="evalbot-turns-")
+            except OSError:
+                self._broken = True
+                return None
+            weakref.finalize(self, os.close, fd)
+            self._fd = fd
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        start = self._written + len(self._pending)
+        self._pending += data
+        if len(self._pending) >= SPILL_BUFFER:
+            self._write()
+        return start
+
+    def _write(self) -> None:
+        """Write the pending bytes; on a failure keep what is left of them in memory (and write no more)."""
+        assert self._fd is not None
+        try:
+            while self._pending:
+                done = os.write(self._fd, self._pending)
+                del self._pending[:done]
+                self._written += done
+        except OSError:
+            self._broken = True
+
+    def get(self, start: int, size: int) -> bytes:
+        end = start + size
+        if start >= self._written:
+            return bytes(self._pending[start - self._written:end - self._written])
+        at = start - self._window_start
+        if 0 <= at and end - self._window_start <= len(self._window):
+            return self._window[at:at + size]
+        if end <= self._written and size < READ_AHEAD:
+            self._window, self._window_start = self._read(start, min(READ_AHEAD, self._written - start)), start
+            return self._window[:size]
+        return self._read(start, min(end, self._written) - start) + bytes(self._pending[:max(0, end - self._written)])
+
+    def _read(self, start: int, size: int) -> bytes:
+        assert self._fd is not None
+        read = b""
+        while len(read) < size:
+            more = os.pread(self._fd, size - len(read), start + len(read))
+            if not more:
+                raise OSError("the temporary file of the kept cases is shorter than written")
+            read += more
+        return read
 
 
 REQUESTS_PER_CASE_CRITERION = 2_000

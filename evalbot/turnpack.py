@@ -154,7 +154,7 @@ _T = TypeVar("_T")
 
 class SpillStore(Protocol):
     """Where the packed forms of a kept case (its turns, its verdicts) may be written out of memory and read back
-    from (:func:`spill`): the CLI gives ``compare`` an anonymous temporary file (cli.evaluate.PackedSpill); the core
+    from (:func:`spill`): the CLI and the Action give ``compare`` an anonymous temporary file (pipeline.PackedSpill); the core
     never opens one."""
 
     def put(self, data: bytes) -> int | None:

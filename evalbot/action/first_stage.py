@@ -55,7 +55,15 @@ from evalbot.judges.cache import KEY_ENV as CACHE_KEY_ENV
 from evalbot.judges.factory import MISSING_CREDENTIALS, judge_from_environ
 from evalbot.load import read_optional
 from evalbot.paths import output_file, write_output
-from evalbot.pipeline import Inputs, ballots_for, evaluate, exit_code, load_inputs, settle_split_votes
+from evalbot.pipeline import (
+    Inputs,
+    PackedSpill,
+    ballots_for,
+    evaluate,
+    exit_code,
+    load_inputs,
+    settle_split_votes,
+)
 from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.render.html import html_chunks
 from evalbot.render.junit import junit_suites, write_junit
@@ -124,7 +132,7 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
         notice = ACTION_MISSING_CREDENTIALS
     refused = custom_code_refused(env.get("GITHUB_EVENT_NAME", ""))
     ctx = BuildContext(judge=judge, judge_unavailable_reason=notice, custom_code_refused=refused,
-                       ballots=ballots_for(baseline, policy))
+                       ballots=ballots_for(baseline, policy), spill_store=PackedSpill())
     report = evaluate(loaded, actuals=list(inputs.actuals), ctx=ctx, shard=inputs.shard)
     settle_split_votes(report, baseline, ctx, policy)
     return report

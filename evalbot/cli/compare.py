@@ -19,7 +19,6 @@ from typing import Any
 import evalbot.cli.args as cli_args
 from evalbot.cli.agent import add_agent_args, agent_run
 from evalbot.cli.evaluate import (
-    PackedSpill,
     StreamedRun,
     add_eval_args,
     evaluate_args,
@@ -53,6 +52,7 @@ from evalbot.git import run_git
 from evalbot.load import read_optional
 from evalbot.pipeline import (
     Inputs,
+    PackedSpill,
     ballots_for,
     exit_code,
     load_inputs,

@@ -1,5 +1,5 @@
 """compare's spill: the packed turns and verdicts of the cases its report keeps wait in an anonymous temporary file
-(cli.evaluate.PackedSpill, the core's SpillStore), read back when a render or the report file reaches them; and the
+(pipeline.PackedSpill, the core's SpillStore), read back when a render or the report file reaches them; and the
 small details those cases' criteria share."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import evalbot.cli.compare as cli_compare
-from evalbot.cli.evaluate import READ_AHEAD, SPILL_BUFFER, PackedSpill
+from evalbot.pipeline import READ_AHEAD, SPILL_BUFFER, PackedSpill
 from evalbot.results import (
     CaseResult,
     EvalSetReport,

@@ -15,6 +15,7 @@ from evalbot.compare.settle import split_flip_indices
 from evalbot.compare.votes import Votes
 from evalbot.criteria.base import BallotBox
 from evalbot.criteria.judged import Ballot
+from evalbot.turnpack import Packed
 from tests.fakes.builders import Writer, case, eval_set, inv
 from tests.fakes.fake_gemini import FakeGemini, TaggedResponder
 
@@ -248,3 +249,5 @@ def test_the_action_settles_with_its_inputs(given: dict[str, str], extra_request
     asked = [r.candidate_count for r in fake.requests]  # the batches of a resample go out concurrently
     assert asked[: len(first)] == first and sorted(asked[len(first) :]) == sorted(extra_requests)
     assert _votes(report.model_dump(mode="json"))["no"] == 3 + sum(extra_requests)
+    kept = [m.per_invocation for c in report.eval_sets[0].cases for m in c.metrics.values()]
+    assert any(isinstance(p, Packed) and isinstance(p._packed, int) for p in kept)  # in the Action's spill file
