@@ -62,6 +62,7 @@ from evalbot.results import (
     totals,
 )
 from evalbot.scoring import case_notices, configured_criteria, note_case, notices_of_cases
+from evalbot.turnpack import SpillStore
 
 CaseKey = tuple[str, str]
 """(eval_set_id, eval_id): what the partition is keyed by."""
@@ -595,10 +596,10 @@ def _case_line(piece: bytes) -> CaseResult:
     return case
 
 
-def _case_of(piece: bytes) -> CaseResult:
-    """``_case_line``, kept compacted as a scored case is (results.compacted): the merge of a compared run holds
-    every case."""
-    return compacted(_case_line(piece))
+def _case_of(piece: bytes, store: SpillStore | None) -> CaseResult:
+    """``_case_line``, kept compacted as a scored case is (results.compacted, its turns and verdicts written to
+    ``store`` when given): the merge of a compared run holds every case."""
+    return compacted(_case_line(piece), store)
 
 
 def _with_cases(skeleton: _SkeletonReport, cases: Iterable[list[CaseResult]]) -> Report:
@@ -608,7 +609,7 @@ def _with_cases(skeleton: _SkeletonReport, cases: Iterable[list[CaseResult]]) ->
     return Report.model_construct(skeleton.model_fields_set, **{**skeleton.__dict__, "eval_sets": eval_sets})
 
 
-def _by_lines(data: bytes) -> Report | None:
+def _by_lines(data: bytes, store: SpillStore | None = None) -> Report | None:
     """The report of ``data`` validated case line by case line, or None when that cannot be done (another layout,
     or anything invalid: the caller then validates the whole document, which names the error as it always has).
 
@@ -620,7 +621,7 @@ def _by_lines(data: bytes) -> Report | None:
         return None
     skeleton, spans = split
     try:
-        cases = iter([_case_of(data[start:end]) for start, end in spans])
+        cases = iter([_case_of(data[start:end], store) for start, end in spans])
     except ValidationError:
         return None
     return _with_cases(skeleton, ([next(cases) for _ in es.cases] for es in skeleton.eval_sets))
@@ -796,13 +797,14 @@ def merge_job_parts(parts: Sequence[tuple[str, bytes, JobNotes]]) -> Report:
 _BOM = b"\xef\xbb\xbf"
 
 
-def part_from_bytes(data: bytes, name: str) -> Report:
+def part_from_bytes(data: bytes, name: str, store: SpillStore | None = None) -> Report:
     """A part's report from its bytes (strict UTF-8 JSON, validated); anything else raises InputError naming
-    ``name`` and the JSON pointer."""
+    ``name`` and the JSON pointer. ``store``: where its cases' packed turns and verdicts are kept (see
+    ``BuildContext.spill_store``)."""
     data = data.removeprefix(_BOM)
     try:
         with gc_paused():  # millions of acyclic objects: the collector would rescan them over and over
-            fast = _by_lines(data)
+            fast = _by_lines(data, store)
             return fast if fast is not None else Report.model_validate_json(data)
     except ValidationError as exc:
         first = exc.errors()[0]
@@ -810,9 +812,9 @@ def part_from_bytes(data: bytes, name: str) -> Report:
                          f"not an evalbot report: {first['msg']}; give the report a shard job wrote") from None
 
 
-def read_part(path: Path, *, root: Path | None = None) -> Report:
+def read_part(path: Path, *, root: Path | None = None, store: SpillStore | None = None) -> Report:
     """Read one part file: a regular file (inside ``root`` when given) of at most MAX_PART_BYTES."""
-    return part_from_bytes(part_bytes(path, root=root), str(path))
+    return part_from_bytes(part_bytes(path, root=root), str(path), store)
 
 
 def part_bytes(path: Path, *, root: Path | None = None) -> bytes:

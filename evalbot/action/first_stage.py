@@ -151,7 +151,8 @@ def merged_parts(inputs: ActionInputs, ws: Workspace, loaded: Inputs, settled: t
         raise MissingShards(f"no part in {inputs.parts}: no shard job's report was downloaded there (did the shard "
                             "jobs run and upload their parts, and did actions/download-artifact put them there?)", [])
     with loading_parts():
-        parts = [(ws.relative(str(path)), read_part(path, root=root)) for path in found]
+        store = PackedSpill()  # the merged report holds every case: their turns and verdicts wait on disk
+        parts = [(ws.relative(str(path)), read_part(path, root=root, store=store)) for path in found]
         report = merge_reports(parts)
     report.notices += check_loaded(report, loaded.eval_sets, "in this job's checkout")
     check_settled(parts, *settled)

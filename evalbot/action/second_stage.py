@@ -38,7 +38,7 @@ from evalbot.compare.reruns import note_not_rerun
 from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
 from evalbot.forge.base import Forge, ForgeError
 from evalbot.formats.loaded import LoadedEvalSet
-from evalbot.pipeline import load_inputs, read_actuals
+from evalbot.pipeline import PackedSpill, load_inputs, read_actuals
 from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.results import Report
 from evalbot.shard import RUNS_DIR, MissingShards, check_loaded, loading_parts, merge_reports, part_from_bytes
@@ -76,8 +76,9 @@ def report_from_parts(files: Mapping[str, bytes], inputs: ActionInputs, eval_set
                             [])
     preferred = [name for name in names if PurePosixPath(name).name == wanted] or names
     where = f"artifact {inputs.artifact_name}"
+    store = PackedSpill()  # the merged report holds every case: their turns and verdicts wait on disk
     with loading_parts():
-        report = merge_reports([(f"{where}:{name}", part_from_bytes(files[name], f"{where}:{name}"))
+        report = merge_reports([(f"{where}:{name}", part_from_bytes(files[name], f"{where}:{name}", store))
                                 for name in preferred])
     report.notices += check_loaded(report, eval_sets, "of the default branch")
     return report

@@ -402,7 +402,8 @@ def _merge_command(args: argparse.Namespace, env: Mapping[str, str], stack: cont
                 parts: list[tuple[str, Report]] = []
                 report, keys = streamed
             else:
-                parts = [(name, part_from_bytes(data, name)) for name, data in named]
+                store = PackedSpill()  # the merged report holds every case: their turns and verdicts wait on disk
+                parts = [(name, part_from_bytes(data, name, store)) for name, data in named]
                 report, keys = merge_reports(parts), None
             del named
             if args.paths:  # the merged case list against the eval sets this command loaded itself

@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import evalbot.cli.compare as cli_compare
 import evalbot.shard
 from evalbot.cli.commands import main
+from evalbot.pipeline import PackedSpill
 from tests.fakes.suites import write_suite
 
 EXAMPLE = ["examples/evals", "--actuals", "examples/runs/pr.json", "--judge-cache", "examples/judge-cache",
@@ -309,3 +312,31 @@ def test_pass_rule_problems_of_each_part_merge_into_the_one_jobs(tmp_path: Path,
                  "--judge-cache", "examples/judge-cache", "--judge-replay", "--baseline", EXAMPLE_BASELINE,
                  "--comment", "two.md"], {}) == 2
     _same_files(Path("one.md"), Path("two.md"))
+
+
+def test_the_merge_of_a_compared_run_spills_its_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`evalbot merge --baseline` holds every case of the parts, as compare does: their turns and verdicts go to a
+    PackedSpill (written there, read back for the comment and report), and the outputs are those of a merge whose
+    spill cannot be made (no temporary folder: everything held in memory)."""
+    made: list[PackedSpill] = []
+
+    class Watched(PackedSpill):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    parts = _shards(tmp_path, "compare", [*EXAMPLE, "--baseline", EXAMPLE_BASELINE])
+    monkeypatch.setattr(cli_compare, "PackedSpill", Watched)
+    outputs = []
+    for tmp in (None, str(tmp_path / "missing")):
+        if tmp is not None:
+            monkeypatch.setattr(tempfile, "tempdir", tmp)
+        made.clear()
+        report, comment = tmp_path / "report.json", tmp_path / "comment.md"
+        code = main(["merge", *map(str, parts), "--baseline", EXAMPLE_BASELINE, "--eval-sets", "examples/evals",
+                     "--actuals", "examples/runs/pr.json", "--judge-cache", "examples/judge-cache", "--judge-replay",
+                     "--report", str(report), "--comment", str(comment)], {})
+        assert code == 1 and len(made) == 1
+        assert (made[0]._written + len(made[0]._pending) > 0) is (tmp is None) and made[0]._broken is (tmp is not None)
+        outputs.append((report.read_bytes(), comment.read_bytes()))
+    assert outputs[0] == outputs[1]
