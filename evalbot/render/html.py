@@ -22,7 +22,7 @@ import itertools
 import json
 import math
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -72,7 +72,7 @@ DATA_ID = "case-data"
 """The id of the element holding the deferred cases' details (gzip, then base64: no character the HTML parser
 could take for markup)."""
 MARKUP_FIRST = ("regressed", "flaky", "inconclusive", "error")
-PIECE = 1 << 20
+PIECE = 1 << 18
 """Characters of the page handed to the writer at a time."""
 CHUNK = 100
 """Cases per block that the browser lays out only when it is near the viewport (content-visibility): a page of
@@ -209,14 +209,19 @@ def row_data(row: CriterionRow) -> Data:
     }
 
 
-def tags(case: CaseComparison) -> list[str]:
-    """The filters a case shows under (besides ``all``)."""
-    out: list[str] = [case.category] if case.category in ("regressed", "fixed", "inconclusive") else []
-    if case.category == "flaky":
+def tags(case: CaseComparison) -> tuple[str, ...]:
+    """The filters a case shows under (besides ``all``): one shared tuple for every case of its kind."""
+    return _tags(case.category, case.current is not None and case.current.status in ("failed", "error"))
+
+
+@cache
+def _tags(category: str, failing: bool) -> tuple[str, ...]:
+    out: list[str] = [category] if category in ("regressed", "fixed", "inconclusive") else []
+    if category == "flaky":
         out.append("regressed")  # under the Regressed filter too, with its own badge
-    if case.current is not None and case.current.status in ("failed", "error"):
+    if failing:
         out.append("failing")
-    return out
+    return tuple(out)
 
 
 def metric_row(name: str, result: MetricResult | None, delta: MetricDelta | None) -> list[str]:
@@ -324,7 +329,7 @@ def body_row(case: CaseComparison, judged: frozenset[str], *, raw: bool = False)
     ]
 
 
-def summary_row(case: CaseComparison, case_tags: list[str]) -> list[Any]:
+def summary_row(case: CaseComparison, case_tags: Sequence[str]) -> list[Any]:
     """What a case's one-line summary shows: ``[id, category, status, baseline status, filter classes, glyphs]``."""
     current = case.current
     return [
@@ -354,7 +359,7 @@ class Place(NamedTuple):
     """Where one case goes on the page (see Plan)."""
 
     case: CaseComparison
-    tags: list[str]
+    tags: tuple[str, ...]
     markup: bool
     """Summary and details written as markup."""
     line: bool
@@ -372,7 +377,7 @@ class Plan:
     cases; then the rest, in page order, up to ``markup_limit`` cases in all. The first OPEN_LIMIT regressed,
     flaky, inconclusive or errored cases (in that order) are shown expanded.
 
-    Decided by counting, so that nothing per case is held: ``walk`` gives each case's Place in page order, as often
+    Decided by counting, so that nothing is held per case: a Walker gives each case's Place in page order, as often
     as the page needs it (its markup, then its data block)."""
 
     def __init__(self, ordered: Sequence[Sequence[CaseComparison]], markup_limit: int) -> None:
@@ -402,27 +407,45 @@ class Plan:
             self.opened[category] = min(left, first[category])
             left -= self.opened[category]
 
-    def walk(self) -> Iterator[tuple[int, Place]]:
-        """Each case's eval set (its index) and Place, in page order."""
-        failing_seen = rest_seen = k = 0
-        opened = dict.fromkeys(MARKUP_FIRST, 0)
-        for index, cases in enumerate(self.ordered):
-            for case in cases:
-                case_tags = tags(case)
-                failing = "failing" in case_tags
-                is_open = False
-                if case.category in opened:
-                    markup = True
-                    is_open = opened[case.category] < self.opened[case.category]
-                    opened[case.category] += 1
-                elif failing:
-                    markup = failing_seen < self.failing_budget
-                    failing_seen += 1
-                else:
-                    markup = rest_seen < self.rest_budget
-                    rest_seen += 1
-                yield index, Place(case, case_tags, markup, markup or failing, None if markup else k, is_open)
-                k += not markup
+
+class Walker:
+    """The running counts that place each case, in page order (see Plan); a copy taken before a case places the
+    cases from there again."""
+
+    __slots__ = ("failing_seen", "k", "opened", "plan", "rest_seen")
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.failing_seen = self.rest_seen = self.k = 0
+        self.opened = dict.fromkeys(MARKUP_FIRST, 0)
+
+    def copy(self) -> Walker:
+        other = Walker(self.plan)
+        other.failing_seen, other.rest_seen, other.k = self.failing_seen, self.rest_seen, self.k
+        other.opened = dict(self.opened)
+        return other
+
+    def line(self, case: CaseComparison, case_tags: tuple[str, ...]) -> bool:
+        """Whether the next case's summary line is markup (Place.line), without moving on."""
+        return case.category in self.opened or "failing" in case_tags or self.rest_seen < self.plan.rest_budget
+
+    def place(self, case: CaseComparison, case_tags: tuple[str, ...]) -> Place:
+        """The next case's Place."""
+        failing = "failing" in case_tags
+        is_open = False
+        if case.category in self.opened:
+            markup = True
+            is_open = self.opened[case.category] < self.plan.opened[case.category]
+            self.opened[case.category] += 1
+        elif failing:
+            markup = self.failing_seen < self.plan.failing_budget
+            self.failing_seen += 1
+        else:
+            markup = self.rest_seen < self.plan.rest_budget
+            self.rest_seen += 1
+        place = Place(case, case_tags, markup, markup or failing, None if markup else self.k, is_open)
+        self.k += not markup
+        return place
 
 
 def line_of(place: Place, judged: frozenset[str]) -> Data:
@@ -437,24 +460,32 @@ def line_of(place: Place, judged: frozenset[str]) -> Data:
     return line
 
 
+Run = tuple[int, int, Walker]
+"""Consecutive cases of an eval set whose summary lines are markup: from, to, and the Walker before the first."""
+
+
 class Lines:
     """Cases' summary lines (with their details) in a template context, each made as the template reads it and
     let go once written: the page's markup is never held whole (at 100,000 cases, the 10,000 regressed cases' turns
-    and diffs). Each item is plain data (``line_of``). The cases are held in a slot whose name starts with an
-    underscore, which the sandbox never lets a template read; nothing else is public."""
+    and diffs), nor anything per case (only runs of them: Run). Each item is plain data (``line_of``). The cases are
+    held in a slot whose name starts with an underscore, which the sandbox never lets a template read; nothing else
+    is public."""
 
-    __slots__ = ("_judged", "_places")
+    __slots__ = ("_cases", "_judged", "_runs")
 
-    def __init__(self, places: list[Place], judged: frozenset[str]) -> None:
-        self._places = places
+    def __init__(self, cases: Sequence[CaseComparison], runs: list[Run], judged: frozenset[str]) -> None:
+        self._cases = cases
+        self._runs = runs
         self._judged = judged
 
     def __len__(self) -> int:
-        return len(self._places)
+        return sum(stop - start for start, stop, _ in self._runs)
 
     def __iter__(self) -> Iterator[Data]:
-        for place in self._places:
-            yield line_of(place, self._judged)
+        for start, stop, before in self._runs:
+            walker = before.copy()
+            for case in itertools.islice(self._cases, start, stop):
+                yield line_of(walker.place(case, tags(case)), self._judged)
 
 
 class Deferred:
@@ -476,42 +507,46 @@ class Deferred:
         if not self._count:
             return
         packer = Packer()
-        for _, place in self._plan.walk():
-            if not place.markup:
-                summary = None if place.line else summary_row(place.case, place.tags)
-                k = packer.add(summary, body_row(place.case, self._judged, raw=True))
-                assert k == place.k, "the data block's order is the page's"
-                yield from packer.pieces()
+        walker = Walker(self._plan)
+        for cases in self._plan.ordered:
+            for case in cases:
+                place = walker.place(case, tags(case))
+                if not place.markup:
+                    summary = None if place.line else summary_row(case, place.tags)
+                    k = packer.add(summary, body_row(case, self._judged, raw=True))
+                    assert k == place.k, "the data block's order is the page's"
+                    yield from packer.pieces()
         yield from packer.close()
 
 
-def set_data(es: EvalSetComparison, ordered: Sequence[CaseComparison], places: Iterable[Place],
-             judged: frozenset[str], counts: dict[str, int]) -> Data:
+def set_data(es: EvalSetComparison, ordered: Sequence[CaseComparison], walker: Walker, judged: frozenset[str],
+             counts: dict[str, int]) -> Data:
     """An eval set: its table, and its cases most important first (as the comment orders its sections), in blocks:
     up to CHUNK cases written as markup (``cases``, made as the template reads them), or a run of cases only the
     script lists (``more``: the first's index in the data block, ``n``: how many); ``cases``: every summary line
-    written as markup. ``places``: its cases' (read once); ``counts``: each filter's count, added to."""
-    lines: list[Place] = []
+    written as markup. ``walker``: where the page is (moved past the set's cases); ``counts``: each filter's count,
+    added to."""
+    runs: list[Run] = []
     blocks: list[Data] = []
-    chunk: list[Place] = []
     here = dict.fromkeys(counts, 0)
-    for place in places:
-        for tag in place.tags:
+    for i, case in enumerate(ordered):
+        case_tags = tags(case)
+        for tag in case_tags:
             here[tag] += 1
-        if not place.line:
-            if not blocks or "more" not in blocks[-1]:
-                chunk = []
-                blocks.append({"more": place.k, "n": 0})
-            blocks[-1]["n"] += 1
+        if walker.line(case, case_tags):
+            if not blocks or "cases" not in blocks[-1] or i - runs[-1][0] >= CHUNK:
+                runs.append((i, i + 1, walker.copy()))
+                blocks.append({"cases": None})
+            else:
+                runs[-1] = (runs[-1][0], i + 1, runs[-1][2])
+            walker.place(case, case_tags)
             continue
-        lines.append(place)
-        if not chunk or len(chunk) >= CHUNK:
-            chunk = []
-            blocks.append({"cases": chunk})
-        chunk.append(place)
-    for block in blocks:
-        if "cases" in block:
-            block["cases"] = Lines(block["cases"], judged)
+        place = walker.place(case, case_tags)
+        if not blocks or "more" not in blocks[-1]:
+            blocks.append({"more": place.k, "n": 0})
+        blocks[-1]["n"] += 1
+    for block, run in zip((b for b in blocks if "cases" in b), runs, strict=True):
+        block["cases"] = Lines(ordered, [run], judged)
     for tag, n in here.items():
         counts[tag] += n
     rows = [row_data(r) for r in es.rows]
@@ -525,7 +560,7 @@ def set_data(es: EvalSetComparison, ordered: Sequence[CaseComparison], places: I
         "rows": rows,
         "charts": any(r["chart"] for r in rows),
         "glyphs": any(c.main_outcomes for c in ordered),
-        "cases": Lines(lines, judged),
+        "cases": Lines(ordered, runs, judged),
         "blocks": blocks,
         "regressed": here["regressed"],
         "failing": here["failing"],
@@ -585,8 +620,8 @@ class Packer:
         yield from self._base64.end()
 
 
-BASE64_PIECE = 3 << 18
-"""Compressed bytes per piece of the data block (768 KiB: 1 MiB of base64)."""
+BASE64_PIECE = 3 << 16
+"""Compressed bytes per piece of the data block (192 KiB: 256 KiB of base64)."""
 
 
 class Base64Pieces:
@@ -657,10 +692,9 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
     rank = {category: i for i, category in enumerate(ORDER)}
     ordered = [sorted(es.cases, key=lambda c: rank.get(c.category, len(rank))) for es in comparison.eval_sets]
     plan = Plan(ordered, markup_limit)
-    walk = plan.walk()
+    walker = Walker(plan)
     counts = {key: 0 for key, _ in FILTERS if key != "all"}
-    sets = [set_data(es, cases, (place for _, place in itertools.islice(walk, len(cases))), judged, counts)
-            for es, cases in zip(comparison.eval_sets, ordered, strict=True)]
+    sets = [set_data(es, cases, walker, judged, counts) for es, cases in zip(comparison.eval_sets, ordered, strict=True)]
     counts["all"] = sum(len(cases) for cases in ordered)
     filters = [{"key": key, "label": label, "n": counts[key]} for key, label in FILTERS]
     base = comparison.baseline
@@ -726,8 +760,9 @@ def html_chunks(comparison: Comparison, *, markup_limit: int = MARKUP_LIMIT, siz
             else:
                 done = True
         if held:
-            yield "".join(held)
-            held = []
+            text = "".join(held)
+            held = []  # let go before the caller writes
+            yield text
 
 
 def render_html(comparison: Comparison, *, markup_limit: int = MARKUP_LIMIT) -> str:

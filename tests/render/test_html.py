@@ -156,8 +156,8 @@ def test_context_is_plain_data() -> None:
 
 
 @pytest.mark.parametrize("expression", [
-    "{{ sets[0].cases._places }}", "{{ sets[0].cases['_places'] }}", "{{ sets[0].blocks[0].cases._places[0] }}",
-    "{{ sets[0].cases._judged }}", "{{ deferred._plan }}", "{{ deferred._plan.ordered }}", "{{ deferred._judged }}",
+    "{{ sets[0].cases._runs }}", "{{ sets[0].cases['_runs'] }}", "{{ sets[0].blocks[0].cases._runs[0] }}",
+    "{{ sets[0].cases._judged }}", "{{ sets[0].cases._cases[0] }}", "{{ deferred._plan }}", "{{ deferred._plan.ordered }}", "{{ deferred._judged }}",
     "{{ sets[0].cases.__class__ }}", "{{ sets[0].cases.__iter__.__self__ }}",
 ])
 def test_the_lazy_parts_lead_a_template_to_no_model(expression: str) -> None:
