@@ -318,11 +318,11 @@ def _shared(details: dict[str, Any]) -> dict[str, Any]:
     if len(key) > SHARED_BYTES:
         return details
     kept = _SHARED.get(key)
-    if kept is None:
-        if len(_SHARED) < SHARED_LIMIT:
-            _SHARED[key] = details
-        return details
-    return kept
+    if kept is not None and kept == details and marshal.dumps(kept, 2) == key:
+        return kept
+    if kept is not None or len(_SHARED) < SHARED_LIMIT:  # kept: changed since, by code holding it (not evalbot's)
+        _SHARED[key] = details
+    return details
 
 
 def compacted(case: CaseResult, store: SpillStore | None = None) -> CaseResult:

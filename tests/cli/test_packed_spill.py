@@ -196,3 +196,29 @@ def test_kept_cases_share_equal_small_details(tmp_path: Path) -> None:
     first, second = (compacted(CaseResult(eval_id="x", status="passed", metrics={"m": MetricResult(
         status="informational", details=dict(big))})).metrics["m"].details for _ in range(2))
     assert first == second == big and first is not second
+
+
+def test_shared_details_changed_in_place_are_not_given_to_later_cases() -> None:
+    """Code holding a kept case may change its criterion's details in place (evalbot does not): a later case with
+    the details the first one had gets its own, not the changed object, even when they compare equal (1 == 1.0)."""
+    def kept(details: dict[str, object]) -> dict[str, object] | None:
+        return compacted(CaseResult(eval_id="x", status="passed", metrics={"m": MetricResult(
+            status="informational", details=details)})).metrics["m"].details
+
+    first = kept({"value": 7.5, "unit": "s"})
+    assert first is not None and kept({"value": 7.5, "unit": "s"}) is first
+    first["value"] = 7  # changed in place, now a different value
+    later = kept({"value": 7.5, "unit": "s"})
+    assert later is not first and later == {"value": 7.5, "unit": "s"}
+    first["value"] = 7.5
+    first.pop("unit")
+    first["unit"] = "s"  # equal again, same key order
+    assert kept({"value": 7.5, "unit": "s"}) is later
+    as_int = kept({"value": 3, "n": 1})
+    as_int_then_float = dict(as_int or {})
+    assert as_int is not None
+    as_int["value"] = 3.0  # equal to 3 for Python, but written as 3.0
+    fresh = kept({"value": 3, "n": 1})
+    assert fresh is not as_int and fresh == as_int_then_float
+    assert '"value":3,' in CaseResult(eval_id="x", status="passed", metrics={"m": MetricResult(
+        status="informational", details=fresh)}).model_dump_json()
