@@ -255,8 +255,8 @@ class PackedSpill:
     when a render or the report file reaches them), so its memory holds where they are, not them. Written a megabyte
     at a time, read back READ_AHEAD bytes at a time (the report reads its cases in the order they were written); the
     file is made on the first write, removed from its folder at once, and closed when the last case holding it is
-    gone. When it cannot be made or written (no room in TMPDIR), they stay in memory: nothing is lost, only the
-    saving."""
+    gone. When it cannot be made, left without a name, or written (no room in TMPDIR), they stay in memory: nothing
+    is lost, only the saving."""
 
     def __init__(self) -> None:
         self._fd: int | None = None
@@ -277,10 +277,16 @@ class PackedSpill:
             except OSError:
                 self._broken = True
                 return None
+            try:
+                os.unlink(path)  # no name left: nothing else can open it, and it goes when it is closed
+            except OSError:
+                os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                self._broken = True
+                return None
             weakref.finalize(self, os.close, fd)
             self._fd = fd
-            with contextlib.suppress(OSError):
-                os.unlink(path)
         start = self._written + len(self._pending)
         self._pending += data
         if len(self._pending) >= SPILL_BUFFER:

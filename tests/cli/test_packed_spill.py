@@ -76,6 +76,25 @@ def test_a_spill_that_cannot_be_made_keeps_the_turns_in_memory(tmp_path: Path,
     assert case.turns[0].actual_response == "no"
 
 
+def test_a_spill_whose_name_cannot_be_removed_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file must have no name while the turns are in it: when its name cannot be removed at once, it is closed
+    and removed (a second try), and the spill keeps nothing (the turns stay in memory)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    real, tries = os.unlink, []
+
+    def unlink(path: str) -> None:
+        tries.append(path)
+        if len(tries) == 1:
+            raise PermissionError(13, "Permission denied", path)
+        real(path)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    spill = PackedSpill()
+    assert spill.put(b"abc") is None and spill._fd is None and spill._broken
+    assert len(tries) == 2 and list(tmp_path.iterdir()) == []
+    assert spill.put(b"def") is None and len(tries) == 2
+
+
 def test_a_full_disk_keeps_what_was_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A write that fails (here /dev/full: no space left) loses nothing: the pieces not written stay readable from
     memory, and later pieces are refused (they stay with their cases)."""
