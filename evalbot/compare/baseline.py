@@ -501,12 +501,15 @@ def carry_history(fresh: Baseline, previous: Baseline) -> Baseline:
 def restricted(baseline: Baseline, cases: Mapping[str, Collection[str] | None]) -> Baseline:
     """The part of ``baseline`` a run of only some cases is compared with: the eval sets keyed in ``cases``, each
     with the listed case ids (None: all its cases). What the run left out is then not "removed"."""
-    sets = {
-        key: es if cases[key] is None else es.model_copy(
-            update={"cases": {k: c for k, c in es.cases.items() if k in set(cases[key] or ())}})
-        for key, es in baseline.eval_sets.items() if key in cases
-    }
+    sets = {key: es if cases[key] is None else _selected(es, set(cases[key] or ()))
+            for key, es in baseline.eval_sets.items() if key in cases}
     return baseline.model_copy(update={"eval_sets": sets})
+
+
+def _selected(es: BaselineEvalSet, keys: Collection[str]) -> BaselineEvalSet:
+    """``es`` with only the cases keyed in ``keys``, in its order (only those are read: a parsed baseline builds each
+    case it is asked for)."""
+    return es.model_copy(update={"cases": {k: es.cases[k] for k in es.cases if k in keys}})
 
 
 def dump_baseline(baseline: Baseline) -> str:

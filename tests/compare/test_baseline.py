@@ -23,6 +23,7 @@ from evalbot.compare.baseline import (
     parse_baseline,
     parse_spec,
     read_baseline,
+    restricted,
     same_scores,
 )
 from evalbot.compare.efficiency import PackedValues
@@ -386,3 +387,15 @@ def test_parsed_efficiency_values_are_packed_and_share_the_case_keys() -> None:
     by_whole = _parse_whole(text, "b.json")
     assert by_whole.efficiency is not None and isinstance(by_whole.efficiency["orders"].cases, PackedValues)
     assert by_whole == b
+
+
+def test_restricted_keeps_the_selected_cases_of_a_parsed_baseline() -> None:
+    """A run of some cases is compared with those cases only (in the baseline's order), an eval set run whole with
+    all of its cases (still packed), and eval sets not run are left out."""
+    b = parse_baseline(_packed_sample(), "b.json")
+    part = restricted(b, {"orders": ["track", "refund", "absent"], "faq": None})
+    assert list(part.eval_sets) == ["faq", "orders"]
+    assert list(part.eval_sets["orders"].cases) == ["refund", "track"]
+    assert part.eval_sets["orders"].cases["track"] == b.eval_sets["orders"].cases["track"]
+    assert part.eval_sets["faq"].cases is b.eval_sets["faq"].cases
+    assert list(restricted(b, {"orders": []}).eval_sets["orders"].cases) == []
