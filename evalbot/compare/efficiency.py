@@ -17,7 +17,7 @@ from __future__ import annotations
 import marshal
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -208,12 +208,17 @@ def efficiency_of(es: EvalSetReport, case_keys: Sequence[str],
         builtin = _builtin(es)
         values = [case_values(case, builtin) for case in es.cases]
     cases = {key: v for key, case, v in zip(case_keys, es.cases, values, strict=True) if case.status != "error" and v}
+    return BaselineEfficiency(stats=_stats(cases.values()), cases=cases)
+
+
+def _stats(values: Collection[dict[str, float]]) -> dict[str, EfficiencyStat]:
+    """Per quantity, its mean and p95 over the cases' ``values`` (those measured: each case's :func:`case_values`)."""
     stats = {}
     for name in QUANTITIES:
-        column = [v[name] for v in cases.values() if name in v]
+        column = [v[name] for v in values if name in v]
         if column:
             stats[name] = EfficiencyStat(mean=round(_mean(column), 4), p95=p95(column), cases=len(column))
-    return BaselineEfficiency(stats=stats, cases=cases)
+    return stats
 
 
 # --- budgets -------------------------------------------------------------------------------------------------------
@@ -357,6 +362,10 @@ def _test(stat: Stat, cur: Sequence[float], limit: Sequence[float] | float) -> t
     return over, 0, exceedance_test(over, len(cur))
 
 
+Pairs = tuple[list[float], list[float]]
+"""main's and this run's values of one quantity on the cases measured on both, in the same order."""
+
+
 def efficiency_deltas(
     eval_set_id: str, es: EvalSetReport | None, base: BaselineEfficiency | None, paired_keys: Sequence[tuple[str, int]],
     budgets: Mapping[str, Budget], *, alpha: float, old_baseline: bool,
@@ -365,20 +374,25 @@ def efficiency_deltas(
     budget, measured or not. ``paired_keys``: (case key, index in ``es.cases``) of the cases comparable with main's.
     ``old_baseline``: the baseline predates efficiency stats (every budget is then not measured)."""
     values = [case_values(case, _builtin(es)) for case in es.cases] if es is not None else []
-    current = {key: values[i] for key, i in paired_keys}
-    all_current = efficiency_of(es, [str(i) for i in range(len(values))], values) if es is not None else None
-    pairs_of: dict[str, list[tuple[float, float]]] = {}  # per quantity, (main, this run) of the paired cases
-    for key, c in current.items():  # each of main's cases read once (a parsed baseline makes its dict on access)
-        if base is not None and (b := base.cases.get(key)) is not None:
+    # this run's stats (efficiency_of's, without a validated copy of every case's values: issue 28, compare's peak)
+    current_stats = _stats([v for case, v in zip(es.cases, values, strict=True) if case.status != "error" and v]
+                           ) if es is not None else None
+    pairs_of: dict[str, Pairs] = {}  # per quantity, main's and this run's values of the paired cases
+    for key, i in {key: i for key, i in paired_keys}.items():  # main's cases read once (a parsed baseline builds
+        if base is not None and (b := base.cases.get(key)) is not None:  # a case's values on each access)
+            c = values[i]
             for name in c:
                 if name in b:
-                    pairs_of.setdefault(name, []).append((b[name], c[name]))
+                    main, here = pairs_of.setdefault(name, ([], []))
+                    main.append(b[name])
+                    here.append(c[name])
+    del values
     rows: list[EfficiencyDelta] = []
     for name, quantity in QUANTITIES.items():
         for stat in STATS:
             budget = budgets.get(name if stat == "mean" else f"{name}_p95")
             base_stat = base.stats.get(name) if base is not None else None
-            cur_stat = all_current.stats.get(name) if all_current is not None else None
+            cur_stat = current_stats.get(name) if current_stats is not None else None
             if budget is None and (stat == "p95" or old_baseline or (base_stat is None and cur_stat is None)):
                 continue  # an older baseline has nothing to compare with: Comparison.efficiency_note says so
             row = EfficiencyDelta(eval_set_id=eval_set_id, quantity=name, stat=stat,
@@ -386,7 +400,7 @@ def efficiency_deltas(
                                   baseline=getattr(base_stat, stat) if base_stat else None,
                                   current=getattr(cur_stat, stat) if cur_stat else None,
                                   budget=budget.text if budget else None)
-            pairs = pairs_of.get(name, [])
+            pairs = pairs_of.get(name, ([], []))
             missing = _why_not_measured(quantity, base, base_stat, cur_stat, pairs, old_baseline=old_baseline)
             if missing is not None:
                 row.status = "not_measured" if budget is not None else "unchanged"
@@ -404,7 +418,7 @@ OLD_BASELINE_NOTE = ("The baseline records no efficiency stats (written by an ol
 
 def _why_not_measured(
     quantity: Quantity, base: BaselineEfficiency | None, base_stat: EfficiencyStat | None,
-    cur_stat: EfficiencyStat | None, pairs: Sequence[tuple[float, float]], *, old_baseline: bool,
+    cur_stat: EfficiencyStat | None, pairs: Pairs, *, old_baseline: bool,
 ) -> str | None:
     if old_baseline:
         return "the baseline records no efficiency stats (written by an older evalbot): refresh it on main"
@@ -414,16 +428,14 @@ def _why_not_measured(
         return f"main's run recorded no {quantity.label} ({quantity.hint})"
     if cur_stat is None:
         return f"this run recorded no {quantity.label} ({quantity.hint})"
-    if not pairs:
+    if not pairs[0]:
         return f"no case has {quantity.label} on both main and this run"
     return None
 
 
-def _measured(row: EfficiencyDelta, pairs: Sequence[tuple[float, float]], budget: Budget | None,
-              alpha: float) -> EfficiencyDelta:
-    base_values = [b for b, _ in pairs]
-    cur_values = [c for _, c in pairs]
-    row.paired = len(pairs)
+def _measured(row: EfficiencyDelta, pairs: Pairs, budget: Budget | None, alpha: float) -> EfficiencyDelta:
+    base_values, cur_values = pairs
+    row.paired = len(base_values)
     if row.stat == "mean":
         old, new = _mean(base_values), _mean(cur_values)
     else:
