@@ -6,7 +6,8 @@ Builds a baseline and a PR run of ``cases`` cases in two eval sets (the second j
 with 5 samples, rationale and votes). About 10% of cases regress, 5% are fixed, 15% keep failing and 2% flip on a
 split judge vote; the rest pass. As the engine does, cases that pass without a judged criterion carry no turns; the
 others carry 3 turns of 3 tool calls (nested arguments) and 40-word responses. Every case also has the four
-informational efficiency metrics. Printed: render time, file size, and in headless Chromium (Debian's package,
+informational efficiency metrics. The comparison is held as ``evalbot compare`` holds it: the PR's cases packed
+with their turns and verdicts in a PackedSpill (a temporary file), the baseline parsed from its JSON text. Printed: render time, file size, and in headless Chromium (Debian's package,
 fresh profile each time) the time to first paint and first contentful paint, DOMContentLoaded and load (from
 navigation start), and the time the "regressed" filter takes to apply (style and layout forced).
 
@@ -38,9 +39,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evalbot.compare.baseline import build_baseline  # noqa: E402
+from evalbot.compare.baseline import build_baseline, dump_baseline, parse_baseline  # noqa: E402
 from evalbot.compare.delta import compare  # noqa: E402
 from evalbot.compare.gate import GatePolicy  # noqa: E402
+from evalbot.pipeline import PackedSpill  # noqa: E402
 from evalbot.render.html import MARKUP_LIMIT, html_chunks, render_html  # noqa: E402
 from evalbot.results import (  # noqa: E402
     CaseResult,
@@ -92,7 +94,7 @@ def metric(score: float, threshold: float | None, judged_votes: tuple[int, int] 
     return MetricResult(score=score, status=status, threshold=threshold, per_invocation=per)  # type: ignore[arg-type]
 
 
-def build(n: int, pr: bool) -> Report:
+def build(n: int, pr: bool, store: PackedSpill | None = None) -> Report:
     sets = []
     for set_index, (name, judged) in enumerate((("orders", False), ("faq", True))):
         cases = []
@@ -117,7 +119,7 @@ def build(n: int, pr: bool) -> Report:
                              expected_tool_calls=calls(i, t, False), actual_tool_calls=calls(i, t, bad))
                     for t in range(3)
                 ])
-            cases.append(compacted(result))  # held as the CLI's scoring keeps a case
+            cases.append(compacted(result, store))  # held as the CLI's scoring keeps a case
         criteria = [*(CriterionInfo(name=n, fingerprint=n) for n in INFO),
                     CriterionInfo(name=TRAJ, threshold=1.0, fingerprint="t"),
                     CriterionInfo(name=RESP, threshold=0.6, fingerprint="r")]
@@ -196,8 +198,12 @@ def verdict(value: float, target: float | None, unit: str = "") -> str:
 
 
 def comparison_of(cases: int) -> Any:
-    base, pr = build(cases, pr=False), build(cases, pr=True)
-    baseline = build_baseline(base, commit="0" * 40, created_at="2026-01-01T00:00:00+00:00")
+    """The comparison as `evalbot compare` holds it: the PR's cases with their turns and verdicts in a PackedSpill,
+    the baseline parsed from its file's text."""
+    text = dump_baseline(build_baseline(build(cases, pr=False), commit="0" * 40, created_at="2026-01-01T00:00:00+00:00"))
+    baseline = parse_baseline(text, "main:.evalbot/baseline.json")
+    del text
+    pr = build(cases, pr=True, store=PackedSpill())
     return compare(current=pr, baseline=baseline, policy=GatePolicy(), baseline_source="main:.evalbot/baseline.json")
 
 
