@@ -9,7 +9,7 @@ from typing import Literal, TextIO
 
 from evalbot.action import workflow
 from evalbot.action.settings import ActionInputs, GitHubContext
-from evalbot.compare.model import Comparison
+from evalbot.compare.model import Comparison, delta_rows
 from evalbot.forge.base import Forge, ForgeError, ForgeForbidden
 from evalbot.redact import scrub
 from evalbot.render import mdsafe
@@ -91,7 +91,7 @@ def regressed_cases(comparison: Comparison) -> list[tuple[str, str, str]]:
             if case.category == "regressed":
                 flips = ", ".join(
                     f"{m.criterion} {m.baseline_status} -> {m.current_status}"
-                    for m in case.metrics
+                    for m in delta_rows(case.metrics)
                     if m.change == "regressed"
                 )
                 found.append((es.path, case.eval_id, f"{case.eval_id} regressed: {flips or case.reason or ''}"))

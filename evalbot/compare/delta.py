@@ -39,9 +39,11 @@ from evalbot.compare.model import (
     Change,
     Comparison,
     CriterionRow,
+    DeltaRow,
     EvalSetComparison,
-    MetricDelta,
+    PackedDeltas,
     YardstickChange,
+    delta_rows,
 )
 from evalbot.compare.passrule import apply_pass_rules
 from evalbot.compare.reruns import FLIPPED, after_reruns, main_outcomes, settle_together
@@ -83,17 +85,15 @@ def _real(value: float | None) -> float | None:
 
 def metric_delta(
     name: str, *, judged: bool, comparable: bool, base: BaselineMetric | None, cur: MetricResult | None,
-    policy: GatePolicy, shared: dict[UnscoredKey, MetricDelta] | None = None,
-) -> MetricDelta:
-    """Classify one criterion's change on one case.
+    policy: GatePolicy, shared: dict[UnscoredKey, DeltaRow] | None = None,
+) -> DeltaRow:
+    """Classify one criterion's change on one case: the MetricDelta's values as a row (compare_case keeps a case's
+    rows as its PackedDeltas). Every value comes from a validated model of the right type.
 
-    Built without validation (turnpack.built: one per criterion and case, 60,000 at 10,000 cases; validated, each
-    also had its own fields-set, about 0.7 KB): every value comes from a validated model of the right type.
-
-    ``shared``: the deltas without scores or votes built so far (an informational criterion, one new or removed
-    without a score), one object for each name, change and statuses: the cases of an eval set that have such a
-    delta share it (a compared run of 33,334 cases has four per case, about 0.4 KB each). Nothing changes a delta
-    once the comparison is made."""
+    ``shared``: the rows without scores or votes made so far (an informational criterion, one new or removed
+    without a score), one tuple for each name, change and statuses: the cases of an eval set that have such a
+    delta share it (a compared run of 33,334 cases has four per case). Nothing changes a delta once the comparison
+    is made."""
     current_votes = invocation_votes(cur.per_invocation) if cur is not None and judged else None
     baseline_votes = base.votes if base else None
     change: Change = "unchanged"
@@ -123,18 +123,8 @@ def metric_delta(
     unscored = unscored and p_value is None and shared is not None
     if unscored and shared is not None and (same := shared.get(key)) is not None:
         return same
-    delta = built(MetricDelta, {
-        "criterion": name,
-        "change": change,
-        "judged": judged,
-        "baseline_score": baseline_score,
-        "current_score": current_score,
-        "baseline_status": baseline_status,
-        "current_status": current_status,
-        "baseline_votes": list(baseline_votes) if baseline_votes is not None else None,
-        "current_votes": current_votes,
-        "p_value": p_value,
-    })
+    delta = DeltaRow(name, change, judged, baseline_score, current_score, baseline_status, current_status,
+                     list(baseline_votes) if baseline_votes is not None else None, current_votes, p_value)
     if unscored and shared is not None:
         shared[key] = delta
     return delta
@@ -144,7 +134,7 @@ UnscoredKey = tuple[str, Change, bool, Status | None, Status | None]
 """A delta without scores or votes: criterion, change, judged, baseline and current status."""
 
 
-def _category(cur: CaseResult, base: BaselineCase, deltas: Sequence[MetricDelta]) -> tuple[CaseCategory, str | None]:
+def _category(cur: CaseResult, base: BaselineCase, deltas: Sequence[DeltaRow]) -> tuple[CaseCategory, str | None]:
     changes = {d.change for d in deltas}
     if cur.status == "error":
         return "error", cur.reason
@@ -167,7 +157,7 @@ def _category(cur: CaseResult, base: BaselineCase, deltas: Sequence[MetricDelta]
 def compare_case(
     key: str, cur: CaseResult | None, base: BaselineCase | None, *, criteria: Sequence[CriterionInfo],
     base_criteria: dict[str, BaselineCriterion], policy: GatePolicy, rule: str | None = None,
-    shared: dict[UnscoredKey, MetricDelta] | None = None,
+    shared: dict[UnscoredKey, DeltaRow] | None = None,
 ) -> CaseComparison:
     """Classify one case (present in the run, the baseline, or both); ``rule``: the eval set's ``pass_rule``;
     ``shared``: see metric_delta."""
@@ -216,7 +206,7 @@ def compare_case(
         runs = runs.model_copy(update={"main": main_outcomes(base), "p_value": p_value})
     return built(CaseComparison, {  # validated parts only (see metric_delta); one per case measured on both sides
         "eval_id": key, "category": category, "reason": reason, "baseline_status": base.status, "current": cur,
-        "metrics": deltas, "history": history, "runs": runs, "main_outcomes": base.history,
+        "metrics": PackedDeltas(tuple(deltas)), "history": history, "runs": runs, "main_outcomes": base.history,
     })
 
 
@@ -280,7 +270,7 @@ def _pairs(cases: Sequence[CaseComparison]) -> dict[str, list[tuple[float, float
     for case in cases:
         if case.current is None or case.category in _UNPAIRED:
             continue
-        for d in case.metrics:
+        for d in delta_rows(case.metrics):
             if d.baseline_score is not None and d.current_score is not None:
                 out.setdefault(d.criterion, []).append((d.baseline_score, d.current_score))
     return out
@@ -302,7 +292,7 @@ def compare_eval_set(
     keys = unique_keys([c.eval_id for c in es.cases])
     base_cases: Mapping[str, BaselineCase] = usable.cases if usable else {}
     cases = []
-    shared: dict[UnscoredKey, MetricDelta] = {}
+    shared: dict[UnscoredKey, DeltaRow] = {}
     for case_key, case in zip(keys, es.cases, strict=True):
         base_case = base_cases.get(case_key)  # one at a time: a parsed baseline builds a case on each access
         if not compatible:
@@ -348,7 +338,7 @@ def _count_case_outcomes(rows: list[CriterionRow], cases: list[CaseComparison]) 
     it: a regression on a flaky or accepted case counts as flaky or accepted, not as regressed."""
     flips: Counter[tuple[str, str]] = Counter()
     for case in cases:
-        for d in case.metrics:
+        for d in delta_rows(case.metrics):
             if d.change in ("regressed", "inconclusive", "fixed"):
                 outcome = case.category if case.category in ("flaky", "accepted", "inconclusive") \
                     and d.change != "fixed" else d.change

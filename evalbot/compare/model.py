@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Annotated, Any, Literal, NamedTuple, get_args
 
-from pydantic import Field
+from pydantic import Field, GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 
 from evalbot.compare.baseline import BaselineUsage, TrendPoint
 from evalbot.compare.efficiency import EfficiencyDelta
@@ -13,6 +14,7 @@ from evalbot.compare.gate import Gate, GatePolicy
 from evalbot.compare.votes import Votes
 from evalbot.formats.numbers import p_value_text
 from evalbot.results import CaseResult, Problem, Report, Status, StrictModel
+from evalbot.turnpack import Packed, built
 
 CaseCategory = Literal[
     "regressed", "flaky", "accepted", "inconclusive", "error", "fixed", "changed_definition", "new", "removed", "still_failing",
@@ -46,6 +48,76 @@ class MetricDelta(StrictModel):
     current_votes: list[Votes | None] | None = None
     p_value: float | None = None
     """Fisher exact test of baseline vs current judge votes, for judged flips."""
+
+
+class DeltaRow(NamedTuple):
+    """A MetricDelta's values, in its fields' order and under their names: how a comparison keeps a case's deltas
+    (:class:`PackedDeltas`). A row is read like the model (``row.change``), at a tuple's cost."""
+
+    criterion: str
+    change: Change
+    judged: bool
+    baseline_score: float | None
+    current_score: float | None
+    baseline_status: Status | None
+    current_status: Status | None
+    baseline_votes: list[Votes | None] | None
+    current_votes: list[Votes | None] | None
+    p_value: float | None
+
+
+_DELTA_FIELDS = DeltaRow._fields
+assert _DELTA_FIELDS == tuple(MetricDelta.model_fields), "DeltaRow names MetricDelta's fields in order"
+
+
+class PackedDeltas(Packed[MetricDelta]):
+    """A case's per-criterion deltas as a comparison keeps them: one :class:`DeltaRow` each (a tuple), the
+    MetricDelta models built afresh on each read. A compared run of 33,334 cases keeps six for every case; as models
+    the two scored ones cost about 1 KB a case (each model its own 10-key dict), as rows about 0.4 KB, and the rows
+    of deltas without scores or votes are shared by the cases of an eval set (:func:`evalbot.compare.delta.
+    metric_delta`). As ``CaseComparison.metrics`` it validates and serialises as the list of its deltas."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: tuple[DeltaRow, ...]) -> None:
+        self._packed = None
+        self._store = None
+        self._rows = rows
+
+    def rows(self) -> tuple[DeltaRow, ...]:
+        """The rows, not copied (read them like the deltas: same names; nothing changes a delta once made)."""
+        return self._rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def unpacked(self) -> list[MetricDelta]:
+        return [built(MetricDelta, dict(zip(_DELTA_FIELDS, row, strict=True))) for row in self._rows]
+
+    def same_packing(self, other: Packed[MetricDelta]) -> bool:
+        return isinstance(other, PackedDeltas) and self._rows == other._rows
+
+
+def delta_rows(deltas: list[MetricDelta]) -> tuple[DeltaRow, ...] | list[MetricDelta]:
+    """A case's deltas to read without building models: a packed case's rows (the deltas' names), else the list."""
+    return deltas.rows() if isinstance(deltas, PackedDeltas) else deltas
+
+
+class _DeltaList:
+    """Marks ``CaseComparison.metrics``: a PackedDeltas passes validation as it is and serialises as its deltas."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        schema = handler(source)
+
+        def validate(value: Any, inner: core_schema.ValidatorFunctionWrapHandler) -> Any:
+            return value if isinstance(value, PackedDeltas) else inner(value)
+
+        def serialize(value: Any, inner: core_schema.SerializerFunctionWrapHandler) -> Any:
+            return inner(value.unpacked() if isinstance(value, PackedDeltas) else value)
+
+        return core_schema.no_info_wrap_validator_function(
+            validate, schema, serialization=core_schema.wrap_serializer_function_ser_schema(serialize, schema=schema))
 
 
 class AgentRuns(StrictModel):
@@ -94,7 +166,9 @@ class CaseComparison(StrictModel):
     reason: str | None = None
     baseline_status: Status | None = None
     current: CaseResult | None = None
-    metrics: list[MetricDelta] = Field(default_factory=list)
+    metrics: Annotated[list[MetricDelta], _DeltaList] = Field(default_factory=list)
+    """A list; a PackedDeltas in a comparison made by :func:`evalbot.compare.delta.compare` (read it with
+    :func:`delta_rows` to skip building the models)."""
     history: CaseHistory | None = None
     """The case's outcomes on main as the baseline records them (for regressed and flaky cases)."""
     runs: AgentRuns | None = None

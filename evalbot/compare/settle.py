@@ -24,7 +24,7 @@ from typing import Any
 
 from evalbot.compare.baseline import Baseline
 from evalbot.compare.gate import GatePolicy
-from evalbot.compare.model import Comparison
+from evalbot.compare.model import Comparison, delta_rows
 from evalbot.compare.stats import fisher_exact, sign_test
 from evalbot.compare.votes import Votes
 from evalbot.criteria.base import BallotBox, VoteBallot
@@ -110,7 +110,7 @@ def targets(comparison: Comparison, ballots: BallotBox) -> list[Target]:
         for case in es.cases:
             if case.current is None:
                 continue
-            for delta in case.metrics:
+            for delta in delta_rows(case.metrics):
                 if delta.change != "inconclusive":
                     continue
                 base = delta.baseline_votes or []

@@ -10,7 +10,7 @@ import pytest
 from evalbot.compare.baseline import BaselineEvalSet, build_baseline
 from evalbot.compare.delta import _pairs, compare
 from evalbot.compare.gate import GatePolicy
-from evalbot.compare.model import CaseComparison, Comparison, MetricDelta
+from evalbot.compare.model import CaseComparison, Comparison, DeltaRow, MetricDelta, PackedDeltas, delta_rows
 from tests.fakes.comparisons import small
 from tests.fakes.reports import JUDGE, RESP, TRAJ, case, eval_set, metric, report
 
@@ -92,8 +92,8 @@ def test_case_comparisons_are_what_validation_gives(make: object) -> None:
         assert c.model_fields_set == set(CaseComparison.model_fields)
 
 
-def test_deltas_without_scores_are_one_object_per_eval_set() -> None:
-    """An informational criterion's delta (no scores, no votes) is one object for every case of an eval set that has
+def test_deltas_without_scores_are_one_row_per_eval_set() -> None:
+    """An informational criterion's delta (no scores, no votes) is one row for every case of an eval set that has
     the same change and statuses; scored deltas and other eval sets' stay their own, and every delta dumps as its
     own values would."""
     info = "tool_call_count_v1"
@@ -106,11 +106,40 @@ def test_deltas_without_scores_are_one_object_per_eval_set() -> None:
     comparison = compare(current=pr, baseline=build_baseline(main, commit=None, created_at=None),
                          policy=GatePolicy())
     first, second = comparison.eval_sets
-    infos = [next(d for d in c.metrics if d.criterion == info) for c in first.cases]
+    def rows(cases: Sequence[CaseComparison], name: str) -> list[DeltaRow]:
+        return [next(d for d in delta_rows(c.metrics) if d.criterion == name) for c in cases]
+
+    infos = rows(first.cases, info)
+    assert all(isinstance(c.metrics, PackedDeltas) for c in first.cases)
     assert infos[0] is infos[1] is infos[2] and infos[0].change == "new"
-    assert infos[0].model_dump() == {**MetricDelta(criterion=info, change="new").model_dump(),
-                                     "current_status": "informational"}
-    other = next(d for d in second.cases[0].metrics if d.criterion == info)
+    model = next(d for d in first.cases[0].metrics if d.criterion == info)
+    assert model.model_dump() == {**MetricDelta(criterion=info, change="new").model_dump(),
+                                  "current_status": "informational"}
+    other = rows(second.cases, info)[0]
     assert other is not infos[0] and other == infos[0]
-    traj = [next(d for d in c.metrics if d.criterion == TRAJ) for c in first.cases]
+    traj = rows(first.cases, TRAJ)
     assert traj[0] is not traj[2] and traj[0] == traj[2] and traj[1].current_score == 0.0
+
+
+def test_packed_deltas_read_validate_and_dump_as_the_list_of_models() -> None:
+    """A case's deltas kept as rows read, compare, validate and serialise (dict, JSON, with exclusions) exactly as
+    the list of the models they stand for; rows carry the models' names and values; a copy is the object itself."""
+    comparison, _ = judged()
+    cases = [c for es in comparison.eval_sets for c in es.cases if c.metrics]
+    assert cases and all(isinstance(c.metrics, PackedDeltas) for c in cases)
+    for c in cases:
+        models = list(c.metrics)
+        assert models and all(type(d) is MetricDelta for d in models)
+        assert [tuple(d.__dict__.values()) for d in models] == [tuple(r) for r in delta_rows(c.metrics)]
+        as_list = CaseComparison(**{**c.__dict__, "metrics": models})
+        assert as_list == c and c == as_list and c.metrics == models
+        for kwargs in ({}, {"mode": "json"}, {"exclude_none": True}, {"exclude": {"metrics": {0: {"p_value"}}}}):
+            assert c.model_dump(**kwargs) == as_list.model_dump(**kwargs), kwargs  # type: ignore[arg-type]
+        assert c.model_dump_json() == as_list.model_dump_json()
+        again = CaseComparison.model_validate_json(c.model_dump_json())
+        assert again == c and isinstance(again.metrics, list)
+        assert CaseComparison(**c.__dict__).metrics is c.metrics  # validation passes the packed deltas through
+        assert c.model_copy(deep=True).metrics is c.metrics and len(c.metrics) == len(models)
+        assert c.metrics[-1] == models[-1] and c.metrics[:1] == models[:1]
+    with pytest.raises(TypeError):
+        hash(cases[0].metrics)
