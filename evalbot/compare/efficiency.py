@@ -213,9 +213,14 @@ def efficiency_of(es: EvalSetReport, case_keys: Sequence[str],
 
 def _stats(values: Collection[dict[str, float]]) -> dict[str, EfficiencyStat]:
     """Per quantity, its mean and p95 over the cases' ``values`` (those measured: each case's :func:`case_values`)."""
+    return _column_stats({name: [v[name] for v in values if name in v] for name in QUANTITIES})
+
+
+def _column_stats(columns: Mapping[str, Sequence[float]]) -> dict[str, EfficiencyStat]:
+    """Per quantity, its mean and p95 over its column of the cases' values (in case order)."""
     stats = {}
     for name in QUANTITIES:
-        column = [v[name] for v in values if name in v]
+        column = columns.get(name)
         if column:
             stats[name] = EfficiencyStat(mean=round(_mean(column), 4), p95=p95(column), cases=len(column))
     return stats
@@ -366,6 +371,40 @@ Pairs = tuple[list[float], list[float]]
 """main's and this run's values of one quantity on the cases measured on both, in the same order."""
 
 
+def _current_and_paired(es: EvalSetReport, base: BaselineEfficiency | None, paired_keys: Sequence[tuple[str, int]]
+                        ) -> tuple[dict[str, EfficiencyStat], dict[str, Pairs]]:
+    """This run's stats (efficiency_of's) and, per quantity, the values of the cases ``paired_keys`` pairs with
+    main's, in its order (a key given twice: its last case, at its first place). One pass over the cases, each
+    case's values dropped once used: no dict of values per case is held, nor a validated copy of them (issue 28:
+    this was compare's peak)."""
+    builtin = _builtin(es)
+    paired = {key: i for key, i in paired_keys}
+    wanted = {i: key for key, i in paired.items()}
+    in_order = list(wanted) == sorted(wanted) and len(wanted) == len(paired)  # one pass keeps paired's order
+    columns: dict[str, list[float]] = {}
+    pairs_of: dict[str, Pairs] = {}
+
+    def pair(key: str, values: dict[str, float]) -> None:
+        if base is not None and (b := base.cases.get(key)) is not None:  # main's case read once (a parsed
+            for name in values:                                           # baseline makes its dict on access)
+                if name in b:
+                    main, here = pairs_of.setdefault(name, ([], []))
+                    main.append(b[name])
+                    here.append(values[name])
+
+    for i, case in enumerate(es.cases):
+        values = case_values(case, builtin)
+        if case.status != "error" and values:
+            for name, value in values.items():
+                columns.setdefault(name, []).append(value)
+        if in_order and (key := wanted.get(i)) is not None:
+            pair(key, values)
+    if not in_order:
+        for key, i in paired.items():
+            pair(key, case_values(es.cases[i], builtin))
+    return _column_stats(columns), pairs_of
+
+
 def efficiency_deltas(
     eval_set_id: str, es: EvalSetReport | None, base: BaselineEfficiency | None, paired_keys: Sequence[tuple[str, int]],
     budgets: Mapping[str, Budget], *, alpha: float, old_baseline: bool,
@@ -373,20 +412,7 @@ def efficiency_deltas(
     """The rows of one eval set: every quantity measured on either side (mean, and p95 where budgeted), and every
     budget, measured or not. ``paired_keys``: (case key, index in ``es.cases``) of the cases comparable with main's.
     ``old_baseline``: the baseline predates efficiency stats (every budget is then not measured)."""
-    values = [case_values(case, _builtin(es)) for case in es.cases] if es is not None else []
-    # this run's stats (efficiency_of's, without a validated copy of every case's values: issue 28, compare's peak)
-    current_stats = _stats([v for case, v in zip(es.cases, values, strict=True) if case.status != "error" and v]
-                           ) if es is not None else None
-    pairs_of: dict[str, Pairs] = {}  # per quantity, main's and this run's values of the paired cases
-    for key, i in {key: i for key, i in paired_keys}.items():  # main's cases read once (a parsed baseline builds
-        if base is not None and (b := base.cases.get(key)) is not None:  # a case's values on each access)
-            c = values[i]
-            for name in c:
-                if name in b:
-                    main, here = pairs_of.setdefault(name, ([], []))
-                    main.append(b[name])
-                    here.append(c[name])
-    del values
+    current_stats, pairs_of = _current_and_paired(es, base, paired_keys) if es is not None else (None, {})
     rows: list[EfficiencyDelta] = []
     for name, quantity in QUANTITIES.items():
         for stat in STATS:

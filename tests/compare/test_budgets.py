@@ -281,3 +281,26 @@ def test_hostile_budgets_in_a_baseline_are_refused_naming_file_and_pointer(
     assert words in str(caught.value)
     with pytest.raises(ValueError):
         Baseline.model_validate({"budgets": budgets})  # the model itself refuses what the parser does
+
+
+def test_paired_cases_are_paired_in_the_order_given() -> None:
+    """The paired cases' values are taken in the order the comparison lists them (a repeated key once, at its first
+    place), in one pass when that is the cases' order and otherwise too: the means sum them in that order."""
+    rng = random.Random(3)
+    main = [100.0 + rng.random() * 50 for _ in range(40)]
+    now = [v * rng.uniform(1.0, 1.2) for v in main]
+    keys = [(f"c{i}", i) for i in range(40)]
+    shuffled = keys[:]
+    rng.shuffle(shuffled)
+
+    def row(paired: list[tuple[str, int]]) -> EfficiencyDelta:
+        rows = efficiency_deltas("shop", _set(now), _base(main), paired, parse_budgets({"tokens": "+5%"}),
+                                 alpha=0.05, old_baseline=False)
+        return next(r for r in rows if r.budget is not None)
+
+    for paired in (keys, [*shuffled, shuffled[3]]):
+        order = [i for _, i in paired[:40]]
+        got = row(paired)
+        assert got.paired == 40 and got.baseline == sum(main) / 40
+        assert got.change == sum(round(now[i], 4) for i in order) / 40 - sum(main[i] for i in order) / 40
+    assert row(keys[:10]).paired == 10 and row([]).status == "not_measured"
