@@ -336,13 +336,15 @@ def compacted(case: CaseResult, store: SpillStore | None = None) -> CaseResult:
     all_fields_set(case)
     for metric in case.metrics.values():
         all_fields_set(metric)
-        if metric.details is not None:
-            metric.__dict__["details"] = _shared(metric.details)
-        scores = metric.per_invocation
-        if isinstance(scores, list) and scores:
+        values = metric.__dict__  # written directly: pydantic's __setattr__ would only add to the fields-set, which
+        details = values["details"]  # names every field now
+        if details is not None:
+            values["details"] = _shared(details)
+        scores = values["per_invocation"]
+        if scores and isinstance(scores, list):
             verdicts = PackedScores.of(scores)
             if verdicts is not None:
-                metric.per_invocation = cast(list[InvocationScore], verdicts)
+                values["per_invocation"] = verdicts
                 packed.append(verdicts)
     if store is not None:
         spill(store, packed)

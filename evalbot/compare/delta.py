@@ -154,13 +154,27 @@ def _category(cur: CaseResult, base: BaselineCase, deltas: Sequence[DeltaRow]) -
     return "unchanged", None
 
 
+_UNCONFIGURED = (False, False)
+"""A criterion the eval set does not configure (a case's leftover verdict): not judged, not comparable."""
+
+
+def criteria_measures(
+    criteria: Sequence[CriterionInfo], base_criteria: Mapping[str, BaselineCriterion]
+) -> dict[str, tuple[bool, bool]]:
+    """Per configured criterion of an eval set: whether it is judged, and whether it measures as the baseline's
+    criterion of that name does (_comparable): the same for every case of the eval set."""
+    infos = {c.name: c for c in criteria}
+    return {name: (info.judged, _comparable(info, base_criteria.get(name))) for name, info in infos.items()}
+
+
 def compare_case(
     key: str, cur: CaseResult | None, base: BaselineCase | None, *, criteria: Sequence[CriterionInfo],
     base_criteria: dict[str, BaselineCriterion], policy: GatePolicy, rule: str | None = None,
-    shared: dict[UnscoredKey, DeltaRow] | None = None,
+    shared: dict[UnscoredKey, DeltaRow] | None = None, measures: Mapping[str, tuple[bool, bool]] | None = None,
 ) -> CaseComparison:
     """Classify one case (present in the run, the baseline, or both); ``rule``: the eval set's ``pass_rule``;
-    ``shared``: see metric_delta."""
+    ``shared``: see metric_delta; ``measures``: criteria_measures(criteria, base_criteria), made once per eval set
+    by a caller comparing many cases."""
     if cur is None:
         return CaseComparison(eval_id=key, category="removed", baseline_status=base.status if base else None)
     if base is None:
@@ -175,21 +189,14 @@ def compare_case(
             eval_id=key, category="changed_definition", reason="the case's expected conversation or scenario changed",
             baseline_status=base.status, current=cur,
         )
-    infos = {c.name: c for c in criteria}
+    if measures is None:
+        measures = criteria_measures(criteria, base_criteria)
+    cur_metrics, base_metrics = cur.metrics, base.metrics
     deltas = []
-    for name in dict.fromkeys([*cur.metrics, *base.metrics]):
-        info = infos.get(name)
-        deltas.append(
-            metric_delta(
-                name,
-                judged=info.judged if info else False,
-                comparable=info is not None and _comparable(info, base_criteria.get(name)),
-                base=base.metrics.get(name),
-                cur=cur.metrics.get(name),
-                policy=policy,
-                shared=shared,
-            )
-        )
+    for name in dict.fromkeys([*cur_metrics, *base_metrics]):
+        judged, comparable = measures.get(name, _UNCONFIGURED)
+        deltas.append(metric_delta(name, judged=judged, comparable=comparable, base=base_metrics.get(name),
+                                   cur=cur_metrics.get(name), policy=policy, shared=shared))
     category, reason = _category(cur, base, deltas)
     if rule is not None and category == "still_failing" and base.status == "passed":
         category, reason = "regressed", f"failed the pass rule {rule} (no criterion alone fell below it)"
@@ -293,6 +300,7 @@ def compare_eval_set(
     base_cases: Mapping[str, BaselineCase] = usable.cases if usable else {}
     cases = []
     shared: dict[UnscoredKey, DeltaRow] = {}
+    measures = criteria_measures(es.criteria, usable.criteria if usable else {})
     for case_key, case in zip(keys, es.cases, strict=True):
         base_case = base_cases.get(case_key)  # one at a time: a parsed baseline builds a case on each access
         if not compatible:
@@ -304,7 +312,7 @@ def compare_eval_set(
             continue
         cases.append(compare_case(case_key, case, base_case, criteria=es.criteria,
                                   base_criteria=usable.criteria if usable else {}, policy=policy, rule=es.pass_rule,
-                                  shared=shared))
+                                  shared=shared, measures=measures))
     ran = set(keys)
     cases += [CaseComparison(eval_id=k, category="removed", baseline_status=base_cases[k].status) for k in base_cases
               if k not in ran]

@@ -167,9 +167,8 @@ def yardstick_changes(base: Baseline, report: Report) -> list[YardstickChange]:
     out: list[YardstickChange] = []
     for key, old in base.eval_sets.items():
         es = current.get(key)
-        main_cases = [(k, c.status) for k, c in old.cases.items()]
-        if es is None:
-            out.append(_set_gone(key, old, current, cases, base, main_cases))
+        if es is None:  # main's statuses only here: each read of a parsed baseline's case builds it
+            out.append(_set_gone(key, old, current, cases, base, [(k, c.status) for k, c in old.cases.items()]))
             continue
         if es.path != old.path:
             out.append(YardstickChange(kind="eval_set_moved", eval_set_id=key, what=f"moved from {old.path} to "
