@@ -11,7 +11,7 @@ and read as JSON, where ``turns`` is a plain list of turns.
 from __future__ import annotations
 
 import marshal
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
@@ -150,6 +150,44 @@ def turn_from_row(row: TurnRow) -> TurnView:
 
 
 _T = TypeVar("_T")
+
+
+class PackedMapping(Mapping[str, _T]):
+    """A read-only mapping whose values are each kept as one ``marshal`` bytes object (built from validated values)
+    and made again on each access, not kept (a parsed baseline's cases, compare.baseline.PackedCases, and their
+    efficiency values, compare.efficiency.PackedValues). ``names``: the strings the rows refer to by index.
+    Immutable like the values it stands for: copies are the object itself; equal to a dict of the same items."""
+
+    __slots__ = ("_names", "_rows")
+
+    def __init__(self, rows: dict[str, bytes], names: Sequence[str]) -> None:
+        self._rows = rows
+        self._names = names
+
+    def _unpack(self, packed: bytes) -> _T:
+        """The value packed in ``packed``."""
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> _T:
+        return self._unpack(self._rows[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def __copy__(self) -> PackedMapping[_T]:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PackedMapping[_T]:
+        return self
 
 
 class SpillStore(Protocol):

@@ -12,7 +12,7 @@ import hashlib
 import json
 import marshal
 import math
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, get_args
@@ -45,7 +45,7 @@ from evalbot.results import (
     StrictModel,
     TokenCounts,
 )
-from evalbot.turnpack import built
+from evalbot.turnpack import PackedMapping, built
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE_PATH = ".evalbot/baseline.json"
@@ -662,38 +662,16 @@ def _votes(packed: tuple[Any, ...]) -> Votes:
     return built(Votes, dict(zip(_VOTE_FIELDS, packed[1:], strict=True)), _VOTE_SETS[packed[0]])
 
 
-class PackedCases(Mapping[str, BaselineCase]):
+class PackedCases(PackedMapping[BaselineCase]):
     """A parsed baseline's cases of one eval set: each case's validated values packed in one bytes object (about
     0.3 KB against 1.3 KB for its models with shared bookkeeping), its :class:`BaselineCase` built again on each
     access and not kept (a comparison reads each case once). Immutable, like the models it stands for; compares
     equal to a dict of the same cases."""
 
-    __slots__ = ("_names", "_rows")
+    __slots__ = ()
 
-    def __init__(self, rows: dict[str, bytes], names: Sequence[str]) -> None:
-        self._rows = rows
-        self._names = names
-
-    def __getitem__(self, key: str) -> BaselineCase:
-        return _unpack_case(self._rows[key], self._names)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._rows
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
-
-    def __copy__(self) -> PackedCases:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> PackedCases:
-        return self
+    def _unpack(self, packed: bytes) -> BaselineCase:
+        return _unpack_case(packed, self._names)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import marshal
 import math
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -27,6 +27,7 @@ from evalbot.compare.stats import exceedance_test, sign_test
 from evalbot.errors import did_you_mean, printable
 from evalbot.formats.numbers import p_value_text
 from evalbot.results import CaseResult, EvalSetReport, StrictModel
+from evalbot.turnpack import PackedMapping
 
 Stat = Literal["mean", "p95"]
 STATS: tuple[Stat, ...] = ("mean", "p95")
@@ -161,39 +162,17 @@ class BaselineEfficiency(_Frozen):
         self.__dict__["cases"] = PackedValues(rows, list(names))
 
 
-class PackedValues(Mapping[str, CaseValues]):
+class PackedValues(PackedMapping[CaseValues]):
     """A parsed baseline's per-case efficiency values of one eval set: each case's values one ``marshal`` bytes object
     (quantity indexes and floats, about 0.1 KB against 0.3 KB for a dict), its dict made again on each access.
     Immutable; compares equal to a dict of the same values."""
 
-    __slots__ = ("_names", "_rows")
+    __slots__ = ()
 
-    def __init__(self, rows: dict[str, bytes], names: Sequence[str]) -> None:
-        self._rows = rows
-        self._names = names
-
-    def __getitem__(self, key: str) -> CaseValues:
-        row = marshal.loads(self._rows[key])
+    def _unpack(self, packed: bytes) -> CaseValues:
+        row = marshal.loads(packed)
         names = self._names
         return {names[row[i]]: row[i + 1] for i in range(0, len(row), 2)}
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._rows
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
-
-    def __copy__(self) -> PackedValues:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> PackedValues:
-        return self
 
 
 def _builtin(es: EvalSetReport) -> frozenset[str]:
