@@ -230,7 +230,6 @@ class PackedScores(Packed[InvocationScore]):
     def same_packing(self, other: Packed[InvocationScore]) -> bool:
         return isinstance(other, PackedScores) and self._held() == other._held()
 
-
     def dicts(self) -> list[dict[str, Any]]:
         """The verdicts as ``InvocationScore.model_dump()`` gives each (same keys, same order), without the models."""
         rows: list[ScoreRow] = marshal.loads(cast(bytes, self._held()))

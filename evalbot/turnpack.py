@@ -190,6 +190,17 @@ class PackedMapping(Mapping[str, _T]):
         return self
 
 
+def with_dict(model: _M, field: str) -> _M:
+    """``model`` with its ``field`` (a PackedMapping) as a dict, for pydantic to serialise: a copy with its own
+    ``__dict__`` (so its fields-set stays the parsed one's), or ``model`` itself when the field is a dict already."""
+    value = model.__dict__[field]
+    if isinstance(value, dict):
+        return model
+    copy = model.model_copy()
+    copy.__dict__[field] = dict(value)
+    return copy
+
+
 class SpillStore(Protocol):
     """Where the packed forms of a kept case (its turns, its verdicts) may be written out of memory and read back
     from (:func:`spill`): the CLI and the Action give ``compare`` an anonymous temporary file (pipeline.PackedSpill); the core

@@ -181,8 +181,6 @@ def copy_span(file: BinaryIO, start: int, end: int, out: TextIO) -> None:
             out.write(decoder.decode(chunk, final=left <= 0))
 
 
-
-
 def _utf8(out: TextIO) -> bool:
     encoding = getattr(out, "encoding", None)
     return isinstance(encoding, str) and codecs.lookup(encoding).name == "utf-8"

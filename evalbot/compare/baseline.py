@@ -45,7 +45,7 @@ from evalbot.results import (
     StrictModel,
     TokenCounts,
 )
-from evalbot.turnpack import PackedMapping, built
+from evalbot.turnpack import PackedMapping, built, with_dict
 
 BASELINE_SCHEMA_VERSION = 1
 DEFAULT_BASELINE_PATH = ".evalbot/baseline.json"
@@ -190,11 +190,7 @@ class BaselineEvalSet(_Model):
 
 def _unpacked(es: BaselineEvalSet) -> BaselineEvalSet:
     """``es`` with its cases as a dict (a copy: the same values and fields-set)."""
-    if isinstance(es.cases, dict):
-        return es
-    copy = es.model_copy()  # its own __dict__, so its fields-set stays the parsed one's
-    copy.__dict__["cases"] = dict(es.cases)
-    return copy
+    return with_dict(es, "cases")
 
 
 MAX_COUNT = 10**12

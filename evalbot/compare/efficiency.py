@@ -27,7 +27,7 @@ from evalbot.compare.stats import exceedance_test, sign_test
 from evalbot.errors import did_you_mean, printable
 from evalbot.formats.numbers import p_value_text
 from evalbot.results import CaseResult, EvalSetReport, StrictModel
-from evalbot.turnpack import PackedMapping
+from evalbot.turnpack import PackedMapping, with_dict
 
 Stat = Literal["mean", "p95"]
 STATS: tuple[Stat, ...] = ("mean", "p95")
@@ -143,11 +143,7 @@ class BaselineEfficiency(_Frozen):
 
     def unpacked(self) -> BaselineEfficiency:
         """This entry with its cases' values as a dict (a copy, when they are packed)."""
-        if isinstance(self.cases, dict):
-            return self
-        copy = self.model_copy()  # its own __dict__, so its fields-set stays the parsed one's
-        copy.__dict__["cases"] = dict(self.cases)
-        return copy
+        return with_dict(self, "cases")
 
     def packed(self, keys: Mapping[str, str]) -> None:
         """Keep this (parsed, validated) entry's cases as :class:`PackedValues`, each case key the equal string of

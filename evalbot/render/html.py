@@ -651,18 +651,6 @@ class Base64Pieces:
             self._carry = bytearray()
 
 
-def base64_pieces(compressed: list[bytes], piece: int = BASE64_PIECE) -> list[str]:
-    """The base64 text of the bytes of ``compressed`` (emptied as it is read) in pieces (see Base64Pieces)."""
-    pieces: list[str] = []
-    out = Base64Pieces(piece)
-    compressed.reverse()
-    while compressed:
-        out.add(compressed.pop())
-        pieces.extend(out.ready())
-    pieces.extend(out.end())
-    return pieces
-
-
 def _usage(usage: JudgeUsage | None, baseline: BaselineUsage | None = None) -> list[Data]:
     """Judge usage rows: one per criterion, then the total ("unknown" for the cost of an unpriced model), with the
     baseline run's cost and the change when the baseline records them."""

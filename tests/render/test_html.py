@@ -425,7 +425,18 @@ def test_data_block_pieces_join_to_the_base64_of_the_whole() -> None:
     import base64
     import random
 
-    from evalbot.render.html import base64_pieces
+    from evalbot.render.html import Base64Pieces
+
+    def base64_pieces(compressed: list[bytes], piece: int) -> list[str]:
+        """The pieces, fed as the Packer feeds them (each compressor output, taking what is ready after each)."""
+        pieces: list[str] = []
+        out = Base64Pieces(piece)
+        compressed.reverse()
+        while compressed:
+            out.add(compressed.pop())
+            pieces.extend(out.ready())
+        pieces.extend(out.end())
+        return pieces
 
     rng = random.Random(28)
     for _ in range(300):
