@@ -203,12 +203,17 @@ class PackedScores(Packed[InvocationScore]):
     cases keeps six criteria's for every case. As ``MetricResult.per_invocation`` it serialises as the list of its
     verdicts (the same JSON), and equals a list of equal verdicts. Never built from input: a report read from JSON
     validates ``per_invocation`` as a list.
+
+    A deterministic criterion gives its verdicts as rows (:meth:`of_rows`, :func:`metric_of_rows`): held as they
+    are until :meth:`compact` packs them, so a case written out at once and dropped (``evalbot run`` streams its
+    cases) never builds an InvocationScore nor packs one.
     """
 
-    __slots__ = ("_count",)
+    __slots__ = ("_count", "_rows")
 
-    def __init__(self, packed: bytes, count: int) -> None:
+    def __init__(self, packed: bytes | None, count: int, rows: list[ScoreRow] | None = None) -> None:
         self._packed = packed
+        self._rows = rows
         self._store = None
         self._count = count
 
@@ -221,18 +226,42 @@ class PackedScores(Packed[InvocationScore]):
         except ValueError:
             return None
 
+    @classmethod
+    def of_rows(cls, rows: list[ScoreRow]) -> PackedScores:
+        """Verdicts given as rows (valid ones: each score from clean_score), held unpacked until :meth:`compact`."""
+        return cls(None, len(rows), rows)
+
+    def compact(self) -> PackedScores:
+        """Pack the rows :meth:`of_rows` holds (rows marshal cannot hold stay as they are); this object."""
+        if self._rows is not None:
+            try:
+                self._packed, self._rows = marshal.dumps(self._rows, 4), None
+            except ValueError:
+                pass
+        return self
+
     def __len__(self) -> int:
         return self._count
 
     def unpacked(self) -> list[InvocationScore]:
-        return [built(InvocationScore, row) for row in self.dicts()]
+        return [built(InvocationScore, row) for row in self.dicts(fresh=True)]
 
     def same_packing(self, other: Packed[InvocationScore]) -> bool:
-        return isinstance(other, PackedScores) and self._held() == other._held()
+        return (isinstance(other, PackedScores) and self._rows is None and other._rows is None
+                and self._held() == other._held())
 
-    def dicts(self) -> list[dict[str, Any]]:
-        """The verdicts as ``InvocationScore.model_dump()`` gives each (same keys, same order), without the models."""
-        rows: list[ScoreRow] = marshal.loads(cast(bytes, self._held()))
+    def dicts(self, fresh: bool = False) -> list[dict[str, Any]]:
+        """The verdicts as ``InvocationScore.model_dump()`` gives each (same keys, same order), without the models.
+        ``fresh``: their details are new objects (as packed ones always are), not the rows' own."""
+        rows = self._rows
+        if rows is not None:
+            if fresh:
+                try:
+                    rows = marshal.loads(marshal.dumps(rows, 4))
+                except ValueError:
+                    pass
+        else:
+            rows = marshal.loads(cast(bytes, self._held()))
         return [{"invocation_id": i, "score": sc, "status": st, "reason": r, "details": d} for i, sc, st, r, d in rows]
 
 
@@ -340,7 +369,9 @@ def compacted(case: CaseResult, store: SpillStore | None = None) -> CaseResult:
         if details is not None:
             values["details"] = _shared(details)
         scores = values["per_invocation"]
-        if scores and isinstance(scores, list):
+        if isinstance(scores, PackedScores):  # a deterministic criterion's rows
+            packed.append(scores.compact())
+        elif scores and isinstance(scores, list):
             verdicts = PackedScores.of(scores)
             if verdicts is not None:
                 values["per_invocation"] = verdicts
@@ -634,7 +665,7 @@ def metric_result(
     score: float | None,
     status: Status,
     threshold: float | None,
-    per_invocation: list[InvocationScore],
+    per_invocation: list[InvocationScore] | PackedScores,
     reason: str | None = None,
     details: dict[str, Any] | None = None,
 ) -> MetricResult:
@@ -644,6 +675,19 @@ def metric_result(
         {"score": score, "status": status, "threshold": threshold, "per_invocation": per_invocation,
          "reason": reason, "details": details},
     )
+
+
+def metric_of_rows(
+    score: float | None,
+    status: Status,
+    threshold: float | None,
+    rows: list[ScoreRow],
+    reason: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> MetricResult:
+    """:func:`metric_result` with the per-invocation verdicts given as rows (invocation id, score from clean_score,
+    status, reason, details): held as PackedScores.of_rows, no InvocationScore built."""
+    return metric_result(score, status, threshold, PackedScores.of_rows(rows) if rows else [], reason, details)
 
 
 def threshold_status(score: float | None, threshold: float | None) -> Status:

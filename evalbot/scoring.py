@@ -20,8 +20,8 @@ from evalbot.criteria.base import BuildContext, CaseInput, CriteriaBuilder, Crit
 from evalbot.errors import InputError, printable, unknown_key_notice
 from evalbot.formats import vertex
 from evalbot.formats.actuals import Actuals
-from evalbot.formats.adk import EvalCase, FunctionCall, Invocation
-from evalbot.formats.invocations import final_text, tool_calls, user_text
+from evalbot.formats.adk import EvalCase, Invocation
+from evalbot.formats.invocations import final_text, tool_call_rows, user_text
 from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.loaded import CaseNotes, LoadedCase, LoadedEvalSet
 from evalbot.progress import Progress
@@ -41,7 +41,7 @@ from evalbot.results import (
     summarize_cases,
     totals,
 )
-from evalbot.turnpack import CallRow, PackedTurns, TurnRow, turn_from_row
+from evalbot.turnpack import CallRow, PackedTurns, TurnRow, built, turn_from_row
 
 log = logging.getLogger(__name__)
 
@@ -122,15 +122,11 @@ def case_fingerprint(case: EvalCase) -> str:
     return case_fingerprints(case)[0]
 
 
-def _calls(calls: Sequence[FunctionCall]) -> list[CallRow]:
-    return [(c.name, c.args) for c in calls]
-
-
 def _rows(
     actual: Sequence[Invocation],
     expected: Sequence[Invocation] | None,
-    actual_calls: Sequence[Sequence[FunctionCall]],
-    expected_calls: Sequence[Sequence[FunctionCall]] | None,
+    actual_calls: Sequence[list[CallRow]],
+    expected_calls: Sequence[list[CallRow]] | None,
     actual_texts: Sequence[str],
     expected_texts: Sequence[str] | None,
 ) -> list[TurnRow]:
@@ -144,8 +140,8 @@ def _rows(
             user,
             expected_texts[i] if has_exp and expected_texts is not None else None,
             actual_texts[i],
-            _calls(expected_calls[i]) if has_exp and expected_calls is not None else None,
-            _calls(actual_calls[i]),
+            expected_calls[i] if has_exp and expected_calls is not None else None,
+            actual_calls[i],
         ))
     return rows
 
@@ -155,8 +151,8 @@ def turn_views(actual: Sequence[Invocation], expected: Sequence[Invocation] | No
     rows = _rows(
         actual,
         expected,
-        [tool_calls(a) for a in actual],
-        None if expected is None else [tool_calls(e) for e in expected],
+        [tool_call_rows(a) for a in actual],
+        None if expected is None else [tool_call_rows(e) for e in expected],
         [final_text(a) for a in actual],
         None if expected is None else [final_text(e) for e in expected],
     )
@@ -166,8 +162,13 @@ def turn_views(actual: Sequence[Invocation], expected: Sequence[Invocation] | No
 def _case_turns(case: CaseInput) -> list[TurnRow]:
     """The turns' rows, reusing the tool calls and texts the criteria read from the case."""
     return _rows(
-        case.actual, case.expected, case.actual_calls, case.expected_calls, case.actual_texts, case.expected_texts
+        case.actual, case.expected, case.actual_call_rows, case.expected_call_rows, case.actual_texts,
+        case.expected_texts,
     )
+
+
+_NO_TURNS = PackedTurns()
+"""The turns of a case that keeps none (a PackedTurns without turns is never changed: one object serves all)."""
 
 
 @dataclass
@@ -222,7 +223,10 @@ def _score_case(
         mismatch = CaseResult(eval_id=case.eval_id, status="error", reason=reason, fingerprint=fp, content=content)
         mismatch.turns = PackedTurns(_case_turns(case_input), packed=False)
         return mismatch
-    result = CaseResult(eval_id=case.eval_id, status="not_evaluated", fingerprint=fp, content=content)
+    result = built(CaseResult, {  # every field, in order, valid: no validation on the hot path
+        "eval_id": case.eval_id, "status": "not_evaluated", "reason": None, "metrics": {}, "fingerprint": fp,
+        "content": content, "turns": _NO_TURNS, "runs": None, "reruns": 0,
+    })
     judged = False
     for criterion in criteria:
         outcome = _run_criterion(criterion, case_input)
@@ -239,7 +243,7 @@ def _score_case(
     # Turns are what reviewers read for cases that did not pass; a passing case without judged criteria is never
     # shown in detail (a judged one can be, as an inconclusive flip), so large runs do not carry its transcript.
     if judged or case_status([m.status for m in result.metrics.values()]) != "passed":
-        result.turns = PackedTurns(_case_turns(case_input), packed=False)
+        result.__dict__["turns"] = PackedTurns(_case_turns(case_input), packed=False)
     return result
 
 

@@ -22,6 +22,7 @@ from evalbot.results import (
     ToolCallView,
     TurnView,
     compacted,
+    metric_of_rows,
     write_report_json,
 )
 from evalbot.turnpack import PackedTurns, TurnRow, pack, row_of, unpack
@@ -210,6 +211,40 @@ def test_verdicts_serialise_as_the_invocation_score_models(options: dict[str, An
         assert f'"per_invocation":{text},' in case.model_dump_json()
         assert [list(d) for d in case.model_dump()["metrics"]["m"]["per_invocation"]] == [
             list(InvocationScore.model_fields)] * 3
+
+
+def _rows_metric(rows: list[Any]) -> MetricResult:
+    return metric_of_rows(0.75, "passed", 0.5, rows, None, {"value": 1.0})
+
+
+def test_verdicts_given_as_rows_equal_the_models_held_packed_or_not() -> None:
+    """A deterministic criterion's verdicts given as rows (metric_of_rows): the same verdicts, dumps and JSON as
+    the models, before and after the report keeps the case (compacted packs them); reads give new objects."""
+    rows = [(s.invocation_id, s.score, s.status, s.reason, s.details) for s in _scores()]
+    models = CaseResult(eval_id="c", status="passed", metrics={"m": _metric(_scores())})
+    for kept in (False, True):
+        case = CaseResult(eval_id="c", status="passed", metrics={"m": _rows_metric([*rows])})
+        held = case.metrics["m"].per_invocation
+        assert isinstance(held, PackedScores) and (held._rows is None) is False
+        if kept:
+            compacted(case)
+            assert held._rows is None and isinstance(held._packed, bytes)
+        assert held == _scores() and len(held) == 3 and held[0] == _scores()[0] and held[1:] == _scores()[1:]
+        for options in ({}, {"exclude_none": True}, {"exclude_defaults": True}, {"mode": "json"}):
+            assert case.model_dump(**options) == models.model_dump(**options)
+        assert case.model_dump_json() == models.model_dump_json()
+        held[0].details["rationale"] = "changed"  # a read gives new objects: the verdicts held do not change
+        assert held[0].details == _scores()[0].details and rows[0][4] == _scores()[0].details
+    assert _rows_metric([]).per_invocation == [] and isinstance(_rows_metric([]).per_invocation, list)
+
+
+def test_rows_marshal_cannot_hold_stay_rows() -> None:
+    """Rows whose details marshal cannot hold stay rows when the case is kept: read and written as before."""
+    odd = object()
+    case = compacted(CaseResult(eval_id="c", status="passed", metrics={"m": _rows_metric(
+        [("t1", 1.0, "passed", None, {"x": odd})])}))
+    held = case.metrics["m"].per_invocation
+    assert isinstance(held, PackedScores) and held._rows is not None and held[0].details == {"x": odd}
 
 
 def test_verdicts_marshal_cannot_hold_stay_a_list() -> None:

@@ -14,15 +14,17 @@ from evalbot.criteria.custom_process import WorkerPool
 from evalbot.errors import ConfigError, did_you_mean
 from evalbot.formats.adk import ConversationScenario, EvalCase, FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec, EvalConfig
-from evalbot.formats.invocations import final_text, model_events, tool_calls
+from evalbot.formats.invocations import CallRow, final_text, model_events, tool_call_rows, tool_calls
 from evalbot.judges.base import RunJudge
 from evalbot.results import (
     CriterionInfo,
     InvocationScore,
     MetricResult,
+    ScoreRow,
     clean_score,
     invocation_score,
     mean,
+    metric_of_rows,
     metric_result,
     threshold_status,
 )
@@ -80,6 +82,18 @@ class CaseInput:
         """Tool calls of each expected invocation (None for scenario cases)."""
         expected = self.case.conversation
         return None if expected is None else [tool_calls(inv) for inv in expected]
+
+    @_per_case
+    def actual_call_rows(self) -> list[list[CallRow]]:
+        """Tool calls of each actual invocation as (name, args) rows: what trajectory matching compares and the
+        report's turns show, without a FunctionCall list in between."""
+        return [tool_call_rows(inv) for inv in self.actual]
+
+    @_per_case
+    def expected_call_rows(self) -> list[list[CallRow]] | None:
+        """Tool calls of each expected invocation as (name, args) rows (None for scenario cases)."""
+        expected = self.case.conversation
+        return None if expected is None else [tool_call_rows(inv) for inv in expected]
 
     @_per_case
     def actual_texts(self) -> list[str]:
@@ -260,6 +274,28 @@ def from_invocation_scores(
     overall = clean_score(mean(s.score for s in scores))
     reason = None if scores else "the case has no invocations to score"
     return metric_result(overall, threshold_status(overall, threshold), threshold, list(scores), reason, details)
+
+
+def from_score_rows(
+    rows: list[ScoreRow], threshold: float | None, *, details: dict[str, Any] | None = None
+) -> MetricResult:
+    """:func:`from_invocation_scores` of verdicts given as rows (:func:`score_row`): no InvocationScore is built."""
+    overall = clean_score(mean([row[1] for row in rows]))
+    reason = None if rows else "the case has no invocations to score"
+    return metric_of_rows(overall, threshold_status(overall, threshold), threshold, rows, reason, details)
+
+
+def score_row(
+    score: float | None,
+    threshold: float | None,
+    invocation: Invocation,
+    *,
+    reason: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> ScoreRow:
+    """:func:`score_invocation` as a row (invocation id, score, status, reason, details), for :func:`from_score_rows`."""
+    value = clean_score(score)
+    return invocation.invocation_id or None, value, threshold_status(value, threshold), reason, details
 
 
 def score_invocation(

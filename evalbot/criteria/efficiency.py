@@ -18,7 +18,7 @@ from evalbot.criteria.base import BuildContext, CaseInput
 from evalbot.formats.adk import Invocation
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.invocations import model_events
-from evalbot.results import InvocationScore, MetricResult, invocation_score, mean, metric_result
+from evalbot.results import MetricResult, ScoreRow, mean, metric_of_rows
 
 Measured = tuple[float | None, dict[str, Any]]
 """One invocation's value and the breakdown reported beside it."""
@@ -28,8 +28,8 @@ Aggregate = Callable[[list[Measured]], Measured]
 """The case value and breakdown from its invocations' measurements."""
 
 
-def _per(invocation: Invocation, value: float | None, extra: dict[str, Any]) -> InvocationScore:
-    return invocation_score(invocation.invocation_id or None, None, "informational", None, {"value": value, **extra})
+def _per(invocation: Invocation, value: float | None, extra: dict[str, Any]) -> ScoreRow:
+    return invocation.invocation_id or None, None, "informational", None, {"value": value, **extra}
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Efficiency:
         per = [_per(act, value, extra) for act, (value, extra) in zip(case.actual, measured, strict=True)]
         value, extra = self.aggregate(measured) if measured else (None, {})
         reason = None if value is not None else (self.missing if measured else "the case has no invocations")
-        return metric_result(None, "informational", None, per, reason, {"value": value, **extra})
+        return metric_of_rows(None, "informational", None, per, reason, {"value": value, **extra})
 
 
 def _mean_values(measured: list[Measured]) -> Measured:
@@ -66,7 +66,7 @@ def each_invocation(measure: Callable[[Invocation], Measured]) -> Measure:
 
 def tool_call_counts(case: CaseInput) -> list[Measured]:
     """Number of tool calls per invocation (either intermediate-data form), from the calls the case already read."""
-    return [(float(len(calls)), {}) for calls in case.actual_calls]
+    return [(float(len(calls)), {}) for calls in case.actual_call_rows]
 
 
 def inference_call_count(invocation: Invocation) -> Measured:

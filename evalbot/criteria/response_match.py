@@ -25,11 +25,11 @@ from evalbot.criteria.base import (
     BuildContext,
     CaseInput,
     Options,
-    from_invocation_scores,
+    from_score_rows,
     need_expected,
     not_evaluated,
     parse_options,
-    score_invocation,
+    score_row,
 )
 from evalbot.formats.config import CriterionSpec
 from evalbot.results import MetricResult
@@ -214,11 +214,11 @@ class ResponseMatch:
         except ValueError as exc:
             return not_evaluated(self.threshold, str(exc), len(case.actual))
         expected_texts = case.expected_texts or []  # a list whenever there is an expected conversation
-        scores = [
-            score_invocation(rouge1_f(act_text, exp_text), self.threshold, act)
+        rows = [
+            score_row(rouge1_f(act_text, exp_text), self.threshold, act)
             for act, act_text, exp_text in zip(case.actual, case.actual_texts, expected_texts, strict=True)
         ]
-        return from_invocation_scores(scores, self.threshold)
+        return from_score_rows(rows, self.threshold)
 
 
 def build(spec: CriterionSpec, ctx: BuildContext) -> ResponseMatch:

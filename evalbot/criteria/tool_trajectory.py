@@ -12,14 +12,14 @@ from evalbot.criteria.base import (
     BuildContext,
     CaseInput,
     Options,
-    from_invocation_scores,
+    from_score_rows,
     need_expected,
     not_evaluated,
     parse_options,
-    score_invocation,
+    score_row,
 )
-from evalbot.formats.adk import FunctionCall
 from evalbot.formats.config import CriterionSpec
+from evalbot.formats.invocations import CallRow
 from evalbot.results import MetricResult
 
 MatchType = Literal["EXACT", "IN_ORDER", "ANY_ORDER"]
@@ -48,27 +48,27 @@ class TrajectoryOptions(Options):
         return value
 
 
-def calls_equal(actual: FunctionCall, expected: FunctionCall, ignore_args: bool) -> bool:
+def calls_equal(actual: CallRow, expected: CallRow, ignore_args: bool) -> bool:
     """Name equality plus Python ``==`` on args (1 == 1.0, None != {}), as ADK compares calls."""
-    if actual.name != expected.name:
+    if actual[0] != expected[0]:
         return False
-    return ignore_args or actual.args == expected.args
+    return ignore_args or actual[1] == expected[1]
 
 
-def exact_match(actual: Sequence[FunctionCall], expected: Sequence[FunctionCall], ignore_args: bool) -> bool:
+def exact_match(actual: Sequence[CallRow], expected: Sequence[CallRow], ignore_args: bool) -> bool:
     """Same length and pairwise equal in order."""
-    return len(actual) == len(expected) and all(
-        calls_equal(a, e, ignore_args) for a, e in zip(actual, expected, strict=True)
-    )
+    if not ignore_args:  # the rows' own equality: the names', then the args' ``==`` (calls_equal, in C)
+        return actual == expected
+    return len(actual) == len(expected) and all(a[0] == e[0] for a, e in zip(actual, expected, strict=True))
 
 
-def in_order_match(actual: Sequence[FunctionCall], expected: Sequence[FunctionCall], ignore_args: bool) -> bool:
+def in_order_match(actual: Sequence[CallRow], expected: Sequence[CallRow], ignore_args: bool) -> bool:
     """Expected is a subsequence of actual (extra actual calls allowed)."""
     it = iter(actual)
     return all(any(calls_equal(a, e, ignore_args) for a in it) for e in expected)
 
 
-def any_order_match(actual: Sequence[FunctionCall], expected: Sequence[FunctionCall], ignore_args: bool) -> bool:
+def any_order_match(actual: Sequence[CallRow], expected: Sequence[CallRow], ignore_args: bool) -> bool:
     """Every expected call consumes one equal actual call (multiset containment)."""
     remaining = list(actual)
     for e in expected:
@@ -100,12 +100,12 @@ class ToolTrajectory:
             return not_evaluated(self.threshold, str(exc), len(case.actual))
         match = _MATCHERS[self.options.match_type]
         ignore = self.options.ignore_args
-        expected_calls = case.expected_calls or []  # a list whenever there is an expected conversation
-        scores = [
-            score_invocation(1.0 if match(act_calls, exp_calls, ignore) else 0.0, self.threshold, act)
-            for act, act_calls, exp_calls in zip(case.actual, case.actual_calls, expected_calls, strict=True)
+        expected_calls = case.expected_call_rows or []  # a list whenever there is an expected conversation
+        rows = [
+            score_row(1.0 if match(act_calls, exp_calls, ignore) else 0.0, self.threshold, act)
+            for act, act_calls, exp_calls in zip(case.actual, case.actual_call_rows, expected_calls, strict=True)
         ]
-        return from_invocation_scores(scores, self.threshold)
+        return from_score_rows(rows, self.threshold)
 
 
 def build(spec: CriterionSpec, ctx: BuildContext) -> ToolTrajectory:

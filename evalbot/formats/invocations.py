@@ -41,6 +41,27 @@ def tool_calls(invocation: Invocation) -> list[FunctionCall]:
     return []
 
 
+CallRow = tuple[str | None, dict[str, Any] | None]
+"""A tool call as (name, args): what trajectory matching compares (name equality and ``==`` on args, as ADK
+compares calls) and what a report's turn shows."""
+
+
+def tool_call_rows(invocation: Invocation) -> list[CallRow]:
+    """:func:`tool_calls` as (name, args) rows, read in the same order without building a list of calls first."""
+    data = invocation.intermediate_data
+    if isinstance(data, InvocationEvents):
+        return [
+            (call.name, call.args)
+            for event in data.invocation_events
+            if (content := event.content) is not None and content.parts
+            for part in content.parts
+            if (call := part.function_call) is not None
+        ]
+    if isinstance(data, IntermediateData):
+        return [(call.name, call.args) for call in data.tool_uses]
+    return []
+
+
 def tool_responses(invocation: Invocation) -> list[FunctionResponse]:
     """Every tool response of the invocation: ``tool_responses``, or every function_response part of every event."""
     data = invocation.intermediate_data

@@ -9,6 +9,7 @@ from evalbot.formats.invocations import (
     content_text,
     final_text,
     intermediate_texts,
+    tool_call_rows,
     tool_calls,
     tool_responses,
     user_text,
@@ -47,6 +48,18 @@ def test_tool_calls_and_responses_of_hand_written_data() -> None:
     assert [c.name for c in tool_calls(written)] == ["f"] and [r.response for r in tool_responses(written)] == [{"r": 1}]
     assert tool_calls(written) is not tool_calls(written)
     assert tool_calls(inv()) == [] and tool_responses(inv()) == []
+
+
+def test_tool_call_rows_are_the_tool_calls_as_name_and_args() -> None:
+    """tool_call_rows gives tool_calls' (name, args) in the same order, in both forms and without data; the args are
+    the calls' own objects (the turns show them, the trajectory compares them)."""
+    written = inv(intermediate_data={"tool_uses": [{"name": "f", "args": {"k": "v"}}, {"name": None}]})
+    for invocation in (EVENTS, written, inv(), inv(intermediate_data={"invocation_events": []})):
+        calls = tool_calls(invocation)
+        rows = tool_call_rows(invocation)
+        assert rows == [(c.name, c.args) for c in calls]
+        assert all(row[1] is call.args for row, call in zip(rows, calls, strict=True))
+    assert tool_call_rows(EVENTS) == [("a", {"x": 1}), ("b", {}), ("c", None)]
 
 
 def test_texts() -> None:
