@@ -1,7 +1,7 @@
 """Benchmark: evalbot's judge pipeline vs google-adk's evaluators on the same fake judge, in the same run.
 
-    python bench/bench_judge.py [--cases 10] [--turns 10] [--samples 5] [--latency 0.2] [--concurrency 16]
-                                [--split-every 2] [--no-rubric] [--sampling sequential|full]
+    python bench/bench_judge.py [--cases 10] [--turns 10] [--samples 5] [--latency 0.2] [--concurrency N]
+                                [--split-every 2] [--no-rubric] [--sampling sequential|full] [--quota Q]
                                 [--adk-python /work/adkvenv/bin/python] [--no-adk]
 
 A loopback fake Gemini server answers every ``generateContent`` request after a fixed latency. The eval set has
@@ -13,7 +13,10 @@ in-process, fresh judge cache), then again on the same cache; ADK runs its own `
 defaults (4 cases in parallel, samples one at a time) in a subprocess, timed from inside (ADK's ~10 s import is
 excluded). Printed: wall times, HTTP requests, the judge-busy window (the fake server's first request received to
 its last answer sent), the lower bound ``ceil(requests / concurrency) x latency`` set by the concurrency limit, the
-window and the run against it, and the ratio to ADK.
+window and the run against it, and the ratio to ADK. ``--concurrency`` defaults to evalbot's own default (the adaptive
+limit's maximum, ``judges.limiter.DEFAULT_CONCURRENCY``). ``--quota Q`` makes the fake server refuse, with 429
+RESOURCE_EXHAUSTED, any request beyond Q in flight: evalbot's limit comes down to the quota on its own, and the window
+is then also shown against the bound at Q, ``ceil(answered / Q) x latency`` (the refused requests cost no latency).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 import evalbot.judges.gemini  # noqa: E402, F401  (imported up front: imports are excluded on both sides)
 from evalbot.cli.commands import main as evalbot_main  # noqa: E402
+from evalbot.judges.limiter import DEFAULT_CONCURRENCY  # noqa: E402
 
 _RUBRIC_ANSWER = "ID: r1\nProperty: The answer states the weather.\nRationale: It does.\nVerdict: yes\n"
 ANSWER = _RUBRIC_ANSWER + (
@@ -80,10 +84,11 @@ def write_inputs(directory: Path, cases: int, turns: int, samples: int, rubric: 
 class FakeServer:
     """The fake Gemini server in its own process (so it does not compete for this interpreter's GIL)."""
 
-    def __init__(self, latency: float, split_every: int = 0) -> None:
+    def __init__(self, latency: float, split_every: int = 0, quota: int | None = None) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.fakes.fake_gemini", "--latency", str(latency), "--answer", ANSWER,
-             "--split-answer", SPLIT_ANSWER, "--split-every", str(split_every)],
+             "--split-answer", SPLIT_ANSWER, "--split-every", str(split_every),
+             *(["--quota", str(quota)] if quota is not None else [])],
             cwd=ROOT, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         self.url = self.process.stdout.readline().strip()
@@ -105,9 +110,9 @@ class FakeServer:
 
 
 @contextlib.contextmanager
-def fake_server(latency: float, split_every: int = 0) -> Iterator[FakeServer]:
+def fake_server(latency: float, split_every: int = 0, quota: int | None = None) -> Iterator[FakeServer]:
     """A running FakeServer, stopped on exit."""
-    server = FakeServer(latency, split_every)
+    server = FakeServer(latency, split_every, quota)
     try:
         yield server
     finally:
@@ -143,7 +148,8 @@ def run_evalbot(fake: FakeServer, files: tuple[Path, Path, Path], cache: Path, c
                 if name in ("final_response_match_v2", "rubric_based_final_response_quality_v1"):
                     statuses[key] = statuses.get(key, 0) + 1
     return {"seconds": seconds, "requests": stats["requests"], "peak_in_flight": stats["peak_in_flight"],
-            "window": _window(stats), "exit_code": code, "statuses": statuses}
+            "refused": sum(status == 429 for status in stats["statuses"]), "window": _window(stats),
+            "exit_code": code, "statuses": statuses, "concurrency": (report.get("usage") or {}).get("concurrency")}
 
 
 def run_adk(fake: FakeServer, files: tuple[Path, Path, Path], python: str) -> dict[str, Any]:
@@ -167,7 +173,10 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                        help="evalbot's --judge-concurrency (default: evalbot's, %(default)s)")
+    parser.add_argument("--quota", type=int, default=None,
+                        help="the fake server refuses (429) requests beyond this many in flight")
     parser.add_argument("--split-every", type=int, default=2,
                         help="every N-th prompt's first sample disagrees (0: never); default %(default)s")
     parser.add_argument("--no-rubric", action="store_true", help="final_response_match_v2 only")
@@ -177,7 +186,7 @@ def main() -> int:
     parser.add_argument("--no-adk", action="store_true", help="skip ADK (e.g. where it is not installed)")
     args = parser.parse_args()
     invocations = args.cases * args.turns
-    with tempfile.TemporaryDirectory() as tmp, fake_server(args.latency, args.split_every) as fake:
+    with tempfile.TemporaryDirectory() as tmp, fake_server(args.latency, args.split_every, args.quota) as fake:
         files = write_inputs(Path(tmp), args.cases, args.turns, args.samples, not args.no_rubric)
         runs = [run_evalbot(fake, files, Path(tmp) / f"judge-cache-{k}", args.concurrency, args.sampling)
                 for k in range(max(1, args.repeat))]
@@ -189,20 +198,28 @@ def main() -> int:
                 adk = run_adk(fake, files, args.adk_python)
             except (OSError, subprocess.SubprocessError) as exc:  # ADK missing or broken: evalbot's figures stand
                 adk = f"{exc}: {getattr(exc, 'stderr', '') or ''}"[-600:]
-    bound = math.ceil(first["requests"] / args.concurrency) * args.latency
+    answered = first["requests"] - first["refused"]
+    bound = math.ceil(answered / args.concurrency) * args.latency
     criteria = "final_response_match_v2" + ("" if args.no_rubric else " + rubric_based_final_response_quality_v1")
     print(f"judge latency {args.latency * 1000:.0f} ms; {args.cases} cases x {args.turns} turns = {invocations} "
           f"invocations x {args.samples} samples; {criteria}; sampling {args.sampling}; every "
-          f"{args.split_every or 'no'}-th prompt split; concurrency {args.concurrency}")
+          f"{args.split_every or 'no'}-th prompt split; concurrency {args.concurrency}"
+          + (f"; server quota {args.quota} in flight" if args.quota is not None else ""))
     times = ", ".join(f"{r['seconds']:.2f}" for r in runs)
     windows = ", ".join(f"{r['window']:.2f}" for r in runs)
     print(f"evalbot   first run : {first['seconds']:7.2f} s  {first['requests']:5d} requests  "
           f"peak in flight {first['peak_in_flight']}  statuses {first['statuses']}  (median of {times})")
     print(f"evalbot   cached run: {second['seconds']:7.2f} s  {second['requests']:5d} requests  "
           f"statuses {second['statuses']}")
-    print(f"lower bound (ceil({first['requests']}/{args.concurrency}) x latency): {bound:.2f} s -> judge-busy window "
+    print(f"lower bound (ceil({answered}/{args.concurrency}) x latency): {bound:.2f} s -> judge-busy window "
           f"{first['window']:.2f} s = {first['window'] / bound:.2f}x the bound (windows {windows}); whole run "
           f"{first['seconds'] / bound:.2f}x")
+    if args.quota is not None:
+        quota_bound = math.ceil(answered / min(args.quota, args.concurrency)) * args.latency
+        print(f"rate limited: {first['refused']} requests refused (429); evalbot's limit: "
+              f"{first['concurrency'] or 'never lowered'}; bound at the quota (ceil({answered}/{args.quota}) x latency) "
+              f"{quota_bound:.2f} s -> window {first['window'] / quota_bound:.2f}x, whole run "
+              f"{first['seconds'] / quota_bound:.2f}x")
     if isinstance(adk, str):
         print(f"ADK skipped: {adk}")
     elif adk is not None:

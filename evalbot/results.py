@@ -537,6 +537,29 @@ def _absent_if_none(value: object) -> bool:
     return value is None
 
 
+class ConcurrencyCuts(StrictModel):
+    """How the judge's adaptive concurrency limit (judges.limiter) was lowered in a run: written only when it was.
+    In a run joined from parts (``evalbot merge``, ``--jobs``) the cuts are summed and ``maximum`` and ``lowest``
+    are those of one part (a job's share of the run's limit)."""
+
+    maximum: int = Field(ge=1)
+    """The configured concurrency (--judge-concurrency): the limit's ceiling."""
+    lowest: int = Field(ge=1)
+    """The lowest limit the run came down to."""
+    cuts: int = Field(ge=1)
+    """Times the limit was halved."""
+    after_timeouts: int = Field(default=0, ge=0, exclude_if=lambda v: v == 0)
+    """Of those, the cuts made on a timed-out call (the others on HTTP 429 / RESOURCE_EXHAUSTED)."""
+
+    def note(self) -> str:
+        """One line for the console and the comment, e.g. ``judge rate limited: concurrency lowered to 4 of 32 (3
+        times)``."""
+        what = "judge rate limited or timing out" if self.after_timeouts else "judge rate limited"
+        times = "once" if self.cuts == 1 else f"{self.cuts} times"
+        timeouts = f", {self.after_timeouts} after a timeout" if self.after_timeouts else ""
+        return f"{what}: concurrency lowered to {self.lowest} of {self.maximum} ({times}{timeouts})"
+
+
 class JudgeUsage(StrictModel):
     """``Report.usage``: judge usage and estimated cost per criterion, per model and in total; cache hits; retries.
 
@@ -557,6 +580,8 @@ class JudgeUsage(StrictModel):
     cache: CacheUse | None = Field(default=None, exclude_if=_absent_if_none)
     retries: int | None = Field(default=None, exclude_if=_absent_if_none)
     """Judge calls retried after a transient failure, when a retrying layer ran."""
+    concurrency: ConcurrencyCuts | None = Field(default=None, exclude_if=_absent_if_none)
+    """How the adaptive concurrency limit was lowered (rate limits, timeouts), when it was."""
     per_model: dict[str, UsageRow] = Field(default_factory=dict)
 
     @model_validator(mode="after")

@@ -45,6 +45,7 @@ from evalbot.results import (
     CaseResult,
     CaseStream,
     CaseTally,
+    ConcurrencyCuts,
     CriterionUsage,
     EvalSetReport,
     JudgeUsage,
@@ -494,7 +495,8 @@ def merge_usage(usages: Sequence[JudgeUsage | None]) -> JudgeUsage | None:
     """The judge usage of the parts summed, as the one run would have reported it: when every criterion asked one
     model, the per-(criterion, model) usage is booked in one ledger and summarized by it (costs computed from the
     summed tokens, in the ledger's order); otherwise the rows and costs are added up. The cache's hits and writes
-    and the retries are summed; the cache directory and the prices note are the first part's."""
+    and the retries are summed, as are the concurrency limit's cuts (its lowest and maximum: one part's); the cache
+    directory and the prices note are the first part's."""
     present = [u for u in usages if u is not None]
     if not present:
         return None
@@ -522,6 +524,10 @@ def merge_usage(usages: Sequence[JudgeUsage | None]) -> JudgeUsage | None:
                                 writes=sum(c.writes for c in caches))
     retries = [u.retries for u in present if u.retries is not None]
     merged.retries = sum(retries) if retries else None
+    cut = [u.concurrency for u in present if u.concurrency is not None]
+    merged.concurrency = ConcurrencyCuts(
+        maximum=max(c.maximum for c in cut), lowest=min(c.lowest for c in cut), cuts=sum(c.cuts for c in cut),
+        after_timeouts=sum(c.after_timeouts for c in cut)) if cut else None
     return merged
 
 

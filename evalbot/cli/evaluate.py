@@ -53,7 +53,8 @@ def add_eval_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=cli_args.loaded_file, metavar="FILE", help="test_config.json for every eval set (default: the one "
                         "beside each eval set, else ADK's default criteria)")
     parser.add_argument("--judge-concurrency", type=cli_args.integer(1, 256), default=DEFAULT_CONCURRENCY, metavar="N",
-                        help="judge calls in flight (1 to 256)")
+                        help=f"most judge calls in flight (1 to 256; default {DEFAULT_CONCURRENCY}): halved on a 429 "
+                        "or a timeout, grown back after as many answers in a row")
     parser.add_argument("--judge-cache", type=cli_args.directory, metavar="DIR", help="judge answer cache (default: $EVALBOT_JUDGE_CACHE)")
     parser.add_argument("--judge-replay", action="store_true", help="answer judges only from the cache")
     seconds = cli_args.number(0, 86400, low_open=True, what="a number of seconds")

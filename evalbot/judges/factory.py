@@ -128,7 +128,8 @@ class JudgeStack:
 
     def usage_summary(self) -> JudgeUsage:
         """Token usage and estimated cost per criterion, per model and in total (UsageLedger.summary), with the
-        cache's hits and writes when a cache is used and the retry count when a retrying layer ran."""
+        cache's hits and writes when a cache is used, the retry count when a retrying layer ran, and how the
+        adaptive concurrency limit was lowered when it was (judges.limiter)."""
         summary = self.ledger.summary()
         if self.cache is not None:
             summary.cache = CacheUse(directory=str(self.cache.directory), hits=self.cache.hits,
@@ -136,6 +137,8 @@ class JudgeStack:
                                      signed=self.cache.trust.key is not None)
         if self.retrying is not None or self.service_retrying is not None:
             summary.retries = sum(r.retries for r in (self.retrying, self.service_retrying) if r is not None)
+        if self.limiter is not None:
+            summary.concurrency = self.limiter.adaptive.use()
         return summary
 
 

@@ -116,7 +116,8 @@ class MeteredJudge:
 
 
 def format_usage(summary: JudgeUsage) -> str:
-    """One line per criterion and a total, for the CLI (``RunJudge.usage_summary()`` as input)."""
+    """One line per criterion and a total, for the CLI (``RunJudge.usage_summary()`` as input), and what the
+    adaptive concurrency limit did when the judge rate limited the run."""
 
     def line(name: str, row: CriterionUsage | UsageRow) -> str:
         cost = row.estimated_cost_usd
@@ -127,4 +128,6 @@ def format_usage(summary: JudgeUsage) -> str:
 
     rows = [line(name, row) for name, row in summary.per_criterion.items()]
     rows.append(line("judge total", summary.total))
+    if summary.concurrency is not None:
+        rows.append(summary.concurrency.note())
     return "\n".join(rows)

@@ -31,6 +31,7 @@ from evalbot.render import mdsafe, words
 from evalbot.render.bounded import BoundedSandbox, render_bounded
 from evalbot.render.context import case_statuses, comparison_data, json_default, materialized
 from evalbot.render.views import Limits, sections
+from evalbot.results import ConcurrencyCuts
 
 COMMENT_LIMIT = COMMENT_MAX_CHARS
 """GitHub rejects longer issue comments (counted here in UTF-16 code units, which is never less than characters)."""
@@ -203,6 +204,9 @@ def usage_view(usage: Mapping[str, Any] | None, baseline: Mapping[str, Any] | No
     ignored = _count(cache.get("ignored")) if isinstance(cache, Mapping) else 0
     if ignored:
         summary += f" · {ignored:,} cached answer(s) ignored: not signed by this workflow"
+    limited = usage.get("concurrency")
+    if isinstance(limited, Mapping):
+        summary += f" · {_concurrency_note(limited)}"
     if base is not None and isinstance(base.get("total"), Mapping):
         base_cost = base["total"].get("estimated_cost_usd")
         summary += f" · baseline run ≈ {money(base_cost)} (change {cost_change(cost, base_cost)})"
@@ -211,6 +215,15 @@ def usage_view(usage: Mapping[str, Any] | None, baseline: Mapping[str, Any] | No
         "summary": summary, "rows": rows, "saved": "Saved: " + "; ".join(saved) + ".",
         "prices": prices if isinstance(prices, str) else None,
     }
+
+
+def _concurrency_note(cuts: Mapping[str, Any]) -> str:
+    """``ConcurrencyCuts.note`` from the report's plain data (counts only are taken from it)."""
+    def count(key: str, least: int) -> int:
+        return max(least, min(_count(cuts.get(key)), 10**9))
+
+    return ConcurrencyCuts(maximum=count("maximum", 1), lowest=count("lowest", 1), cuts=count("cuts", 1),
+                           after_timeouts=count("after_timeouts", 0)).note()
 
 
 def _link(label: str, target: str | None) -> mdsafe.Safe:

@@ -2,8 +2,9 @@
 
 Serves ``POST /{v1,v1beta}/models/{model}:generateContent`` (and ``:streamGenerateContent``) with
 ``candidateCount`` candidates whose texts come from a ``responder(prompt, sample_index, request)`` function or from
-scripted replies; injects HTTP errors (429/503/400 ... with ``Retry-After``), slow and malformed answers; logs every
-request. Stdlib only so that ADK's own virtualenv can import it too (``scripts/make_judge_goldens.py``).
+scripted replies; injects HTTP errors (429/503/400 ... with ``Retry-After``), slow and malformed answers; rate-limits
+like a small quota (``quota``: 429 RESOURCE_EXHAUSTED with Gemini's error body whenever more requests are in flight);
+logs every request. Stdlib only so that ADK's own virtualenv can import it too (``scripts/make_judge_goldens.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class Recorded:
     status: int = 0
     started: float = 0.0
     finished: float = 0.0
+    in_flight: int = 0
+    """Requests in flight at the server when this one arrived, itself included."""
 
 
 @dataclass
@@ -128,9 +131,17 @@ class FakeGemini:
     """Return at most this many candidates (a service returning fewer than asked)."""
     routes: dict[str, Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]] = field(default_factory=dict)
     """Other methods by path suffix (e.g. ``":evaluateInstances"``): request body -> (status, JSON answer)."""
+    quota: int | None = None
+    """At most this many ``generateContent`` requests in flight: one arriving while as many are being answered is
+    refused at once with 429 RESOURCE_EXHAUSTED, in the body Gemini sends for a per-minute quota (QuotaFailure,
+    Help, RetryInfo). None: no quota."""
+    quota_retry_delay: str | None = None
+    """``RetryInfo.retryDelay`` of those refusals (e.g. ``"0.05s"``), None to leave RetryInfo out."""
     requests: list[Recorded] = field(default_factory=list)
     in_flight: int = 0
     peak_in_flight: int = 0
+    generating: int = 0
+    """``generateContent`` requests being answered (refused ones are not counted)."""
 
     def __post_init__(self) -> None:
         self._queue: deque[Scripted] = deque()
@@ -195,6 +206,7 @@ class FakeGemini:
             def do_GET(self) -> None:
                 if self.path == "/_stats":
                     self._json({"requests": len(fake.requests), "peak_in_flight": fake.peak_in_flight,
+                                "statuses": [r.status for r in fake.requests],
                                 "candidate_counts": [r.candidate_count for r in fake.requests],
                                 "started": [r.started for r in fake.requests],
                                 "finished": [r.finished for r in fake.requests]})
@@ -263,9 +275,23 @@ class FakeGemini:
         config = body.get("generationConfig") or {}
         n = int(config.get("candidateCount") or 1)
         rec = Recorded(path, model, handler.headers.get("x-goog-api-key"), body, prompt, n, started=started)
+        counted = False
         with self._lock:
             self.requests.append(rec)
-        status, payload, headers = self._decide(path, model, prompt, n, rec)
+            rec.in_flight = self.in_flight
+            over_quota = self.quota is not None and self.generating >= self.quota and "generateContent" in path
+            if not over_quota and "generateContent" in path:
+                self.generating += 1
+                counted = True
+        try:
+            if over_quota:
+                status, payload, headers = 429, _quota_error(model, self.quota or 0, self.quota_retry_delay), {}
+            else:
+                status, payload, headers = self._decide(path, model, prompt, n, rec)
+        finally:
+            if counted:
+                with self._lock:
+                    self.generating -= 1
         rec.status = status
         rec.finished = time.monotonic()
         stream = ":streamGenerateContent" in path and status == 200 and isinstance(payload, dict)
@@ -343,6 +369,24 @@ def _error(code: int, status: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "status": status}}
 
 
+def _quota_error(model: str, quota: int, retry_delay: str | None) -> dict[str, Any]:
+    """The body of Gemini's 429 for an exhausted per-minute quota (its shape; the values are the fake's)."""
+    details: list[dict[str, Any]] = [
+        {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+         "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                         "quotaId": "GenerateRequestsPerMinutePerProjectPerModel",
+                         "quotaDimensions": {"location": "global", "model": model}, "quotaValue": str(quota)}]},
+        {"@type": "type.googleapis.com/google.rpc.Help",
+         "links": [{"description": "Learn more about Gemini API quotas",
+                    "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
+    ]
+    if retry_delay is not None:
+        details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay})
+    message = ("You exceeded your current quota, please check your plan and billing details. For more information on "
+               "this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.")
+    return {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED", "details": details}}
+
+
 def serve_main(argv: list[str] | None = None) -> None:
     """Serve from a separate process: ``python -m tests.fakes.fake_gemini --latency 0.2 --answer TEXT``.
 
@@ -356,6 +400,7 @@ def serve_main(argv: list[str] | None = None) -> None:
     parser.add_argument("--answer", default="fake answer")
     parser.add_argument("--split-answer", help="the first sample's answer to every --split-every-th prompt")
     parser.add_argument("--split-every", type=int, default=0, help="which prompts get --split-answer (by CRC32)")
+    parser.add_argument("--quota", type=int, default=None, help="429 RESOURCE_EXHAUSTED beyond this many in flight")
     args = parser.parse_args(argv)
     answer, split, every = args.answer, args.split_answer, args.split_every
 
@@ -364,7 +409,7 @@ def serve_main(argv: list[str] | None = None) -> None:
             return str(split)
         return str(answer)
 
-    fake = FakeGemini(responder=respond, latency=args.latency).start()
+    fake = FakeGemini(responder=respond, latency=args.latency, quota=args.quota).start()
     print(fake.url, flush=True)
     try:
         threading.Event().wait()

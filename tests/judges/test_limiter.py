@@ -62,9 +62,12 @@ def test_waiters_get_freed_slots_by_priority_then_arrival() -> None:
     assert slots.free == 1
 
 
-def test_a_cancelled_waiter_never_keeps_a_slot() -> None:
-    """A waiter cancelled while waiting is skipped; one cancelled just as the slot was handed to it passes it on."""
-    slots = PrioritySlots(1)
+@pytest.mark.parametrize("held", [1, 3])
+def test_a_cancelled_waiter_never_keeps_a_slot(held: int) -> None:
+    """A waiter cancelled while waiting is skipped; one cancelled just as the slot was handed to it passes it on.
+    Also with the limit lowered from ``held`` slots to 1 meanwhile (judges.limiter's adaptive limit): the first
+    releases then let nobody in."""
+    slots = PrioritySlots(held)
     served: list[str] = []
 
     async def waiter(name: str) -> None:
@@ -73,18 +76,23 @@ def test_a_cancelled_waiter_never_keeps_a_slot() -> None:
         slots.release()
 
     async def run() -> None:
-        await slots.acquire(0)
+        for _ in range(held):
+            await slots.acquire(0)
         gone, handed, last = (asyncio.create_task(waiter(n)) for n in ("gone", "handed", "last"))
         await asyncio.sleep(0)
+        slots.set_limit(1)
         gone.cancel()
         await asyncio.sleep(0)
+        for _ in range(held - 1):
+            slots.release()  # still at the lowered limit: nobody is let in
+        assert slots.held == 1 and not served
         slots.release()  # the slot is handed over at once, skipping the cancelled waiter: it goes to "handed"...
         handed.cancel()  # ...which is cancelled before it runs: the slot must reach "last"
         await asyncio.wait_for(asyncio.gather(gone, handed, last, return_exceptions=True), 10)  # a lost slot hangs
 
     asyncio.run(run())
     assert served == ["last"]
-    assert slots.free == 1
+    assert slots.free == 1 and slots.held == 0
 
 
 _VALID = '{"reasoning": "same facts", "is_the_agent_response_valid": "valid"}'
