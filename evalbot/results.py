@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import marshal
 import math
+import os
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal, Protocol, Self, TextIO, cast
+from typing import Annotated, Any, BinaryIO, Literal, Protocol, Self, TextIO, cast
 
 from pydantic import (
     BaseModel,
@@ -23,7 +25,7 @@ from pydantic import (
 from pydantic_core import CoreSchema, core_schema
 
 from evalbot import __version__
-from evalbot.redact import ScrubbingWriter  # a judge or proxy may have echoed a key into a reason
+from evalbot.redact import ScrubbingWriter, scrub_utf8  # a judge or proxy may have echoed a key into a reason
 from evalbot.turnpack import (
     Packed,
     PackedTurns,
@@ -914,6 +916,17 @@ arrive unpacked (``PackedTurns(packed=False)``: writing the case out at once cos
 the case calls ``case.turns.compact()``."""
 
 
+def utf8_buffer(out: TextIO) -> BinaryIO | None:
+    """The binary stream under ``out`` when bytes written there read as the same text (UTF-8, newlines written as
+    they are): UTF-8 text already made is written there as it is, not decoded and encoded again. Flush ``out``
+    before writing to it."""
+    encoding = getattr(out, "encoding", None)
+    if not isinstance(encoding, str) or codecs.lookup(encoding).name != "utf-8" or os.linesep != "\n":
+        return None
+    binary: BinaryIO | None = getattr(out, "buffer", None)
+    return binary
+
+
 def case_line(index: int, case: CaseResult) -> str:
     """The text :func:`write_report_json` writes for the ``index``-th case of an eval set (before scrubbing)."""
     return ("," if index else "") + "\n" + case_json(case).decode()
@@ -941,6 +954,7 @@ def write_report_json(report: Report, out: TextIO, streamed: StreamedCases | Non
     ``report`` as they were scored (its eval sets hold none); they are copied from there, scrubbed already.
     """
     raw = out
+    binary = utf8_buffer(raw)  # the held cases' lines go there as the serializer's bytes, scrubbed as bytes
     out = cast(TextIO, ScrubbingWriter(out))
     rest = report.model_dump(mode="json", exclude={"eval_sets"})
     out.write("{\n")
@@ -951,8 +965,13 @@ def write_report_json(report: Report, out: TextIO, streamed: StreamedCases | Non
                 out.write(("," if i else "") + "\n" + es.model_dump_json(exclude={"cases"})[:-1] + ',"cases":[')
                 if streamed is not None:
                     streamed.copy_cases(i, raw)
-                for j, case in enumerate(es.cases):
-                    out.write(case_line(j, case))
+                if binary is not None and es.cases:
+                    raw.flush()
+                    for j, case in enumerate(es.cases):  # case_line, scrubbed (scrub_utf8: as out.write would)
+                        binary.write((b",\n" if j else b"\n") + scrub_utf8(case_json(case)))
+                else:
+                    for j, case in enumerate(es.cases):
+                        out.write(case_line(j, case))
                 out.write("]}")
             out.write("\n]")
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -163,6 +164,37 @@ def test_streamed_report_file_is_the_same_document() -> None:
     streamed = json.loads(out.getvalue(), parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     assert streamed == json.loads(report.model_dump_json())
     assert list(streamed) == list(Report.model_fields)
+
+
+def test_report_file_takes_the_case_lines_as_bytes_with_the_same_text(tmp_path: Path) -> None:
+    """Written to a UTF-8 file, the held cases' lines go to its binary buffer as the serializer made them (scrubbed as
+    bytes): the file holds exactly the text written to a text stream, secrets masked and URL queries dropped in the
+    case lines and around them, non-ASCII as it is."""
+    import io
+
+    from evalbot.paths import output_file
+    from evalbot.redact import forget_secrets, register_secret
+    from evalbot.results import write_report_json
+
+    cases = [CaseResult(eval_id=f"c{i}", status="failed", metrics={"x": _m(0.25, "failed")},
+                        reason=["token sk-live-0123456 leaked", "see https://h.example/a?sig=SECRETSIG 東京", "plain"][i])
+             for i in range(3)]
+    sets = [EvalSetReport(eval_set_id=f"s{k}", path="p", status="failed", cases=cases if k != 1 else [],
+                          metrics=summarize_cases(cases)) for k in range(3)]
+    report = Report(eval_sets=sets, notices=["before sk-live-0123456", "after http://x/y?q=1"])
+    register_secret("sk-live-0123456")
+    try:
+        text = io.StringIO()
+        write_report_json(report, text)
+        with output_file(tmp_path / "r.json", name="--report") as handle:
+            write_report_json(report, handle)
+    finally:
+        forget_secrets()
+    written = (tmp_path / "r.json").read_bytes().decode("utf-8")
+    assert written == text.getvalue()
+    assert "sk-live-0123456" not in written and "SECRETSIG" not in written and "東京" in written
+    assert "token *** leaked" in written and "https://h.example/a?… 東京" in written
+    assert [c["eval_id"] for es in json.loads(written)["eval_sets"] for c in es["cases"]] == ["c0", "c1", "c2"] * 2
 
 
 def test_judge_details_store_the_keys_each_criterion_wrote() -> None:

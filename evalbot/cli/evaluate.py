@@ -37,6 +37,7 @@ from evalbot.results import (
     Report,
     StreamedCases,
     case_json,
+    utf8_buffer,
     write_report_json,
 )
 
@@ -166,7 +167,7 @@ def copy_span(file: BinaryIO, start: int, end: int, out: TextIO) -> None:
     file.flush()
     file.seek(start)
     # A UTF-8 file takes the spilled UTF-8 bytes as they are (no decoding and encoding them again).
-    binary: BinaryIO | None = getattr(out, "buffer", None) if _utf8(out) else None
+    binary = utf8_buffer(out)
     if binary is not None:
         out.flush()
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -180,11 +181,6 @@ def copy_span(file: BinaryIO, start: int, end: int, out: TextIO) -> None:
             binary.write(chunk)
         else:
             out.write(decoder.decode(chunk, final=left <= 0))
-
-
-def _utf8(out: TextIO) -> bool:
-    encoding = getattr(out, "encoding", None)
-    return isinstance(encoding, str) and codecs.lookup(encoding).name == "utf-8"
 
 
 def run_streamed(args: argparse.Namespace, env: Mapping[str, str]) -> int:

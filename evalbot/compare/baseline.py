@@ -12,7 +12,7 @@ import hashlib
 import json
 import marshal
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, get_args
@@ -668,6 +668,23 @@ class PackedCases(PackedMapping[BaselineCase]):
 
     def _unpack(self, packed: bytes) -> BaselineCase:
         return _unpack_case(packed, self._names)
+
+    def marks(self) -> Iterator[CaseMarks]:
+        """Each case's key, fingerprint, content and status, read from its packed row without building its models."""
+        for key, packed in self._rows.items():
+            row = marshal.loads(packed)
+            yield key, row[1], row[2], _STATUS_LIST[row[3]]
+
+
+CaseMarks = tuple[str, str | None, str | None, Status]
+"""A baseline case's key, fingerprint, content and status: what finds it renamed, moved or redefined."""
+
+
+def case_marks(cases: Mapping[str, BaselineCase]) -> Iterator[CaseMarks]:
+    """The :data:`CaseMarks` of every case of an eval set, in order (a parsed baseline's without building them)."""
+    if isinstance(cases, PackedCases):
+        return cases.marks()
+    return ((key, case.fingerprint, case.content, case.status) for key, case in cases.items())
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,8 @@ P95_SHARE = 0.05
 
 
 def _finite(value: object) -> float | None:
+    if type(value) is float:  # the common case first (a float's checks, float() of it is itself)
+        return value if 0 <= value <= MAX_VALUE else None  # NaN compares false: None
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) \
             and 0 <= value <= MAX_VALUE:
         return float(value)
@@ -81,8 +83,10 @@ def _details_value(details: Mapping[str, Any], field: str | None, depth: int = 0
     else:
         tokens = details.get("token_usage_details")
         value = _finite(tokens.get(field)) if isinstance(tokens, Mapping) else None
+    if value is not None:
+        return value
     runs = details.get("runs")
-    if value is None and depth == 0 and isinstance(runs, list):
+    if depth == 0 and isinstance(runs, list):
         found = [v for run in runs if isinstance(run, Mapping) and isinstance(run.get("details"), Mapping)
                  and (v := _details_value(run["details"], field, 1)) is not None]
         value = _mean(found) if found else None
@@ -93,16 +97,35 @@ def case_values(case: CaseResult, builtin: frozenset[str]) -> dict[str, float]:
     """A case's value of every quantity its metrics measured (only built-in criteria in ``builtin`` count: a custom
     metric named like one is not the agent's cost)."""
     out: dict[str, float] = {}
-    for name, quantity in QUANTITIES.items():
-        for criterion in quantity.criteria:
-            metric = case.metrics.get(criterion)
-            if criterion not in builtin or metric is None or not isinstance(metric.details, dict):
+    metrics = case.metrics
+    for name, criteria, field in _lookups(builtin):
+        for criterion in criteria:
+            metric = metrics.get(criterion)
+            if metric is None:
                 continue
-            value = _details_value(metric.details, quantity.field)
+            details = metric.details
+            if not isinstance(details, dict):
+                continue
+            value = _details_value(details, field)
             if value is not None:
                 out[name] = round(value, 4)
                 break
     return out
+
+
+_LOOKUPS: dict[frozenset[str], list[tuple[str, tuple[str, ...], str | None]]] = {}
+
+
+def _lookups(builtin: frozenset[str]) -> list[tuple[str, tuple[str, ...], str | None]]:
+    """Per quantity (in order), the criteria of ``builtin`` that may hold it and the field: made once per set of
+    criteria (an eval set's), not once per case; quantities no criterion there holds are left out."""
+    found = _LOOKUPS.get(builtin)
+    if found is None:
+        found = [(name, kept, q.field) for name, q in QUANTITIES.items()
+                 if (kept := tuple(c for c in q.criteria if c in builtin))]
+        if len(_LOOKUPS) < 256:
+            _LOOKUPS[builtin] = found
+    return found
 
 
 def p95(values: Sequence[float]) -> float:

@@ -17,6 +17,7 @@ from evalbot.compare.baseline import (
     BaselineCase,
     BaselineCriterion,
     BaselineEvalSet,
+    case_marks,
     judge_model_of,
     options_hash,
     unique_keys,
@@ -212,11 +213,11 @@ def _case_changes(
     key: str, old: BaselineEvalSet, found: Mapping[str, CaseResult], new_by_fingerprint: Mapping[str, list[Located]]
 ) -> list[YardstickChange]:
     out: list[YardstickChange] = []
-    for case_key, base_case in old.cases.items():
-        main = _case_result(base_case, where="on main")
+    for case_key, fingerprint, content, status in case_marks(old.cases):  # no case's models built
+        main = f"{_status(status)} on main"  # _case_result's
         case = found.get(case_key)
         if case is None:
-            twins = [twin for print_ in (base_case.content, base_case.fingerprint) if print_ is not None
+            twins = [twin for print_ in (content, fingerprint) if print_ is not None
                      for twin in new_by_fingerprint.get(print_, [])]
             if twins:
                 where, twin_key, twin = twins[0]
@@ -228,8 +229,7 @@ def _case_changes(
                 empty = " (the eval set has no cases left)" if not found else ""
                 out.append(YardstickChange(kind="case_removed", eval_set_id=key, case=case_key,
                                            what="case removed" + empty, main=main, current="not run"))
-        elif case.fingerprint is not None and base_case.fingerprint is not None \
-                and case.fingerprint != base_case.fingerprint:
+        elif case.fingerprint is not None and fingerprint is not None and case.fingerprint != fingerprint:
             out.append(YardstickChange(kind="case_definition", eval_set_id=key, case=case_key,
                                        what="expected conversation (or scenario) changed", main=main,
                                        current=_case_result(case, where="now") + " (under the new definition)"))

@@ -19,6 +19,7 @@ from evalbot.compare.baseline import (
     _parse_by_case,
     _parse_whole,
     build_baseline,
+    case_marks,
     dump_baseline,
     parse_baseline,
     parse_spec,
@@ -289,6 +290,19 @@ def test_parsed_cases_are_packed_and_built_on_each_access() -> None:
     assert same_scores(b, whole) and same_scores(whole, b)
     assert not same_scores(b, b.model_copy(update={"eval_sets": {**b.eval_sets, "faq": whole.eval_sets["orders"]}}))
     assert b.model_copy(deep=True) == b
+
+
+def test_case_marks_read_a_packed_case_as_its_models_say() -> None:
+    """case_marks gives each case's key, fingerprint, content and status, in order: from a parsed baseline's packed
+    rows without building them, the same as from the models of the whole document (a dict of built cases)."""
+    text = _packed_sample()
+    parsed = parse_baseline(text, "b.json")
+    whole = Baseline.model_validate(json.loads(text))
+    for key, es in whole.eval_sets.items():
+        assert isinstance(parsed.eval_sets[key].cases, PackedCases) and isinstance(es.cases, dict)
+        expected = [(k, c.fingerprint, c.content, c.status) for k, c in es.cases.items()]
+        assert list(case_marks(parsed.eval_sets[key].cases)) == list(case_marks(es.cases)) == expected
+    assert {status for *_, status in case_marks(whole.eval_sets["orders"].cases)} >= {"passed", "failed"}
 
 
 def _whole_error(text: str) -> tuple[str, str] | None:
