@@ -447,9 +447,13 @@ class Totals(StrictModel):
 
     def count(self, status: Status) -> None:
         """Count one case of this status (an informational one counts among the cases only)."""
-        self.cases += 1
+        values = self.__dict__  # as pydantic's __setattr__ writes them, without its per-call dispatch (every case)
+        fields_set = self.__pydantic_fields_set__
+        values["cases"] += 1
+        fields_set.add("cases")
         if status != "informational":
-            setattr(self, status, getattr(self, status) + 1)
+            values[status] += 1
+            fields_set.add(status)
 
     def add(self, other: Totals) -> None:
         """Add another set of counts (an eval set's tally) to these."""

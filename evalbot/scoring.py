@@ -250,9 +250,11 @@ def _score_case(
 def _verdict(case: CaseResult, order: Sequence[str]) -> None:
     if case.status == "error" and not case.metrics:
         return
-    ordered = {name: case.metrics[name] for name in order if name in case.metrics}
-    case.metrics = ordered
-    case.status = case_status([m.status for m in ordered.values()])
+    metrics = case.metrics
+    ordered = {name: metrics[name] for name in order if name in metrics}
+    # Written as pydantic's __setattr__ writes them, without its per-call dispatch (two fields on every case).
+    case.__dict__.update(metrics=ordered, status=case_status([m.status for m in ordered.values()]))
+    case.__pydantic_fields_set__.update(("metrics", "status"))
     broken = [f"{n}: {m.reason}" for n, m in ordered.items() if m.status == "error"]
     if broken and case.reason is None:
         case.reason = "; ".join(broken)

@@ -15,6 +15,7 @@ from evalbot.results import (
     EvalSetReport,
     MetricResult,
     Report,
+    Totals,
     case_status,
     clean_score,
     maximum_status,
@@ -224,3 +225,21 @@ def test_judge_details_store_the_keys_each_criterion_wrote() -> None:
         stored = details.as_details()
         assert json.dumps(stored) == text
         assert JudgeDetails.read(json.loads(text)).as_details() == stored
+
+
+def test_totals_count_as_assignments_would() -> None:
+    """Totals.count writes its fields directly: the same counts, dump and fields-set as assigning them one by one
+    (an informational case counts among the cases only, and names no field of its own)."""
+    statuses = ["passed", "informational", "failed", "passed", "error", "not_evaluated"]
+    counted, assigned = Totals(), Totals()
+    for status in statuses:
+        counted.count(status)  # type: ignore[arg-type]
+        assigned.cases += 1
+        if status != "informational":
+            setattr(assigned, status, getattr(assigned, status) + 1)
+    assert counted == assigned and counted.model_fields_set == assigned.model_fields_set
+    assert counted.model_dump(exclude_unset=True) == {"cases": 6, "passed": 2, "failed": 1, "not_evaluated": 1,
+                                                      "error": 1}
+    only = Totals()
+    only.count("informational")
+    assert only.model_fields_set == {"cases"} and only.model_dump(exclude_unset=True) == {"cases": 1}

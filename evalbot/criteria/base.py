@@ -84,6 +84,11 @@ class CaseInput:
         return None if expected is None else [tool_calls(inv) for inv in expected]
 
     @_per_case
+    def invocation_ids(self) -> list[str | None]:
+        """Each actual invocation's id as a verdict records it (None when it has none)."""
+        return [inv.invocation_id or None for inv in self.actual]
+
+    @_per_case
     def actual_call_rows(self) -> list[list[CallRow]]:
         """Tool calls of each actual invocation as (name, args) rows: what trajectory matching compares and the
         report's turns show, without a FunctionCall list in between."""

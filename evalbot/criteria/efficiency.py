@@ -28,10 +28,6 @@ Aggregate = Callable[[list[Measured]], Measured]
 """The case value and breakdown from its invocations' measurements."""
 
 
-def _per(invocation: Invocation, value: float | None, extra: dict[str, Any]) -> ScoreRow:
-    return invocation.invocation_id or None, None, "informational", None, {"value": value, **extra}
-
-
 @dataclass(frozen=True)
 class Efficiency:
     """An informational metric: a value per invocation and an aggregate per case."""
@@ -45,7 +41,8 @@ class Efficiency:
     def evaluate(self, case: CaseInput) -> MetricResult:
         """Measure every actual invocation (expected invocations are not used)."""
         measured = self.measure(case)
-        per = [_per(act, value, extra) for act, (value, extra) in zip(case.actual, measured, strict=True)]
+        per: list[ScoreRow] = [(invocation_id, None, "informational", None, {"value": value, **extra})
+                               for invocation_id, (value, extra) in zip(case.invocation_ids, measured, strict=True)]
         value, extra = self.aggregate(measured) if measured else (None, {})
         reason = None if value is not None else (self.missing if measured else "the case has no invocations")
         return metric_of_rows(None, "informational", None, per, reason, {"value": value, **extra})
@@ -53,15 +50,6 @@ class Efficiency:
 
 def _mean_values(measured: list[Measured]) -> Measured:
     return mean(value for value, _ in measured), {}
-
-
-def each_invocation(measure: Callable[[Invocation], Measured]) -> Measure:
-    """A Measure applying a per-invocation measurement to every actual invocation."""
-
-    def measure_case(case: CaseInput) -> list[Measured]:
-        return [measure(act) for act in case.actual]
-
-    return measure_case
 
 
 def tool_call_counts(case: CaseInput) -> list[Measured]:
@@ -176,7 +164,15 @@ def invocation_duration(invocation: Invocation) -> Measured:
     return total, {"duration_details": {k: v for k, v in parts.items() if v is not None}}
 
 
+def invocation_durations(case: CaseInput) -> list[Measured]:
+    """invocation_duration of every actual invocation (one without a duration measured in place)."""
+    return [(None, {"duration_details": {}}) if act.duration is None else invocation_duration(act)
+            for act in case.actual]
+
+
 def _average_duration(measured: list[Measured]) -> Measured:
+    if not any(extra["duration_details"] for _, extra in measured):
+        return None, {"duration_details": {}}  # nothing measured (the common case without recorded durations)
     averaged: dict[str, float] = {}
     for name in DURATION_FIELDS:
         present = [extra["duration_details"][name] for _, extra in measured if name in extra["duration_details"]]
@@ -205,4 +201,4 @@ def build_token_usage(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:
 def build_invocation_duration(spec: CriterionSpec, ctx: BuildContext) -> Efficiency:
     """``invocation_duration_v1``: seconds per invocation, with the model/tool/framework split."""
     missing = "no invocation records its duration"
-    return Efficiency(spec.name, each_invocation(invocation_duration), _average_duration, missing)
+    return Efficiency(spec.name, invocation_durations, _average_duration, missing)

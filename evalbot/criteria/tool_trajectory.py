@@ -16,11 +16,10 @@ from evalbot.criteria.base import (
     need_expected,
     not_evaluated,
     parse_options,
-    score_row,
 )
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.invocations import CallRow
-from evalbot.results import MetricResult
+from evalbot.results import MetricResult, ScoreRow, threshold_status
 
 MatchType = Literal["EXACT", "IN_ORDER", "ANY_ORDER"]
 _BY_INT: dict[int, MatchType] = {0: "EXACT", 1: "IN_ORDER", 2: "ANY_ORDER"}
@@ -101,9 +100,12 @@ class ToolTrajectory:
         match = _MATCHERS[self.options.match_type]
         ignore = self.options.ignore_args
         expected_calls = case.expected_call_rows or []  # a list whenever there is an expected conversation
-        rows = [
-            score_row(1.0 if match(act_calls, exp_calls, ignore) else 0.0, self.threshold, act)
-            for act, act_calls, exp_calls in zip(case.actual, case.actual_call_rows, expected_calls, strict=True)
+        hit, miss = threshold_status(1.0, self.threshold), threshold_status(0.0, self.threshold)
+        rows: list[ScoreRow] = [
+            (invocation_id, 1.0, hit, None, None) if match(act_calls, exp_calls, ignore)
+            else (invocation_id, 0.0, miss, None, None)
+            for invocation_id, act_calls, exp_calls in zip(
+                case.invocation_ids, case.actual_call_rows, expected_calls, strict=True)
         ]
         return from_score_rows(rows, self.threshold)
 
