@@ -305,12 +305,12 @@ class PackedSpill:
             self._broken = True
 
     def get(self, start: int, size: int) -> bytes:
+        at = start - self._window_start
+        if 0 <= at and at + size <= len(self._window):  # the common case first: read with the bytes before it
+            return self._window[at:at + size]
         end = start + size
         if start >= self._written:
             return bytes(self._pending[start - self._written:end - self._written])
-        at = start - self._window_start
-        if 0 <= at and end - self._window_start <= len(self._window):
-            return self._window[at:at + size]
         if end <= self._written and size < READ_AHEAD:
             self._window, self._window_start = self._read(start, min(READ_AHEAD, self._written - start)), start
             return self._window[:size]

@@ -612,8 +612,17 @@ def _field_sets(fields: Sequence[str]) -> list[set[str]]:
     return [{name for i, name in enumerate(fields) if mask >> i & 1} for mask in range(1 << len(fields))]
 
 
+_MASKS: dict[tuple[Sequence[str], frozenset[str]], int] = {}
+
+
 def _mask(fields_set: set[str], fields: Sequence[str]) -> int:
-    return sum(1 << i for i, name in enumerate(fields) if name in fields_set)
+    key = (fields, frozenset(fields_set))  # a handful of distinct sets per model: each one's mask made once
+    mask = _MASKS.get(key)
+    if mask is None:
+        mask = sum(1 << i for i, name in enumerate(fields) if name in fields_set)
+        if len(_MASKS) < 1024:
+            _MASKS[key] = mask
+    return mask
 
 
 _CASE_SETS, _METRIC_SETS, _VOTE_SETS = _field_sets(_CASE_FIELDS), _field_sets(_METRIC_FIELDS), _field_sets(_VOTE_FIELDS)

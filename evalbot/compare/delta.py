@@ -193,7 +193,8 @@ def compare_case(
         measures = criteria_measures(criteria, base_criteria)
     cur_metrics, base_metrics = cur.metrics, base.metrics
     deltas = []
-    for name in dict.fromkeys([*cur_metrics, *base_metrics]):
+    names = cur_metrics if cur_metrics.keys() == base_metrics.keys() else dict.fromkeys([*cur_metrics, *base_metrics])
+    for name in names:  # the same criteria on both sides (the common case): the run's order, as fromkeys gives it
         judged, comparable = measures.get(name, _UNCONFIGURED)
         deltas.append(metric_delta(name, judged=judged, comparable=comparable, base=base_metrics.get(name),
                                    cur=cur_metrics.get(name), policy=policy, shared=shared))

@@ -127,8 +127,9 @@ def judge_gaps(report: Report) -> JudgeGaps:
     """Count the run's judged verdicts and the missing ones, by cause."""
     tally = GapTally()
     for index, es in enumerate(report.eval_sets):
-        for case in es.cases:
-            tally.add(index, es, case)
+        if any(c.judged and c.error is None for c in es.criteria):  # else add counts nothing of its cases
+            for case in es.cases:
+                tally.add(index, es, case)
     return tally.gaps()
 
 
