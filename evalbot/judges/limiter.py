@@ -54,18 +54,26 @@ class PrioritySlots:
         return max(0, self.limit - self.held)
 
     async def acquire(self, priority: int) -> None:
-        """Take a slot, waiting behind the waiters with a lower priority or the same one that came earlier."""
+        """Take a slot, waiting behind the waiters with a lower priority or the same one that came earlier.
+
+        A slot handed over just before the limit was lowered (the waiter had not run yet) is given back, and the
+        waiter waits again in its place: no request starts above the limit in force."""
         if self.held < self.limit and not self._waiting:
             self.held += 1
             return
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiting, (priority, next(self._arrival), turn))
-        try:
-            await turn
-        except asyncio.CancelledError:
-            if turn.done() and not turn.cancelled():  # the slot was handed over as the waiter was cancelled
-                self.release()
-            raise  # a cancelled waiter still in the heap is skipped by _wake()
+        arrival = next(self._arrival)
+        while True:
+            turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            heapq.heappush(self._waiting, (priority, arrival, turn))
+            try:
+                await turn
+            except asyncio.CancelledError:
+                if turn.done() and not turn.cancelled():  # the slot was handed over as the waiter was cancelled
+                    self.release()
+                raise  # a cancelled waiter still in the heap is skipped by _wake()
+            if self.held <= self.limit:
+                return
+            self.held -= 1  # still at or above the lowered limit: nobody else to let in
 
     def release(self, *, followed: bool = False) -> None:
         """Give the slot back. When the request that held it may be ``followed`` by another (a vote's first round,

@@ -94,6 +94,34 @@ def test_a_raised_limit_lets_waiters_in_at_once_by_priority() -> None:
     asyncio.run(run())
 
 
+def test_a_slot_handed_over_just_before_a_cut_is_given_back() -> None:
+    """Two slots held and one waiter: a release hands the slot to the waiter, and the limit is lowered to 1 before the
+    waiter runs; it does not start above the new limit but waits again, and gets in once the other slot frees."""
+    slots = PrioritySlots(2)
+    started: list[int] = []
+
+    async def waiter() -> None:
+        await slots.acquire(2)
+        started.append(slots.held)
+        slots.release()
+
+    async def run() -> None:
+        await slots.acquire(2)
+        await slots.acquire(2)
+        task = asyncio.create_task(waiter())
+        await asyncio.sleep(0)
+        slots.release()  # handed over to the waiter, which has not run yet
+        slots.set_limit(1)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert started == [] and slots.held == 1
+        slots.release()
+        await asyncio.wait_for(task, 10)
+
+    asyncio.run(run())
+    assert started == [1] and slots.held == 0
+
+
 def test_a_deferred_hand_over_respects_a_limit_lowered_meanwhile() -> None:
     """A first round's slot is handed over on the next turn; if the limit was lowered in between, the freed slot only
     counts down the held ones, and the waiter gets in when the other slot frees."""
@@ -234,10 +262,10 @@ def test_a_small_quota_lowers_the_limit_and_every_request_is_answered(fake: Fake
     async def run(stack: JudgeStack) -> list[tuple[str, ...]]:
         return [r.texts for r in await asyncio.gather(*(stack.generate(q) for q in requests()))]
 
-    free, _ = _watched_stack(fake, 16)
+    free, unlimited = _watched_stack(fake, 16)
     expected = asyncio.run(run(free))
     assert free.limiter is not None and free.limiter.adaptive.cuts == 0
-    assert _overlapping_at_arrival(fake.requests, fake.requests) == 16
+    assert max(in_flight for in_flight, _ in unlimited.starts) == 16
     assert sum(r.candidate_count == 2 for r in fake.requests) == 24  # the split votes' second rounds
     fake.reset()
     fake.quota = 3
@@ -263,7 +291,7 @@ def test_a_small_quota_lowers_the_limit_and_every_request_is_answered(fake: Fake
 
 def test_the_limit_grows_back_to_the_maximum_once_the_quota_is_lifted(fake: FakeGemini) -> None:
     """Quota 2 under a maximum of 8: the limit comes down; with the quota lifted, 150 more requests bring it back to
-    8 and the server sees 8 in flight again."""
+    8, and 8 are in flight again."""
     fake.latency = 0.01
     fake.quota = 2
     stack, watch = _watched_stack(fake, 8)
@@ -277,7 +305,7 @@ def test_the_limit_grows_back_to_the_maximum_once_the_quota_is_lifted(fake: Fake
     fake.reset()
     fake.quota = None
     asyncio.run(asyncio.wait_for(run("free", 150), 60))
-    assert limiter.current == 8 and _overlapping_at_arrival(fake.requests, fake.requests) == 8
+    assert limiter.current == 8
     assert max(in_flight for in_flight, _ in watch.starts[-40:]) == 8
     assert all(in_flight <= limit for in_flight, limit in watch.starts)
 
@@ -352,8 +380,9 @@ def test_a_server_refusing_everything_ends_in_bounded_time_with_each_request_fai
     started = time.perf_counter()
     outcomes = asyncio.run(asyncio.wait_for(run(), 60))
     assert time.perf_counter() - started < 30
-    assert all(isinstance(o, JudgeCallError) and "429" in str(o) and "gave up after 6 attempts" in str(o)
-               for o in outcomes), outcomes[:3]
+    odd = [o for o in outcomes
+           if not (isinstance(o, JudgeCallError) and "429" in str(o) and "gave up after 6 attempts" in str(o))]
+    assert not odd, odd[:3]
     assert len(fake.requests) == 40 * 6
     assert sleeps.calls and max(sleeps.calls) == RetryPolicy().max_retry_after == 120.0
     limiter = stack.limiter
