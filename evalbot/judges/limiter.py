@@ -13,7 +13,9 @@ Timeouts cut too: a server that queues rather than refuses (a local Ollama or vL
 deployment) answers too many calls by making the last ones wait until the per-call timeout, and halving what is sent
 is the only way its queue drains; a cloud API that simply was slow once costs one halving, won back by the additive
 increase. Other failures (5xx, invalid answers) neither cut nor count as successes: they say nothing about the
-load. What the limit did is reported once it was lowered (``concurrency_use``, shown with the judge's usage).
+load. The Vertex AI evaluation service's calls share the run's limit and so its cuts, and the limit learned in one
+event loop carries over to the run's next ones (settling split votes, reruns). What the limit did is reported once
+it was lowered (``AdaptiveLimit.use``: ``Report.usage.concurrency``, shown with the judge's usage).
 """
 
 from __future__ import annotations
