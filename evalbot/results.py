@@ -920,6 +920,10 @@ arrive unpacked (``PackedTurns(packed=False)``: writing the case out at once cos
 the case calls ``case.turns.compact()``."""
 
 
+WRITE_CHUNK = 1 << 20
+"""How many bytes of case lines the report file is given at once (its own buffer is 8 KB)."""
+
+
 def utf8_buffer(out: TextIO) -> BinaryIO | None:
     """The binary stream under ``out`` when bytes written there read as the same text (UTF-8, newlines written as
     they are): UTF-8 text already made is written there as it is, not decoded and encoded again. Flush ``out``
@@ -971,8 +975,14 @@ def write_report_json(report: Report, out: TextIO, streamed: StreamedCases | Non
                     streamed.copy_cases(i, raw)
                 if binary is not None and es.cases:
                     raw.flush()
+                    pending = bytearray()  # written a megabyte at a time: a few system calls, not one per 8 KB
                     for j, case in enumerate(es.cases):  # case_line, scrubbed (scrub_utf8: as out.write would)
-                        binary.write((b",\n" if j else b"\n") + scrub_utf8(case_json(case)))
+                        pending += b",\n" if j else b"\n"
+                        pending += scrub_utf8(case_json(case))
+                        if len(pending) >= WRITE_CHUNK:
+                            binary.write(pending)
+                            pending.clear()
+                    binary.write(pending)
                 else:
                     for j, case in enumerate(es.cases):
                         out.write(case_line(j, case))
