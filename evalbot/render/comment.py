@@ -30,6 +30,7 @@ from evalbot.formats.numbers import p_value_text, score_text
 from evalbot.render import mdsafe, words
 from evalbot.render.bounded import BoundedSandbox, render_bounded
 from evalbot.render.context import case_statuses, comparison_data, json_default, materialized
+from evalbot.render.precompiled import PrecompiledLoader
 from evalbot.render.views import Limits, sections
 from evalbot.results import ConcurrencyCuts
 
@@ -361,7 +362,7 @@ def _verdict(comparison: Comparison) -> tuple[str, str]:
 def environment(custom_template: str | None = None) -> BoundedSandbox:
     """The sandboxed template environment (the default templates, plus a user comment template if given), its
     renders bounded in time and work (evalbot.render.bounded)."""
-    loaders: list[jinja2.BaseLoader] = [jinja2.PackageLoader("evalbot.render", "templates")]
+    loaders: list[jinja2.BaseLoader] = [PrecompiledLoader()]
     if custom_template is not None:
         loaders.insert(0, jinja2.DictLoader({CUSTOM_TEMPLATE: custom_template}))
     env = BoundedSandbox(

@@ -41,6 +41,7 @@ from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.numbers import p_value_text
 from evalbot.render import mdsafe, words
 from evalbot.render.comment import cost_change, money, verdict
+from evalbot.render.precompiled import PrecompiledLoader
 from evalbot.render.trajdiff import call_text, diff_calls
 from evalbot.render.views import ORDER, TITLES, history_text, judge_text, votes_text
 from evalbot.results import (
@@ -105,7 +106,7 @@ def text_node(value: object) -> markupsafe.Markup:
 def environment() -> jinja2.Environment:
     """The sandboxed, autoescaping environment of the HTML report (its templates are evalbot's own files)."""
     env = ImmutableSandboxedEnvironment(
-        loader=jinja2.PackageLoader("evalbot.render", "templates"),
+        loader=PrecompiledLoader(),
         undefined=jinja2.StrictUndefined,
         autoescape=True,
         trim_blocks=True,
