@@ -394,7 +394,12 @@ def _walk_eval_set(window: Window, slices: Slices, path: Path) -> tuple[str, lis
                 return end
             return window.skip(at)
 
-        end = window.members(start, member) if window.text[start : start + 1] == "{" else window.skip(start)
+        if window.text[start : start + 1] != "{":
+            end = window.skip(start)
+        elif (picked := window.pick(start, ("eval_id", "evalId"))) is not None:  # a file's window: no member scan
+            end, ids = picked
+        else:
+            end = window.members(start, member)
         del cases[i:]  # stepped again when the window grew under it
         base = window.base
         cases.append(LoadedCase(_case_id(ids, i), source=partial(_parse_case, slices, base + start, base + end, i)))

@@ -101,6 +101,23 @@ class Window:
         """The value at ``start`` and its end (see decode_value)."""
         return decode_value(self.text, start)
 
+    def pick(self, start: int, keys: tuple[str, ...]) -> tuple[int, dict[str, Any]] | None:
+        """In a file's window, the end of the object at ``start`` and the values of those of ``keys`` it has, as
+        :meth:`members` visiting each member would find them (the last of repeated keys; each value decoded by
+        json's decoder), without a member scan in Python: the object skipped by msgspec (``_msgspec_end``, which
+        vouches that json's decoder reads it alike) and its members read as raw texts in one more C pass. None when
+        that cannot be said (not a file window, msgspec refuses or stops at the window's end): use :meth:`members`."""
+        if self._ascii is None:
+            return None
+        end = _msgspec_end(self.text, self._ascii, start)
+        if end is None:
+            return None
+        try:
+            raws = _RAW_OBJECT.decode(memoryview(self._ascii)[start:end])
+        except (ValueError, RecursionError):
+            return None
+        return end, {key: decode_value(str(memoryview(raws[key]), "ascii"), 0)[0] for key in keys if key in raws}
+
     def members(self, start: int, visit: Callable[[str, int], int]) -> int:
         """Give each member of the object at ``start`` to ``visit(key, value_start)`` (see scan_object)."""
         return scan_object(self.text, start, visit)
@@ -262,18 +279,19 @@ _CHUNK = 1 << 16
 _RAW_VALUE = msgspec.json.Decoder(msgspec.Raw)
 _TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
 _SPACE = " \t\n\r"
+_CLOSER = {"[": "]", "{": "}"}
 
 
 def _msgspec_end(text: str, ascii_text: bytes, start: int) -> int | None:
     """The end of the array or object at ``start`` of ``text`` (``ascii_text``: the same characters as bytes),
     found by msgspec, or None when msgspec cannot say it as json's decoder would (then json's decoder decides).
 
-    msgspec decodes the rest of the window as one value and refuses what follows it, saying where; the value's
-    text up to there, trailing whitespace aside, is decoded again alone and must be one whole value (an array or an
-    object ends where its bracket closes, so a text that decodes whole is exactly the value). Anything else (the
-    value runs past the window, or msgspec refuses it: json's decoder then grows the window, or refuses it with its
-    own message) is left to json's decoder, as is a value that json's decoder could refuse where msgspec does not
-    (``json_could_differ``)."""
+    msgspec decodes the rest of the window as one value and refuses what follows it, saying where: it reports
+    trailing characters only once it has read a whole value and the whitespace after it, so the value's text is
+    what comes before, trailing whitespace aside, and ends with the bracket that closes it (checked; the text is not
+    decoded a second time: that was a third of the walk's msgspec time). Anything else (the value runs past the
+    window, or msgspec refuses it: json's decoder then grows the window, or refuses it with its own message) is left
+    to json's decoder, as is a value that json's decoder could refuse where msgspec does not (``json_could_differ``)."""
     view = memoryview(ascii_text)
     try:
         _RAW_VALUE.decode(view[start:])
@@ -287,9 +305,7 @@ def _msgspec_end(text: str, ascii_text: bytes, start: int) -> int | None:
         end = start + int(trailing[1]) - 1  # msgspec counts the first character after the value as read
     while end > start and text[end - 1] in _SPACE:
         end -= 1
-    try:
-        _RAW_VALUE.decode(view[start:end])
-    except (msgspec.DecodeError, RecursionError):
+    if text[end - 1 : end] != _CLOSER[text[start]]:
         return None
     return None if json_could_differ(text, start, end) else end
 

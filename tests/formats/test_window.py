@@ -182,6 +182,62 @@ def test_a_large_eval_set_walked_in_windows_loads_the_same_cases(tmp_path: Path,
     assert len(whole[3]) == 26 and whole[1] and whole[2]  # the duplicate dropped with an error; extra_key noted
 
 
+_ODD_CASES = [
+    '{"eval_id": "first", "conversation": [], "eval_id": "last"}',  # a repeated key: the last one counts
+    '{"eval\\u005fid": "escaped", "conversation": []}',  # the key written with an escape
+    '{"evalId": "camel", "conversation": []}',
+    '{"evalId": "camel", "eval_id": "snake", "conversation": []}',
+    '{"eval_id": 7, "conversation": []}',  # not a string: named by its index
+    '{"eval_id": "", "conversation": []}',
+    '{"eval_id": "\\ud800", "conversation": []}',  # a lone surrogate: named by its index
+    '{"conversation": [{"eval_id": "nested", "user_content": {"parts": []}}]}',  # not the case's own id
+    '{"eval_id": "nan", "conversation": [], "x": NaN}',  # msgspec refuses NaN: json's scan decides
+    '{"eval_id": "long", "x": [' + "9" * (MAX_INT_DIGITS + 1) + "]}",
+    '{"eval_id": "deep", "x": ' + "[" * 300 + "]" * 300 + "}",
+    '{"eval_id": "deeper", "x": ' + "[" * 600 + "]" * 600 + "}",
+    '{"eval_id": {"a": [1, "]}"]}, "conversation": []}',
+    '{ }',
+]
+
+
+@pytest.mark.parametrize("odd", _ODD_CASES)
+def test_odd_cases_of_a_large_eval_set_have_the_ids_and_errors_of_the_whole_text(
+        tmp_path: Path, small_windows: None, monkeypatch: pytest.MonkeyPatch, odd: str) -> None:
+    """A file window takes each case's id from msgspec's raw members (Window.pick) instead of scanning its members:
+    the same ids, cases and errors as the whole-text read, for ids repeated, escaped, camelCase, not strings or
+    nested, and for cases msgspec refuses or json could read otherwise (NaN, long integers, deep nesting)."""
+    cases = [json.dumps(case("a", inv("q"))), odd, json.dumps(case("b", inv("r")))]
+    text = '{"eval_set_id": "odd", "eval_cases": [' + ", ".join(cases) + "]}"
+    path = tmp_path / "odd.evalset.json"
+    path.write_text(text, encoding="ascii")
+
+    def shown(loaded: Any) -> Any:
+        return (loaded.eval_set_id, loaded.notices, [str(e) for e in loaded.errors],
+                [(c.eval_id, c.case.model_dump() if c.case is not None else str(c.error)) for c in loaded.cases])
+
+    walked = []
+    for chars in (1, 7, 64, 1 << 20):
+        monkeypatch.setattr(window_module, "WINDOW_CHARS", chars)
+        walked.append(shown(load_eval_set(path)))
+    monkeypatch.setattr(window_module, "WINDOWED_FILE_BYTES", 1 << 40)
+    assert walked == [shown(load_eval_set(path))] * len(walked)
+
+
+def test_a_file_window_picks_ids_without_scanning_members(tmp_path: Path) -> None:
+    text = '[{"eval_id": "a", "n": [1, {"eval_id": "x"}], "evalId": "b", "eval_id": "c"} , 2]'
+    window = _file_window(tmp_path, text, 1 << 20)
+    window.advance(0)
+    assert window.pick(1, ("eval_id", "evalId")) == (text.index(" ,"), {"eval_id": "c", "evalId": "b"})
+    assert window.pick(1, ("other",)) == (text.index(" ,"), {})
+    assert Window(text).pick(1, ("eval_id",)) is None  # a text in memory: its members are scanned (or spanned)
+    cut = _file_window(tmp_path, text, 20)  # the object runs past the window: json's scan grows it
+    cut.advance(0)
+    assert cut.pick(1, ("eval_id",)) is None
+    nan = _file_window(tmp_path, '[{"eval_id": "a", "x": NaN}]', 1 << 20)
+    nan.advance(0)
+    assert nan.pick(1, ("eval_id",)) is None
+
+
 def test_a_malformed_large_eval_set_is_reported_as_before(tmp_path: Path, small_windows: None,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "big.evalset.json"
