@@ -313,7 +313,10 @@ class _Streamer:
         if order is None:
             order = self._order[index] = [c.name for c in report.criteria]
         _verdict(case, order)
-        self.tallies.setdefault(index, CaseTally()).add(case)
+        tally = self.tallies.get(index)
+        if tally is None:  # not setdefault(index, CaseTally()): that built and dropped a tally per case
+            tally = self.tallies[index] = CaseTally()
+        tally.add(case)
         self.stream(index, report, case)
 
     def finish(self, reports: Sequence[EvalSetReport]) -> Totals:

@@ -216,6 +216,22 @@ def nested_deeper_than(text: str, limit: int) -> bool:
     return False
 
 
+_ALL_BUT_OPENING = bytes(c for c in range(256) if c not in b"[{")
+_COPY_CHARS = 1 << 20
+"""Up to this many characters, an ASCII text's brackets are counted on a copy of it as bytes (see opening_brackets)."""
+
+
+def opening_brackets(text: str, start: int = 0, end: int | None = None) -> int:
+    """``text.count("[", start, end) + text.count("{", start, end)``: for an ASCII stretch of up to _COPY_CHARS
+    characters (every case and actuals entry of a usual file) counted as the length of its bytes with everything
+    else deleted, one C pass (about 1.8 against 3.1 us for two counts over a 4.8 KB actuals entry); a longer one (a
+    whole document) is counted in place, never copied."""
+    stop = len(text) if end is None else end
+    if stop - start <= _COPY_CHARS and text.isascii():
+        return len(text[start:stop].encode("ascii").translate(None, _ALL_BUT_OPENING))
+    return text.count("[", start, stop) + text.count("{", start, stop)
+
+
 def _escape(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
@@ -296,7 +312,7 @@ def loads_stdlib(
 
 def _refuse_deep(text: str, value: Any, path: Path | str, base: tuple[int | str, ...]) -> None:
     """InputError naming the first value nested deeper than MAX_DEPTH in the decoded ``value`` of ``text``."""
-    if text.count("[") + text.count("{") > MAX_DEPTH and nested_deeper_than(text, MAX_DEPTH):
+    if opening_brackets(text) > MAX_DEPTH and nested_deeper_than(text, MAX_DEPTH):
         raise InputError(path, _joined(base, _find(value, _too_deep)), _deep_message())
 
 

@@ -35,6 +35,7 @@ from evalbot.formats.jsonio import (
     _utf8,
     decode_value,
     nested_deeper_than,
+    opening_brackets,
     refuse_special,
     scan_object,
     skip_value,
@@ -314,7 +315,7 @@ def json_could_differ(text: str, start: int, end: int) -> bool:
     """Whether json's decoder could refuse the value ``text[start:end]`` that msgspec accepts: one nested deeper
     than _SAFE_DEPTH (json's limit is the interpreter's recursion limit), or holding an integer literal longer than
     MAX_INT_DIGITS (json refuses it, msgspec's skip does not)."""
-    if text.count("[", start, end) + text.count("{", start, end) > _SAFE_DEPTH and nested_deeper_than(
+    if opening_brackets(text, start, end) > _SAFE_DEPTH and nested_deeper_than(
         text[start:end], _SAFE_DEPTH
     ):
         return True

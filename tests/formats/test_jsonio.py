@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalbot.errors import InputError
+from evalbot.formats import jsonio
 from evalbot.formats.adk import EvalCase, Invocation
 from evalbot.formats.jsonio import (
     MAX_DEPTH,
@@ -236,3 +237,21 @@ def test_nesting_at_the_limit_amid_strings_full_of_brackets(levels: int) -> None
         loads(text, "doc.json")
     assert "nested more than 200 levels" in info.value.message
     assert info.value.pointer.startswith("/deep/0/0/0/")
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from('[]{}"\\ aé\u20ac'), max_size=60), data=st.data())
+def test_opening_brackets_counts_as_two_counts_do(text: str, data: st.DataObject) -> None:
+    """The brackets counted for the depth checks: the same number as ``str.count`` twice, over any stretch, ASCII
+    or not, copied as bytes (short) or counted in place (past _COPY_CHARS)."""
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.none() | st.integers(start, len(text)))
+    expected = text.count("[", start, end) + text.count("{", start, end)
+    assert jsonio.opening_brackets(text, start, end) == expected
+    assert jsonio.opening_brackets(text[start:end]) == expected
+    limit = jsonio._COPY_CHARS
+    try:
+        jsonio._COPY_CHARS = 3  # a longer stretch is counted in place
+        assert jsonio.opening_brackets(text, start, end) == expected
+    finally:
+        jsonio._COPY_CHARS = limit
