@@ -196,6 +196,8 @@ _ODD_CASES = [
     '{"eval_id": "deep", "x": ' + "[" * 300 + "]" * 300 + "}",
     '{"eval_id": "deeper", "x": ' + "[" * 600 + "]" * 600 + "}",
     '{"eval_id": {"a": [1, "]}"]}, "conversation": []}',
+    '{"\\ud800": 1, "eval_id": "lone surrogate key", "conversation": []}',  # msgspec refuses the key: scanned
+    '{"\\ud83d\\ude00": 1, "eval_id": "pair key", "conversation": []}',
     '{ }',
 ]
 
