@@ -59,7 +59,7 @@ def one_size(folder: Path, invocations: int, repeat: int) -> dict[str, Any]:
     evals, pr, baseline = str(folder / "evals"), str(folder / "pr.json"), str(folder / "baseline.json")
     made = _cli(["baseline", evals, "--actuals", str(folder / "main.json"), "--output", baseline, "--commit", "0" * 40,
                  "--created-at", "2026-01-01T00:00:00+00:00", "--reset-history"])  # the same baseline every time
-    run_argv = ["run", evals, "--actuals", pr, "--report", str(folder / "run.report.json")]
+    run_argv = ["run", evals, "--actuals", pr, "--report", str(folder / "run.report.json"), "--jobs", "1"]  # one process
     compare_argv = ["compare", "--baseline", baseline, evals, "--actuals", pr, "--report",
                     str(folder / "compare.report.json"), "--comment", str(folder / "comment.md")]
     runs, compares = [], []

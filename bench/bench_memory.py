@@ -11,8 +11,8 @@ input writer counts; a forked child's ``ru_maxrss`` starts at its parent's size)
 run is then gated against a baseline written by ``evalbot baseline`` from a second run (another actual seed) of
 the same suite, with ``evalbot compare ... --report OUT.json``; that measures the baseline step and the compare.
 
-``--jobs 1,2`` measures ``evalbot run --jobs N`` for each N in turn (default: 1, the plain ``run``) and checks that
-every N wrote the same report, byte for byte. With N > 1, the CPU time is that of every process (the jobs and the
+``--jobs 1,2`` measures ``evalbot run --jobs N`` for each N in turn (default: 1, one process; ``default``: ``run``
+without --jobs, which is auto for large inputs) and checks that every N wrote the same report, byte for byte. With N > 1, the CPU time is that of every process (the jobs and the
 parent that merges their parts) and the peak RSS that of the largest one: ``ru_maxrss`` of waited-for children is
 their maximum, and the jobs are the parent's children; the machine holds up to N + 1 of them at once.
 """
@@ -106,7 +106,8 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true", help="also measure `evalbot baseline` and `compare`")
     parser.add_argument("--keep", help="write the inputs and reports to this new folder and keep them")
     parser.add_argument("--inputs", help="a folder written by an earlier --keep: run on its inputs (same --invocations)")
-    parser.add_argument("--jobs", default="1", help="comma-separated --jobs values to measure `run` with (default 1)")
+    parser.add_argument("--jobs", default="1", help="comma-separated --jobs values to measure `run` with (default 1); "
+                        "`default` runs it without --jobs (its default: auto when the inputs are large)")
     parser.add_argument("--write-inputs", nargs=3, metavar=("DIR", "N", "MAIN"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.write_inputs:
@@ -127,12 +128,12 @@ def main() -> None:
         print(f"inputs: {args.invocations:,} invocations, {sizes / 1e6:,.0f} MB, {made}", flush=True)
         evals, pr = str(base / "evals"), str(base / "pr.json")
         rows = []
-        reports: dict[int, Path] = {}
-        for jobs in [int(n) for n in args.jobs.split(",")]:
+        reports: dict[str, Path] = {}
+        for jobs in [n.strip() for n in args.jobs.split(",")]:
             reports[jobs] = base / f"run-{jobs}.report.json"
             rows.append(_cli(["run", evals, "--actuals", pr, "--report", str(reports[jobs]),
-                              *(["--jobs", str(jobs)] if jobs != 1 else [])]))
-            rows[-1]["jobs"] = jobs
+                              *(["--jobs", jobs] if jobs != "default" else [])]))
+            rows[-1]["jobs"] = int(jobs) if jobs.isdigit() else jobs
             print(json.dumps(rows[-1]), flush=True)
             print(against_target(args.invocations, rows[-1]), flush=True)
         if len(reports) > 1:

@@ -178,7 +178,10 @@ def shard(raw: str) -> Shard:
 def available_cpus() -> int:
     """The CPUs this process may run on (its affinity where the system has one, else ``os.cpu_count()``)."""
     affinity = getattr(os, "sched_getaffinity", None)
-    count = len(affinity(0)) if affinity is not None else os.cpu_count()
+    try:
+        count = len(affinity(0)) if affinity is not None else os.cpu_count()
+    except OSError:  # a system that refuses the query: what the machine has
+        count = os.cpu_count()
     return max(1, count or 1)
 
 

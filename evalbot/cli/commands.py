@@ -37,9 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--judge-failures", choices=["block", "warn"],
                      help="a judged verdict the judge could not give: block (exit 3; default: the config's "
                      "evalbot.judge_failures, else block) or warn")
-    run.add_argument("--jobs", type=cli_args.jobs, default=1, metavar="N",
-                     help="score the cases in N processes (auto: one per CPU; default 1), merged into the same "
-                     "report, console text and exit code as one; the judge concurrency is shared among them")
+    run.add_argument("--jobs", type=cli_args.jobs, metavar="N",
+                     help="score the cases in N processes (auto: one per CPU; default: auto when the eval sets and "
+                     f"--actuals files add up to {cli_jobs.AUTO_JOBS_BYTES // 2**20} MiB or more and nothing "
+                     "needs one process, else 1), merged into the same report, console text and exit code as one; "
+                     "the judge concurrency is shared among them")
     run.add_argument("--as-job", type=cli_args.shard, metavar="K/N", help=argparse.SUPPRESS)  # a job of --jobs N
     run.add_argument("--watch-parent", action="store_true", help=argparse.SUPPRESS)  # stdin: the parent's pipe
     run.add_argument("--progress-fd", type=cli_args.integer(3, 99_999), help=argparse.SUPPRESS)  # where a job tells its progress (a pipe the parent passed: not 0-2)
@@ -51,9 +53,14 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot run``."""
     if args.as_job is not None:
         return cli_jobs.run_as_job(args, env)
-    jobs = cli_jobs.jobs_for(args)
+    jobs = cli_jobs.jobs_for(args, env)
     if jobs > 1:
-        return cli_jobs.run_jobs(args, env, jobs)
+        try:
+            return cli_jobs.run_jobs(args, env, jobs)
+        except cli_jobs.JobsNotStarted as exc:
+            if args.jobs is not None:  # asked for: this machine cannot start them (exit 70, as before)
+                raise exc.error from None
+            # the default's choice: no job was left running, nothing was printed or written; one process
     if args.html:  # the HTML report shows every case
         return show_report(args, evaluate_args(args, env))
     return run_streamed(args, env)

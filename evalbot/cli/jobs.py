@@ -1,4 +1,5 @@
 """``evalbot run --jobs N``: one run's cases scored by N processes of this interpreter, merged into one report.
+Without --jobs, ``default_jobs`` picks ``--jobs auto`` for inputs of AUTO_JOBS_BYTES or more, else one process.
 
 Job K is ``evalbot run ... --as-job K/N``: it reads the inputs, scores the K-th of N runs of consecutive cases
 (``shard.job_eval_sets``: chosen from the loaded case list, no case parsed; not ``--shard K/N``'s partition, which
@@ -37,6 +38,7 @@ import argparse
 import contextlib
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -51,9 +53,11 @@ from typing import IO, Any, BinaryIO, TextIO
 import msgspec
 
 from evalbot.cli.agent import wants_agent
+from evalbot.cli.args import jobs as jobs_arg
 from evalbot.cli.evaluate import SPILL_BUFFER, StreamedRun, copy_span, evaluate_args, show_report, write_report
 from evalbot.compare.judge_gaps import GapTally
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError
+from evalbot.load import discover_selected
 from evalbot.pipeline import BASE_REQUESTS, load_inputs
 from evalbot.progress import TerminalProgress, terminal_progress
 from evalbot.redact import scrub
@@ -92,11 +96,60 @@ def single_job_reason(args: argparse.Namespace) -> str | None:
     return None
 
 
-def jobs_for(args: argparse.Namespace) -> int:
-    """How many jobs ``evalbot run`` uses: --jobs; 1 (with a notice) when the run cannot be split here; at most
-    --judge-concurrency (each job needs one judge slot). --jobs with --shard is refused (ConfigError)."""
+AUTO_JOBS_BYTES = 64 * 2**20
+"""Without --jobs, ``evalbot run`` uses one job per CPU (``--jobs auto``) when its eval set files and --actuals files
+add up to this many bytes (``input_bytes``), else one: below it the jobs' start (an interpreter and its imports
+each) and each job's read of every input file cost more than the split saves (bench/README.md, "run --jobs by
+default")."""
+
+
+class JobsNotStarted(Exception):
+    """The jobs could not be started (``error``: the system's refusal); none is left running, nothing was written."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def input_bytes(args: argparse.Namespace) -> int:
+    """The bytes of the eval set files and --actuals files of ``evalbot run`` (as found by discovery; what is not
+    a regular file, or cannot be seen, counts 0: the run reports it); 0 when the paths select cases (FILE:ids: a
+    few cases of a file). Nothing is opened."""
+    files, selected, _ = discover_selected(args.paths)
+    if selected:
+        return 0
+    total = 0
+    for path in [*files, *map(Path, args.actuals)]:
+        try:
+            info = path.stat()
+        except (OSError, ValueError):
+            continue
+        total += info.st_size if stat.S_ISREG(info.st_mode) else 0
+    return total
+
+
+def default_jobs(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """How many jobs ``evalbot run`` uses when --jobs is not given: one per CPU this process may use (as ``--jobs
+    auto``; at most --judge-concurrency) when the inputs add up to AUTO_JOBS_BYTES or more, else 1. Always 1, and
+    nothing said, where --jobs would be refused or would give one job (--shard, --html, the agent options), and with a
+    judge cache (--judge-cache, $EVALBOT_JUDGE_CACHE: jobs that fill it may count its hits otherwise than one job)."""
+    if args.shard is not None or single_job_reason(args) is not None:
+        return 1
+    if args.judge_cache or env.get("EVALBOT_JUDGE_CACHE"):
+        return 1
+    if input_bytes(args) < AUTO_JOBS_BYTES:
+        return 1
+    return min(jobs_arg("auto"), int(args.judge_concurrency))
+
+
+def jobs_for(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """How many jobs ``evalbot run`` uses: --jobs (``default_jobs`` without it); 1 (with a notice) when the run
+    cannot be split here; at most --judge-concurrency (each job needs one judge slot). --jobs with --shard is
+    refused (ConfigError)."""
     if args.watch_parent or args.progress_fd is not None:
         raise ConfigError("--watch-parent and --progress-fd are given by `evalbot run --jobs N` to the jobs it starts (with --as-job)")
+    if args.jobs is None:
+        return default_jobs(args, env)
     wanted: int = args.jobs
     if wanted <= 1:
         return 1
@@ -151,7 +204,7 @@ def run_as_job(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     PART's cases file (``cases_path``); then write PART (--report), its report without the cases, and its notes
     (``notes_path``: per eval set, where its cases' text is, their tallies and what their notices are made of);
     print nothing else."""
-    if args.shard is not None or args.jobs > 1 or wants_agent(args) or args.html or not args.report:
+    if args.shard is not None or (args.jobs or 1) > 1 or wants_agent(args) or args.html or not args.report:
         raise ConfigError("--as-job K/N is one job of `evalbot run --jobs N`, which starts it: it takes --report "
                           "PART.json and the scoring options only; use --jobs N")
     job = args.as_job
@@ -401,9 +454,12 @@ def run_jobs(args: argparse.Namespace, env: Mapping[str, str], count: int) -> in
                     errors = stack.enter_context(tempfile.TemporaryFile(dir=folder))
                     # stdin: the pipe whose end of file tells the job this process is gone (ParentWatch); only
                     # this process holds its write end (close_fds: not the other jobs), until the job has ended
-                    proc = subprocess.Popen(job_command(args, k, count, part, fds[0] if fds else None),
-                                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
-                                            env=dict(env), pass_fds=fds)
+                    try:
+                        proc = subprocess.Popen(job_command(args, k, count, part, fds[0] if fds else None),
+                                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
+                                                env=dict(env), pass_fds=fds)
+                    except OSError as exc:  # no process to be had (EAGAIN, ENOMEM...): the started ones stopped
+                        raise JobsNotStarted(exc) from exc
                     jobs.append(_Job(k, proc, errors))
                 if progress is not None:
                     progress.started()
