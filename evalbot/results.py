@@ -193,7 +193,7 @@ class JudgeDetails(_Loose):
         return cls.model_validate(kept)
 
 
-ScoreRow = tuple[str | None, float | None, str, str | None, dict[str, Any] | None]
+ScoreRow = tuple[str | None, float | None, Status, str | None, dict[str, Any] | None]
 """An invocation's verdict as packed: invocation id, score, status, reason, details."""
 
 

@@ -311,9 +311,8 @@ def score_invocation(
     reason: str | None = None,
     details: dict[str, Any] | None = None,
 ) -> InvocationScore:
-    """A per-invocation verdict with the same threshold rule as the case."""
-    value = clean_score(score)
-    return invocation_score(invocation.invocation_id or None, value, threshold_status(value, threshold), reason, details)
+    """A per-invocation verdict with the same threshold rule as the case (:func:`score_row`'s row as a model)."""
+    return invocation_score(*score_row(score, threshold, invocation, reason=reason, details=details))
 
 
 def not_evaluated(threshold: float | None, reason: str, count: int = 0) -> MetricResult:

@@ -31,6 +31,9 @@ Key = tuple[str | None, str]
 Entry = list[Invocation] | InputError
 
 
+_MISSING = object()
+
+
 class Entries(MutableMapping[Key, Entry]):
     """Actual invocations per case; an entry read from a large file is parsed each time it is read, never kept.
 
@@ -53,10 +56,12 @@ class Entries(MutableMapping[Key, Entry]):
         value = self._data[key]
         return value() if callable(value) else value
 
-    def lookup(self, key: Key) -> Entry | None:
-        """The entry, or None when there is none (``get`` without a KeyError raised and caught per missing key:
-        every case of a plain map is looked up under its eval set's id first)."""
-        value = self._data.get(key)
+    def get(self, key: Key, default: Any = None) -> Any:
+        """The entry, or ``default`` when there is none, without the KeyError Mapping.get raises and catches per
+        missing key (every case of a plain map is looked up under its eval set's id first)."""
+        value = self._data.get(key, _MISSING)
+        if value is _MISSING:
+            return default
         return value() if callable(value) else value
 
     def __setitem__(self, key: Key, value: Entry) -> None:
@@ -85,10 +90,8 @@ class Actuals:
 
     def find(self, eval_set_id: str, eval_id: str) -> list[Invocation] | InputError | None:
         """The invocations recorded for a case: set-qualified first, then by eval_id alone."""
-        entries = self.entries
-        get = entries.lookup if isinstance(entries, Entries) else entries.get
-        hit = get((eval_set_id, eval_id))
-        return hit if hit is not None else get((None, eval_id))
+        hit = self.entries.get((eval_set_id, eval_id))
+        return hit if hit is not None else self.entries.get((None, eval_id))
 
     def merge(self, other: Actuals) -> None:
         """Add another file's entries (later files win)."""
