@@ -7,9 +7,9 @@ with ``EvaluateConfig`` parallelism 4 (cases in parallel) and each metric's ``ju
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
-import sys
 import time
 import warnings
 
@@ -61,4 +61,9 @@ async def main(eval_set_path: str, actuals_path: str, config_path: str) -> dict[
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(main(*sys.argv[1:4]))))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("eval_set", metavar="EVALSET.json")
+    parser.add_argument("actuals", metavar="ACTUALS.json", help="the agent's runs, {eval_id: [invocations]}")
+    parser.add_argument("config", metavar="TEST_CONFIG.json")
+    args = parser.parse_args()
+    print(json.dumps(asyncio.run(main(args.eval_set, args.actuals, args.config))))

@@ -10,8 +10,9 @@ The file's text is read before tracing starts (the caller holds it either way). 
 
 from __future__ import annotations
 
+import argparse
 import gc
-import sys
+import os
 import time
 import tracemalloc
 
@@ -43,6 +44,11 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    main(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog="Use the baseline.json that bench_compare.py --keep DIR leaves in "
+                                     "DIR/100002 for issue 28's 33,334 cases.")
+    parser.add_argument("baseline", metavar="BASELINE.json", help="the baseline file to read")
+    path = parser.parse_args().baseline
+    if not os.path.isfile(path):
+        parser.error(f"{path}: no such file (make one with bench_compare.py --keep DIR)")
+    main(path)

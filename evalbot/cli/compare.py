@@ -467,7 +467,7 @@ def add_parsers(sub: Any) -> None:
     base.add_argument("--created-at", type=cli_args.timestamp, metavar="ISO8601", help="timestamp to record (default: now, UTC)")
     base.add_argument("--allow-errors", action="store_true", help="write it even if some inputs are invalid")
     _add_history_args(base)
-    _add_resample_arg(base)
+    _add_resample_arg(base, against="the previous baseline")
 
     comp = sub.add_parser("compare", help="evaluate, compare with the baseline and render the PR comment")
     add_eval_args(comp)
@@ -504,41 +504,48 @@ def add_parsers(sub: Any) -> None:
                        help="with --write-baseline: timestamp to record (default: now, UTC)")
     merge.add_argument("--allow-errors", action="store_true",
                        help="with --write-baseline: write it even if some inputs are invalid")
-    _add_history_args(merge)
+    _add_history_args(merge, output="--write-baseline")
 
 
-def _add_history_args(parser: argparse.ArgumentParser) -> None:
+def _add_history_args(parser: argparse.ArgumentParser, output: str = "--output") -> None:
     parser.add_argument("--previous", type=cli_args.baseline_spec, metavar="FILE|REF:PATH",
-                        help="the baseline whose case histories to continue (default: the output file, if it exists)")
+                        help=f"the baseline whose case histories to continue (default: the {output} file, if it "
+                        "exists)")
     parser.add_argument("--reset-history", action="store_true",
                         help="start every case's history afresh instead of continuing the previous baseline's")
 
 
-def _add_resample_arg(parser: argparse.ArgumentParser) -> None:
+def _add_resample_arg(parser: argparse.ArgumentParser, against: str = "the baseline") -> None:
     parser.add_argument("--resample-split", type=cli_args.extra_samples(MAX_RESAMPLE), metavar="N",
-                        help="extra judge samples that settle a judged verdict flipped against the baseline (for "
-                        "evalbot baseline: the previous one) on a split vote (default: 10; 0 disables)")
+                        help=f"extra judge samples that settle a judged verdict flipped against {against} on a "
+                        "split vote (default: the config's evalbot.resample_split, else 10; 0 disables)")
 
 
 def _add_compare_outputs(comp: argparse.ArgumentParser) -> None:
     comp.add_argument("--baseline", type=cli_args.baseline_spec, metavar="FILE|REF:PATH",
-                      help=f"baseline file, or REF:PATH read with git show (default: {DEFAULT_BASELINE_PATH})")
+                      help="baseline file, or REF:PATH read with git show (default: the config's "
+                      f"evalbot.baseline_path, else {DEFAULT_BASELINE_PATH})")
     comp.add_argument("--comment", type=cli_args.output_file, metavar="OUT.md",
                       help="write the comment here instead of printing it")
     comp.add_argument("--summary", type=cli_args.output_file, metavar="OUT.md", help="write the full job summary here")
-    comp.add_argument("--fail-on", choices=["regression", "threshold", "never"], help="gate policy (default: regression)")
+    comp.add_argument("--fail-on", choices=["regression", "threshold", "never"],
+                      help="what blocks: a regression against the baseline, any case below its threshold, or "
+                      "nothing (default: the config's evalbot.fail_on, else regression)")
     comp.add_argument("--judge-failures", choices=["block", "warn"],
-                      help="a judged verdict the judge could not give: block (exit 3, default) or warn")
+                      help="a judged verdict the judge could not give: block (exit 3; default: the config's "
+                      "evalbot.judge_failures, else block) or warn")
     comp.add_argument("--block-flaky", action=argparse.BooleanOptionalAction, default=None,
                       help="block on a regressed case that also oscillated on main (changed outcome at least "
                       "twice) within the baseline's history (default: the config's evalbot.block_flaky, else no)")
     comp.add_argument("--tolerance", type=cli_args.number(0, 1), metavar="X",
-                      help="allowed fall of a criterion mean (default: 0)")
+                      help="allowed fall of a criterion mean (default: the config's evalbot.tolerance, else 0)")
     comp.add_argument("--alpha", type=cli_args.number(0, 1, low_open=True, high_open=True), metavar="P",
-                      help="significance level of the noise tests (default: 0.05)")
+                      help="significance level of the noise tests (default: the config's evalbot.alpha, else "
+                      "0.05)")
     _add_resample_arg(comp)
     comp.add_argument("--comment-template", type=cli_args.input_file, metavar="FILE",
-                      help="Jinja template replacing or extending the comment")
+                      help="Jinja template replacing or extending the comment (default: the config's "
+                      "evalbot.comment_template, else the built-in one)")
     comp.add_argument("--comment-id", type=cli_args.comment_id, default="default", metavar="ID",
                       help="id in the hidden comment marker")
 

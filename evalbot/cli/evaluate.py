@@ -67,7 +67,8 @@ def add_eval_args(parser: argparse.ArgumentParser) -> None:
                         help="evaluate only part K of N of the cases (a matrix job); `evalbot merge` joins the parts")
     parser.add_argument("--sampling", choices=SAMPLING_MODES,
                         help="majority-vote criteria ask the fewest judge samples that could decide first, the rest "
-                        "only when needed (sequential, default), or all num_samples at once (full); same verdicts")
+                        "only when needed (sequential), or all num_samples at once (full); same verdicts (default: the config's "
+                        "evalbot.sampling, else sequential)")
 
 
 def run_sampling(args: argparse.Namespace, inputs: pipeline.Inputs | None = None) -> Sampling:

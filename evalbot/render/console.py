@@ -89,7 +89,22 @@ class ConsoleTally:
     def value(self, index: int, name: str) -> str:
         """Mean over the cases of a metric that reports a value instead of a score: ``details.value``."""
         acc = self.values.get((index, name))
-        return "—" if acc is None else f"{acc[0] / acc[1]:.3g}"
+        return "—" if acc is None else _fit(acc[0] / acc[1])
+
+
+_WIDTH = 7
+"""The table's mean column: a value wider than this would push the row's other columns out of line."""
+
+
+def _fit(value: float) -> str:
+    """``value`` with three significant digits, or fewer where that would not fit the mean column (0.000917 s of
+    latency is 0.00092, 12345678 is 1.2e+07)."""
+    text = f"{value:.3g}"
+    for digits in (2, 1):
+        if len(text) <= _WIDTH:
+            break
+        text = f"{value:.{digits}g}"
+    return text
 
 
 def render_text(report: Report, *, max_failures: int = 50, tally: ConsoleTally | None = None) -> str:
