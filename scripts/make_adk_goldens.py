@@ -3,7 +3,8 @@
 
 Run from anywhere with the ADK virtualenv (google-adk 2.13.0, rouge-score 0.1.2, nltk 3.10)::
 
-    /work/adkvenv/bin/python scripts/make_adk_goldens.py
+    /work/adkvenv/bin/python scripts/make_adk_goldens.py                 # everything
+    /work/adkvenv/bin/python scripts/make_adk_goldens.py --public-only   # only the public corpus (samples/public)
 
 For every sample eval set in tests/data/adk_parity/samples/ it derives deterministic "actuals" files
 ({eval_id: [Invocation JSON, ...]}) from the expected conversation (unchanged, perturbed, and in the
@@ -117,6 +118,8 @@ MULTISCRIPT_FRAGMENTS = (
 
 def _calls(inv: Inv) -> list[dict[str, Any]]:
     idata = inv.setdefault("intermediate_data", {})
+    if "invocation_events" in idata:  # a conversation recorded in events form: its tool calls stay as they are
+        return []
     return idata.setdefault("tool_uses", [])  # type: ignore[no-any-return]
 
 
@@ -461,17 +464,34 @@ def to_camel(obj: Any) -> Any:
 # --------------------------------------------------------------------------------------------------
 # Loading eval sets the way ADK does, and running ADK's evaluate phase
 # --------------------------------------------------------------------------------------------------
+LOADER_EVALSET = "EvalSet"
+LOADER_TURNS = "AgentEvaluator legacy list-of-turns"
+LOADER_SESSIONS = "adk eval legacy list-of-sessions"
+
+
 def load_eval_set(rel_path: str) -> tuple[Any, bool]:
-    """Returns (EvalSet, is_legacy).  Legacy list-of-turns files go through AgentEvaluator's loader."""
+    """Returns (EvalSet, is_legacy).  Legacy files go through the ADK loader that reads their shape."""
+    eval_set, loader = load_eval_set_with_loader(rel_path)
+    return eval_set, loader != LOADER_EVALSET
+
+
+def load_eval_set_with_loader(rel_path: str) -> tuple[Any, str]:
+    """Returns (EvalSet, loader).  Schema-valid files are EvalSets; a legacy list of ``{name, data}`` sessions
+    goes through ``adk eval``'s converter, any other legacy list (of turns) through AgentEvaluator's loader."""
     from google.adk.evaluation.agent_evaluator import AgentEvaluator
     from google.adk.evaluation.eval_set import EvalSet
+    from google.adk.evaluation.local_eval_sets_manager import convert_eval_set_to_pydantic_schema
     from pydantic import ValidationError
 
+    text = Path(rel_path).read_text(encoding="utf-8")
     try:
-        return EvalSet.model_validate_json(Path(rel_path).read_text(encoding="utf-8")), False
+        return EvalSet.model_validate_json(text), LOADER_EVALSET
     except ValidationError:
+        data = json.loads(text)
+        if isinstance(data, list) and data and isinstance(data[0], dict) and "data" in data[0]:
+            return convert_eval_set_to_pydantic_schema(rel_path, data), LOADER_SESSIONS
         config = AgentEvaluator.find_config_for_test_file(rel_path)
-        return AgentEvaluator._load_eval_set_from_file(rel_path, config, {}), True
+        return AgentEvaluator._load_eval_set_from_file(rel_path, config, {}), LOADER_TURNS
 
 
 def expected_actuals(eval_set: Any, is_legacy: bool) -> Actuals:
@@ -621,43 +641,68 @@ def build_variants(sample: str, base: Actuals) -> dict[str, tuple[Actuals, str]]
     return variants
 
 
+ADK_DEFAULT_CONFIG: dict[str, Any] = {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}}
+
+
 def make_sample_goldens(sample: str, rel_eval_set: str) -> tuple[int, int, int]:
-    eval_set_path = str(SAMPLES / rel_eval_set)
-    eval_set, is_legacy = load_eval_set(eval_set_path)
+    return _make_goldens(sample, str(SAMPLES / rel_eval_set), public=False)
+
+
+def _own_config(sample: str, eval_set_path: str, public: bool) -> tuple[str, dict[str, Any], str | None]:
+    """(name, config, path) of the config ADK finds beside the eval set, or ADK's defaults without one.  A public
+    set's judged criteria are dropped (judges are out of scope here): its deterministic rest is stored apart."""
     config_path = Path(eval_set_path).parent / "test_config.json"
-    own_name = "own" if config_path.exists() else "adk_default"
-    own_config = (json.loads(config_path.read_text(encoding="utf-8")) if config_path.exists()
-                  else {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}})
-    configs: dict[str, tuple[dict[str, Any], str | None]] = {
-        own_name: (own_config, str(config_path) if config_path.exists() else None),
-    }
+    if not config_path.exists():
+        return "adk_default", ADK_DEFAULT_CONFIG, None
+    config: dict[str, Any] = json.loads(config_path.read_text(encoding="utf-8"))
+    criteria = config.get("criteria") or {}
+    if not public or set(criteria) <= DETERMINISTIC_CRITERIA:
+        return "own", config, str(config_path)
+    kept = {"criteria": {k: v for k, v in criteria.items() if k in DETERMINISTIC_CRITERIA}}
+    kept_path = CONFIGS / "public" / f"{sample}__own_deterministic.json"
+    _dump(kept_path, kept)
+    return "own_deterministic", kept, str(kept_path)
+
+
+def _config_names(variant: str, kind: str, own_name: str, extra: dict[str, Any], public: bool) -> list[str]:
+    """Which configs a variant is scored under: every variant under the set's own; trajectory configs where the
+    variant changes tool calls (for public sets only the unchanged and arg-changed actuals, to stay compact)."""
+    if public:
+        return [own_name, *PUBLIC_TRAJ_CONFIGS.get(variant, [])]
+    if kind in ("boundary", "response"):
+        return [own_name, *extra]
+    if kind == "args" or variant in ARG_SENSITIVE:
+        return [own_name, *ALL_TRAJ]
+    return [own_name, *MATCH_TYPES_ONLY]
+
+
+def _make_goldens(sample: str, eval_set_path: str, public: bool) -> tuple[int, int, int]:
+    eval_set, loader = load_eval_set_with_loader(eval_set_path)
+    own_name, own_config, own_path = _own_config(sample, eval_set_path, public)
+    configs: dict[str, tuple[dict[str, Any], str | None]] = {own_name: (own_config, own_path)}
     for name, cfg in TRAJ_CONFIGS.items():
         configs[name] = (cfg, str(CONFIGS / f"{name}.json"))
-    extra = SAMPLE_EXTRA_CONFIGS.get(sample, {})
+    extra = {} if public else SAMPLE_EXTRA_CONFIGS.get(sample, {})
     for name, cfg in extra.items():
         configs[name] = (cfg, str(CONFIGS / f"{name}.json"))
+    actuals_dir, goldens_dir = (ACTUALS / "public", GOLDENS / "public") if public else (ACTUALS, GOLDENS)
 
     n_goldens = n_cases = n_metrics = 0
-    for variant, (actuals, kind) in build_variants(sample, expected_actuals(eval_set, is_legacy)).items():
-        actuals_path = ACTUALS / f"{sample}__{variant}.json"
+    base = expected_actuals(eval_set, loader != LOADER_EVALSET)
+    for variant, (actuals, kind) in build_variants(sample, base).items():
+        if public and variant not in PUBLIC_VARIANTS:
+            continue
+        actuals_path = actuals_dir / f"{sample}__{variant}.json"
         _dump(actuals_path, actuals)
-        if kind == "boundary":
-            names = [own_name, *extra]
-        elif kind == "response":
-            names = [own_name, *extra]
-        elif kind == "args" or variant in ARG_SENSITIVE:
-            names = [own_name, *ALL_TRAJ]
-        else:
-            names = [own_name, *MATCH_TYPES_ONLY]
-        for cfg_name in names:
+        for cfg_name in _config_names(variant, kind, own_name, extra, public):
             cfg, cfg_path = configs[cfg_name]
             with_efficiency = cfg_name == own_name
             cases = asyncio.run(_adk_evaluate(eval_set, actuals, cfg, with_efficiency))
             golden = {
                 "adk_version": ADK_VERSION,
                 "evalset": eval_set_path,
-                "evalset_loader": "AgentEvaluator legacy list-of-turns" if is_legacy else "EvalSet",
-                "legacy_eval_id_is_path_passed": eval_set_path if is_legacy else None,
+                "evalset_loader": loader,
+                "legacy_eval_id_is_path_passed": eval_set_path if loader == LOADER_TURNS else None,
                 "actuals": str(actuals_path),
                 "variant": variant,
                 "config_name": cfg_name,
@@ -666,11 +711,74 @@ def make_sample_goldens(sample: str, rel_eval_set: str) -> tuple[int, int, int]:
                 "efficiency_metrics_included": with_efficiency,
                 "cases": cases,
             }
-            _dump(GOLDENS / f"{sample}__{variant}__{cfg_name}.json", golden)
+            _dump(goldens_dir / f"{sample}__{variant}__{cfg_name}.json", golden)
             n_goldens += 1
             n_cases += len(cases)
             n_metrics += sum(len(c["metrics"]) for c in cases.values())
     return n_goldens, n_cases, n_metrics
+
+
+# --------------------------------------------------------------------------------------------------
+# Public corpus: real eval sets from public ADK projects (samples/public/, provenance in sources.json)
+# --------------------------------------------------------------------------------------------------
+PUBLIC = SAMPLES / "public"
+DETERMINISTIC_CRITERIA = {"tool_trajectory_avg_score", "response_match_score"}
+PUBLIC_VARIANTS = {
+    "expected", "tools_reordered", "tools_extra_call", "tools_missing_call", "tool_renamed", "arg_changed",
+    "arg_float", "args_null", "response_changed", "response_empty", "response_multiscript_appended",
+    "response_split_parts", "events_expected", "events_expected_camel", "events_transfer_extra",
+    "events_tools_missing_call",
+}
+PUBLIC_TRAJ_CONFIGS = {"expected": MATCH_TYPES_ONLY, "arg_changed": ALL_TRAJ}
+
+
+def public_sets() -> list[tuple[str, str]]:
+    """(sample name, eval set path) for every collected public file, in sources.json order; the name is stable
+    and short: ``pub`` + its index + the file's stem."""
+    rows = json.loads((PUBLIC / "sources.json").read_text(encoding="utf-8"))
+    out = []
+    for idx, row in enumerate(rows):
+        stem = re.sub(r"[^a-z0-9]+", "_", Path(row["path"]).name.removesuffix(".json").lower()).strip("_")
+        out.append((f"pub{idx:02d}_{stem[:40]}", str(PUBLIC / row["repo"].replace("/", "__") / row["path"])))
+    return out
+
+
+def _evalset_error(path: str) -> str:
+    """The first lines of ADK's EvalSet validation error (what it says before trying a legacy loader)."""
+    from google.adk.evaluation.eval_set import EvalSet
+    from pydantic import ValidationError
+
+    try:
+        EvalSet.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        return "\n".join(str(exc).splitlines()[:3])
+    return ""
+
+
+def make_public_goldens() -> tuple[int, int, int, int, int]:
+    """Goldens for every public set ADK loads; ADK's load error for the others (goldens/public/unloadable.json).
+    Returns (sets scored, unloadable, goldens, cases, metric results)."""
+    for d in (ACTUALS / "public", CONFIGS / "public", GOLDENS / "public"):
+        shutil.rmtree(d, ignore_errors=True)
+    totals = [0, 0, 0]
+    unloadable: list[dict[str, str]] = []
+    scored = 0
+    for sample, path in public_sets():
+        try:
+            eval_set, _ = load_eval_set_with_loader(path)
+        except Exception as exc:  # ADK's own loader refuses the file: record its errors, no goldens
+            unloadable.append({"evalset": path, "adk_error": f"{type(exc).__name__}: {str(exc)[:300]}",
+                               "adk_evalset_error": _evalset_error(path)})
+            continue
+        if not any(case.conversation for case in eval_set.eval_cases):
+            unloadable.append({"evalset": path, "adk_error": "no eval case has a fixed conversation"})
+            continue
+        counts = _make_goldens(sample, path, public=True)
+        totals = [a + b for a, b in zip(totals, counts, strict=True)]
+        scored += 1
+        print(f"{sample}: {counts[0]} goldens, {counts[1]} cases, {counts[2]} metric results", file=sys.stderr)
+    _dump(GOLDENS / "public" / "unloadable.json", {"adk_version": ADK_VERSION, "files": unloadable})
+    return scored, len(unloadable), *totals
 
 
 # --------------------------------------------------------------------------------------------------
@@ -798,6 +906,18 @@ def main() -> int:
     ADK_VERSION = version.__version__
     if ADK_VERSION != "2.13.0":
         print(f"warning: goldens are meant for google-adk 2.13.0, found {ADK_VERSION}", file=sys.stderr)
+    if sys.argv[1:] != ["--public-only"]:
+        make_derived_goldens()
+    for name, cfg in TRAJ_CONFIGS.items():  # the public goldens score under these too
+        _dump(CONFIGS / f"{name}.json", cfg)
+    scored, unloadable, *counts = make_public_goldens()
+    print(f"public: {scored} real eval sets scored, {unloadable} that ADK cannot load or score; {counts[0]} goldens, "
+          f"{counts[1]} cases, {counts[2]} metric results", file=sys.stderr)
+    return 0
+
+
+def make_derived_goldens() -> None:
+    """The goldens for the sample and synthetic sets in SAMPLE_SETS, the deviations and the ROUGE tokenizer."""
     for d in (ACTUALS, CONFIGS, GOLDENS):
         shutil.rmtree(d, ignore_errors=True)
     for name, cfg in TRAJ_CONFIGS.items():
@@ -814,7 +934,6 @@ def main() -> int:
     n_pairs = make_rouge_golden()
     print(f"total: {totals[0]} goldens, {totals[1]} cases, {totals[2]} metric results; "
           f"{n_deviations} deviation goldens; rouge: {len(ROUGE_STRINGS)} strings, {n_pairs} pairs", file=sys.stderr)
-    return 0
 
 
 ADK_VERSION = ""

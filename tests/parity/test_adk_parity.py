@@ -1,15 +1,20 @@
 """evalbot must score exactly as google-adk 2.13.0 does on the goldens made by scripts/make_adk_goldens.py.
 
 Each golden holds ADK's LocalEvalService verdicts for one eval set + actuals file + criteria config; evalbot is
-run on the same three inputs and every case, metric and invocation is compared (scores to 1e-9, statuses
-exactly).  ADK's informational efficiency metrics are compared in their own test.
+run on the same three inputs and every case, metric and invocation is compared: scores bit for bit (the same
+IEEE-754 double, or both null), statuses and thresholds exactly.  ADK's informational efficiency metrics are
+compared in their own test.  ``goldens/public/`` holds the goldens of the real eval sets collected from public
+ADK projects (``samples/public/sources.json``); ``test_public_corpus_tally`` counts what was compared there and
+prints the README's figure (run it with ``-s`` to see the line).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import math
+import re
 from functools import cache
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +27,11 @@ from evalbot.results import CaseResult, MetricResult, Report
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDENS = REPO / "tests/data/adk_parity/goldens"
-GOLDEN_FILES = sorted(p.name for p in GOLDENS.glob("*__*__*.json"))
+PUBLIC = REPO / "tests/data/adk_parity/samples/public"
+DERIVED_GOLDENS = sorted(p.name for p in GOLDENS.glob("*__*__*.json"))
+PUBLIC_GOLDENS = sorted(f"public/{p.name}" for p in (GOLDENS / "public").glob("*__*__*.json"))
+GOLDEN_FILES = DERIVED_GOLDENS + PUBLIC_GOLDENS
 EFFICIENCY = ("tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1")
-TOL = 1e-9
 
 
 def _golden(name: str) -> dict[str, Any]:
@@ -45,9 +52,10 @@ def _run(name: str) -> dict[str, CaseResult]:
 
 
 def _same(a: float | None, b: float | None) -> bool:
+    """Bit for bit: both null, or the same IEEE-754 double (so 0.0 and -0.0 differ; an int equals its float)."""
     if a is None or b is None:
         return a is b
-    return math.isclose(a, b, rel_tol=0.0, abs_tol=TOL)
+    return float(a).hex() == float(b).hex()
 
 
 def _diffs(name: str, case_id: str, metric: str, adk: dict[str, Any], ours: MetricResult) -> list[str]:
@@ -164,13 +172,104 @@ def test_tokenizer_matches_adk(item: dict[str, Any]) -> None:
     "pair", ROUGE["rouge1_pairs"], ids=lambda p: f"{p['candidate'][:20]!r}-{p['reference'][:20]!r}"
 )
 def test_rouge1_f_matches_adk(pair: dict[str, Any]) -> None:
-    """ROUGE-1 F-measure between a candidate and a reference equals ADK's."""
-    assert math.isclose(rouge1_f(pair["candidate"], pair["reference"]), pair["fmeasure"], abs_tol=TOL)
+    """ROUGE-1 F-measure between a candidate and a reference equals ADK's, bit for bit."""
+    assert _same(rouge1_f(pair["candidate"], pair["reference"]), pair["fmeasure"])
 
 
 def test_goldens_are_present() -> None:
     """The golden set covers every sample eval set and was made with ADK 2.13.0."""
-    samples = {n.split("__")[0] for n in GOLDEN_FILES}
-    assert len(GOLDEN_FILES) > 1000
+    samples = {n.split("__")[0] for n in DERIVED_GOLDENS}
+    assert len(DERIVED_GOLDENS) > 1000
     assert len(samples) == 10
     assert {_golden(n)["adk_version"] for n in GOLDEN_FILES[:: max(1, len(GOLDEN_FILES) // 50)]} == {"2.13.0"}
+
+
+SOURCES: list[dict[str, Any]] = json.loads((PUBLIC / "sources.json").read_text(encoding="utf-8"))
+UNLOADABLE: list[dict[str, str]] = _golden("public/unloadable.json")["files"]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_public_files_are_the_recorded_bytes() -> None:
+    """Every collected file is byte for byte the one at the recorded repository, commit and path, under a
+    permissive licence, its test_config.json beside it; nothing else sits in samples/public."""
+    expected = {PUBLIC / "README.md", PUBLIC / "sources.json"}
+    problems = []
+    for row in SOURCES:
+        root = PUBLIC / row["repo"].replace("/", "__")
+        assert row["license"] in {"Apache-2.0", "MIT"}, row
+        assert len(row["commit"]) == 40 and int(row["commit"], 16) >= 0, row
+        files = [(row["path"], row["sha256"])]
+        if row["test_config"] is not None:
+            files.append((row["test_config"]["path"], row["test_config"]["sha256"]))
+        for rel, sha in files:
+            expected.add(root / rel)
+            if _sha256(root / rel) != sha:
+                problems.append(f"{row['repo']}:{rel} is not the recorded file")
+    assert not problems, problems
+    assert {p for p in PUBLIC.rglob("*") if p.is_file()} == expected
+    assert len({row["sha256"] for row in SOURCES}) == len(SOURCES)  # no two identical files
+
+
+@pytest.mark.parametrize("item", UNLOADABLE, ids=lambda item: item["evalset"].split("/public/")[1])
+def test_public_files_adk_cannot_load_get_a_clear_error(item: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where ADK's own loader refuses a real file, evalbot scores nothing in it and says why, naming the file and
+    the JSON path, instead of crashing or passing it."""
+    monkeypatch.chdir(REPO)
+    report = evaluate([item["evalset"]])
+    (eval_set,) = report.eval_sets
+    reasons = [str(p) for p in eval_set.errors] + [c.reason or "" for c in eval_set.cases]
+    assert all(c.status == "error" for c in eval_set.cases), eval_set.cases
+    assert reasons and all(Path(item["evalset"]).name in r and "/" in r for r in reasons), reasons
+
+
+_MISSING = object()
+
+
+def _tally(names: list[str]) -> tuple[int, int, set[str]]:
+    """(scores compared, scores equal, eval sets) over these goldens: each metric's score and each invocation's,
+    ADK's efficiency metrics included when evalbot reports them."""
+    compared = equal = 0
+    sets: set[str] = set()
+    for name in names:
+        golden = _golden(name)
+        sets.add(golden["evalset"])
+        ours = _run(name)
+        for case_id, adk_case in golden["cases"].items():
+            for metric, adk_metric in adk_case["metrics"].items():
+                if metric in EFFICIENCY and not INFORMATIONAL:
+                    continue
+                result = ours[case_id].metrics.get(metric)
+                if result is None:  # counted, never equal
+                    compared += 1 + len(adk_metric["per_invocation"])
+                    continue
+                if metric in EFFICIENCY:
+                    result = _as_value(result)
+                ours_scores = [result.score, *(o.score for o in result.per_invocation)]
+                adk_scores = [adk_metric["score"], *(a["score"] for a in adk_metric["per_invocation"])]
+                for adk_score, our_score in zip_longest(adk_scores, ours_scores, fillvalue=_MISSING):
+                    compared += adk_score is not _MISSING
+                    equal += _MISSING not in (adk_score, our_score) and _same(adk_score, our_score)
+    return compared, equal, sets
+
+
+def test_public_corpus_tally(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's figure, computed: every score ADK gave on the real public eval sets (and on the derived
+    samples), and evalbot's equal, bit for bit."""
+    monkeypatch.chdir(REPO)
+    compared, equal, sets = _tally(PUBLIC_GOLDENS)
+    all_compared, all_equal, _ = _tally(DERIVED_GOLDENS)
+    with capsys.disabled():
+        print(f"\nADK parity: {equal} of {compared} scores bit for bit on {len(sets)} real eval sets from public ADK"
+              f" projects ({len(PUBLIC_GOLDENS)} goldens; {len(UNLOADABLE)} more files ADK itself cannot load or score);"
+              f" {all_equal} of {all_compared} on the {len(DERIVED_GOLDENS)} goldens of the derived samples")
+    assert (equal, all_equal) == (compared, all_compared)
+    assert len(sets) >= 50
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    claim = re.search(r"on (\d+) real eval sets from public ADK projects, ([\d,]+) of ([\d,]+) deterministic scores"
+                      r".*?plus ([\d,]+) of ([\d,]+) on the derived", readme)
+    assert claim, "README.md lost its parity figure"
+    assert [int(g.replace(",", "")) for g in claim.groups()] == [len(sets), equal, compared, all_equal, all_compared]
+    assert sets <= {f"tests/data/adk_parity/samples/public/{r['repo'].replace('/', '__')}/{r['path']}" for r in SOURCES}
