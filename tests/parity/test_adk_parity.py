@@ -43,7 +43,9 @@ def _golden(name: str) -> dict[str, Any]:
 def _run(name: str) -> dict[str, CaseResult]:
     """evalbot's case results for a golden's inputs, given as repo-relative paths (cwd is the repo) like ADK's."""
     golden = _golden(name)
-    report: Report = evaluate([golden["evalset"]], actuals=[golden["actuals"]], config=golden["config_path"])
+    # The eval set's own test_config.json is found beside it, as ADK finds it; other configs are passed explicitly.
+    config = None if golden["config_name"] == "own" else golden["config_path"]
+    report: Report = evaluate([golden["evalset"]], actuals=[golden["actuals"]], config=config)
     assert not report.errors, report.errors
     assert len(report.eval_sets) == 1
     eval_set = report.eval_sets[0]
