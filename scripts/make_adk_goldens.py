@@ -917,9 +917,16 @@ def main() -> int:
 
 
 def make_derived_goldens() -> None:
-    """The goldens for the sample and synthetic sets in SAMPLE_SETS, the deviations and the ROUGE tokenizer."""
+    """The goldens for the sample and synthetic sets in SAMPLE_SETS, the deviations and the ROUGE tokenizer.  What
+    scripts/make_custom_metric_goldens.py wrote (goldens/custom/, configs/custom_*.json) is left in place."""
     for d in (ACTUALS, CONFIGS, GOLDENS):
-        shutil.rmtree(d, ignore_errors=True)
+        for old in d.glob("*"):
+            if old.name in ("custom", "public") or old.name.startswith("custom_"):
+                continue
+            if old.is_dir():
+                shutil.rmtree(old)
+            else:
+                old.unlink()
     for name, cfg in TRAJ_CONFIGS.items():
         _dump(CONFIGS / f"{name}.json", cfg)
     for extra in SAMPLE_EXTRA_CONFIGS.values():
