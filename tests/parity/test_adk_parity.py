@@ -34,7 +34,9 @@ GOLDEN_FILES = DERIVED_GOLDENS + PUBLIC_GOLDENS
 EFFICIENCY = ("tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1")
 
 
+@cache
 def _golden(name: str) -> dict[str, Any]:
+    """A golden, parsed once (the tests only read it)."""
     data: dict[str, Any] = json.loads((GOLDENS / name).read_text(encoding="utf-8"))
     return data
 
