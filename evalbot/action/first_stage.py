@@ -9,28 +9,20 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 from evalbot.action import workflow
-from evalbot.action.gate import (
-    GateSettings,
-    base_eval_files,
-    config_candidates,
-    policy_changes,
-    repo_path,
-    settings_at,
-    template_at,
-)
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, print_annotations, summarize
 from evalbot.action.remeasure import copy_runs
 from evalbot.action.settings import ActionInputs, GitHubContext, Mode, credentials_expected, on_default_branch
 from evalbot.action.workspace import (
     Workspace,
     eval_paths,
-    label_at,
     list_at,
     policy_and_template,
     policy_overrides,
     read_baseline_at,
     similar_baselines,
 )
+from evalbot.basecommit.gate import ChangeSide, GateSettings, label_at, read_by_git, repo_path
+from evalbot.basecommit.gate import gate_at_base as base_gate
 from evalbot.compare import settle
 from evalbot.compare.accept import proposed_baseline
 from evalbot.compare.baseline import (
@@ -42,15 +34,13 @@ from evalbot.compare.baseline import (
     same_scores,
 )
 from evalbot.compare.delta import compare, custom_not_run
-from evalbot.compare.efficiency import loosened_budgets
 from evalbot.compare.gate import Gate, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.model import Comparison
 from evalbot.compare.reruns import note_not_rerun
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputError
-from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
-from evalbot.git import git_show
+from evalbot.forge.base import Forge, ForgeError
 from evalbot.judges.cache import KEY_ENV as CACHE_KEY_ENV
 from evalbot.judges.factory import MISSING_CREDENTIALS, judge_from_environ
 from evalbot.load import read_optional
@@ -193,16 +183,12 @@ def missing_parts(
 def read_text_at(forge: Forge | None, ws: Workspace, path: str, ref: str, what: str) -> str | None:
     """The text of ``path`` at commit ``ref`` (None: absent there), read like the baseline: the contents API first,
     ``git show`` when GitHub cannot answer; neither answering raises ForgeUnavailable (exit 3), never "absent"."""
-    label = label_at(ref, path)
     if forge is not None:
         try:
             return forge.read_file(path, ref=ref)
         except ForgeError as exc:
             log.warning("evalbot: reading the %s through the API failed (%s); trying git show", what, exc)
-    try:
-        return git_show(ref, path, git=ws.git)
-    except InputError as exc:
-        raise ForgeUnavailable(f"read the {what}", f"neither the API nor git could read {label}: {exc}") from exc
+    return read_by_git(ws.git, ref, path, what, who="neither the API nor git")
 
 
 def baseline_command(inputs: ActionInputs) -> str:
@@ -212,48 +198,19 @@ def baseline_command(inputs: ActionInputs) -> str:
 
 def gate_at_base(inputs: ActionInputs, ws: Workspace, forge: Forge | None, ref: str, loaded: Inputs) -> GateSettings:
     """A pull request's gate: policy and template from the base commit ``ref``; the PR's own section is checked
-    and every difference from the base's becomes a notice (see :mod:`evalbot.action.gate`)."""
+    and every difference from the base's becomes a notice (see :mod:`evalbot.basecommit.gate`)."""
     pr_settings, pr_config = loaded.settings()
     overrides = policy_overrides(inputs)
-    pr_policy = policy_from_settings(pr_settings, source=str(pr_config or "action inputs"), overrides=overrides)
-    pr_template = comment_template_text(
-        inputs.comment_template, pr_settings, pr_config, root=ws.root, input_name="comment-template"
-    )
-
-    def read(path: str, what: str) -> str | None:
-        return read_text_at(forge, ws, path, ref, what)
-
-    def label(path: str) -> str:
-        return label_at(ref, path)
-
-    try:
-        # The configs of the base commit's own eval sets under the same inputs first (a PR that moves its eval sets
-        # and their config elsewhere must not shed the policy), then those beside the PR's, as they are at the base
-        # commit; two different sections among them are an input error (one_section).
-        base_files = [] if inputs.config else base_eval_files(
-            lambda path: list_at(forge, ws, path, ref), list(inputs.eval_sets), ws.root)
-        pr_files = [rel for f in loaded.files if (rel := repo_path(f, ws.root)) is not None]
-        candidates = config_candidates(inputs.config, base_files + [f for f in pr_files if f not in base_files],
-                                       ws.root)
-        base_settings, base_config = settings_at(read, candidates, label)
-        source = label(base_config) if base_config else "action inputs"
-        policy = policy_from_settings(base_settings, source=source, overrides=overrides)
-        template, note = template_at(
-            read, template_input=inputs.comment_template, settings=base_settings, config=base_config, label=label
-        )
-    except ForgeUnavailable as exc:  # fail closed: the default policy, and the run's verdict is error (exit 3)
-        return GateSettings(policy=GatePolicy(), template=None, error=str(exc))
-    changes = policy_changes(base_settings, pr_settings, policy, pr_policy)
-    notes = [note] if note else []
-    pr_path = repo_path(pr_config, ws.root) if pr_config is not None else None
-    if base_config is not None and pr_path != base_config:
-        notes.insert(0, f"The gate policy is the base commit's {base_config} (the config of its eval sets there); "
-                        f"this PR's eval sets use {pr_path or 'no evalbot section'}.")
-    if template != pr_template and not any(c.startswith("comment_template ") for c in changes):
-        changes.append("the comment template's text")
-    return GateSettings(policy=policy, template=template, changes=changes, notes=notes,
-                        budget_changes=loosened_budgets(policy.budgets, pr_policy.budgets),
-                        pr_budgets=dict(pr_policy.budgets))
+    change = ChangeSide(
+        settings=pr_settings, config=repo_path(pr_config, ws.root) if pr_config is not None else None,
+        policy=policy_from_settings(pr_settings, source=str(pr_config or "action inputs"), overrides=overrides),
+        template=comment_template_text(inputs.comment_template, pr_settings, pr_config, root=ws.root,
+                                       input_name="comment-template"),
+        files=[rel for f in loaded.files if (rel := repo_path(f, ws.root)) is not None])
+    return base_gate(
+        lambda path, what: read_text_at(forge, ws, path, ref, what), lambda path: list_at(forge, ws, path, ref),
+        label=lambda path: label_at(ref, path), root=ws.root, eval_sets=list(inputs.eval_sets), config=inputs.config,
+        template_input=inputs.comment_template, overrides=overrides, change=change, no_config="action inputs")
 
 
 def write_report_files(report: Report, inputs: ActionInputs, ws: Workspace) -> None:

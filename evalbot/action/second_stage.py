@@ -27,11 +27,11 @@ from evalbot.action.settings import ActionInputs, GitHubContext
 from evalbot.action.workspace import (
     Workspace,
     eval_paths,
-    label_at,
     policy_and_template,
     read_baseline_at,
     similar_baselines,
 )
+from evalbot.basecommit.gate import label_at
 from evalbot.compare.accept import proposed_baseline
 from evalbot.compare.delta import compare
 from evalbot.compare.reruns import note_not_rerun

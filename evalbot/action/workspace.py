@@ -8,15 +8,15 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evalbot.action.settings import ActionInputs
+from evalbot.basecommit.gate import baseline_by_git, label_at, list_by_git
 from evalbot.compare.baseline import (
     DEFAULT_BASELINE_PATH,
     Baseline,
     parse_baseline,
 )
 from evalbot.compare.gate import GatePolicy, policy_from_settings
-from evalbot.errors import InputError
-from evalbot.forge.base import Forge, ForgeError, ForgeUnavailable
-from evalbot.git import GitResult, git_list, git_show, run_git
+from evalbot.forge.base import Forge, ForgeError
+from evalbot.git import GitResult, run_git
 from evalbot.render.template_files import comment_template_text
 
 log = logging.getLogger("evalbot")
@@ -69,11 +69,6 @@ def policy_and_template(
     return policy, template
 
 
-def label_at(ref: str, path: str) -> str:
-    """How ``path`` at commit ``ref`` is named in messages (``REF:PATH`` with the commit shortened)."""
-    return f"{ref[:12]}:{path}"
-
-
 def read_baseline_at(forge: Forge | None, ws: Workspace, path: str, ref: str) -> tuple[Baseline | None, str | None]:
     """The baseline at commit ``ref`` and None, or None and why a baseline that may exist could not be read.
 
@@ -89,12 +84,8 @@ def read_baseline_at(forge: Forge | None, ws: Workspace, path: str, ref: str) ->
         except ForgeError as exc:
             api_error = str(exc)
             log.warning("evalbot: reading the baseline through the API failed (%s); trying git show", exc)
-    try:
-        text = git_show(ref, path, git=ws.git)
-    except InputError as exc:
-        api = f"the contents API failed ({api_error}); " if api_error else "no github-token for the contents API; "
-        return None, f"{api}git could not read it either: {exc.message}"
-    return (None if text is None else parse_baseline(text, label)), None
+    api = f"the contents API failed ({api_error}); " if api_error else "no github-token for the contents API; "
+    return baseline_by_git(ws.git, ref, path, tried=api)
 
 
 def list_at(forge: Forge | None, ws: Workspace, path: str, ref: str) -> list[tuple[str, str]] | None:
@@ -106,11 +97,7 @@ def list_at(forge: Forge | None, ws: Workspace, path: str, ref: str) -> list[tup
             return forge.list_directory(path, ref=ref)
         except ForgeError as exc:
             log.warning("evalbot: listing %s through the API failed (%s); trying git", path or "the root", exc)
-    try:
-        return git_list(ref, path, git=ws.git)
-    except InputError as exc:
-        raise ForgeUnavailable(f"list {path or 'the root'}",
-                               f"neither the API nor git could list {label_at(ref, path or '.')}: {exc}") from exc
+    return list_by_git(ws.git, ref, path, who="neither the API nor git")
 
 
 MAX_SIMILAR = 5

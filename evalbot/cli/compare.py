@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import posixpath
 import shlex
 import sys
 import tempfile
@@ -17,6 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import evalbot.cli.args as cli_args
+from evalbot.basecommit.gate import (
+    ChangeSide,
+    GateSettings,
+    baseline_by_git,
+    gate_at_base,
+    label_at,
+    list_by_git,
+    read_by_git,
+    repo_path,
+)
 from evalbot.cli.agent import add_agent_args, agent_run
 from evalbot.cli.evaluate import (
     StreamedRun,
@@ -48,8 +60,9 @@ from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.passrule import apply_pass_rules
 from evalbot.compare.reruns import note_not_rerun
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError, InputError
+from evalbot.forge.base import ForgeUnavailable
 from evalbot.git import run_git
-from evalbot.load import read_optional
+from evalbot.load import discover, read_optional
 from evalbot.pipeline import (
     Inputs,
     PackedSpill,
@@ -63,7 +76,7 @@ from evalbot.pipeline import (
 from evalbot.render.comment import Links, comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.render.console import render_text
 from evalbot.render.html import html_chunks
-from evalbot.render.template_files import comment_template_text, read_regular_file
+from evalbot.render.template_files import comment_template_text, read_regular_file, read_template_file
 from evalbot.results import Report
 from evalbot.shard import (
     MissingShards,
@@ -125,13 +138,17 @@ def cli_commands(args: argparse.Namespace, baseline: str, output: str) -> tuple[
 @dataclass(frozen=True)
 class Yardstick:
     """What a comparison is measured against: the gate policy, the baseline and the comment template; with a
-    ``REF:PATH`` baseline whose ``PATH`` the working tree changed, that file as the PR's baseline update."""
+    ``REF:PATH`` baseline, the gate as read at ``REF`` (what the working tree would change in it: ``gate``) and the
+    working tree's changed ``PATH`` as the change's baseline update."""
 
     policy: GatePolicy
     spec: BaselineSpec
     baseline: Baseline | None
     template: str | None
     proposed: ProposedBaseline | None = None
+    gate: GateSettings | None = None
+    baseline_error: str | None = None
+    """Why the baseline or the gate's settings at ``REF`` could not be read (the verdict is then ``error``)."""
 
 
 def working_tree_update(spec: BaselineSpec, baseline: Baseline | None) -> ProposedBaseline | None:
@@ -142,8 +159,14 @@ def working_tree_update(spec: BaselineSpec, baseline: Baseline | None) -> Propos
     return proposed_baseline(lambda: _baseline_text(spec.path), baseline, spec.path)
 
 
-def yardstick(args: argparse.Namespace, settings: dict[str, Any], config: Path | None) -> Yardstick:
-    """The policy (config section and flags), the baseline (file or REF:PATH) and the template of ``args``."""
+def yardstick(
+    args: argparse.Namespace, settings: dict[str, Any], config: Path | None, files: Sequence[Path] = ()
+) -> Yardstick:
+    """The policy (config section and flags), the baseline (file or REF:PATH) and the template of ``args``.
+
+    With ``--baseline REF:PATH`` the policy and the template are ``REF``'s, as the Action reads them at a pull
+    request's base commit (:func:`gate_at_ref`); with a plain file they are the working tree's config's (``files``:
+    the run's eval set files, whose configs are looked for at ``REF``)."""
     overrides = {"fail_on": args.fail_on, "tolerance": args.tolerance, "alpha": args.alpha,
                  "judge_failures": args.judge_failures, "block_flaky": args.block_flaky,
                  # merge judges nothing: it has neither flag
@@ -151,18 +174,86 @@ def yardstick(args: argparse.Namespace, settings: dict[str, Any], config: Path |
     policy: GatePolicy = policy_from_settings(settings, source=str(config or "command line"), overrides=overrides)
     raw_spec = args.baseline or settings.get("baseline_path") or DEFAULT_BASELINE_PATH
     spec = parse_spec(str(raw_spec), file_exists=lambda p: Path(p).is_file())
-    baseline = read_baseline(spec, git=run_git, read_file=read_optional)
-    template = comment_template_text(args.comment_template, settings, config)
-    return Yardstick(policy, spec, baseline, template, working_tree_update(spec, baseline))
+    template = comment_template_text(args.comment_template, settings, config)  # the working tree's: still checked
+    if spec.ref is None:
+        return Yardstick(policy, spec, read_baseline(spec, git=run_git, read_file=read_optional), template)
+    change = ChangeSide(settings=settings, config=None, policy=policy, template=template, files=[])
+    gate = gate_at_ref(args, spec.ref, change, config, files, overrides)
+    baseline, unread = baseline_by_git(run_git, spec.ref, spec.path)
+    update = None if unread else working_tree_update(spec, baseline)  # an unreadable baseline has no update
+    gate_error = f"the gate settings at {spec.ref} are unreadable: {gate.error}" if gate.error else None
+    error = "; ".join(x for x in (unread, gate_error) if x) or None  # the gate's settings are part of the yardstick
+    return Yardstick(gate.policy, spec, baseline, gate.template, update, gate, error)
+
+
+def _repository() -> tuple[Path, str]:
+    """The working tree's top folder and the current directory's path in it (``sub/dir/``, "" at the top); raises
+    ForgeUnavailable when git cannot say (no repository, no git): the gate at ``REF`` cannot be read then."""
+    found = run_git(["rev-parse", "--show-toplevel", "--show-prefix"])
+    lines = found.stdout.split("\n")
+    if found.returncode != 0 or len(lines) < 2 or not lines[0]:
+        why = found.stderr.strip().splitlines()[-1] if found.stderr.strip() else f"exit code {found.returncode}"
+        raise ForgeUnavailable("find the repository", f"git rev-parse failed: {why}")
+    return Path(lines[0]), lines[1]
+
+
+def _in_repository(raw: str, root: Path, prefix: str) -> str | None:
+    """A path given on the command line (relative to the current directory) as a repository path, taken as text
+    (the working tree, where a folder may have become a symlink, is not consulted); None when outside it."""
+    if Path(raw).is_absolute():
+        try:
+            return Path(os.path.normpath(raw)).relative_to(root).as_posix()
+        except ValueError:
+            return repo_path(raw, root)
+    rel = posixpath.normpath(posixpath.join(prefix, Path(raw).as_posix()))
+    return None if rel == ".." or rel.startswith("../") else rel
+
+
+def gate_at_ref(
+    args: argparse.Namespace, ref: str, change: ChangeSide, config: Path | None, files: Sequence[Path],
+    overrides: Mapping[str, Any],
+) -> GateSettings:
+    """The gate at ``REF``, read with git exactly as the Action reads it at a pull request's base commit
+    (:func:`evalbot.basecommit.gate.gate_at_base`): ``REF``'s configs beside ``REF``'s eval sets under the same
+    paths (or ``--config`` at ``REF``), then those beside the working tree's eval sets as they are at ``REF``; the
+    flags override it as the Action's inputs do. The working tree's section and template (``change``) are compared
+    with it, each difference a notice; git failing is the gate's ``error`` (exit 3), never the working tree's."""
+    try:
+        root, prefix = _repository()
+    except ForgeUnavailable as exc:
+        return GateSettings(policy=GatePolicy(), template=None, error=str(exc))
+    change = replace(change, config=repo_path(config.absolute(), root) if config is not None else None,
+                     files=[rel for f in files if (rel := repo_path(f.absolute(), root)) is not None])
+    template_input = given = None
+    if args.comment_template:  # a file in the repository is read at REF; one outside it is the user's own
+        template_input = _in_repository(args.comment_template, root, prefix)
+        if template_input is None:
+            given = read_template_file(Path(args.comment_template), root=None, where="--comment-template")
+    return gate_at_base(
+        lambda path, what: read_by_git(run_git, ref, path, what), lambda path: list_by_git(run_git, ref, path),
+        label=lambda path: label_at(ref, path), root=root,
+        eval_sets=[rel for raw in args.paths if (rel := _in_repository(raw, root, prefix)) is not None],
+        config=(_in_repository(args.config, root, prefix) or str(Path(args.config).absolute())) if args.config
+        else None,  # a config outside the repository is not REF's: no section, as the Action's config input
+        template_input=template_input, overrides=overrides, change=change, no_config="command line",
+        template_given=given)
 
 
 def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick, notes: Sequence[str] = ()) -> int:
     """Compare ``report`` with the baseline, write the report, summary, HTML and comment; the gate's exit code.
     ``notes``: notices of the run for the comment (reruns capped)."""
+    gate = ruler.gate
     comparison = compare(current=report, baseline=ruler.baseline, policy=ruler.policy,
-                         baseline_source=ruler.spec.label,
+                         baseline_source=ruler.spec.label, baseline_error=ruler.baseline_error,
                          create=create_command(ruler.spec.path, eval_sets=args.paths, actuals=args.actuals or ()),
-                         proposed=ruler.proposed)
+                         proposed=ruler.proposed, budget_changes=gate.budget_changes if gate is not None else (),
+                         pr_budgets=gate.pr_budgets if gate is not None else None)
+    if gate is not None:  # REF's gate: what the working tree would change in it, as the Action's notices
+        comparison.policy_changes = gate.changes
+        comparison.notes = [*gate.notes, *comparison.notes]
+        for text in gate.notes + ([f"this change's gate policy ({'; '.join(gate.changes)}) takes effect after the "
+                                   f"merge; this run uses {ruler.spec.ref}'s"] if gate.changes else []):
+            print(f"evalbot: notice: {text}", file=sys.stderr)
     comparison.notes += notes
     if not (getattr(args, "agent", None) or getattr(args, "adk_agent", None)):
         note_not_rerun(comparison, ruler.policy.rerun_flipped)
@@ -210,8 +301,11 @@ def cmd_shard_part(args: argparse.Namespace, env: Mapping[str, str], output: str
     inputs = load_inputs(args.paths, config=args.config)
     settings, config = inputs.settings()
     if args.command == "compare":
-        ruler = yardstick(args, settings, config)
+        ruler = yardstick(args, settings, config, inputs.files)
         baseline, policy = ruler.baseline, ruler.policy
+        if ruler.baseline_error:
+            print(f"evalbot: warning: shard {args.shard}: split votes not settled: {ruler.baseline_error}",
+                  file=sys.stderr)
     else:
         baseline, policy = (_previous_for_shard(args), refresh_policy(args, settings, config))
     report = evaluate_settled(args, env, inputs, baseline, policy)
@@ -228,7 +322,7 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return cmd_shard_part(args, env, args.report, "--report")
     inputs = load_inputs(args.paths, config=args.config)
     settings, config = inputs.settings()
-    ruler = for_selection(yardstick(args, settings, config), inputs)
+    ruler = for_selection(yardstick(args, settings, config, inputs.files), inputs)
     notes: list[str] = []
     report = evaluate_settled(args, env, inputs, ruler.baseline, ruler.policy, rerun_notes=notes)
     return finish_compare(args, report, ruler, notes)
@@ -419,7 +513,7 @@ def _merge_command(args: argparse.Namespace, env: Mapping[str, str], stack: cont
             check_settled(parts, settle.fingerprint(previous, policy), settle.described(
                 args.previous or args.write_baseline, policy))
         elif any(getattr(args, name, None) is not None for name in ("baseline", "comment", "summary")):
-            ruler = yardstick(args, settings, config)
+            ruler = yardstick(args, settings, config, discover(args.paths)[0] if args.paths else ())
             check_settled(parts, settle.fingerprint(ruler.baseline, ruler.policy),
                           settle.described(ruler.spec.label, ruler.policy))
         del parts

@@ -119,7 +119,8 @@ def test_custom_template_from_config_and_flag(proj: Path, write: Writer, capsys:
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_baseline_from_a_git_ref(proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """REF:PATH reads the committed baseline, not the working tree's; an unknown ref exits 2 saying to fetch."""
+    """REF:PATH reads the committed baseline, not the working tree's; an unknown ref fails closed as the Action does
+    (verdict error, exit 3, "could not measure" in the headline) saying to fetch it."""
     def git(*args: str) -> None:
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=proj, check=True,
                        capture_output=True)
@@ -134,9 +135,10 @@ def test_baseline_from_a_git_ref(proj: Path, capsys: pytest.CaptureFixture[str])
     assert code == 1 and "Compared with the baseline main:.evalbot/baseline.json at abc123" in out
     code, out, _ = cli(capsys, "compare", "--baseline", "main:missing.json", "evals", "--actuals", "runs/pr.json")
     assert code == 0 and "No baseline at main:missing.json" in out
-    code, _, err = cli(capsys, "compare", "--baseline", "origin/nope:.evalbot/baseline.json", "evals",
-                       "--actuals", "runs/pr.json")
-    assert code == 2 and "git fetch" in err
+    code, out, err = cli(capsys, "compare", "--baseline", "origin/nope:.evalbot/baseline.json", "evals",
+                         "--actuals", "runs/pr.json")
+    assert code == 3 and "could not measure, not passing: baseline unreadable" in out.splitlines()[1], out
+    assert "git fetch origin origin/nope" in err and "the gate settings at origin/nope are unreadable" in err
 
 
 def test_baseline_and_compare_can_run_the_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

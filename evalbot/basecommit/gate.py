@@ -1,11 +1,13 @@
-"""The gate's own settings on a pull request: read at the PR's base commit, like the baseline.
+"""The gate's own settings at a base commit, read like the baseline: one implementation under both front ends.
 
-Everything in a pull request's tree is the author's to change, including the ``evalbot`` section of
-``test_config.json`` (``fail_on``, ``tolerance``, ``alpha``, ``block_inconclusive``, ``judge_failures``,
-``block_flaky``, ``comment_template``) and the comment template itself. So on ``pull_request`` / ``pull_request_target`` runs the
-section and the template come from the base commit (the contents API, else ``git show``; unreadable is exit 3,
-never a fallback to the PR's copy). The PR's own section is still checked (a broken one would break main after the
-merge) and compared with the base's: every difference is a notice in the comment, taking effect after the merge.
+Everything in a change's tree is its author's to change, including the ``evalbot`` section of ``test_config.json``
+(``fail_on``, ``tolerance``, ``alpha``, ``yardstick_changes``, ``budgets``, ``comment_template``, ...) and the
+comment template itself. So the Action's ``pull_request`` runs, and ``evalbot compare --baseline REF:PATH``, take the
+section and the template at the base commit (``REF``), read through the callables they are handed (the Action: the
+contents API, else ``git show``; the command line: ``git show`` / ``git ls-tree``). Unreadable there is a verdict
+``error`` (exit 3), never a fallback to the change's own copy. The change's own section is still checked (a broken
+one would break main after the merge) and compared with the base's: every difference is a notice, taking effect
+after the merge; a loosened budget is a yardstick change its baseline update can accept.
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ import glob
 import json
 import posixpath
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from evalbot.compare.gate import POLICY_KEYS, GatePolicy
+from evalbot.compare.baseline import Baseline, parse_baseline
+from evalbot.compare.efficiency import loosened_budgets
+from evalbot.compare.gate import POLICY_KEYS, GatePolicy, policy_from_settings
 from evalbot.errors import InputError
 from evalbot.forge.base import ForgeUnavailable
+from evalbot.git import GitRunner, git_list, git_show
 from evalbot.load import DATASET_SUFFIXES, EVAL_SET_SUFFIXES, is_eval_set_name, normal_key, one_section
 from evalbot.render.template_files import MAX_TEMPLATE_BYTES, join_inside, template_relpath, template_setting
 
@@ -222,3 +227,94 @@ def policy_changes(
         if old != new:
             out.append(f"{key} {_shown(old)} → {_shown(new)}")
     return out
+
+
+def label_at(ref: str, path: str) -> str:
+    """How ``path`` at commit ``ref`` is named in messages (``REF:PATH``, a full commit sha shortened; a branch or
+    tag name as it is)."""
+    return f"{ref[:12] if re.fullmatch(r'[0-9a-f]{40}|[0-9a-f]{64}', ref) else ref}:{path}"
+
+
+def read_by_git(git: GitRunner, ref: str, path: str, what: str, *, who: str = "git") -> str | None:
+    """The text of ``path`` at ``ref`` with ``git show`` (None: absent there); git failing (the commit not in the
+    checkout, no repository) raises ForgeUnavailable naming ``who`` could not read it: the caller fails closed."""
+    try:
+        return git_show(ref, path, git=git)
+    except InputError as exc:
+        raise ForgeUnavailable(f"read the {what}", f"{who} could not read {label_at(ref, path)}: {exc.message}") from exc
+
+
+def list_by_git(git: GitRunner, ref: str, path: str, *, who: str = "git") -> list[tuple[str, str]] | None:
+    """The entries of folder ``path`` ("" for the root) at ``ref`` with ``git ls-tree`` (None: no folder there);
+    git failing raises ForgeUnavailable, never "absent"."""
+    try:
+        return git_list(ref, path, git=git)
+    except InputError as exc:
+        raise ForgeUnavailable(f"list {path or 'the root'}",
+                               f"{who} could not list {label_at(ref, path or '.')}: {exc.message}") from exc
+
+
+def baseline_by_git(git: GitRunner, ref: str, path: str, *, tried: str = "") -> tuple[Baseline | None, str | None]:
+    """The baseline at ``ref`` read with ``git show`` and None, or None and why one that may exist could not be read
+    (``tried``: what failed before git, said first). "No baseline" (None, None) only when git saw the path absent at a
+    commit it has; a file there that is not a baseline raises InputError (exit 2)."""
+    try:
+        text = git_show(ref, path, git=git)
+    except InputError as exc:
+        return None, f"{tried}git could not read it{' either' if tried else ''}: {exc.message}"
+    return (None if text is None else parse_baseline(text, label_at(ref, path))), None
+
+
+@dataclass(frozen=True)
+class ChangeSide:
+    """The change's own gate settings (a pull request's tree, the working tree): untrusted, checked, compared."""
+
+    settings: dict[str, Any]
+    """Its config's ``evalbot`` section."""
+    config: str | None
+    """That config as a repository path (None: no section, or outside the repository)."""
+    policy: GatePolicy
+    template: str | None
+    files: list[str]
+    """Its eval set files as repository paths."""
+
+
+def gate_at_base(
+    read: ReadAt, list_at: ListAt, *, label: Callable[[str], str], root: Path, eval_sets: Sequence[str],
+    config: str | None, template_input: str | None, overrides: Mapping[str, Any], change: ChangeSide,
+    no_config: str, template_given: str | None = None,
+) -> GateSettings:
+    """The gate of a change measured against a base commit: policy and template from the base commit (``read`` and
+    ``list_at`` answer for it, raising ForgeUnavailable when they cannot), the front end's ``overrides`` on top; the
+    change's own section and template compared with them, every difference a notice.
+
+    Which configs count is decided in the base tree: the ``test_config.json`` beside each eval set the base commit
+    has under the same ``eval_sets`` inputs (a change that moves its eval sets and their config elsewhere must not shed
+    the policy), then those beside the change's eval sets as they are at the base commit; or ``config``, at the base
+    commit. Two different sections among them are an input error (:func:`one_section`). ``template_input``: a
+    template named by the front end (a repository path, read at the base commit); ``template_given``: the text of
+    one from outside the repository (the command line's own file), used as it is. ``no_config``: the policy's source
+    when no config has a section."""
+    try:
+        base_files = [] if config else base_eval_files(list_at, list(eval_sets), root)
+        candidates = config_candidates(config, base_files + [f for f in change.files if f not in base_files], root)
+        base_settings, base_config = settings_at(read, candidates, label)
+        policy = policy_from_settings(base_settings, source=label(base_config) if base_config else no_config,
+                                      overrides=overrides)
+        template: str | None = template_given
+        note: str | None = None
+        if template_given is None:
+            template, note = template_at(read, template_input=template_input, settings=base_settings,
+                                         config=base_config, label=label)
+    except ForgeUnavailable as exc:  # fail closed: the default policy, and the run's verdict is error (exit 3)
+        return GateSettings(policy=GatePolicy(), template=None, error=str(exc))
+    changes = policy_changes(base_settings, change.settings, policy, change.policy)
+    notes = [note] if note else []
+    if base_config is not None and change.config != base_config:
+        notes.insert(0, f"The gate policy is the base commit's {base_config} (the config of its eval sets there); "
+                        f"this PR's eval sets use {change.config or 'no evalbot section'}.")
+    if template != change.template and not any(c.startswith("comment_template ") for c in changes):
+        changes.append("the comment template's text")
+    return GateSettings(policy=policy, template=template, changes=changes, notes=notes,
+                        budget_changes=loosened_budgets(policy.budgets, change.policy.budgets),
+                        pr_budgets=dict(change.policy.budgets))

@@ -1,4 +1,4 @@
-"""action/gate.py: which of the base commit's files hold the gate policy (found in the base tree, not the PR's), and
+"""basecommit/gate.py: which of the base commit's files hold the gate policy (found in the base tree, not the PR's), and
 the one-section rule."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalbot.action.gate import base_eval_files, config_candidates, settings_at
+from evalbot.basecommit.gate import base_eval_files, config_candidates, settings_at
 from evalbot.errors import InputError
 from evalbot.forge.base import ForgeUnavailable
 

@@ -1,0 +1,269 @@
+"""``evalbot compare --baseline REF:PATH`` takes the gate policy and the comment template at ``REF``, as the Action
+takes them at a pull request's base commit: a working tree that sets its own ``fail_on: never``, ``yardstick_changes:
+warn``, a looser budget or another template is still gated by ``REF``'s, and each change is a notice. ``REF``
+unreadable is verdict error (exit 3), never the working tree's policy; a plain ``--baseline FILE`` keeps the working
+tree's policy (how a new policy is tried locally). Real git repositories in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.builders import Writer, case, eval_set, inv
+from tests.fakes.cli_project import CONFIG, cli, make_baseline, proj
+
+__all__ = ["proj"]  # the fixture (tests/fakes/cli_project.py)
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+BASE = ".evalbot/baseline.json"
+AT_MAIN = ("--baseline", f"main:{BASE}")
+PR_RUN = ("evals", "--actuals", "runs/pr.json")
+
+
+def git(where: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=where, check=True,
+                          capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def commit_main(where: Path) -> None:
+    """Everything in ``where`` becomes main's commit (the base); the working tree is then changed like a PR's."""
+    git(where, "init", "-q", "-b", "main")
+    git(where, "add", "-A")
+    git(where, "commit", "-q", "-m", "main")
+
+
+def set_section(write: Writer, section: dict[str, Any], **config: Any) -> None:
+    write("evals/test_config.json", {**CONFIG, **config, "evalbot": section})
+
+
+def headline(out: str) -> str:
+    return out.splitlines()[1]
+
+
+def test_the_working_trees_fail_on_never_does_not_gate_itself(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main's policy (the default: regression) blocks the regression; the working tree's ``fail_on: never`` is a
+    notice in the comment and on stderr. A plain file baseline takes the working tree's policy (trying it locally)."""
+    make_baseline(capsys)
+    commit_main(proj)
+    set_section(write, {"fail_on": "never"})
+    code, out, err = cli(capsys, "compare", *AT_MAIN, *PR_RUN)
+    assert code == 1, out
+    assert headline(out).startswith("### ❌ evalbot: blocked: 1 regressed"), headline(out)
+    assert ("This PR changes the gate policy: fail\\_on regression → never; takes effect after merge (this run uses "
+            "the base commit's)") in out
+    assert "this change's gate policy (fail_on regression → never) takes effect after the merge; this run uses " \
+           "main's" in err
+    code, out, _ = cli(capsys, "compare", "--baseline", BASE, *PR_RUN)
+    assert code == 0 and "changes the gate policy" not in out, out
+
+
+def test_a_flag_still_overrides_refs_policy(proj: Path, write: Writer, capsys: pytest.CaptureFixture[str]) -> None:
+    """--fail-on is the command line's own, as the Action's inputs: it overrides REF's section."""
+    make_baseline(capsys)
+    set_section(write, {"fail_on": "regression"})
+    commit_main(proj)
+    code, out, _ = cli(capsys, "compare", *AT_MAIN, *PR_RUN, "--fail-on", "never")
+    assert code == 0 and "changes the gate policy" not in out, out
+
+
+def test_yardstick_changes_warn_in_the_working_tree_still_blocks(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Lowered thresholds with ``yardstick_changes: warn`` in the working tree: main's ``block`` decides (exit 1)."""
+    make_baseline(capsys)
+    commit_main(proj)
+    set_section(write, {"yardstick_changes": "warn"},
+                criteria={"tool_trajectory_avg_score": 0.0, "response_match_score": 0.0})
+    code, out, _ = cli(capsys, "compare", *AT_MAIN, "evals", "--actuals", "runs/main.json")
+    assert code == 1, out
+    assert "⚠️ 2 yardstick changes not accepted" in headline(out), headline(out)
+    assert "yardstick\\_changes block → warn" in out
+    code, out, _ = cli(capsys, "compare", "--baseline", BASE, "evals", "--actuals", "runs/main.json")
+    assert code == 0, out  # the same run against the plain file: the working tree's warn
+
+
+def test_a_section_at_ref_applies_when_the_working_tree_drops_it(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main says ``fail_on: threshold`` (the still-failing case blocks); the working tree removes the section."""
+    make_baseline(capsys)
+    set_section(write, {"fail_on": "threshold"})
+    commit_main(proj)
+    write("evals/test_config.json", CONFIG)
+    code, out, _ = cli(capsys, "compare", *AT_MAIN, "evals", "--actuals", "runs/main.json")
+    assert code == 1, out
+    assert "fail\\_on threshold → regression" in out
+    assert "The gate policy is the base commit's evals/test\\_config.json" in out  # the working tree has no section
+
+
+def test_the_template_at_ref_is_used_and_a_change_is_named(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main's config names comment.md.j2; the working tree rewrites it (and a --comment-template file in the
+    repository is read at REF too): the output is main's template, the notice names the change."""
+    make_baseline(capsys)
+    set_section(write, {"comment_template": "comment.md.j2"})
+    write("evals/comment.md.j2", "Main {{ c.gate.verdict }} {{ c.policy_changes | join(', ') }}")
+    write("flag.j2", "Flag main {{ c.gate.exit_code }}")
+    commit_main(proj)
+    write("evals/comment.md.j2", "Mine: always green")
+    code, out, err = cli(capsys, "compare", *AT_MAIN, *PR_RUN)
+    assert code == 1
+    assert out == "<!-- evalbot id=default -->\nMain blocked the comment template's text", out
+    assert "the comment template's text" in err
+    write("flag.j2", "Flag mine")
+    code, out, _ = cli(capsys, "compare", *AT_MAIN, *PR_RUN, "--comment-template", "flag.j2")
+    assert out == "<!-- evalbot id=default -->\nFlag main 1", out
+    outside = proj.parent / f"{proj.name}-own.j2"  # outside the repository: the user's own file, read as it is
+    outside.write_text("Own {{ c.gate.exit_code }}", encoding="utf-8")
+    code, out, _ = cli(capsys, "compare", *AT_MAIN, *PR_RUN, "--comment-template", str(outside))
+    assert out == "<!-- evalbot id=default -->\nOwn 1", out
+
+
+def test_a_template_named_by_the_working_tree_only_is_not_used(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_baseline(capsys)
+    commit_main(proj)
+    set_section(write, {"comment_template": "mine.j2"})
+    write("evals/mine.j2", "Mine")
+    code, out, _ = cli(capsys, "compare", *AT_MAIN, *PR_RUN)
+    assert code == 1 and headline(out).startswith("### ❌ evalbot: blocked"), out
+    assert "comment\\_template (not set) → mine.j2" in out
+
+
+def test_from_a_subdirectory_with_config_at_ref(proj: Path, write: Writer, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paths on the command line are the current directory's; REF's files are the repository's: run from a
+    subfolder, and with --config, main's section is still found."""
+    make_baseline(capsys)
+    set_section(write, {"fail_on": "threshold"})
+    write("sub/.keep", "")
+    commit_main(proj)
+    set_section(write, {"fail_on": "never"})
+    monkeypatch.chdir(proj / "sub")
+    code, out, _ = cli(capsys, "compare", *AT_MAIN, "../evals", "--actuals", "../runs/main.json")
+    assert code == 1 and "fail\\_on threshold → never" in out, out
+    code, out, _ = cli(capsys, "compare", *AT_MAIN, "../evals", "--actuals", "../runs/main.json",
+                       "--config", "../evals/test_config.json")
+    assert code == 1 and "fail\\_on threshold → never" in out, out
+
+
+def test_not_a_repository_fails_closed(proj: Path, write: Writer, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """No git repository here: neither the baseline nor the gate at REF can be read: verdict error, exit 3, the
+    reason under the headline; the working tree's ``fail_on: never`` is never the fallback."""
+    make_baseline(capsys)
+    set_section(write, {"fail_on": "never"})
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(proj.parent))  # no repository above tmp_path either
+    code, out, err = cli(capsys, "compare", *AT_MAIN, *PR_RUN)
+    assert code == 3, out
+    assert headline(out) == "### ⛔ evalbot: could not measure, not passing: baseline unreadable"
+    assert "the gate settings at main are unreadable: find the repository: git rev-parse failed" in out
+    assert "not a git repository" in err
+
+
+def test_an_unreadable_ref_with_a_readable_baseline_fails_closed(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The baseline is readable at REF but the config is a submodule-like entry git cannot show (here: its
+    object is deleted from the repository): exit 3 naming the config, not the working tree's policy."""
+    make_baseline(capsys)
+    set_section(write, {"fail_on": "threshold"})
+    commit_main(proj)
+    blob = git(proj, "rev-parse", "main:evals/test_config.json")
+    obj = proj / ".git" / "objects" / blob[:2] / blob[2:]
+    obj.chmod(0o644)
+    obj.unlink()
+    set_section(write, {"fail_on": "never"})
+    code, out, _ = cli(capsys, "compare", *AT_MAIN, *PR_RUN)
+    assert code == 3, out
+    assert "could not measure, not passing" in headline(out)
+    assert "the gate settings at main are unreadable: read the config: git could not read " \
+           "main:evals/test\\_config.json" in out
+
+
+@pytest.mark.parametrize("hostile", ["invalid-json", "huge", "symlink-out", "not-an-object"])
+def test_a_hostile_working_tree_config_is_handled(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str], hostile: str
+) -> None:
+    """The working tree's config is untrusted: broken, huge or a symlink out of the repository, it never sets the
+    gate (main's blocks the regression or the input error is exit 2 naming the file), and nothing crashes."""
+    make_baseline(capsys)
+    commit_main(proj)
+    target = proj / "evals/test_config.json"
+    if hostile == "invalid-json":
+        target.write_text('{"evalbot": {"fail_on": "never"', encoding="utf-8")
+    elif hostile == "huge":
+        target.write_text(json.dumps({**CONFIG, "evalbot": {"fail_on": "never"}, "pad": "x" * (40 << 20)}),
+                          encoding="utf-8")
+    elif hostile == "symlink-out":
+        outside = proj.parent / f"{proj.name}-outside.json"
+        outside.write_text(json.dumps({**CONFIG, "evalbot": {"fail_on": "never"}}), encoding="utf-8")
+        target.unlink()
+        target.symlink_to(outside)
+    else:
+        set_section(write, ["fail_on", "never"])  # type: ignore[arg-type]
+    code, out, err = cli(capsys, "compare", *AT_MAIN, *PR_RUN)
+    if hostile in ("invalid-json", "not-an-object"):  # the working tree's own section is still checked
+        assert code == 2, out + err
+        assert headline(out) == "### ⚠️ evalbot: invalid input (1 problem(s))"
+        assert "- evals/test\\_config.json" in out
+    else:  # read (the loader's business), never the gate: main's blocks, the change is a notice
+        assert code == 1, out + err
+        assert headline(out).startswith("### ❌ evalbot: blocked: 1 regressed"), out
+        assert "fail\\_on regression → never" in out
+    assert "Traceback" not in err
+
+
+# --- budgets: a loosened one is a yardstick change the working tree's baseline update can accept ------------------
+
+N = 40
+
+
+def _run(scale: float, seed: int) -> dict[str, list[dict[str, Any]]]:
+    rng = random.Random(seed)
+    out = {}
+    for i in range(N):
+        total = 1000 * (1 + i % 5) * scale * rng.gauss(1, 0.05)
+        events = [{"author": "agent", "usage_metadata": {"prompt_token_count": int(total * 0.8),
+                                                         "candidates_token_count": int(total * 0.2)},
+                   "content": {"role": "model", "parts": [{"text": "ok"}]}}]
+        out[f"c{i}"] = [inv("q", "ok", None, intermediate_data={"invocation_events": events})]
+    return out
+
+
+def test_a_loosened_budget_blocks_until_the_working_trees_baseline_update_accepts_it(
+    write: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write("evals/shop.evalset.json", eval_set("shop", *(case(f"c{i}", inv("q", "ok")) for i in range(N))))
+    write("evals/test_config.json", {"criteria": {"response_match_score": 0.5}, "evalbot": {"budgets": {"tokens": "+20%"}}})
+    write("runs/main.json", _run(1.0, 1))
+    write("runs/pr.json", _run(1.4, 2))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(capsys, "baseline", "evals", "--actuals", "runs/main.json", "--output", BASE)
+    assert code == 0, err
+    commit_main(tmp_path)
+    write("evals/test_config.json", {"criteria": {"response_match_score": 0.5},
+                                     "evalbot": {"budgets": {"tokens": "+100%"}}})
+    compare = ("compare", *AT_MAIN, "evals", "--actuals", "runs/pr.json")
+    code, out, _ = cli(capsys, *compare)
+    assert code == 1, out
+    assert "budgets / tokens: budget loosened from +20% to +100%" in headline(out), headline(out)
+    assert "tokens" in headline(out) and "over the +20% budget" in headline(out)
+    code, _, err = cli(capsys, "baseline", "evals", "--actuals", "runs/pr.json", "--output", BASE)
+    assert code == 0, err
+    code, out, _ = cli(capsys, *compare)
+    assert code == 0, out
+    assert "accepted by this PR's baseline update" in headline(out), headline(out)
+    assert "except the budgets this PR's baseline update accepts" in out
