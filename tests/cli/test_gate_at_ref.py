@@ -267,3 +267,22 @@ def test_a_loosened_budget_blocks_until_the_working_trees_baseline_update_accept
     assert code == 0, out
     assert "accepted by this PR's baseline update" in headline(out), headline(out)
     assert "except the budgets this PR's baseline update accepts" in out
+
+
+def test_a_sharded_run_is_gated_by_ref_in_its_jobs_and_its_merge(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``compare --shard`` settles its split votes with REF's policy and ``merge --baseline REF:PATH`` gates with it:
+    the parts agree with the merge (no "settled differently"), and the working tree's fail_on: never is a notice."""
+    make_baseline(capsys)
+    commit_main(proj)
+    set_section(write, {"fail_on": "never", "alpha": 0.2})
+    for k in (1, 2):
+        code, _, err = cli(capsys, "compare", *AT_MAIN, *PR_RUN, "--shard", f"{k}/2", "--report", f"part{k}.json")
+        assert code == 0, err
+    code, out, err = cli(capsys, "merge", "part1.json", "part2.json", "--eval-sets", "evals", "--actuals",
+                         "runs/pr.json", *AT_MAIN, "--comment", "c.md")
+    assert code == 1, out + err
+    comment = (proj / "c.md").read_text(encoding="utf-8")
+    assert headline(comment).startswith("### ❌ evalbot: blocked: 1 regressed"), comment
+    assert "alpha 0.05 → 0.2; fail\\_on regression → never" in comment

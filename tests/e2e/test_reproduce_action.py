@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import BASELINE, Action, make_baseline, pull_request_event
+from tests.e2e.conftest import BASELINE, Action, make_baseline, pull_request_event, with_evalbot_section
 
 CACHE = ".evalbot-cache"
 ACTUALS = "actuals/regressed.json"
@@ -103,3 +103,24 @@ def test_the_actions_reproduce_command_runs_verbatim(inputs: dict[str, str], act
     without = command.replace(f" --judge-cache {CACHE} --judge-replay", "")
     code, out, err = run_verbatim(without, action.workspace)  # what the command used to be: no judge here
     assert _headline(out) != _headline(comment.body), out + err
+
+
+def test_a_prs_own_gate_policy_gates_neither_the_action_nor_its_reproduce_command(
+        action: Action, baseline_text: str) -> None:
+    """The PR's config says ``fail_on: never`` and ``yardstick_changes: warn``: the Action takes the base commit's
+    policy and blocks, naming the change; the reproduce command (``--baseline BASE_SHA:PATH``) used to take the working
+    tree's policy and pass. Now it reads the policy at the base commit with git: the same verdict, headline and notice."""
+    base_sha = _base_commit(action, baseline_text)
+    make_baseline(action, baseline_text)
+    with_evalbot_section(action, {"fail_on": "never", "yardstick_changes": "warn"})
+    run = action.run("pull_request", _event(base_sha), inputs={"actuals": ACTUALS, "judge-cache": CACHE})
+    assert run.code == 1, run.stdout + run.stderr
+    (comment,) = action.github.comments_on(7)
+    notice = ("This PR changes the gate policy: fail\\_on regression → never; yardstick\\_changes block → warn; takes "
+              "effect after merge (this run uses the base commit's).")
+    assert notice in comment.body
+    shutil.rmtree(action.workspace / ".evalbot-out")
+    code, out, err = run_verbatim(_reproduce(comment.body), action.workspace)
+    assert code == run.code, out + err
+    assert _headline(out) == _headline(comment.body)
+    assert notice in _headline(out)
