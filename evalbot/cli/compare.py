@@ -247,7 +247,10 @@ def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick, n
                          baseline_source=ruler.spec.label, baseline_error=ruler.baseline_error,
                          create=create_command(ruler.spec.path, eval_sets=args.paths, actuals=args.actuals or ()),
                          proposed=ruler.proposed, budget_changes=gate.budget_changes if gate is not None else (),
-                         pr_budgets=gate.pr_budgets if gate is not None else None)
+                         pr_budgets=gate.pr_budgets if gate is not None else None,
+                         # the command line has no fork stage without secrets: a judged criterion without
+                         # credentials is not measured, which the judge-failures policy decides (block by default)
+                         credentials_expected=True)
     if gate is not None:  # REF's gate: what the working tree would change in it, as the Action's notices
         comparison.policy_changes = gate.changes
         comparison.notes = [*gate.notes, *comparison.notes]

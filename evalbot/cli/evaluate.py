@@ -206,7 +206,7 @@ def spill_problem(exc: OSError) -> str:
 
 def show_report(args: argparse.Namespace, report: Report, streamed: StreamedRun | None = None) -> int:
     """Without a baseline: write --report and --html if asked, print the results; the run's exit code (3 when the
-    judge failed to give verdicts and the judge-failures policy blocks, as in ``compare``). ``streamed``: the cases
+    judge failed to give verdicts or had no credentials and the judge-failures policy blocks, as in ``compare``). ``streamed``: the cases
     streamed out of ``report`` (no ``--html`` then)."""
     if args.report:
         write_report(report, args.report, streamed=streamed)
@@ -215,11 +215,13 @@ def show_report(args: argparse.Namespace, report: Report, streamed: StreamedRun 
     print(render_text(report, tally=streamed.console if streamed is not None else None))
     code = pipeline.exit_code(report)
     gaps = streamed.gaps.gaps() if streamed is not None else judge_gaps(report)
-    if gaps.no_judge_message():
-        print(f"evalbot: warning: {gaps.no_judge_message()}", file=sys.stderr)
-    failure = gaps.failure_message(details="each case's reasons above")
-    if failure is None or code == EXIT_INVALID_INPUT:
+    # Judged verdicts the judge failed to give, and those without credentials, are not measured alike (as compare's
+    # gate counts them on the command line): the judge-failures policy decides, blocking by default.
+    failures = [m for m in (gaps.failure_message(details="each case's reasons above"),
+                            gaps.no_judge_message(expected=True)) if m is not None]
+    if not failures or code == EXIT_INVALID_INPUT:
         return code
+    failure = "; ".join(failures)
     if judge_failures_policy(args) == "warn":
         print(f"evalbot: warning: {failure}", file=sys.stderr)
         return code

@@ -1,6 +1,7 @@
 """``evalbot run`` exits 1 on failing cases, so CI uses it as an ADK-style threshold gate: a judge that failed to
 give verdicts must not leave it green. Exit 3 by default (as ``compare``), a warning with ``--judge-failures warn``
-or the config's ``evalbot.judge_failures: warn``; missing credentials stay a warning."""
+or the config's ``evalbot.judge_failures: warn``. Missing credentials too: a CI job whose secret is unset or
+misnamed must not pass without measuring (the command line has no fork stage that runs without secrets)."""
 
 from __future__ import annotations
 
@@ -66,9 +67,16 @@ def test_bad_config_value_is_an_input_error(proj: Path, write: Writer, down: Fak
     assert code == 2 and "/evalbot/judge_failures" in err, err
 
 
-def test_missing_credentials_warn_and_pass(proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_credentials_are_exit_3_unless_warned(proj: Path, write: Writer,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     code, err = _run({}, capsys)
-    assert code == 0 and "evalbot: warning: judged criteria not measured" in err
+    assert code == 3, err
+    assert ("evalbot: could not measure, not passing: judge credentials missing: 1 of 1 judged verdict(s) not "
+            "evaluated — no judge credentials: set GOOGLE_API_KEY") in err
+    code, err = _run({}, capsys, "--judge-failures", "warn")
+    assert code == 0 and "evalbot: warning: judge credentials missing: 1 of 1" in err, err
+    write("evals/test_config.json", {**CRITERIA, "evalbot": {"judge_failures": "warn"}})
+    assert _run({}, capsys)[0] == 0
 
 
 def test_baseline_without_judged_verdicts_is_not_written(proj: Path, down: FakeGemini,

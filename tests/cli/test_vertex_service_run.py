@@ -55,11 +55,10 @@ def test_express_mode_from_the_environment(tmp_path: Path, capsys: pytest.Captur
 
 def test_without_credentials_not_evaluated_and_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """No credentials: the config loads (no exit 2), each Vertex criterion is not_evaluated with what to set, and the
-    run warns that they were not measured (missing credentials: the Action blocks on it where credentials are
-    expected)."""
+    run does not pass without measuring them (exit 3, as the Action where credentials are expected)."""
     code = main(_project(tmp_path), env={"GEMINI_API_KEY": "only-gemini"})
     err = capsys.readouterr().err
-    assert code == 0
-    assert "judged criteria not measured" in err and "GOOGLE_API_KEY (Vertex AI express mode)" in err
+    assert code == 3, err
+    assert "not passing: judge credentials missing" in err and "GOOGLE_API_KEY (Vertex AI express mode)" in err
     metrics = Report.model_validate_json((tmp_path / "report.json").read_text(encoding="utf-8")).eval_sets[0].cases[0].metrics
     assert {metrics[name].status for name in CRITERIA} == {"not_evaluated"}
