@@ -26,6 +26,16 @@ GitRunner = Callable[[list[str]], GitResult]
 _MISSING_MARKERS = ("does not exist in", "exists on disk, but not in")
 
 
+def revision(ref: str, where: str) -> str:
+    """``ref`` when git can only read it as a revision: one starting with ``-`` would be read as an option
+    (``--output=FILE`` makes ``git show`` write a file), so it is refused as an InputError naming ``where``. A
+    config's ``baseline_path`` is the change's own text, and no branch, tag or commit name starts with ``-``."""
+    if not ref or ref.startswith("-") or "\0" in ref:
+        raise InputError(where, "", f"{ref!r} is not a git revision (a revision never starts with '-', which git "
+                                    "would read as an option); give a branch, tag or commit, e.g. origin/main")
+    return ref
+
+
 def git_show(ref: str, path: str, *, git: GitRunner) -> str | None:
     """The text of ``path`` at ``ref``, None when the path does not exist there; other git failures raise.
 
@@ -33,7 +43,7 @@ def git_show(ref: str, path: str, *, git: GitRunner) -> str | None:
     in" even when it does not have the commit at all (a depth-1 checkout lacks the PR's base commit), and reading
     that as "no baseline" would let every regression through.
     """
-    result = git(["show", f"{ref}:{path}"])
+    result = git(["show", f"{revision(ref, f'{ref}:{path}')}:{path}"])
     if result.returncode == 0:
         return result.stdout
     message = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else f"exit code {result.returncode}"
@@ -54,6 +64,7 @@ def git_list(ref: str, path: str, *, git: GitRunner) -> list[tuple[str, str]] | 
     """``(name, type)`` of each entry of directory ``path`` ("" for the root) at ``ref`` (``git ls-tree``; type
     "file", "dir", "symlink" or "submodule"), None when no directory is there. As for :func:`git_show`, "absent" is
     trusted only when the commit itself is in the repository; other failures raise InputError."""
+    revision(ref, f"{ref}:{path}")
     result = git(["ls-tree", "-z", f"{ref}:{path}" if path else f"{ref}^{{tree}}"])
     if result.returncode == 0:
         out: list[tuple[str, str]] = []

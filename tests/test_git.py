@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from evalbot.compare.baseline import parse_spec
 from evalbot.errors import InputError
-from evalbot.git import GitResult, git_list, run_git
+from evalbot.git import GitResult, git_list, git_show, run_git
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"]
 
@@ -47,3 +48,31 @@ def test_git_list_at_a_commit_the_checkout_lacks_is_an_error(tmp_path: Path) -> 
     repo(tmp_path)
     with pytest.raises(InputError, match="fetch the commit"):
         git_list("f" * 40, "evals", git=lambda args: run_git(args, cwd=tmp_path))
+
+
+@pytest.mark.parametrize("ref", ["--output=pwned", "-ofile", "--upload-pack=touch pwned", ""])
+def test_a_ref_git_would_read_as_an_option_is_refused(tmp_path: Path, ref: str) -> None:
+    """``git show --output=FILE:PATH`` writes a file: a ref starting with ``-`` (a PR's config can name the baseline
+    as REF:PATH) is refused before git runs, naming the spec, and nothing is written."""
+    repo(tmp_path)
+    calls: list[list[str]] = []
+
+    def git(args: list[str]) -> GitResult:
+        calls.append(args)
+        return run_git(args, cwd=tmp_path)
+
+    for read in (git_show, git_list):
+        with pytest.raises(InputError, match="is not a git revision") as caught:
+            read(ref, "x", git=git)
+        assert caught.value.path == f"{ref}:x"
+    assert calls == [] and not list(tmp_path.glob("pwned*"))
+    with pytest.raises(InputError, match="never starts with '-'" if ref else "expected FILE or REF:PATH"):
+        parse_spec(f"{ref}:x", file_exists=lambda p: False)
+
+
+def test_git_itself_would_have_written_the_file(tmp_path: Path) -> None:
+    """The attack the guard stops is real: git show takes the text as its --output option."""
+    sha = repo(tmp_path)
+    subprocess.run(["git", "show", f"--output={tmp_path}/pwned:x", sha], cwd=tmp_path, check=False,
+                   capture_output=True)
+    assert (tmp_path / "pwned:x").exists()

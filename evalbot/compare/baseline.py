@@ -32,7 +32,7 @@ from evalbot.compare.efficiency import BaselineEfficiency, BudgetError, efficien
 from evalbot.compare.votes import Votes, invocation_votes
 from evalbot.errors import InputError, json_pointer
 from evalbot.formats.jsonio import FAST_DECODER, describe, parse_json, pointer_for, utf8_for_msgspec
-from evalbot.git import GitRunner, git_show
+from evalbot.git import GitRunner, git_show, revision
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL
 from evalbot.results import (
     OUTCOME_CODES,
@@ -716,7 +716,7 @@ def parse_spec(spec: str, *, file_exists: Callable[[str], bool]) -> BaselineSpec
     ref, _, path = spec.partition(":")
     if not ref or not path:
         raise InputError(spec, "", "expected FILE or REF:PATH (e.g. origin/main:.evalbot/baseline.json)")
-    return BaselineSpec(path, ref)
+    return BaselineSpec(path, revision(ref, spec))
 
 
 def read_baseline(

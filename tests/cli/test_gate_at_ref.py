@@ -286,3 +286,18 @@ def test_a_sharded_run_is_gated_by_ref_in_its_jobs_and_its_merge(
     comment = (proj / "c.md").read_text(encoding="utf-8")
     assert headline(comment).startswith("### ❌ evalbot: blocked: 1 regressed"), comment
     assert "alpha 0.05 → 0.2; fail\\_on regression → never" in comment
+
+
+def test_a_baseline_path_that_git_would_read_as_an_option_is_refused(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A change's config naming its baseline ``--output=FILE:x`` (``git show`` would write FILE:x) is an input error
+    naming it, exit 2, and git writes nothing."""
+    make_baseline(capsys)
+    commit_main(proj)
+    target = proj / "pwned"
+    write("evals/test_config.json", {**CONFIG, "evalbot": {"baseline_path": f"--output={target}:x"}})
+    code, out, err = cli(capsys, "compare", *PR_RUN)
+    assert code == 2, out + err
+    assert f"--output={target}:x: '--output={target}' is not a git revision" in err, err
+    assert not list(proj.glob("pwned*"))
