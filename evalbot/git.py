@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import subprocess
+import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +18,10 @@ class GitResult:
 
     returncode: int
     stdout: str
+    """Decoded as UTF-8, undecodable bytes kept as surrogate escapes (see :func:`utf8_text`)."""
     stderr: str
+    too_long: bool = False
+    """The output passed ``MAX_GIT_OUTPUT`` bytes: git was stopped and ``stdout`` is incomplete."""
 
 
 GitRunner = Callable[[list[str]], GitResult]
@@ -24,6 +29,10 @@ GitRunner = Callable[[list[str]], GitResult]
 
 
 _MISSING_MARKERS = ("does not exist in", "exists on disk, but not in")
+
+MAX_GIT_OUTPUT = 100 * 1024 * 1024
+"""Bytes of git's output read at most (a baseline file is capped at 100 MiB too): a change's config can name any
+``REF:PATH``, and a blob of gigabytes there is not read into memory."""
 
 
 def revision(ref: str, where: str) -> str:
@@ -36,6 +45,32 @@ def revision(ref: str, where: str) -> str:
     return ref
 
 
+def _spec(ref: str, path: str) -> str:
+    """``REF:PATH`` when git can read it: the ref is a revision (:func:`revision`) and the path has no NUL byte
+    (JSON can spell one as ``\\u0000``; no argument can carry it), else an InputError naming the spec."""
+    spec = f"{ref}:{path}"
+    revision(ref, spec)
+    if "\0" in path:
+        raise InputError(spec, "", "the path has a NUL byte (\\u0000), which no file name has; give the file's path")
+    return spec
+
+
+def _check_size(result: GitResult, spec: str) -> None:
+    if result.too_long:
+        raise InputError(spec, "", f"larger than {MAX_GIT_OUTPUT:,} bytes at that commit; not read")
+
+
+def utf8_text(text: str, spec: str) -> str:
+    """``text`` (git's output, see :func:`run_git`) when it was valid UTF-8, else an InputError naming ``spec``."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InputError(spec, "", f"not UTF-8 text (byte {exc.start} of the file is not valid UTF-8); save "
+                                       "it as UTF-8") from None
+    return text
+
+
 def git_show(ref: str, path: str, *, git: GitRunner) -> str | None:
     """The text of ``path`` at ``ref``, None when the path does not exist there; other git failures raise.
 
@@ -43,9 +78,12 @@ def git_show(ref: str, path: str, *, git: GitRunner) -> str | None:
     in" even when it does not have the commit at all (a depth-1 checkout lacks the PR's base commit), and reading
     that as "no baseline" would let every regression through.
     """
-    result = git(["show", f"{revision(ref, f'{ref}:{path}')}:{path}"])
+    spec = _spec(ref, path)
+    result = git(["show", spec])
+    _check_size(result, spec)
     if result.returncode == 0:
-        return result.stdout
+        text = utf8_text(result.stdout, spec)
+        return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text  # as a file opened as text
     message = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else f"exit code {result.returncode}"
     if any(marker in result.stderr for marker in _MISSING_MARKERS):
         if git(["cat-file", "-e", f"{ref}^{{commit}}"]).returncode == 0:
@@ -64,8 +102,9 @@ def git_list(ref: str, path: str, *, git: GitRunner) -> list[tuple[str, str]] | 
     """``(name, type)`` of each entry of directory ``path`` ("" for the root) at ``ref`` (``git ls-tree``; type
     "file", "dir", "symlink" or "submodule"), None when no directory is there. As for :func:`git_show`, "absent" is
     trusted only when the commit itself is in the repository; other failures raise InputError."""
-    revision(ref, f"{ref}:{path}")
-    result = git(["ls-tree", "-z", f"{ref}:{path}" if path else f"{ref}^{{tree}}"])
+    spec = _spec(ref, path)
+    result = git(["ls-tree", "-z", spec if path else f"{ref}^{{tree}}"])
+    _check_size(result, spec)
     if result.returncode == 0:
         out: list[tuple[str, str]] = []
         for line in result.stdout.split("\0"):
@@ -84,11 +123,38 @@ def git_list(ref: str, path: str, *, git: GitRunner) -> list[tuple[str, str]] | 
 
 
 def run_git(args: Sequence[str], cwd: Path | None = None) -> GitResult:
-    """Run ``git`` in ``cwd`` (default: the current directory); a missing git binary is exit code 127."""
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=60)
-    except FileNotFoundError:
-        return GitResult(127, "", "git is not installed")
-    except subprocess.TimeoutExpired:
+    """Run ``git`` in ``cwd`` (default: the current directory); a missing git binary is exit code 127, git running
+    past 60 s is stopped (exit code 124). Its output is read up to ``MAX_GIT_OUTPUT`` bytes (past it git is stopped and
+    ``too_long`` set) and decoded as UTF-8 whatever the locale, undecodable bytes (a file name or file that is not
+    UTF-8) kept as surrogate escapes: a name round-trips into the next git call, a file's text is checked by
+    :func:`utf8_text`."""
+    limit = MAX_GIT_OUTPUT
+    with tempfile.TemporaryFile() as errors:
+        try:
+            proc = subprocess.Popen(["git", *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=errors)
+        except FileNotFoundError:
+            return GitResult(127, "", "git is not installed")
+        expired = threading.Event()
+
+        def stop() -> None:
+            expired.set()
+            proc.kill()
+
+        timer = threading.Timer(60, stop)
+        timer.start()
+        try:
+            assert proc.stdout is not None
+            out = proc.stdout.read(limit + 1)
+            too_long = len(out) > limit
+            if too_long:
+                proc.kill()
+            proc.stdout.close()
+            code = proc.wait()
+        finally:
+            timer.cancel()
+        errors.seek(0)
+        err = errors.read().decode("utf-8", "replace")
+    if expired.is_set():
         return GitResult(124, "", "git timed out after 60 s")
-    return GitResult(done.returncode, done.stdout, done.stderr)
+    return GitResult(code, out[:limit].decode("utf-8", "surrogateescape"), err, too_long=too_long)

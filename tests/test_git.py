@@ -76,3 +76,72 @@ def test_git_itself_would_have_written_the_file(tmp_path: Path) -> None:
     subprocess.run(["git", "show", f"--output={tmp_path}/pwned:x", sha], cwd=tmp_path, check=False,
                    capture_output=True)
     assert (tmp_path / "pwned:x").exists()
+
+
+def _commit(tmp_path: Path, files: dict[str, bytes]) -> None:
+    subprocess.run([*GIT, "init", "-q"], cwd=tmp_path, check=True)
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    subprocess.run([*GIT, "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*GIT, "commit", "-qm", "base"], cwd=tmp_path, check=True)
+
+
+def test_a_file_at_the_commit_that_is_not_utf8_is_an_input_error(tmp_path: Path) -> None:
+    """A config or baseline at REF with invalid UTF-8 (a change's config can name any REF:PATH) is an InputError
+    naming REF:PATH, not a UnicodeDecodeError out of the subprocess call (exit 70)."""
+    _commit(tmp_path, {"bad.json": b'\xff\xfe{"evalbot": {}}', "ok.json": '{"é": 1}'.encode()})
+
+    def git(args: list[str]) -> GitResult:
+        return run_git(args, cwd=tmp_path)
+
+    with pytest.raises(InputError, match="not UTF-8 text") as caught:
+        git_show("HEAD", "bad.json", git=git)
+    assert caught.value.path == "HEAD:bad.json"
+    assert git_show("HEAD", "ok.json", git=git) == '{"é": 1}'
+
+
+def test_a_file_name_at_the_commit_that_is_not_utf8_is_listed(tmp_path: Path) -> None:
+    """``git ls-tree`` of a folder holding a file whose name is not UTF-8 does not crash the listing."""
+    _commit(tmp_path, {"ok.json": b"{}"})
+    (tmp_path / "evals").mkdir()
+    with open(bytes(tmp_path / "evals") + b"/\xff.evalset.json", "wb"):
+        pass
+    subprocess.run([*GIT, "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*GIT, "commit", "-qm", "odd name"], cwd=tmp_path, check=True)
+    listed = git_list("HEAD", "evals", git=lambda args: run_git(args, cwd=tmp_path))
+    assert listed is not None and len(listed) == 1 and listed[0][1] == "file"
+
+
+@pytest.mark.parametrize("path", ["a\0b", "evals/\0"])
+def test_a_path_with_a_nul_byte_is_an_input_error(tmp_path: Path, path: str) -> None:
+    """A NUL in REF:PATH (JSON can spell it \\u0000) is refused naming the spec, before git runs, not a ValueError
+    ("embedded null byte") out of the subprocess call."""
+    _commit(tmp_path, {"ok.json": b"{}"})
+    calls: list[list[str]] = []
+
+    def git(args: list[str]) -> GitResult:
+        calls.append(args)
+        return run_git(args, cwd=tmp_path)
+
+    for read in (git_show, git_list):
+        with pytest.raises(InputError, match="NUL") as caught:
+            read("HEAD", path, git=git)
+        assert caught.value.path == f"HEAD:{path}"
+    assert calls == []
+
+
+def test_a_file_at_the_commit_larger_than_the_cap_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git's output is read up to a cap (a blob of gigabytes at REF is not read into memory): past it, an InputError
+    naming REF:PATH and the cap; below it, the text."""
+    import evalbot.git as git_module
+
+    _commit(tmp_path, {"big.json": b"x" * 5000, "small.json": b"y" * 100})
+    monkeypatch.setattr(git_module, "MAX_GIT_OUTPUT", 1000)
+
+    def git(args: list[str]) -> GitResult:
+        return run_git(args, cwd=tmp_path)
+
+    with pytest.raises(InputError, match="larger than 1,000 bytes") as caught:
+        git_show("HEAD", "big.json", git=git)
+    assert caught.value.path == "HEAD:big.json"
+    assert git_show("HEAD", "small.json", git=git) == "y" * 100

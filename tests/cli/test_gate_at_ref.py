@@ -301,3 +301,38 @@ def test_a_baseline_path_that_git_would_read_as_an_option_is_refused(
     assert code == 2, out + err
     assert f"--output={target}:x: '--output={target}' is not a git revision" in err, err
     assert not list(proj.glob("pwned*"))
+
+
+@pytest.mark.parametrize("hostile", ["not-utf8", "nul"])
+def test_a_baseline_path_naming_an_unreadable_blob_is_refused(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str], hostile: str
+) -> None:
+    """A change's config naming its baseline as a committed file that is not UTF-8, or with a NUL byte in the path
+    (JSON's \\u0000), is an unreadable baseline: verdict error (exit 3) saying why; no traceback (exit 70)."""
+    make_baseline(capsys)
+    (proj / "evals" / "odd.json").write_bytes(b'\xff\xfe{"schema_version": 1}')
+    commit_main(proj)
+    path = "evals/odd.json" if hostile == "not-utf8" else "evals/odd.json\0x"
+    write("evals/test_config.json", {**CONFIG, "evalbot": {"baseline_path": f"main:{path}"}})
+    code, out, err = cli(capsys, "compare", *PR_RUN)
+    assert code == 3, out + err  # a baseline that may exist but cannot be read: measured, not passing
+    assert "could not measure, not passing" in headline(out), out
+    assert ("not UTF-8 text" if hostile == "not-utf8" else "NUL byte") in err, err
+    assert "Traceback" not in err
+
+
+def test_a_config_at_ref_that_is_not_utf8_fails_closed(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The config at REF is not UTF-8: the gate settings there are unreadable, verdict error (exit 3) naming it,
+    never the working tree's policy and never a crash."""
+    make_baseline(capsys)
+    commit_main(proj)
+    (proj / "evals" / "test_config.json").write_bytes(b"\xff" + json.dumps(CONFIG).encode())
+    git(proj, "commit", "-qam", "broken config")
+    set_section(write, {"fail_on": "never"})
+    code, out, err = cli(capsys, "compare", *AT_MAIN, *PR_RUN)
+    assert code == 3, out + err
+    assert "could not measure, not passing" in headline(out)
+    assert "main:evals/test\\_config.json" in out and "not UTF-8 text" in out, out
+    assert "Traceback" not in err
