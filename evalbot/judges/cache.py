@@ -25,6 +25,7 @@ import hmac
 import itertools
 import json
 import os
+import stat
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,6 +39,11 @@ from evalbot.redact import scrub
 
 CACHE_FORMAT = 2
 """1: one file per sample (evalbot 0.x before the judge benchmark work); 2: one file per request."""
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
+"""A cache file larger than this is a miss, not read (64 samples of a judge answer are far below it)."""
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+"""A cache file is opened without following a symlink and without blocking on a FIFO (a pull request can commit or
+plant files in the cache folder; see :meth:`DiskCache._read`)."""
 _TRANSPORT_KEYS = frozenset({"http_options"})
 """Config keys that change how a request travels, not what the judge answers."""
 
@@ -133,14 +139,44 @@ class DiskCache:
         self._writer = WriteQueue()
         self._stripes = [threading.Lock() for _ in range(16)]
 
-    def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.json"
+    def _real_folder(self, parent: str) -> bool:
+        """Whether ``parent`` (a ``<2 hex>`` folder) is a directory, not a symlink to one elsewhere."""
+        if parent in self._made:
+            return True
+        try:
+            real = stat.S_ISDIR(os.lstat(parent).st_mode)
+        except OSError:
+            return False
+        if real:
+            self._made.add(parent)
+        return real
 
     def _read(self, key: str) -> Stored:
+        """The answers stored for ``key``; a miss unless the file is a regular file of at most ``MAX_ENTRY_BYTES``
+        in a real folder: a planted symlink (out of the workspace, to /dev/zero), FIFO or huge file is never read."""
+        parent = os.path.join(self._root, key[:2])
+        if not self._real_folder(parent):
+            return {}
         try:
-            return _samples_of(json.loads(self._path(key).read_text(encoding="utf-8")))
+            fd = os.open(os.path.join(parent, f"{key}.json"), _READ_FLAGS)
+        except OSError:
+            return {}
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+                return {}
+            chunks, left = [], info.st_size + 1
+            while left > 0 and (chunk := os.read(fd, left)):
+                chunks.append(chunk)
+                left -= len(chunk)
+            data = b"".join(chunks)
+            if len(data) > MAX_ENTRY_BYTES:
+                return {}
+            return _samples_of(json.loads(data.decode("utf-8")))
         except (OSError, ValueError, RecursionError):
             return {}
+        finally:
+            os.close(fd)
 
     def get(self, key: str, samples: int, first: int = 0) -> list[str | None]:
         """The cached answers of samples ``first .. first+samples-1`` (None where one is missing, unreadable or not
@@ -178,6 +214,9 @@ class DiskCache:
     def _merge_and_write(self, key: str, answers: Mapping[int, str], model: str) -> None:
         parent = os.path.join(self._root, key[:2])
         if parent not in self._made:
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISLNK(os.lstat(parent).st_mode):
+                    os.unlink(parent)  # a planted link is replaced with a real folder, never written through
             os.makedirs(parent, exist_ok=True)
             self._made.add(parent)
         merged = self._read(key)

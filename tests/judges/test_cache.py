@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -236,3 +237,52 @@ def test_concurrent_writes_of_one_request_keep_every_sample(tmp_path: Path) -> N
     for t in threads:
         t.join()
     assert DiskCache(tmp_path).get(key, 3) == ["answer 0", "answer 1", "answer 2"]
+
+
+def test_a_planted_symlinked_folder_is_never_written_through(tmp_path: Path) -> None:
+    """A pull request can commit ``judge-cache/<2 hex>`` as a symlink (the address is a hash anyone can compute):
+    answers are never read from or written through it; the link is replaced with a real folder."""
+    root, outside = tmp_path / "cache", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    key = cache_key("m", {}, "p")
+    (outside / f"{key}.json").write_text(json.dumps({"format": 2, "model": "m", "samples": {"0": "planted"}}),
+                                         encoding="utf-8")
+    (root / key[:2]).symlink_to(outside)
+    cache = DiskCache(root)
+    assert cache.get(key, 1) == [None]
+    cache.put(key, {0: "real"}, model="m")
+    assert sorted(p.name for p in outside.iterdir()) == [f"{key}.json"]  # nothing new there
+    assert json.loads((outside / f"{key}.json").read_text(encoding="utf-8"))["samples"] == {"0": "planted"}
+    assert not (root / key[:2]).is_symlink() and (root / key[:2] / f"{key}.json").is_file()
+    assert DiskCache(root).get(key, 1) == ["real"]
+
+
+@pytest.mark.parametrize("planted", ["symlink", "fifo", "huge"])
+def test_a_planted_entry_that_is_not_a_small_regular_file_is_a_miss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planted: str
+) -> None:
+    """An entry that is a symlink (to a file outside, or /dev/zero), a FIFO (restored from a cache archive; opening
+    it would block the run) or larger than the cap is a miss, asked again, and never read to its end."""
+    import evalbot.judges.cache as cache_module
+
+    key = cache_key("m", {}, "p")
+    (tmp_path / key[:2]).mkdir()
+    entry = tmp_path / key[:2] / f"{key}.json"
+    good = json.dumps({"format": 2, "model": "m", "samples": {"0": "planted"}})
+    if planted == "symlink":
+        (tmp_path / "elsewhere.json").write_text(good, encoding="utf-8")
+        entry.symlink_to(tmp_path / "elsewhere.json")
+    elif planted == "fifo":
+        os.mkfifo(entry)
+    else:
+        monkeypatch.setattr(cache_module, "MAX_ENTRY_BYTES", 100)
+        entry.write_text(good + " " * 200, encoding="utf-8")
+    got: list[list[str | None]] = []
+    reader = threading.Thread(target=lambda: got.append(DiskCache(tmp_path).get(key, 1)), daemon=True)
+    reader.start()
+    reader.join(5)
+    if reader.is_alive():  # unblock the old code's open() of the FIFO before failing
+        with open(entry, "w", encoding="utf-8"):
+            pass
+    assert got == [[None]]
