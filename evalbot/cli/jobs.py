@@ -176,11 +176,13 @@ def share(total: int, index: int, count: int) -> int:
 def job_command(args: argparse.Namespace, index: int, count: int, part: Path, progress_fd: int | None = None,
                 ) -> list[str]:
     """The command line of job ``index`` of ``count``: this interpreter running ``evalbot run --as-job K/N`` with
-    the run's options (``FORWARDED``), its share of --judge-concurrency, and ``part`` as its report. Values are given
+    the run's options (``FORWARDED``), its share of --judge-concurrency, and ``part`` as its report. ``-P``: the
+    working directory (the checkout evaluated, a pull request's tree) is not put on sys.path, so an ``evalbot``
+    package committed there never runs in a job, where the judge keys are. Values are given
     as ``--flag=value`` and the eval set paths after ``--``, so no value can read as an option; ``--watch-parent``:
     the job's stdin is the parent's pipe (``ParentWatch``); ``progress_fd``: where the job writes its progress
     (``ProgressPipe``)."""
-    cmd = [sys.executable, "-m", "evalbot.cli", *(["-v"] if args.verbose else []), "run",
+    cmd = [sys.executable, "-P", "-m", "evalbot.cli", *(["-v"] if args.verbose else []), "run",
            f"--as-job={index}/{count}", "--watch-parent", f"--report={part}",
            f"--judge-concurrency={share(args.judge_concurrency, index, count)}",
            f"--judge-timeout={args.judge_timeout!r}", f"--judge-deadline={args.judge_deadline!r}"]

@@ -158,7 +158,8 @@ def test_each_job_gets_every_scoring_option_and_its_share(tmp_path: Path) -> Non
     commands = [job_command(args, k, 2, tmp_path / f"p{k}.json") for k in (1, 2)]
     concurrency = [int(next(a for a in c if a.startswith("--judge-concurrency=")).split("=")[1]) for c in commands]
     assert concurrency == [3, 2]
-    child = build_parser().parse_args(commands[0][3:])
+    assert commands[0][:4] == [sys.executable, "-P", "-m", "evalbot.cli"]
+    child = build_parser().parse_args(commands[0][4:])
     assert child.paths == ["-odd-dir"] and child.actuals == ["-runs.json"] and child.verbose
     assert (child.config, child.judge_cache, child.judge_replay, child.sampling) == (
         "c.json", str(tmp_path), True, "full")
@@ -535,3 +536,23 @@ def test_a_vertex_dataset_with_custom_and_judged_metrics_is_one_jobs(tmp_path: P
     argv = ["examples/vertex_seed/eval.jsonl", "--judge-cache", "examples/vertex_seed/judge-cache", "--judge-replay"]
     code, out, _, report = _same_as_one_job(argv, tmp_path, capsys, (2, 3))
     assert code == 1 and report is not None and b"essential_tools_present" in report and "FAIL" in out
+
+
+def test_a_package_named_evalbot_in_the_working_directory_is_never_imported_by_a_job(
+        tmp_path: Path, write: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The jobs run in the checkout being evaluated, a pull request's tree: ``python -m evalbot.cli`` there would put
+    the working directory first on sys.path, and a committed ``evalbot/__init__.py`` would run in every job, with the
+    judge keys and the judge cache's signing key in its environment. The jobs are started with ``-P`` (no unsafe
+    path): the installed evalbot runs, and the planted one never does."""
+    secret = "judge-key-0123456789abcdef"
+    write("evals/s.evalset.json", eval_set("s", *[case(f"c{i}", inv("q", "an answer")) for i in range(4)]))
+    write("evals/test_config.json", {"criteria": {"response_match_score": 0.5}})
+    write("pr.json", {f"c{i}": [inv("q", "an answer")] for i in range(4)})
+    marker = tmp_path / "planted-ran.txt"
+    write("evalbot/__init__.py", f"import os, pathlib\npathlib.Path({str(marker)!r}).write_text("
+                                 "os.environ.get('GOOGLE_API_KEY', ''))\n")
+    monkeypatch.chdir(tmp_path)
+    code, _, err, report = _run(["evals", "--actuals", "pr.json", "--jobs", "2"], tmp_path / "r.json", capsys,
+                                {"GOOGLE_API_KEY": secret})
+    assert not marker.exists(), "the pull request's evalbot package ran in a job"
+    assert code == 0 and report is not None, err
