@@ -66,15 +66,15 @@ MEASURE = (
 )
 
 
-def _cli(args: list[str]) -> dict[str, Any]:
-    """Run ``evalbot ARGS`` in a child; its wall time, CPU time, peak RSS and exit code.
+def _cli(args: list[str], cwd: Path | None = None) -> dict[str, Any]:
+    """Run ``evalbot ARGS`` in a child (in ``cwd``, default this one); its wall time, CPU time, peak RSS and exit code.
 
     ``ru_maxrss`` of waited-for children is their maximum, and a forked child starts at its parent's size: the
     wrapper (a bare interpreter, ~10 MB) has one child, evalbot, whose peak is what it reports.
     """
     exe = Path(sys.executable).parent / "evalbot"  # the console script of this venv, else the one on PATH
     cmd = [sys.executable, "-c", MEASURE, str(exe) if exe.exists() else "evalbot", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     row: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
     if row.get("exit") not in (0, 1):
         raise SystemExit(f"evalbot {args[0]} failed: {row or proc.stderr[-4000:]}")
