@@ -221,7 +221,11 @@ class PyGithubForge:
         if not isinstance(found, ContentFile) or found.type != "file":
             raise ForgeError(operation, "not a file (a directory, symlink or submodule); point it at a file")
         if found.encoding == "base64":
-            return found.decoded_content.decode("utf-8"), found.sha
+            try:
+                return found.decoded_content.decode("utf-8"), found.sha
+            except UnicodeDecodeError as exc:
+                raise ForgeError(operation, f"not UTF-8 text (byte {exc.start} is not valid UTF-8); save it as "
+                                            "UTF-8") from None
         # Files of 1-100 MB come back with encoding "none" and empty content: ask for the bytes.
         status, _, text = self._call(
             operation,

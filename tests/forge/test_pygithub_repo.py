@@ -149,3 +149,21 @@ def test_malformed_artifact_is_unusable(kind: str, fake: FakeGitHub, make_forge:
     fake.artifacts[aid] = (9, "evalbot-report", MALFORMED[kind])
     with pytest.raises(ForgeError, match=r"artifact unusable: artifact member 'report\.json' cannot be read"):
         make_forge().download_artifact(run_id=9, name="evalbot-report", max_bytes=1_000_000)
+
+
+def test_a_file_that_is_not_utf8_is_a_forge_error(fake: FakeGitHub, make_forge: Make) -> None:
+    """A config or template at the base commit with invalid UTF-8 is a ForgeError naming the read (the caller then
+    tries git, which says the same, and fails closed), not a UnicodeDecodeError (exit 70)."""
+    fake.put_file("evals/test_config.json", b'\xff\xfe{"evalbot": {"fail_on": "never"}}', ref=BASE)
+    with pytest.raises(ForgeError, match="not UTF-8") as caught:
+        make_forge().read_file("evals/test_config.json", ref=BASE)
+    assert f"read evals/test_config.json at {BASE}" in str(caught.value)
+
+
+def test_a_forks_baseline_that_is_not_utf8_is_not_considered(fake: FakeGitHub, make_forge: Make) -> None:
+    """The fork-safe second stage reads the pull request's own baseline at its head: invalid UTF-8 there (the
+    fork's to write) leaves its baseline update out, with a warning, instead of crashing the stage (exit 70)."""
+    from evalbot.action.second_stage import pr_baseline_at
+
+    fake.put_file(".evalbot/baseline.json", b'{"schema_version": 1, "x": "\xff"}', ref=HEAD)
+    assert pr_baseline_at(make_forge(), ".evalbot/baseline.json", HEAD) is None
