@@ -30,6 +30,9 @@ GitRunner = Callable[[list[str]], GitResult]
 
 _MISSING_MARKERS = ("does not exist in", "exists on disk, but not in")
 
+MAX_SPEC_CHARS = 4096
+"""The longest ``REF:PATH`` given to git (Linux's PATH_MAX; one argument may not pass 128 KiB at all)."""
+
 MAX_GIT_OUTPUT = 100 * 1024 * 1024
 """Bytes of git's output read at most (a baseline file is capped at 100 MiB too): a change's config can name any
 ``REF:PATH``, and a blob of gigabytes there is not read into memory."""
@@ -49,6 +52,9 @@ def _spec(ref: str, path: str) -> str:
     """``REF:PATH`` when git can read it: the ref is a revision (:func:`revision`) and the path has no NUL byte
     (JSON can spell one as ``\\u0000``; no argument can carry it), else an InputError naming the spec."""
     spec = f"{ref}:{path}"
+    if len(spec) > MAX_SPEC_CHARS:  # no argument that long can even start git (E2BIG)
+        raise InputError(spec[:200] + "…", "", f"REF:PATH longer than {MAX_SPEC_CHARS:,} characters; no file path "
+                                              "is that long")
     revision(ref, spec)
     if "\0" in path:
         raise InputError(spec, "", "the path has a NUL byte (\\u0000), which no file name has; give the file's path")
@@ -135,6 +141,8 @@ def run_git(args: Sequence[str], cwd: Path | None = None) -> GitResult:
                                     stderr=errors)
         except FileNotFoundError:
             return GitResult(127, "", "git is not installed")
+        except OSError as exc:  # an argument the kernel refuses (E2BIG), no process to be had (EAGAIN)
+            return GitResult(126, "", f"could not start git: {exc.strerror or exc}")
         expired = threading.Event()
 
         def stop() -> None:

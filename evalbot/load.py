@@ -498,17 +498,6 @@ def _drop_duplicates(
     return kept, errors
 
 
-def read_optional(path: str) -> str | None:
-    """A UTF-8 file's text, or None when it does not exist."""
-    file = Path(path)
-    if not file.exists():
-        return None
-    try:
-        return file.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, "", f"cannot read the file: {exc}") from None
-
-
 def load_actuals(path: Path) -> Actuals:
     """Load one actuals file (JSON; Vertex-style ``.jsonl``/``.csv`` datasets through evalbot.formats.vertex)."""
     if path.name.endswith(DATASET_SUFFIXES):

@@ -145,3 +145,26 @@ def test_a_file_at_the_commit_larger_than_the_cap_is_refused(tmp_path: Path, mon
         git_show("HEAD", "big.json", git=git)
     assert caught.value.path == "HEAD:big.json"
     assert git_show("HEAD", "small.json", git=git) == "y" * 100
+
+
+def test_a_spec_longer_than_any_path_is_refused_before_git_runs(tmp_path: Path) -> None:
+    """A REF:PATH of 200,000 characters (a change's baseline_path) would make starting git fail with E2BIG, an
+    OSError out of subprocess (exit 70): it is an InputError naming the length, and git does not run."""
+    _commit(tmp_path, {"ok.json": b"{}"})
+    calls: list[list[str]] = []
+
+    def git(args: list[str]) -> GitResult:
+        calls.append(args)
+        return run_git(args, cwd=tmp_path)
+
+    for ref, path in (("HEAD", "x" * 200_000), ("r" * 200_000, "ok.json")):
+        for read in (git_show, git_list):
+            with pytest.raises(InputError, match="longer than 4,096 characters"):
+                read(ref, path, git=git)
+    assert calls == []
+
+
+def test_git_that_cannot_start_is_a_failed_result(tmp_path: Path) -> None:
+    """An argument the kernel refuses (E2BIG) is a failed GitResult, never an OSError out of run_git."""
+    result = run_git(["show", "HEAD:" + "x" * 300_000], cwd=tmp_path)
+    assert result.returncode == 126 and "could not start git" in result.stderr

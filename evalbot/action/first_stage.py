@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shlex
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -43,7 +44,6 @@ from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputE
 from evalbot.forge.base import Forge, ForgeError
 from evalbot.judges.cache import KEY_ENV as CACHE_KEY_ENV
 from evalbot.judges.factory import MISSING_CREDENTIALS, judge_from_environ
-from evalbot.load import read_optional
 from evalbot.paths import output_file, write_output
 from evalbot.pipeline import (
     Inputs,
@@ -224,11 +224,12 @@ def write_report_files(report: Report, inputs: ActionInputs, ws: Workspace) -> N
 MAX_BASELINE_BYTES = 100 * 1024 * 1024
 
 
-def pr_baseline_text(ws: Workspace, path: str) -> str | None:
-    """The pull request's own baseline file (its tree is untrusted: a regular file inside the workspace, size-capped);
-    anything else raises InputError (such a file never matches a run)."""
+def workspace_baseline_text(ws: Workspace, path: str) -> str | None:
+    """The workspace's baseline file (a pull request's own, or the branch's on other events; the tree is untrusted: a
+    regular file inside the workspace, size-capped); anything else raises InputError (such a file never matches a
+    run)."""
     target = ws.path(path)
-    if not target.exists() and not target.is_symlink():
+    if not os.path.lexists(target):  # never raises (a name too long for the system: no file)
         return None
     data = read_regular_file(target, root=ws.root, where=path, what="baseline", limit=MAX_BASELINE_BYTES)
     try:
@@ -292,7 +293,7 @@ def first_stage(
                 x for x in (baseline_error, f"the gate settings at the base commit are unreadable: {gate.error}") if x
             )
     else:
-        text = read_optional(str(ws.path(inputs.baseline_path)))  # unreadable is an error, not "no baseline"
+        text = workspace_baseline_text(ws, inputs.baseline_path)  # unreadable is an error, not "no baseline"
         baseline = None if text is None else parse_baseline(text, inputs.baseline_path)
         source = inputs.baseline_path
     # Split votes that flipped against the baseline are settled in every mode: on a pull request against the base
@@ -315,7 +316,7 @@ def first_stage(
         copy_runs(inputs, ws)  # uploaded with the report: the fork-safe second stage re-measures these
     update = None
     if mode == "pull_request" and pr is not None:
-        update = proposed_baseline(lambda: pr_baseline_text(ws, inputs.baseline_path), baseline, inputs.baseline_path)
+        update = proposed_baseline(lambda: workspace_baseline_text(ws, inputs.baseline_path), baseline, inputs.baseline_path)
     required = mode == "pull_request" and pr is not None  # no baseline at the base commit is not a pass there
     similar = (similar_baselines(forge, ws, inputs.baseline_path, pr.base_sha)
                if required and pr is not None and baseline is None and baseline_error is None and update is None

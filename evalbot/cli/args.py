@@ -120,7 +120,7 @@ def baseline_spec(raw: str) -> str:
     """``FILE`` or ``REF:PATH``; a directory is refused."""
     if not raw.strip():
         _fail("expected a baseline file or REF:PATH, got an empty value")
-    if Path(raw).is_dir():
+    if os.path.isdir(raw):  # never raises (a name too long for the system is no directory)
         _fail(f"{raw!r} is a directory; give the baseline file (e.g. .evalbot/baseline.json) or REF:PATH")
     return raw
 

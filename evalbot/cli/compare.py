@@ -62,7 +62,7 @@ from evalbot.compare.reruns import note_not_rerun
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError, InputError
 from evalbot.forge.base import ForgeUnavailable
 from evalbot.git import run_git
-from evalbot.load import discover, read_optional
+from evalbot.load import discover
 from evalbot.pipeline import (
     Inputs,
     PackedSpill,
@@ -173,10 +173,10 @@ def yardstick(
                  "sampling": getattr(args, "sampling", None), "resample_split": getattr(args, "resample_split", None)}
     policy: GatePolicy = policy_from_settings(settings, source=str(config or "command line"), overrides=overrides)
     raw_spec = args.baseline or settings.get("baseline_path") or DEFAULT_BASELINE_PATH
-    spec = parse_spec(str(raw_spec), file_exists=lambda p: Path(p).is_file())
+    spec = parse_spec(str(raw_spec), file_exists=os.path.isfile)
     template = comment_template_text(args.comment_template, settings, config)  # the working tree's: still checked
     if spec.ref is None:
-        return Yardstick(policy, spec, read_baseline(spec, git=run_git, read_file=read_optional), template)
+        return Yardstick(policy, spec, read_baseline(spec, git=run_git, read_file=_baseline_text), template)
     change = ChangeSide(settings=settings, config=None, policy=policy, template=template, files=[])
     gate = gate_at_ref(args, spec.ref, change, config, files, overrides)
     baseline, unread = baseline_by_git(run_git, spec.ref, spec.path)
@@ -362,7 +362,7 @@ def evaluate_settled(args: argparse.Namespace, env: Mapping[str, str], inputs: I
 
 def _baseline_text(path: str) -> str | None:
     """The text of the baseline file at ``path`` (None when there is none); a regular file, size-capped, UTF-8."""
-    if not Path(path).exists() and not Path(path).is_symlink():
+    if not os.path.lexists(path):  # never raises: a name too long for the system is read below, saying so
         return None
     data = read_regular_file(Path(path), root=None, where=path, what="baseline", limit=MAX_BASELINE_BYTES)
     try:
@@ -387,8 +387,8 @@ def previous_baseline(args: argparse.Namespace, output: str) -> tuple[Baseline |
     flag = "--previous" if args.previous else "--output"
     try:
         if args.previous:
-            spec = parse_spec(args.previous, file_exists=lambda p: Path(p).is_file())
-            previous = read_baseline(spec, git=run_git, read_file=read_optional) if spec.ref else \
+            spec = parse_spec(args.previous, file_exists=os.path.isfile)
+            previous = read_baseline(spec, git=run_git, read_file=_baseline_text) if spec.ref else \
                 _read_previous(spec.path)
             if previous is None:
                 raise InputError(args.previous, "", "no baseline there to continue the history from")

@@ -90,7 +90,7 @@ def test_unreadable_workspace_baseline_is_an_input_error(tmp_path: Path) -> None
     (tmp_path / "ws" / ".evalbot" / "baseline.json").write_bytes(b"\xff\xfe\x00{")
     out = io.StringIO()
     assert run(env, out=out, forge=ScriptedForge()) == 2
-    assert "baseline.json" in out.getvalue() and "cannot read the file" in out.getvalue()
+    assert "baseline.json" in out.getvalue() and "not valid UTF-8" in out.getvalue()
 
 
 def test_the_eval_set_file_is_read_once_and_annotations_still_have_lines(tmp_path: Path) -> None:

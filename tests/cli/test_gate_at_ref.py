@@ -7,6 +7,7 @@ tree's policy (how a new policy is tried locally). Real git repositories in tmp_
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -303,21 +304,22 @@ def test_a_baseline_path_that_git_would_read_as_an_option_is_refused(
     assert not list(proj.glob("pwned*"))
 
 
-@pytest.mark.parametrize("hostile", ["not-utf8", "nul"])
+@pytest.mark.parametrize("hostile", ["not-utf8", "nul", "long"])
 def test_a_baseline_path_naming_an_unreadable_blob_is_refused(
     proj: Path, write: Writer, capsys: pytest.CaptureFixture[str], hostile: str
 ) -> None:
-    """A change's config naming its baseline as a committed file that is not UTF-8, or with a NUL byte in the path
-    (JSON's \\u0000), is an unreadable baseline: verdict error (exit 3) saying why; no traceback (exit 70)."""
+    """A change's config naming its baseline as a committed file that is not UTF-8, with a NUL byte in the path
+    (JSON's \\u0000) or a path of 200,000 characters (git could not even start: E2BIG) is an unreadable baseline: verdict error (exit 3) saying why; no traceback (exit 70)."""
     make_baseline(capsys)
     (proj / "evals" / "odd.json").write_bytes(b'\xff\xfe{"schema_version": 1}')
     commit_main(proj)
-    path = "evals/odd.json" if hostile == "not-utf8" else "evals/odd.json\0x"
+    path = {"not-utf8": "evals/odd.json", "nul": "evals/odd.json\0x", "long": "x" * 200_000}[hostile]
     write("evals/test_config.json", {**CONFIG, "evalbot": {"baseline_path": f"main:{path}"}})
     code, out, err = cli(capsys, "compare", *PR_RUN)
     assert code == 3, out + err  # a baseline that may exist but cannot be read: measured, not passing
     assert "could not measure, not passing" in headline(out), out
-    assert ("not UTF-8 text" if hostile == "not-utf8" else "NUL byte") in err, err
+    said = {"not-utf8": "not UTF-8 text", "nul": "NUL byte", "long": "longer than 4,096 characters"}[hostile]
+    assert said in err, err[-2000:]
     assert "Traceback" not in err
 
 
@@ -336,3 +338,30 @@ def test_a_config_at_ref_that_is_not_utf8_fails_closed(
     assert "could not measure, not passing" in headline(out)
     assert "main:evals/test\\_config.json" in out and "not UTF-8 text" in out, out
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("hostile", ["dev-zero", "fifo", "long-name", "huge"])
+def test_a_working_tree_baseline_that_is_not_a_small_regular_file_is_refused(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, hostile: str
+) -> None:
+    """Without --baseline, compare reads the working tree's baseline_path, the change's text: a committed symlink to
+    /dev/zero (read to its end: memory runs out), a FIFO (open blocks) or a file over the cap is an input error naming
+    it, exit 2; a name too long for the system (OSError, exit 70) is no baseline; never a hang or a crash."""
+    import evalbot.cli.compare as compare_module
+
+    path = {"dev-zero": "evals/b.json", "fifo": "evals/b.json", "long-name": "n" * 5000, "huge": "evals/b.json"}
+    if hostile == "dev-zero":
+        (proj / "evals" / "b.json").symlink_to("/dev/zero")
+    elif hostile == "fifo":
+        os.mkfifo(proj / "evals" / "b.json")
+    elif hostile == "huge":
+        make_baseline(capsys, "evals/b.json")  # a valid baseline, over the (lowered) cap
+        monkeypatch.setattr(compare_module, "MAX_BASELINE_BYTES", 100)
+    write("evals/test_config.json", {**CONFIG, "evalbot": {"baseline_path": path[hostile]}})
+    code, out, err = cli(capsys, "compare", *PR_RUN)
+    assert "Traceback" not in err and "internal error" not in err
+    assert path[hostile][:100] in err, err[-2000:]
+    if hostile == "long-name":  # no file can have that name: no baseline, said as for any absent one
+        assert code == 0 and "warning: no baseline at nnn" in err, (out + err)[-2000:]
+    else:
+        assert code == 2 and "refused" in err, (out + err)[-2000:]
