@@ -173,7 +173,7 @@ def settings_at(read: ReadAt, candidates: list[str], label: Callable[[str], str]
             continue
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's recursion limit
             continue
         extras = data.get("evalbot") if isinstance(data, dict) else None
         if isinstance(extras, dict) and extras:

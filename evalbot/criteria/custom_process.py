@@ -117,7 +117,7 @@ class Worker:
         line = self._lines.popleft()
         try:
             answer = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's recursion limit
             answer = None
         if not isinstance(answer, dict):
             self._fail(f"{what}: the worker answered {line[:80]!r}, not evalbot's protocol (something in the metric's "

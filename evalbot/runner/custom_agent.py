@@ -98,7 +98,7 @@ def _trajectory(raw: Any) -> list[FunctionCall]:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise AgentError(f"'predicted_trajectory' is a string but not JSON ({exc}); {CONTRACT}") from None
     if not isinstance(raw, list):
         raise AgentError(f"'predicted_trajectory' must be a list, got {type(raw).__name__}; {CONTRACT}")
@@ -116,7 +116,7 @@ def _trajectory(raw: Any) -> list[FunctionCall]:
         if isinstance(args, str):
             try:
                 args = json.loads(args)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         if args is not None and not isinstance(args, Mapping):
             raise AgentError(f"predicted_trajectory[{i}] ({name}): 'tool_input' must be an object of arguments, got "

@@ -365,3 +365,20 @@ def test_a_working_tree_baseline_that_is_not_a_small_regular_file_is_refused(
         assert code == 0 and "warning: no baseline at nnn" in err, (out + err)[-2000:]
     else:
         assert code == 2 and "refused" in err, (out + err)[-2000:]
+
+
+def test_a_config_at_ref_nested_too_deep_is_skipped_like_invalid_json(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A config at REF nested 100,000 levels deep (json.loads raised RecursionError: exit 70) is skipped like one
+    that is not JSON: REF's default policy gates (the regression blocks), the working tree's fail_on: never does not."""
+    make_baseline(capsys)
+    (proj / "evals" / "test_config.json").write_text(
+        '{"criteria": {"tool_trajectory_avg_score": 1.0}, "evalbot": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        encoding="utf-8")
+    commit_main(proj)
+    set_section(write, {"fail_on": "never"})
+    code, out, err = cli(capsys, "compare", *AT_MAIN, *PR_RUN)
+    assert "Traceback" not in err and "internal error" not in err, err[-2000:]
+    assert code == 1, (out + err)[-2000:]
+    assert headline(out).startswith("### ❌ evalbot: blocked: 1 regressed"), out

@@ -523,8 +523,10 @@ def test_a_crash_names_the_signal(repo: Repo) -> None:
         ("return {'my_metric': {1, 2}}", "returned dict, which is not JSON data"),
         ("import os\n    [os.write(fd, b'{\"value\": 1.0}\\nnot json at all\\n') for fd in range(3, 8) "
          "if fd != 0]\n    return {'my_metric': 1.0}", "not evalbot's protocol"),
+        ("import os\n    [os.write(fd, b'[' * 100000 + b'\\n') for fd in range(3, 8) "
+         "if fd != 0]\n    return {'my_metric': 1.0}", "not evalbot's protocol"),
     ],
-    ids=["object", "set", "forged-protocol"],
+    ids=["object", "set", "forged-protocol", "forged-deep-nesting"],
 )
 def test_garbage_is_an_error_never_a_score(repo: Repo, body: str, message: str) -> None:
     """Unserializable returns, and bytes written straight into the answer channel, are errors on the cases."""

@@ -43,6 +43,9 @@ def test_dotted_attribute_is_resolved() -> None:
         ({"answer": "x"}, "no 'response' key"),
         ({"response": 3}, "'response' must be a string"),
         ({"response": "x", "predicted_trajectory": "not json"}, "not JSON"),
+        ({"response": "x", "predicted_trajectory": "[" * 100_000}, "not JSON"),  # RecursionError: exit 70
+        ({"response": "x", "predicted_trajectory": [{"tool_name": "a", "tool_input": "[" * 100_000}]},
+         "must be an object of"),
         ({"response": "x", "predicted_trajectory": {"tool_name": "a"}}, "must be a list"),
         ({"response": "x", "predicted_trajectory": ["a"]}, r"predicted_trajectory\[0\] must be an object"),
         ({"response": "x", "predicted_trajectory": [{"tool_input": {}}]}, "non-empty string 'tool_name'"),
