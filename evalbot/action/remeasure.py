@@ -52,6 +52,9 @@ def copy_runs(inputs: ActionInputs, ws: Workspace) -> list[str]:
     for stale in folder.iterdir():  # an earlier run's copies (a reused workspace) must not travel with this run's
         if stale.is_symlink() or stale.is_file():
             stale.unlink()
+        else:  # a folder committed there would make the copy's write fail (IsADirectoryError)
+            raise InputError(ws.relative(str(stale)), "", f"refused: not a file, in the folder {RUNS_DIR}/ beside "
+                             "report-path where evalbot copies the recorded runs; remove it from the repository")
     written = []
     for index, raw in enumerate(inputs.actuals):
         try:

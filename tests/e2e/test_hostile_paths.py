@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 
-from tests.e2e.conftest import Action, Run, event
+from tests.e2e.conftest import Action, Run, event, make_baseline, pull_request_event
 
 INPUTS = {"actuals": "actuals/good.json"}
 
@@ -109,3 +109,14 @@ def test_look_alike_ids_never_reach_workflow_commands_raw(action: Action) -> Non
     assert "\u200b" not in run.stdout and "\u202e" not in run.stdout
     assert "refund\\u200b\\u202e" in run.summary or "refund\\\\u200b\\\\u202e" in run.summary
     assert "\u202e" not in run.summary
+
+
+def test_a_directory_where_a_recorded_runs_copy_goes_is_refused(action: Action, baseline_text: str) -> None:
+    """The PR commits `.evalbot-out/runs/0-good.json/` as a folder, where the first stage copies its recorded runs
+    for the fork-safe second stage: the copy's write raised IsADirectoryError (exit 70); now exit 2 naming it."""
+    make_baseline(action, baseline_text)
+    blocker = action.workspace / ".evalbot-out" / "runs" / "0-good.json"
+    blocker.mkdir(parents=True)
+    (blocker / "keep").write_text("", encoding="utf-8")
+    run = action.run("pull_request", pull_request_event(), inputs=INPUTS)
+    assert_refused(run, ".evalbot-out/runs/0-good.json", "not a file")
