@@ -215,8 +215,8 @@ class DiskCache:
         parent = os.path.join(self._root, key[:2])
         if parent not in self._made:
             with contextlib.suppress(FileNotFoundError):
-                if stat.S_ISLNK(os.lstat(parent).st_mode):
-                    os.unlink(parent)  # a planted link is replaced with a real folder, never written through
+                if not stat.S_ISDIR(os.lstat(parent).st_mode):  # lstat: a link to a folder is not one
+                    os.unlink(parent)  # a planted link or file is replaced with a real folder, never written through
             os.makedirs(parent, exist_ok=True)
             self._made.add(parent)
         merged = self._read(key)

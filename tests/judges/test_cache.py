@@ -286,3 +286,14 @@ def test_a_planted_entry_that_is_not_a_small_regular_file_is_a_miss(
         with open(entry, "w", encoding="utf-8"):
             pass
     assert got == [[None]]
+
+
+def test_a_planted_file_where_a_folder_goes_is_replaced(tmp_path: Path) -> None:
+    """``<cache>/<2 hex>`` committed as a regular file (the address is computable): a write replaced nothing and
+    raised FileExistsError, failing the run; the file is a planted entry in evalbot's own folder and is replaced."""
+    key = cache_key("m", {}, "p")
+    (tmp_path / key[:2]).write_text("planted", encoding="utf-8")
+    cache = DiskCache(tmp_path)
+    assert cache.get(key, 1) == [None]
+    cache.put(key, {0: "real"}, model="m")
+    assert DiskCache(tmp_path).get(key, 1) == ["real"]
