@@ -183,6 +183,18 @@ class PackedMapping(Mapping[str, _T]):
     def __repr__(self) -> str:
         return repr(dict(self))
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to a mapping of the same items, as ``Mapping``'s ``dict(self.items()) == dict(other.items())`` says,
+        without building every value of both at once: the same rows are the same values; otherwise one value of
+        each is built at a time, up to the first that differs."""
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        if type(other) is type(self) and other._names == self._names and other._rows == self._rows:
+            return True
+        if len(self) != len(other):
+            return False
+        return all(key in other and other[key] == value for key, value in self.items())
+
     def __copy__(self) -> PackedMapping[_T]:
         return self
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from evalbot.compare.baseline import (
     BASELINE_SCHEMA_VERSION,
@@ -35,6 +34,7 @@ from evalbot.compare.baseline import (
     joined_history,
     parse_baseline,
     past_trend,
+    replaced_cases,
     same_measure,
     same_scores,
     split_entry,
@@ -192,7 +192,7 @@ def accept(
     if not mine.compatible:
         problems.append(f"/schema_version: {mine.schema_version} in the file, {BASELINE_SCHEMA_VERSION} in this run")
         return _done(result, problems, changed=1)
-    fresh = build_baseline(report, commit=None, created_at=None)
+    fresh = build_baseline(report, commit=None, created_at=None, when_read=True)  # the run's entries, read once
     changed = 0
     if sorted(mine.judge_models) != sorted(base.judge_models) and sorted(mine.judge_models) != fresh.judge_models:
         changed += 1
@@ -274,7 +274,8 @@ def _set_entries(
         changed += 1
         at = f"{where}/criteria/{name}"
         if now is None:
-            _removed(at, got is not None, criteria, (key, name), result.criteria, problems)
+            if _removed(at, got is not None, (key, name), result.criteria, problems):
+                criteria.pop(name, None)
         elif got is None:
             problems.append(f"{at}: in the file, not measured by this run")
         elif _definition(now) != _definition(got):
@@ -283,7 +284,8 @@ def _set_entries(
             main_trend = was.trend if was is not None and same_measure(was, now) else None
             criteria[name] = now.model_copy(update={"trend": main_trend})  # the trend drawn is always main's
             result.criteria.add((key, name))
-    cases = dict(old.cases) if old is not None else {}
+    cases: Mapping[str, BaselineCase] = old.cases if old is not None else {}
+    changes: dict[str, BaselineCase | None] = {}  # applied at the end: main's cases are read one at a time
     for name in list(dict.fromkeys([*cases, *new.cases])):
         was_case, now_case, got_case = cases.get(name), new.cases.get(name), ran.cases.get(name)
         if now_case == was_case:
@@ -294,7 +296,8 @@ def _set_entries(
             continue
         changed += 1
         if now_case is None:
-            _removed(at, got_case is not None, cases, (key, name), result.cases, problems)
+            if _removed(at, got_case is not None, (key, name), result.cases, problems):
+                changes[name] = None
             continue
         if got_case is None:
             problems.append(f"{at}: in the file, not in this run")
@@ -304,23 +307,23 @@ def _set_entries(
             problems += found
             continue
         keep = was_case.history if was_case is not None and was_case.fingerprint == now_case.fingerprint else None
-        cases[name] = now_case.model_copy(update={"history": keep})  # the flaky history is always main's
+        changes[name] = now_case.model_copy(update={"history": keep})  # the flaky history is always main's
         result.cases.add((key, name))
+    cases = replaced_cases(cases, changes)
     if old is None:
         return BaselineEvalSet(path=path, criteria=criteria, cases=cases, pass_rule=rule), changed
     return old.model_copy(update={"path": path, "criteria": criteria, "cases": cases, "pass_rule": rule}), changed
 
 
-def _removed(
-    at: str, in_run: bool, entries: dict[str, Any], entry: tuple[str, str], accepted: set[tuple[str, str]],
-    problems: list[str],
-) -> None:
-    """An entry the file removes: accepted (dropped from the baseline compared with) when the run lacks it too."""
+def _removed(at: str, in_run: bool, entry: tuple[str, str], accepted: set[tuple[str, str]], problems: list[str]
+             ) -> bool:
+    """An entry the file removes: accepted (True: the caller drops it from the baseline compared with) when the run
+    lacks it too."""
     if in_run:
         problems.append(f"{at}: removed in the file, this run has it")
-    else:
-        entries.pop(entry[1], None)
-        accepted.add(entry)
+        return False
+    accepted.add(entry)
+    return True
 
 
 def _done(result: Acceptance, problems: list[str], *, changed: int) -> Acceptance:

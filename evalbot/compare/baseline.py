@@ -353,13 +353,37 @@ def criterion_entry(
     )
 
 
+class RunCases(Mapping[str, BaselineCase]):
+    """A run's cases of one eval set as baseline entries, each built when read and not kept (what a PR's baseline
+    update is checked against: :func:`build_baseline` with ``when_read``)."""
+
+    __slots__ = ("_cases", "_judged")
+
+    def __init__(self, cases: dict[str, CaseResult], judged: set[str]) -> None:
+        self._cases = cases
+        self._judged = judged
+
+    def __getitem__(self, key: str) -> BaselineCase:
+        return _case(self._cases[key], self._judged)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._cases
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cases)
+
+    def __len__(self) -> int:
+        return len(self._cases)
+
+
 def build_baseline(
     report: Report, *, commit: str | None, created_at: str | None, previous: Baseline | None = None,
-    budgets: Mapping[str, str] | None = None,
+    budgets: Mapping[str, str] | None = None, when_read: bool = False,
 ) -> Baseline:
     """The baseline of a run (the clock and the commit are passed in by the caller), with each case's history
     carried forward from ``previous`` (the baseline it replaces; see :func:`carry_history`). ``budgets``: the gate
-    policy's budgets, recorded (None: not recorded)."""
+    policy's budgets, recorded (None: not recorded). ``when_read``: each eval set's cases are :class:`RunCases`
+    (each entry built when read) and the efficiency is left out (None): a baseline to read, not to write."""
     sets: dict[str, BaselineEvalSet] = {}
     efficiency: dict[str, BaselineEfficiency] = {}
     models: set[str] = set()
@@ -371,6 +395,10 @@ def build_baseline(
             if entry.judge_model:
                 models.add(entry.judge_model)
         case_keys = unique_keys([c.eval_id for c in es.cases])
+        if when_read:
+            sets[key] = BaselineEvalSet(path=es.path, criteria=criteria, pass_rule=es.pass_rule)
+            sets[key].__dict__["cases"] = RunCases(dict(zip(case_keys, es.cases, strict=True)), judged)
+            continue
         efficiency[key] = efficiency_of(es, case_keys)
         sets[key] = BaselineEvalSet(
             path=es.path,
@@ -385,7 +413,7 @@ def build_baseline(
         judge_models=sorted(models),
         eval_sets=sets,
         usage=usage_summary(report.usage),
-        efficiency=efficiency,
+        efficiency=None if when_read else efficiency,
         budgets=dict(budgets) if budgets is not None else None,
     )
     return fresh if previous is None else carry_history(fresh, previous)
@@ -678,11 +706,38 @@ class PackedCases(PackedMapping[BaselineCase]):
     def _unpack(self, packed: bytes) -> BaselineCase:
         return _unpack_case(packed, self._names)
 
+    def replaced(self, changes: Mapping[str, BaselineCase | None]) -> PackedCases:
+        """These cases with ``changes`` made (see :func:`replaced_cases`), the changed ones packed."""
+        names = {name: i for i, name in enumerate(self._names)}
+        rows = dict(self._rows)
+        for key, case in changes.items():
+            if case is None:
+                rows.pop(key, None)
+            else:
+                rows[key] = _pack_case(case, names)
+        return PackedCases(rows, list(names))
+
     def marks(self) -> Iterator[CaseMarks]:
         """Each case's key, fingerprint, content and status, read from its packed row without building its models."""
         for key, packed in self._rows.items():
             row = marshal.loads(packed)
             yield key, row[1], row[2], _STATUS_LIST[row[3]]
+
+
+def replaced_cases(
+    cases: Mapping[str, BaselineCase], changes: Mapping[str, BaselineCase | None]
+) -> Mapping[str, BaselineCase]:
+    """``cases`` with ``changes`` made in order (a case replaced in place, added at the end, or removed: None). A
+    parsed baseline's cases stay packed and the changed ones are packed too: no other case is built."""
+    if not isinstance(cases, PackedCases):
+        out = dict(cases)
+        for key, case in changes.items():
+            if case is None:
+                out.pop(key, None)
+            else:
+                out[key] = case
+        return out
+    return cases.replaced(changes)
 
 
 CaseMarks = tuple[str, str | None, str | None, Status]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from evalbot.compare.accept import ProposedBaseline, accept
-from evalbot.compare.baseline import Baseline, BaselineCriterion, build_baseline, parse_baseline
+from evalbot.compare.baseline import Baseline, BaselineCriterion, PackedCases, build_baseline, parse_baseline
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.yardstick import yardstick_changes
@@ -93,6 +93,25 @@ def test_the_flaky_history_compared_with_is_mains() -> None:
     main = base_of(MAIN)
     result = accept(main, refreshed(PR, main), PR, POLICY, "pr.json")
     assert result.effective.eval_sets["s"].cases["a"].history == main.eval_sets["s"].cases["a"].history == "P"
+
+
+def test_the_baseline_compared_with_keeps_parsed_files_packed_and_equals_the_models() -> None:
+    """With main's file and the PR's as parsed (cases packed), the baseline compared with keeps its cases packed
+    (main's unchanged ones are not built and held) and equals what the same files as models give: the accepted
+    case replaced in place with main's history, an accepted removal dropped, order kept."""
+    main_run = report(eval_set("s", [case(k, {TRAJ: metric(1.0), RESP: metric(0.9, 0.5)}) for k in "abcd"]))
+    pr_run = report(eval_set("s", [case("a", {TRAJ: metric(0.0), RESP: metric(0.9, 0.5)}),
+                                   *(case(k, {TRAJ: metric(1.0), RESP: metric(0.9, 0.5)}) for k in "bc")]))
+    main = base_of(main_run)
+    file = refreshed(pr_run, main)
+    parsed = accept(parse_baseline(main.model_dump_json(), "main"), parse_baseline(file.model_dump_json(), "pr"),
+                    pr_run, POLICY, "pr.json")
+    built = accept(main, file, pr_run, POLICY, "pr.json")
+    cases = parsed.effective.eval_sets["s"].cases
+    assert isinstance(cases, PackedCases) and list(cases) == ["a", "b", "c"]
+    assert parsed.update == built.update and parsed.update.matches and parsed.cases == {("s", "a"), ("s", "d")}
+    assert dict(cases) == dict(built.effective.eval_sets["s"].cases)
+    assert cases["a"].status == "failed" and cases["a"].history == main.eval_sets["s"].cases["a"].history
 
 
 def test_a_split_judge_flip_against_the_file_is_noise() -> None:

@@ -16,6 +16,7 @@ from evalbot.compare.baseline import (
     Baseline,
     BaselineSpec,
     PackedCases,
+    RunCases,
     _parse_by_case,
     _parse_whole,
     build_baseline,
@@ -24,6 +25,7 @@ from evalbot.compare.baseline import (
     parse_baseline,
     parse_spec,
     read_baseline,
+    replaced_cases,
     restricted,
     same_scores,
 )
@@ -303,6 +305,59 @@ def test_case_marks_read_a_packed_case_as_its_models_say() -> None:
         expected = [(k, c.fingerprint, c.content, c.status) for k, c in es.cases.items()]
         assert list(case_marks(parsed.eval_sets[key].cases)) == list(case_marks(es.cases)) == expected
     assert {status for *_, status in case_marks(whole.eval_sets["orders"].cases)} >= {"passed", "failed"}
+
+
+def test_packed_cases_compare_as_the_dict_of_their_cases_do() -> None:
+    """PackedCases equality is a dict's (order aside) without building every case of both: the same rows are
+    equal, another file's rows of the same cases (names listed in another order) are equal, one case changed, one
+    missing or one extra are not, and a mapping that is not packed compares by its items."""
+    text = _packed_sample()
+    a, b = parse_baseline(text, "a.json"), parse_baseline(text, "b.json")
+    whole = Baseline.model_validate(json.loads(text))
+    packed, models = a.eval_sets["orders"].cases, whole.eval_sets["orders"].cases
+    assert isinstance(packed, PackedCases) and packed == b.eval_sets["orders"].cases and a == b
+    assert packed == models and models == packed and packed == dict(reversed(list(models.items())))
+    assert packed != {k: c for k, c in models.items() if k != "track"}
+    assert packed != {**models, "new": models["track"]}
+    changed = {**models, "track": models["track"].model_copy(update={"status": "passed", "history": "P"})}
+    assert packed != changed and changed != packed
+    assert packed != PackedCases({k: r for k, r in packed._rows.items()}, list(reversed(packed._names)))
+    reordered = replaced_cases(PackedCases({}, [JUDGE, TRAJ]), dict(models))  # other names order, same cases
+    assert isinstance(reordered, PackedCases) and reordered._names != packed._names and reordered == packed
+    assert packed != [*models] and packed != None  # noqa: E711
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_replaced_cases_changes_in_place_appends_and_removes(packed: bool) -> None:
+    """replaced_cases makes its changes in order as a dict would (replaced in place, new at the end, None removed);
+    a parsed baseline's cases stay packed, the changed ones packed too, built equal to the models given."""
+    text = _packed_sample()
+    cases = parse_baseline(text, "b.json").eval_sets["orders"].cases
+    models = dict(Baseline.model_validate(json.loads(text)).eval_sets["orders"].cases)
+    given = cases if packed else models
+    new = models["track"].model_copy(update={"history": None})
+    changes = {"refund": models["track"], "more": None, "added": new, "gone": None}
+    out = replaced_cases(given, changes)
+    assert isinstance(out, PackedCases) is packed
+    assert list(out) == ["refund", "track", "added"]
+    assert dict(out) == {"refund": models["track"], "track": models["track"], "added": new}
+    assert out["added"].model_fields_set == new.model_fields_set and "history" in new.model_fields_set
+    assert list(given) == ["more", "refund", "track"] and given["refund"] == models["refund"]  # not changed
+
+
+def test_run_entries_built_when_read_equal_the_written_ones() -> None:
+    """build_baseline(when_read=True), what a PR's baseline update is checked against: the same entries as the
+    baseline written from the run, each case built when read (RunCases), no efficiency."""
+    r = sample_report()
+    written, read = build_baseline(r, commit=None, created_at=None), build_baseline(
+        r, commit=None, created_at=None, when_read=True)
+    assert read.efficiency is None and read.judge_models == written.judge_models
+    for key, es in written.eval_sets.items():
+        lazy = read.eval_sets[key].cases
+        assert isinstance(lazy, RunCases) and list(lazy) == list(es.cases) and len(lazy) == len(es.cases)
+        assert dict(lazy) == es.cases and lazy["refund" if key == "orders" else "hours"] is not None
+        assert "nope" not in lazy and lazy.get("nope") is None
+        assert read.eval_sets[key].model_dump(exclude={"cases"}) == es.model_dump(exclude={"cases"})
 
 
 def _whole_error(text: str) -> tuple[str, str] | None:
