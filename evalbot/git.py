@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import tempfile
 import threading
@@ -32,6 +35,9 @@ _MISSING_MARKERS = ("does not exist in", "exists on disk, but not in")
 
 MAX_SPEC_CHARS = 4096
 """The longest ``REF:PATH`` given to git (Linux's PATH_MAX; one argument may not pass 128 KiB at all)."""
+
+GIT_TIMEOUT_S = 60.0
+"""A git call running longer is stopped, with whatever it started."""
 
 MAX_GIT_OUTPUT = 100 * 1024 * 1024
 """Bytes of git's output read at most (a baseline file is capped at 100 MiB too): a change's config can name any
@@ -138,7 +144,7 @@ def run_git(args: Sequence[str], cwd: Path | None = None) -> GitResult:
     with tempfile.TemporaryFile() as errors:
         try:
             proc = subprocess.Popen(["git", *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=errors)
+                                    stderr=errors, start_new_session=True)
         except FileNotFoundError:
             return GitResult(127, "", "git is not installed")
         except OSError as exc:  # an argument the kernel refuses (E2BIG), no process to be had (EAGAIN)
@@ -147,22 +153,24 @@ def run_git(args: Sequence[str], cwd: Path | None = None) -> GitResult:
 
         def stop() -> None:
             expired.set()
-            proc.kill()
+            with contextlib.suppress(OSError):  # git and what it started (a helper holding the pipe open)
+                os.killpg(proc.pid, signal.SIGKILL)
 
-        timer = threading.Timer(60, stop)
+        timer = threading.Timer(GIT_TIMEOUT_S, stop)
         timer.start()
         try:
             assert proc.stdout is not None
             out = proc.stdout.read(limit + 1)
             too_long = len(out) > limit
             if too_long:
-                proc.kill()
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
             proc.stdout.close()
             code = proc.wait()
         finally:
             timer.cancel()
         errors.seek(0)
         err = errors.read().decode("utf-8", "replace")
-    if expired.is_set():
-        return GitResult(124, "", "git timed out after 60 s")
+    if expired.is_set() and code < 0:  # killed by the timer (not a git that ended just as it fired)
+        return GitResult(124, "", f"git timed out after {GIT_TIMEOUT_S:g} s")
     return GitResult(code, out[:limit].decode("utf-8", "surrogateescape"), err, too_long=too_long)

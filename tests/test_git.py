@@ -168,3 +168,18 @@ def test_git_that_cannot_start_is_a_failed_result(tmp_path: Path) -> None:
     """An argument the kernel refuses (E2BIG) is a failed GitResult, never an OSError out of run_git."""
     result = run_git(["show", "HEAD:" + "x" * 300_000], cwd=tmp_path)
     assert result.returncode == 126 and "could not start git" in result.stderr
+
+
+def test_git_running_past_the_timeout_is_stopped_with_what_it_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A git call past GIT_TIMEOUT_S is exit code 124, returned at once: git and any process it started (here an
+    alias running sleep, which holds the output pipe open) are killed, not waited for."""
+    import time
+
+    import evalbot.git as git_module
+
+    monkeypatch.setattr(git_module, "GIT_TIMEOUT_S", 0.5)
+    started = time.monotonic()
+    result = run_git(["-c", "alias.hang=!sleep 30", "hang"], cwd=tmp_path)
+    assert result.returncode == 124 and "timed out after 0.5 s" in result.stderr
+    assert time.monotonic() - started < 10
