@@ -20,21 +20,18 @@ printed too. ``--keep DIR`` keeps the inputs (one sub-folder per size) for ``--i
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_memory import _cli  # noqa: E402
+from bench_memory import _cli, sized_runs  # noqa: E402
 
 TIME_RATIO = 1.3
 """compare's time over run's, at 10,000 cases (30,000 invocations)."""
@@ -97,31 +94,9 @@ def _print(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--invocations", default="30000,100002", help="comma-separated sizes (default %(default)s)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each command per size; medians (default 3)")
-    parser.add_argument("--keep", help="write the inputs to this new folder and keep them")
-    parser.add_argument("--inputs", help="a folder written by an earlier --keep: reuse its inputs")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    args = parser.parse_args(argv)
-    sizes = [int(s) for s in args.invocations.split(",")]
-    root = Path(args.keep or args.inputs or tempfile.mkdtemp(prefix="evalbot-cmp-"))
-    if args.keep:
-        root.mkdir(parents=True)
-    results = []
-    try:
-        for n in sizes:
-            folder = root / str(n)
-            if not args.inputs:
-                _inputs(folder, n)
-            results.append(one_size(folder, n, args.repeat))
-            if not args.json:
-                _print(results[-1])
-    finally:
-        if not args.keep and not args.inputs:
-            shutil.rmtree(root, ignore_errors=True)
+    results, as_json = sized_runs(__doc__, "30000,100002", "evalbot-cmp-", _inputs, one_size, _print, argv)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    if args.json:
+    if as_json:
         print(json.dumps({"results": results, "load_average": load}))
     else:
         print(f"load average: {load}")

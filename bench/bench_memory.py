@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,41 @@ MEASURE = (
     "print(json.dumps({'exit': code, 'wall_s': time.perf_counter() - t0, 'cpu_s': ru.ru_utime + ru.ru_stime,\n"
     "                  'peak_rss_mb': ru.ru_maxrss / 1024}))\n"  # Linux: KiB
 )
+
+
+def sized_runs(
+    doc: str | None, default_sizes: str, prefix: str, prepare: Callable[[Path, int], None],
+    one_size: Callable[[Path, int, int], dict[str, Any]], show: Callable[[dict[str, Any]], None],
+    argv: list[str] | None = None,
+) -> tuple[list[dict[str, Any]], bool]:
+    """The command line shared by the benches that time evalbot commands at several sizes: parse ``--invocations``,
+    ``--repeat``, ``--keep``, ``--inputs`` and ``--json``; for each size write the inputs (``prepare(folder, n)``, unless
+    ``--inputs`` names an earlier ``--keep``), time them (``one_size(folder, n, repeat)``) and show each result unless
+    ``--json``. The results, and whether ``--json`` was given."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--invocations", default=default_sizes, help="comma-separated sizes (default %(default)s)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each command per size; medians (default 3)")
+    parser.add_argument("--keep", help="write the inputs to this new folder and keep them")
+    parser.add_argument("--inputs", help="a folder written by an earlier --keep: reuse its inputs")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.invocations.split(",")]
+    root = Path(args.keep or args.inputs or tempfile.mkdtemp(prefix=prefix))
+    if args.keep:
+        root.mkdir(parents=True)
+    results = []
+    try:
+        for n in sizes:
+            folder = root / str(n)
+            if not args.inputs:
+                prepare(folder, n)
+            results.append(one_size(folder, n, args.repeat))
+            if not args.json:
+                show(results[-1])
+    finally:
+        if not args.keep and not args.inputs:
+            shutil.rmtree(root, ignore_errors=True)
+    return results, bool(args.json)
 
 
 def _cli(args: list[str], cwd: Path | None = None) -> dict[str, Any]:
