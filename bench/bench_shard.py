@@ -161,7 +161,8 @@ def merge_only(base: Path, invocations: int, shards: int, repeat: int) -> dict[s
 
 def merge_at_scale(tmp: Path, invocations: int, shards: int) -> dict[str, Any]:
     from evalbot.results import write_report_json
-    from evalbot.shard import merge_reports, read_part
+    from evalbot.shard.merge import merge_reports
+    from evalbot.shard.parts import read_part
 
     parts, total, cases, score = scored_parts(tmp, invocations, shards)
     env = _env(0)

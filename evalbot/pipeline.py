@@ -48,7 +48,7 @@ from evalbot.runner.base import Agent, RunSet
 from evalbot.runner.execute import RunOptions, run_agent
 from evalbot.runner.recording import FORMAT, is_recording, repeated_runs, runs_from_data, write_recording
 from evalbot.scoring import score_run
-from evalbot.shard import Shard, plan, shard_eval_sets, shard_info
+from evalbot.shard.partition import Shard, plan_shards, shard_eval_sets, shard_info
 
 Say = Callable[[str], None]
 """Where the pipeline tells the user what happened besides the report (the CLI prints it on stderr)."""
@@ -183,7 +183,7 @@ def evaluate(
     every other problem is recorded in the report next to the results that could be computed.
 
     With ``shard`` (``--shard K/N``) only that shard's cases are scored, or run by the agent, and the report says
-    which part of the run it holds (:mod:`evalbot.shard`; ``evalbot merge`` joins the parts).
+    which part of the run it holds (:mod:`evalbot.shard.partition`; ``evalbot merge`` joins the parts).
 
     With ``stream`` each case goes there once its verdict is final, in report order, and the report keeps none (see
     :data:`~evalbot.results.CaseStream`): scored from actuals files, a run then holds one case at a time (runs of the
@@ -191,7 +191,7 @@ def evaluate(
     """
     inputs = source if isinstance(source, Inputs) else load_inputs(source, config=config)
     if shard is not None:
-        run = plan(inputs.eval_sets, shard.count)
+        run = plan_shards(inputs.eval_sets, shard.count)
         part = replace(inputs, eval_sets=shard_eval_sets(inputs.eval_sets, run, shard))
         report = evaluate(part, actuals=actuals, agent=agent, ctx=ctx, progress=progress, criteria=criteria, say=say,
                           stream=stream, request_base=request_base)

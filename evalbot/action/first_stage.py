@@ -59,15 +59,8 @@ from evalbot.render.html import html_chunks
 from evalbot.render.junit import junit_suites, write_junit
 from evalbot.render.template_files import comment_template_text, read_regular_file
 from evalbot.results import CUSTOM_NOT_RUN, Report, write_report_json
-from evalbot.shard import (
-    MissingShards,
-    check_loaded,
-    check_settled,
-    loading_parts,
-    merge_reports,
-    part_files,
-    read_part,
-)
+from evalbot.shard.merge import MissingShards, check_loaded, check_settled, loading_parts, merge_reports
+from evalbot.shard.parts import part_files, read_part
 
 log = logging.getLogger("evalbot")
 BASELINE_MESSAGE = "chore(evalbot): refresh eval baseline [skip ci]"
@@ -130,7 +123,7 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
 
 def merged_parts(inputs: ActionInputs, ws: Workspace, loaded: Inputs, settled: tuple[str | None, str]) -> Report:
     """Mode merge: the report joined from the shard jobs' parts in the ``parts`` directory (untrusted files: regular
-    files inside the workspace, size-capped, validated; see evalbot.shard), its case list checked against the eval
+    files inside the workspace, size-capped, validated; see evalbot.shard.parts), its case list checked against the eval
     sets this job loaded (``loaded``), and its split votes settled as this job would have settled them
     (``settled``: the fingerprint of this job's baseline and policy, and how to name them). Raises MissingShards or
     MergeError."""

@@ -29,7 +29,7 @@ from evalbot.forge.base import Forge, ForgeUnavailable
 from evalbot.judges.factory import SECRET_ENV
 from evalbot.paths import confined_to
 from evalbot.redact import ScrubbingWriter, register_secret
-from evalbot.shard import RUNS_DIR
+from evalbot.shard.parts import RUNS_DIR
 
 log = logging.getLogger("evalbot")
 

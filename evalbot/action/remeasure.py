@@ -22,7 +22,7 @@ from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.pipeline import RecordedActuals
 from evalbot.render.template_files import read_regular_file
 from evalbot.results import Report
-from evalbot.shard import RUNS_DIR
+from evalbot.shard.parts import RUNS_DIR
 
 MAX_RUNS_BYTES = 50 * 1024 * 1024
 """Largest recorded-runs file copied (the second stage reads at most this much of an artifact anyway)."""

@@ -41,7 +41,8 @@ from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.pipeline import PackedSpill, load_inputs, read_actuals
 from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.results import Report
-from evalbot.shard import RUNS_DIR, MissingShards, check_loaded, loading_parts, merge_reports, part_from_bytes
+from evalbot.shard.merge import MissingShards, check_loaded, loading_parts, merge_reports
+from evalbot.shard.parts import RUNS_DIR, part_from_bytes
 
 log = logging.getLogger("evalbot")
 MAX_ARTIFACT_BYTES = 50 * 1024 * 1024

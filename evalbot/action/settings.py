@@ -38,7 +38,7 @@ from evalbot.paths import (
     problem_with_input,
     problem_with_output,
 )
-from evalbot.shard import Shard
+from evalbot.shard.partition import Shard
 
 Mode = Literal["pull_request", "push", "workflow_run", "baseline"]
 MODES: tuple[str, ...] = ("auto", "merge", *get_args(Mode))

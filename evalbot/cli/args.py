@@ -18,7 +18,7 @@ from typing import NoReturn
 from evalbot.errors import EXIT_INVALID_INPUT
 from evalbot.paths import problem_with_comment_id, problem_with_directory, problem_with_input, problem_with_output
 from evalbot.results import MAX_SHARDS
-from evalbot.shard import Shard
+from evalbot.shard.partition import Shard
 
 _AGENT_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _PRINTABLE = re.compile(r"^[^\s\x00-\x1f\x7f]+$")

@@ -78,17 +78,8 @@ from evalbot.render.console import render_text
 from evalbot.render.html import html_chunks
 from evalbot.render.template_files import comment_template_text, read_regular_file, read_template_file
 from evalbot.results import Report
-from evalbot.shard import (
-    MissingShards,
-    check_loaded,
-    check_settled,
-    loading_parts,
-    merge_reports,
-    merge_streamed,
-    part_bytes,
-    part_files,
-    part_from_bytes,
-)
+from evalbot.shard.merge import MissingShards, check_loaded, check_settled, loading_parts, merge_reports, merge_streamed
+from evalbot.shard.parts import part_bytes, part_files, part_from_bytes
 
 MAX_BASELINE_BYTES = 100 * 1024 * 1024
 

@@ -63,7 +63,9 @@ from evalbot.progress import TerminalProgress, terminal_progress
 from evalbot.redact import scrub
 from evalbot.render.console import ConsoleTally
 from evalbot.results import CaseTally, CaseView, EvalSetReport, Report
-from evalbot.shard import JobNotes, MergeError, Shard, job_eval_sets, job_notes, merge_job_parts
+from evalbot.shard.jobnotes import JobNotes, job_notes, merge_job_parts
+from evalbot.shard.merge import MergeError
+from evalbot.shard.partition import Shard, job_eval_sets
 
 FORWARDED = ("paths", "actuals", "config", "judge_concurrency", "judge_cache", "judge_replay", "judge_timeout",
              "judge_deadline", "sampling", "verbose")

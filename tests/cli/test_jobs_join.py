@@ -18,7 +18,7 @@ from evalbot.cli.jobs import JobsMergeError, join_parts, notes_path
 from evalbot.formats.loaded import LoadedCase, LoadedEvalSet
 from evalbot.render.console import render_text
 from evalbot.results import write_report_json
-from evalbot.shard import Shard, job_eval_sets
+from evalbot.shard.partition import Shard, job_eval_sets
 from tests.fakes.suites import write_suite
 
 EXAMPLE = ["examples/evals", "--actuals", "examples/runs/pr.json", "--judge-cache", "examples/judge-cache",

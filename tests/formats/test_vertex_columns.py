@@ -16,7 +16,7 @@ import pytest
 from evalbot.cli.commands import main
 from evalbot.load import load_actuals, load_eval_set
 from evalbot.scoring import score_run
-from evalbot.shard import Shard, plan, shard_eval_sets
+from evalbot.shard.partition import Shard, plan_shards, shard_eval_sets
 from tests.fakes.vertex_rows import call, write_csv, write_jsonl
 
 CALLS = [call("lookup", city="Paris")]
@@ -173,7 +173,7 @@ def test_every_shard_reports_the_same_dataset_errors_and_notices(tmp_path: Path)
     write_jsonl(tmp_path / "runs.jsonl", [{"eval_id": f"c{i}", "response": "Paris"} for i in (0, 1, 2)])
     sets = [load_eval_set(tmp_path / "d.jsonl")]
     actuals = load_actuals(tmp_path / "runs.jsonl")
-    run_plan = plan(sets, 3)
+    run_plan = plan_shards(sets, 3)
     seen = set()
     for k in (1, 2, 3):
         part = shard_eval_sets(sets, run_plan, Shard(k, 3))

@@ -29,7 +29,7 @@ from evalbot.pipeline import evaluate
 from evalbot.render.comment import usage_view
 from evalbot.render.console import render_text
 from evalbot.results import ConcurrencyCuts, JudgeUsage
-from evalbot.shard import merge_usage
+from evalbot.shard.merge import merge_usage
 from tests.fakes.fake_gemini import FakeGemini, Recorded
 
 FAST = RetryPolicy(base_delay=0.02, max_delay=0.1)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import evalbot.cli.compare as cli_compare
-import evalbot.shard
+import evalbot.shard.parts
 from evalbot.cli.commands import main
 from evalbot.pipeline import PackedSpill
 from tests.fakes.suites import write_suite
@@ -221,7 +221,7 @@ def test_hostile_part_files_are_refused(parts: list[Path], tmp_path: Path, capsy
     (folder / "evil.json").symlink_to("/etc/passwd")
     code, err = _merge([folder], capsys)
     assert code == 2 and "symlink" in err
-    monkeypatch.setattr(evalbot.shard, "MAX_PART_BYTES", 1000)
+    monkeypatch.setattr(evalbot.shard.parts, "MAX_PART_BYTES", 1000)
     code, err = _merge(parts, capsys)
     assert code == 2 and "limit 1,000" in err
     code, err = _merge([tmp_path / "absent.json"], capsys)

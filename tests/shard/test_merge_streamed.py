@@ -20,7 +20,8 @@ from evalbot.compare.judge_gaps import judge_gaps
 from evalbot.errors import EvalbotError
 from evalbot.render.console import render_text
 from evalbot.results import write_report_json
-from evalbot.shard import merge_reports, merge_streamed, part_from_bytes
+from evalbot.shard.merge import merge_reports, merge_streamed
+from evalbot.shard.parts import part_from_bytes
 from tests.fakes.suites import write_suite
 from tests.shard.forgery import forged
 

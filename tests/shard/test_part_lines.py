@@ -1,4 +1,4 @@
-"""Reading a part case line by case line (``shard._by_lines``, the fast path of ``part_from_bytes``) gives exactly
+"""Reading a part case line by case line (``shard.parts.by_lines``, the fast path of ``part_from_bytes``) gives exactly
 what validating the whole document by the Report model gives: the same report, or the same refusal naming the same
 JSON pointer, whatever a forged part holds (edited, duplicated or misplaced case lines, wrong types, deep nesting,
 huge values, invalid UTF-8, broken layout)."""
@@ -17,7 +17,8 @@ from pydantic import ValidationError
 from evalbot.cli.commands import main
 from evalbot.errors import InputError, json_pointer
 from evalbot.results import CaseResult, PackedScores, Report, write_report_json
-from evalbot.shard import MergeError, _by_lines, merge_reports, part_from_bytes
+from evalbot.shard.merge import MergeError, merge_reports
+from evalbot.shard.parts import by_lines, part_from_bytes
 from tests.fakes.suites import write_suite
 from tests.shard.forgery import forged
 
@@ -89,7 +90,7 @@ def _edit_line(data: bytes, nth: int, edit: Callable[[bytes], bytes]) -> bytes:
 def test_parts_evalbot_writes_are_read_line_by_line_into_the_same_report(example_parts: list[bytes],
                                                                           suite_part: bytes) -> None:
     for data in (*example_parts, suite_part):
-        fast = _by_lines(data)
+        fast = by_lines(data)
         assert fast is not None  # the fast path is taken on every part a shard job writes
         whole = Report.model_validate_json(data)
         assert fast == whole and fast.model_dump_json() == whole.model_dump_json()
@@ -162,7 +163,7 @@ def test_a_duplicated_case_line_reads_as_in_the_whole_document_and_the_merge_ref
     lines = suite_part.split(b"\n")
     first = _case_lines(suite_part)[0]
     doubled = b"\n".join([*lines[: first + 1], lines[first], *lines[first + 1:]])
-    assert _by_lines(doubled) is not None  # still the fast path's layout
+    assert by_lines(doubled) is not None  # still the fast path's layout
     assert _same(doubled)[0] == "ok"
     with pytest.raises(MergeError, match="appears twice"):
         merge_reports([("part.json", part_from_bytes(doubled, "part.json"))])
@@ -203,14 +204,14 @@ def test_a_part_without_cases_or_with_empty_eval_sets_reads_the_same(suite_part:
     out = io.StringIO()
     write_report_json(report, out)
     one_empty = out.getvalue().encode()
-    assert b'"cases":[]}' in one_empty and _by_lines(one_empty) is not None
+    assert b'"cases":[]}' in one_empty and by_lines(one_empty) is not None
     assert _same(one_empty)[0] == "ok"
     for es in report.eval_sets:
         es.cases = []
     out = io.StringIO()
     write_report_json(report, out)
     emptied = out.getvalue().encode()
-    assert _case_lines(emptied) == [] and _by_lines(emptied) is None
+    assert _case_lines(emptied) == [] and by_lines(emptied) is None
     assert _same(emptied)[0] == "ok"
     assert _same(b"{}")[0] == "ok"
 

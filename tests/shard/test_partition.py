@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from evalbot.shard import Shard, partition
+from evalbot.shard.partition import Shard, partition
 
 
 def _cases(n: int, seed: int = 1) -> list[tuple[str, str, int]]:

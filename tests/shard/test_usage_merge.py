@@ -5,7 +5,7 @@ from __future__ import annotations
 from evalbot.judges.base import Usage
 from evalbot.judges.usage import UsageLedger
 from evalbot.results import CacheUse
-from evalbot.shard import merge_usage
+from evalbot.shard.merge import merge_usage
 
 BOOKINGS = [
     ("final_response_match_v2", "gemini-2.5-flash", Usage(1234, 567, 3, 0)),
