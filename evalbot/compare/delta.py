@@ -50,6 +50,7 @@ from evalbot.compare.reruns import FLIPPED, after_reruns, main_outcomes, settle_
 from evalbot.compare.stats import sign_test
 from evalbot.compare.votes import invocation_votes, vote_noise
 from evalbot.compare.yardstick import yardstick_changes
+from evalbot.criteria import lower_is_better
 from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.lookalike import escape_lookalike, has_lookalike
 from evalbot.formats.numbers import p_value_text
@@ -237,6 +238,7 @@ def criterion_row(
         change="new",
         judged=info.judged,
         threshold=info.threshold,
+        lower_is_better=lower_is_better(info.name, info.custom),
         baseline_mean=base.mean if base else None,
         current_mean=summary.mean if summary else None,
         scored=scored,
@@ -259,7 +261,7 @@ def criterion_row(
     row.down = sum(1 for b, c in pairs if c < b - EPS)
     row.p_value = sign_test(row.up, row.down)
     significant = not policy.noise_aware or row.p_value < policy.alpha
-    delta = row.delta or 0.0
+    delta = -(row.delta or 0.0) if row.lower_is_better else row.delta or 0.0  # > 0: better
     if info.threshold is None:
         row.change = "informational"
     elif delta < -policy.tolerance - EPS:

@@ -51,9 +51,10 @@ class GatePolicy(BaseModel):
     the verdicts are the same. ``resample_split`` is how many extra samples settle a judged verdict that flipped
     against the baseline on a split vote (the invocation is decided by the larger vote; 0 disables it).
     ``yardstick_changes`` says what a change to what the run is measured with does when the PR's baseline update
-    does not accept it (a removed or renamed case or eval set, a changed case definition, a lowered threshold, a
-    dropped criterion, a criterion recomputed by custom code): ``block`` (default) blocks, ``warn`` only says so
-    in the headline. Added cases, eval sets and criteria, and raised thresholds, never block.
+    does not accept it (a removed or renamed case or eval set, a changed case definition, a loosened threshold: a
+    lower minimum score or a higher maximum, a dropped criterion, a criterion recomputed by custom code): ``block``
+    (default) blocks, ``warn`` only says so in the headline. Added cases, eval sets and criteria, and tightened
+    thresholds, never block.
     ``pass_rule`` (``"k/N"``, or per eval set ``{"checkout": "3/3", "*": "2/3"}``; None: ADK's pooling) decides a
     case from its N runs of the agent: it passes when at least k runs passed (:mod:`evalbot.compare.passrule`).
     ``rerun_flipped`` is how many more times evalbot, when it runs the agent itself, runs a case whose outcome

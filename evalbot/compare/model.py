@@ -185,6 +185,8 @@ class CriterionRow(StrictModel):
     change: RowChange
     judged: bool = False
     threshold: float | None = None
+    lower_is_better: bool = False
+    """The threshold is a maximum (``criteria.lower_is_better``): a rise of the mean is the regression."""
     baseline_mean: float | None = None
     current_mean: float | None = None
     delta: float | None = None
@@ -248,9 +250,10 @@ YardstickKind = Literal[
 class YardstickChange(StrictModel):
     """One difference between what the base commit's baseline measured and what this run measures.
 
-    ``loosens``: it may let a regression through (removed, renamed, redefined, lowered, dropped, recomputed); such a
-    change blocks under ``yardstick_changes: block`` unless the PR's baseline update accepts it. Raised thresholds
-    and moved files are shown and never block.
+    ``loosens``: it may let a regression through (removed, renamed, redefined, a threshold loosened, dropped,
+    recomputed); such a change blocks under ``yardstick_changes: block`` unless the PR's baseline update accepts it.
+    Tightened thresholds (a higher minimum score, a lower maximum: ``criteria.lower_is_better``) and moved files are
+    shown and never block.
     """
 
     kind: YardstickKind

@@ -4,8 +4,10 @@ commit's baseline.
 A regression can be hidden by moving the yardstick instead of fixing the agent: lowering a threshold, dropping a
 criterion, recomputing a built-in criterion with custom code, deleting or renaming a failing case, or rewriting a
 case's expected conversation. Each such difference is named here, with the result on main and in this run, so the
-gate can decide (``yardstick_changes``) and the comment can show it. Adding cases, eval sets or criteria, and raising
-a threshold, tighten the yardstick: they are shown (a raised threshold) or counted as new, never blocking. Pure.
+gate can decide (``yardstick_changes``) and the comment can show it. Adding cases, eval sets or criteria, and
+tightening a threshold, tighten the yardstick: they are shown (a tightened threshold) or counted as new, never
+blocking. Which way a threshold tightens is the criterion's (``criteria.lower_is_better``): raising a minimum score
+tightens, raising a maximum (``latency``'s seconds, ``failure``'s rate) loosens. Pure.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from evalbot.compare.baseline import (
 )
 from evalbot.compare.model import YardstickChange
 from evalbot.compare.passrule import loosens
+from evalbot.criteria import lower_is_better
 from evalbot.formats.numbers import score_text
-from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, Report
+from evalbot.results import CaseResult, CriterionInfo, EvalSetReport, MetricResult, Report
 
 MAX_NAMED = 5
 """Cases named in one change's result (the rest are counted)."""
@@ -65,24 +68,42 @@ def _current_criterion(es: EvalSetReport, name: str) -> str:
     return f"mean {score_text(summary.mean)}, {summary.passed} passed, {summary.failed} failed now"
 
 
-def _fails_under(es: EvalSetReport, name: str, threshold: float | None, base: BaselineEvalSet) -> str:
-    """The cases of ``es`` passing ``name`` now with a score below main's ``threshold``: those that passed it on main
-    (regressed under main's definition) and those already failing there."""
+def _checked_value(metric: MetricResult) -> float | None:
+    """The value a criterion held against its threshold: the score, else (seconds, counts: not a [0, 1] score) the
+    worst invocation's value, else the case's value (``details``)."""
+    if metric.score is not None:
+        return metric.score
+    details = metric.details if isinstance(metric.details, dict) else {}
+    for key in ("max", "value"):
+        value = details.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def _fails_under(
+    es: EvalSetReport, name: str, threshold: float | None, base: BaselineEvalSet, *, maximum: bool = False
+) -> str:
+    """The cases of ``es`` passing ``name`` now that main's ``threshold`` fails (a score below it; above it when the
+    threshold is a ``maximum``): those that passed it on main (regressed under main's definition) and those already
+    failing there."""
     if threshold is None:
         return ""
     regressed: list[str] = []
     failing: list[str] = []
     for key, case in zip(unique_keys([c.eval_id for c in es.cases]), es.cases, strict=True):
         metric = case.metrics.get(name)
-        if metric is None or metric.status != "passed" or metric.score is None or metric.score >= threshold:
+        value = _checked_value(metric) if metric is not None and metric.status == "passed" else None
+        if value is None or (value <= threshold if maximum else value >= threshold):
             continue
         old = base.cases.get(key)
         was = old.metrics.get(name) if old is not None else None
-        (regressed if was is not None and was.status == "passed" else failing).append(f"{key} {score_text(metric.score)}")
+        (regressed if was is not None and was.status == "passed" else failing).append(f"{key} {score_text(value)}")
     parts = [f"{label} {', '.join(names[:MAX_NAMED])}" + (f" and {len(names) - MAX_NAMED} more"
                                                           if len(names) > MAX_NAMED else "")
              for label, names in (("regressed:", regressed), ("still failing:", failing)) if names]
-    return f"; under main's threshold {score_text(threshold)}: " + "; ".join(parts) if parts else ""
+    where = "over main's maximum" if maximum else "under main's threshold"
+    return f"; {where} {score_text(threshold)}: " + "; ".join(parts) if parts else ""
 
 
 def _criterion_change(
@@ -118,11 +139,15 @@ def _criterion_change(
         detail = "options changed" if base.options_sha is not None else \
             "definition changed (this older baseline does not record which options)"
         return change("criterion_changed", detail + (f"; {moved}" if base.threshold != info.threshold else ""))
-    if base.threshold is not None and info.threshold < base.threshold:
-        current += _fails_under(es, name, base.threshold, base_set)
-        return change("threshold_lowered", moved)
-    if base.threshold is not None and info.threshold > base.threshold:
-        return change("threshold_raised", moved, loosens=False)
+    if base.threshold is not None and info.threshold != base.threshold:
+        maximum = lower_is_better(name, info.custom)  # the criterion's direction, never the config's say
+        lowered = info.threshold < base.threshold
+        if lowered != maximum:  # a lower minimum score or a higher maximum lets more cases pass: loosens
+            current += _fails_under(es, name, base.threshold, base_set, maximum=maximum)
+            return change("threshold_lowered" if lowered else "threshold_raised",
+                          moved + (" (a maximum: raising it loosens)" if maximum else ""))
+        return change("threshold_lowered" if lowered else "threshold_raised",
+                      moved + (" (a maximum: lowering it tightens)" if maximum else ""), loosens=False)
     if info.custom is not None:
         return change("custom_metric", f"custom metric code changed ({info.custom})")
     return change("criterion_changed", "definition changed")

@@ -107,6 +107,12 @@ JUDGED: set[str] = {
 """Names of criteria that call an LLM judge or the Vertex AI evaluation service (VERTEX_SERVICE); so does any
 criterion with a ``metric_prompt_template`` option."""
 
+LOWER_IS_BETTER: frozenset[str] = frozenset({"latency", "failure"})
+"""Built-in criteria on which lower is better: their threshold is a maximum (``results.maximum_status``: seconds,
+a failure rate). The one place the direction is decided: the yardstick (a raised maximum loosens), the paired test
+of a criterion's mean (a rise is the regression) and every output's words read it through :func:`lower_is_better`.
+Every other criterion, and any custom metric, passes at ``score >= threshold``."""
+
 VERTEX_SERVICE: frozenset[str] = frozenset({
     "safety_v1",
     "response_evaluation_score",
@@ -181,6 +187,13 @@ def about_tool_calls(name: str) -> bool:
     if name in CRITERIA or name in INFORMATIONAL:
         return name in TOOL_CALLS
     return "trajectory" in name or "tool" in name
+
+
+def lower_is_better(name: str, custom: str | None = None) -> bool:
+    """Whether a lower value is better on criterion ``name`` (its threshold a maximum): a built-in criterion in
+    LOWER_IS_BETTER; a custom metric (``custom``: its function, as ``CriterionInfo.custom`` names it) is scored
+    higher-is-better whatever its name."""
+    return custom is None and name in LOWER_IS_BETTER
 
 
 @dataclass(frozen=True)

@@ -126,7 +126,7 @@ def _row_note(row: CriterionRow | Mapping[str, Any]) -> mdsafe.Safe:
     data = row.model_dump() if isinstance(row, BaseModel) else row
     notes = [f"{icon} {n} {label}" for icon, n, label in words.case_counts(data)]
     change, paired, scored = _field(row, "change"), _field(row, "paired"), _field(row, "scored")
-    tested = words.mean_change(change, _real(_field(row, "p_value")), paired)
+    tested = words.mean_change(change, _real(_field(row, "p_value")), paired, _field(row, "lower_is_better"))
     if tested:
         notes.append(tested)
     elif isinstance(change, str) and ROW_BADGES.get(change):
@@ -278,7 +278,7 @@ def _yardstick_pass(comparison: Comparison) -> str:
         return "not blocking: fail-on never"
     if loosening:
         return "not blocking: yardstick_changes: warn"
-    return "not blocking: raised thresholds and moved files only"
+    return "not blocking: tightened thresholds and moved files only"
 
 
 def verdict(comparison: Comparison) -> tuple[str, str]:

@@ -135,13 +135,15 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def delta_text(delta: float | None) -> tuple[str, str]:
-    """The delta as shown (``▲ +0.100``) and its direction (``up``, ``down``, ``flat`` or ``none``)."""
+def delta_text(delta: float | None, lower_is_better: bool = False) -> tuple[str, str]:
+    """The delta as shown (``▲ +0.100``: the arrow is the number's) and its direction (``up``: better, shown green;
+    ``down``: worse, red; ``flat`` or ``none``): on a ``lower_is_better`` criterion a rise is ``down``."""
     if delta is None:
         return "—", "none"
     if abs(delta) < 5e-4:
         return "= 0.000", "flat"
-    return f"{'▲' if delta > 0 else '▼'} {delta:+.3f}".replace("-", "−"), "up" if delta > 0 else "down"
+    better = delta < 0 if lower_is_better else delta > 0
+    return f"{'▲' if delta > 0 else '▼'} {delta:+.3f}".replace("-", "−"), "up" if better else "down"
 
 
 def _point_label(mean: float, commit: str | None, created_at: str | None) -> str:
@@ -190,7 +192,7 @@ def trend_chart(row: CriterionRow) -> Data | None:
 
 
 def row_data(row: CriterionRow) -> Data:
-    shown, direction = delta_text(row.delta)
+    shown, direction = delta_text(row.delta, row.lower_is_better)
     return {
         "criterion": row.criterion,
         "judged": row.judged,
@@ -199,7 +201,7 @@ def row_data(row: CriterionRow) -> Data:
         "current": fmt(row.current_mean),
         "delta": shown,
         "direction": direction,
-        "change": words.row_change(row.change, row.p_value, row.paired),
+        "change": words.row_change(row.change, row.p_value, row.paired, row.lower_is_better),
         "change_key": row.change,
         "paired": row.paired,
         "scored": row.scored,

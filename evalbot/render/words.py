@@ -25,6 +25,12 @@ MEAN_CHANGE = {
     "inconclusive": "mean change not significant",
 }
 """What the sign test of a row's paired changes found (CriterionRow.change)."""
+MEAN_CHANGE_LOWER_IS_BETTER = {
+    "regressed": "mean rose significantly, lower is better",
+    "improved": "mean fell significantly, lower is better",
+    "inconclusive": "mean change not significant",
+}
+"""The same for a criterion whose threshold is a maximum (CriterionRow.lower_is_better: a rise is the regression)."""
 
 
 def _count(value: object) -> int:
@@ -47,18 +53,20 @@ def _detail(p_value: float | None, paired: object) -> str:
     return f" ({detail})" if detail else ""
 
 
-def mean_change(change: object, p_value: float | None, paired: object) -> str | None:
-    """``mean fell significantly (p = 0.012, n = 30)`` for a tested row (n: the cases paired), else None."""
-    if not isinstance(change, str) or change not in MEAN_CHANGE:
+def mean_change(change: object, p_value: float | None, paired: object, lower_is_better: object = False) -> str | None:
+    """``mean fell significantly (p = 0.012, n = 30)`` for a tested row (n: the cases paired), else None;
+    ``lower_is_better`` (only ``True`` counts: an artifact's row is untrusted): the row's criterion is a maximum."""
+    words = MEAN_CHANGE_LOWER_IS_BETTER if lower_is_better is True else MEAN_CHANGE
+    if not isinstance(change, str) or change not in words:
         return None
-    return MEAN_CHANGE[change] + _detail(p_value, paired)
+    return words[change] + _detail(p_value, paired)
 
 
-def row_change(change: str, p_value: float | None, paired: object) -> str:
+def row_change(change: str, p_value: float | None, paired: object, lower_is_better: bool = False) -> str:
     """A row's change in full: the mean's test, else the change (``unchanged``, ``changed definition``...) with the
     test's p-value when there is one."""
-    return mean_change(change, p_value, paired) or change.replace("_", " ") + _detail(p_value, paired if p_value
-                                                                                      is not None else 0)
+    return mean_change(change, p_value, paired, lower_is_better) or change.replace("_", " ") + _detail(
+        p_value, paired if p_value is not None else 0)
 
 
 POLICY_CHANGE = "This PR changes the gate policy: {changes}; takes effect after merge (this run uses the base commit's)"

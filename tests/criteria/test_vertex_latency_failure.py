@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from evalbot.criteria import CRITERIA
+from evalbot.criteria import CRITERIA, lower_is_better
 from evalbot.criteria.base import BuildContext, CaseInput, Criterion
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import EvalCase, Invocation
@@ -137,3 +137,18 @@ def test_options_are_rejected(name: str) -> None:
     """Neither criterion takes options."""
     with pytest.raises(ConfigError):
         CRITERIA[name](CriterionSpec(name, 1.0, {"unit": "ms"}), BuildContext())
+
+
+@pytest.mark.parametrize("name", ["latency", "failure"])
+def test_the_registry_says_lower_is_better_where_the_criterion_passes_below_its_threshold(name: str) -> None:
+    """``criteria.lower_is_better`` (read by the yardstick, the paired test and the outputs) agrees with what the
+    criterion does: at its threshold it passes, above it it fails; a custom metric of the same name is scored
+    higher-is-better."""
+    assert lower_is_better(name) and not lower_is_better(name, "repo.metrics.fn")
+    at, above = (timed(2.0, False), timed(3.0, True))
+    assert score(name, at, threshold=2.0 if name == "latency" else 0.0).status == "passed"
+    assert score(name, above, threshold=2.0 if name == "latency" else 0.0).status == "failed"
+
+
+def test_every_other_built_in_criterion_is_higher_is_better() -> None:
+    assert {name for name in CRITERIA if lower_is_better(name)} == {"latency", "failure"}

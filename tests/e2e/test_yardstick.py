@@ -184,7 +184,7 @@ def test_raising_a_threshold_is_shown_and_does_not_block(action: Action, baselin
     assert run.code == 0, body
     assert body.splitlines()[1] == (
         "### ⚠️ evalbot: no regressions · ⚠️ 1 yardstick change (shop / response\\_match\\_score: threshold 0.500 → "
-        "0.600) (not blocking: raised thresholds and moved files only)")
+        "0.600) (not blocking: tightened thresholds and moved files only)")
     assert "threshold 0.500 → 0.600 (tightens or moves: not blocking)" in body
 
 
