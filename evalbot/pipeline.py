@@ -26,6 +26,7 @@ from evalbot.compare.gate import GatePolicy
 from evalbot.compare.passrule import apply_pass_rules
 from evalbot.criteria import build_criteria
 from evalbot.criteria.base import BallotBox, BuildContext, CriteriaBuilder
+from evalbot.criteria.custom import read_codes
 from evalbot.criteria.custom_process import WorkerPool
 from evalbot.errors import EXIT_FAILED, EXIT_INVALID_INPUT, EXIT_OK, InputError
 from evalbot.formats import vertex
@@ -202,6 +203,9 @@ def evaluate(
     if ctx.workers is None:  # the run's custom-metric workers: each function imported once, stopped at the end
         pool = WorkerPool()
         ctx = replace(ctx, workers=pool)
+        if ctx.custom_code_refused is None:  # their code is read from the files before any repository code runs
+            read_codes(pool, ((spec.name, es.config.custom_metrics[spec.name], es.path) for es in inputs.eval_sets
+                              for spec in es.config.criteria if spec.name in es.config.custom_metrics))
     try:
         return _evaluate(inputs, actuals, agent, ctx, progress, criteria, say, stream, request_base or BASE_REQUESTS)
     finally:

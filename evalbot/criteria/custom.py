@@ -42,8 +42,10 @@ imported once per run; a worker that is gone is replaced for the other eval sets
 the end of the run.  Without a pool (``BuildContext.workers`` None) each metric starts its own and stops it when its
 cases are answered.
 
-The criterion's fingerprint (baseline comparison) covers the function path and a hash of the function's source
-(computed by the worker), so editing the function shows its cases as "changed definition", never as a regression.
+The criterion's fingerprint (baseline comparison) covers the function path and a hash of its code computed here, by
+the gate, from the files (criteria.custom_code: the metric's module and every repository file it imports; nothing
+the worker says about itself is believed), so editing the function or a helper it imports shows its cases as
+"changed definition" and the change as "custom metric code changed", never as a regression.
 """
 
 from __future__ import annotations
@@ -52,14 +54,15 @@ import asyncio
 import importlib.util
 import math
 import threading
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
 from typing import Any, Literal
 
 from evalbot.criteria.base import CaseInput
-from evalbot.criteria.custom_process import Started, Worker, WorkerGone, WorkerPool
+from evalbot.criteria.custom_code import code_identity
+from evalbot.criteria.custom_process import Started, Worker, WorkerGone, WorkerPool, worker_path
 from evalbot.errors import ConfigError
 from evalbot.formats.adk import FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec
@@ -235,7 +238,7 @@ class CustomMetric:
     """A criterion computed by the user's function in a worker process (see the module docstring)."""
 
     def __init__(
-        self, spec: CriterionSpec, definition: Definition, worker: Worker | None, contract: Contract, source: str,
+        self, spec: CriterionSpec, definition: Definition, worker: Worker | None, contract: Contract, code: str,
         roots: Sequence[Path] = (), pool: WorkerPool | None = None,
     ) -> None:
         self.name = spec.name
@@ -246,7 +249,7 @@ class CustomMetric:
         self.threshold = definition.value_range.to_unit(spec.threshold)
         self.identity = {
             "function": definition.function_path,
-            "source_sha256": source,
+            "code_sha256": code,
             "contract": contract,
             "range": str(definition.value_range),
         }
@@ -516,7 +519,7 @@ def pool_key(definition: Definition, roots: Sequence[Path]) -> tuple[str, ...]:
 
 
 def start_worker(definition: Definition, roots: Sequence[Path]) -> Started:
-    """A worker that has imported the function, and its answer (``contract``, ``source_sha256``); ConfigError saying
+    """A worker that has imported the function, and its answer (``contract``); ConfigError saying
     what went wrong otherwise (the worker is then stopped)."""
     path = definition.function_path
     module_name = path.rpartition(".")[0]
@@ -537,10 +540,6 @@ def start_worker(definition: Definition, roots: Sequence[Path]) -> Started:
         if error == "config":
             raise ConfigError(message if message.startswith(path) else f"{message} (for {path})")
         raise ConfigError(f"{path}: the worker's answer to the import is not evalbot's protocol")
-    source = started.get("source_sha256")
-    if not isinstance(source, str) or len(source) != 16 or any(c not in "0123456789abcdef" for c in source):
-        worker.close()
-        raise ConfigError(f"{path}: the worker's answer to the import is not evalbot's protocol")
     return worker, started
 
 
@@ -553,6 +552,7 @@ def build(
     if refused is not None:
         raise ConfigError(f"custom metric {definition.function_path} not run: {refused}")
     roots = import_roots(origin)
+    code = metric_code(definition, roots, pool)  # read before the worker runs any repository code
     if pool is None:
         worker, started = start_worker(definition, roots)
     else:
@@ -564,4 +564,27 @@ def build(
         except ConfigError as exc:
             worker.close()  # pooled too: without google-adk no eval set can use it
             raise ConfigError(f"{definition.function_path}: {exc}") from None
-    return CustomMetric(spec, definition, worker, contract, started["source_sha256"], roots, pool)
+    return CustomMetric(spec, definition, worker, contract, code, roots, pool)
+
+
+def metric_code(definition: Definition, roots: Sequence[Path], pool: WorkerPool | None = None) -> str:
+    """The hash of the function's module and the repository files it imports, read by this process (once per run
+    with a ``pool``)."""
+    module = definition.function_path.rpartition(".")[0]
+
+    def compute() -> str:
+        return code_identity(module, worker_path(roots), roots).sha256
+
+    return compute() if pool is None else pool.identity(pool_key(definition, roots), compute)
+
+
+def read_codes(pool: WorkerPool, metrics: Iterable[tuple[str, Any, str | None]]) -> None:
+    """Read the code of each ``(name, custom_metrics entry, eval set path)`` into ``pool`` before any worker starts
+    (a metric's module runs when imported and could rewrite another metric's files); an entry that is not valid is
+    left to :func:`build` to report."""
+    for name, raw, origin in metrics:
+        try:
+            definition = parse_definition(name, raw)
+        except ConfigError:
+            continue
+        metric_code(definition, import_roots(origin), pool)

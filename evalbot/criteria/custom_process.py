@@ -49,6 +49,15 @@ def worker_environment(env: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+def worker_path(roots: Sequence[Path]) -> list[Path]:
+    """The worker's import path: the gate's (``''`` is its working directory), then the repository ``roots``
+    appended, so a repository file never shadows a package (the gate reads the metric's code along the same path:
+    criteria.custom_code)."""
+    path = [p or os.getcwd() for p in sys.path]
+    path += [str(r) for r in roots if str(r) not in path]
+    return [Path(p) for p in path]
+
+
 class WorkerGone(Exception):
     """The worker exited, crashed, hung (and was killed) or broke the protocol; the message says which."""
 
@@ -71,9 +80,7 @@ class Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             env=worker_environment(os.environ if env is None else env), start_new_session=True,
         )
-        path = [p or os.getcwd() for p in sys.path]  # the gate's import path ('' is its working directory)
-        path += [str(r) for r in roots if str(r) not in path]  # appended: a repository file never shadows a package
-        self._hello = {"function": function_path, "sys_path": path}
+        self._hello = {"function": function_path, "sys_path": [str(p) for p in worker_path(roots)]}
 
     def start(self, timeout_s: float, what: str) -> dict[str, Any]:
         """Import the function in the worker; its answer (``contract`` ... or ``error``)."""
@@ -199,7 +206,7 @@ class Worker:
 
 
 Started = tuple[Worker, dict[str, Any]]
-"""A worker that has imported its function, and its answer to the import (``contract``, ``source_sha256``)."""
+"""A worker that has imported its function, and its answer to the import (``contract``, ``where``)."""
 
 
 class WorkerPool:
@@ -213,6 +220,7 @@ class WorkerPool:
 
     def __init__(self) -> None:
         self._workers: dict[tuple[str, ...], Started] = {}
+        self._identities: dict[tuple[str, ...], str] = {}
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -220,6 +228,13 @@ class WorkerPool:
         """The lock held while talking to ``key``'s worker."""
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())
+
+    def identity(self, key: tuple[str, ...], compute: Callable[[], str]) -> str:
+        """``key``'s code identity (criteria.custom_code), computed once per run."""
+        with self._guard:
+            if key not in self._identities:
+                self._identities[key] = compute()
+            return self._identities[key]
 
     def get(self, key: tuple[str, ...], start: Callable[[], Started]) -> Started:
         """``key``'s live worker, started with ``start`` when there is none (its errors propagate)."""

@@ -3,7 +3,8 @@
 evalbot runs this file as a script in a child process (``python -E custom_worker.py``) with an environment stripped
 of secrets, and never imports it itself: it needs the standard library only (plus google-adk for ADK's contract).
 The protocol is one JSON object per line.  The first request names the function and the import path; the answer is
-``{"contract", "source_sha256", "where"}`` or ``{"error", "message"}``.  Each later request is ``{"items": [...]}``
+``{"contract", "where"}`` or ``{"error", "message"}`` (what the metric's code is, the gate reads from the files
+itself: criteria.custom_code; nothing this process says about it would be believed).  Each later request is ``{"items": [...]}``
 and gets one answer line per item, in order: ``{"value": ...}``, ``{"unserializable": "type name"}`` or
 ``{"error": "message"}``.  The parent applies every deadline and kills this process (and its process group) when a
 call hangs, so nothing here times anything.  The module's own prints go to stderr: the answers use a private copy of
@@ -13,7 +14,6 @@ the original stdout.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import importlib
 import inspect
 import json
@@ -52,15 +52,6 @@ def _signature_contract(function: Callable[..., Any], function_path: str) -> tup
     )
 
 
-def _source_hash(function: Callable[..., Any]) -> str:
-    try:
-        text = inspect.getsource(function).encode()
-    except (OSError, TypeError):
-        code = getattr(function, "__code__", None)
-        text = repr((code.co_code, code.co_consts) if code is not None else function).encode()
-    return hashlib.sha256(text).hexdigest()[:16]
-
-
 def _resolve(function_path: str) -> tuple[Callable[..., Any] | None, dict[str, Any]]:
     module_name, _, attr = function_path.rpartition(".")
     try:
@@ -80,7 +71,7 @@ def _resolve(function_path: str) -> tuple[Callable[..., Any] | None, dict[str, A
     contract, problem = _signature_contract(function, function_path)
     if contract is None:
         return None, {"error": "config", "message": problem}
-    return function, {"contract": contract, "source_sha256": _source_hash(function), "where": str(where)}
+    return function, {"contract": contract, "where": str(where)}
 
 
 async def _awaited(value: Any) -> Any:
