@@ -8,8 +8,8 @@ keeps, per eval set, each quantity's mean and 95th percentile over the cases and
 the test). A change is *news* only when a test over the cases measured on both sides finds it: the exact sign test
 for a mean, an exact binomial test of the share of cases above main's 95th percentile for a p95. A budget
 (``"tokens": "+20%"``, ``"tool_calls": "+1"``) blocks when the change exceeds it and the test says the excess is not
-noise; a budget that cannot be measured (an older baseline, a run without the counts) says so and does not pass.
-Pure.
+noise; a budget that cannot be measured (an older baseline, a run without the counts, or without them on any case
+main measured: a budget holds on main's cases, never on the rest) says so and does not pass. Pure.
 """
 
 from __future__ import annotations
@@ -370,25 +370,29 @@ Pairs = tuple[list[float], list[float]]
 
 
 def _current_and_paired(es: EvalSetReport, base: BaselineEfficiency | None, paired_keys: Sequence[tuple[str, int]]
-                        ) -> tuple[dict[str, EfficiencyStat], dict[str, Pairs]]:
-    """This run's stats (efficiency_of's) and, per quantity, the values of the cases ``paired_keys`` pairs with
-    main's, in its order (a key given twice: its last case, at its first place). One pass over the cases, each
-    case's values dropped once used: no dict of values per case is held, nor a validated copy of them (issue 28:
-    this was compare's peak)."""
+                        ) -> tuple[dict[str, EfficiencyStat], dict[str, Pairs], dict[str, list[str]]]:
+    """This run's stats (efficiency_of's), per quantity the values of the cases ``paired_keys`` pairs with main's,
+    in its order (a key given twice: its last case, at its first place), and per quantity the keys of those cases
+    main measured it on that this run did not (in the same order). One pass over the cases, each case's values
+    dropped once used: no dict of values per case is held, nor a validated copy of them (issue 28: this was
+    compare's peak)."""
     builtin = _builtin(es)
     paired = {key: i for key, i in paired_keys}
     wanted = {i: key for key, i in paired.items()}
     in_order = list(wanted) == sorted(wanted) and len(wanted) == len(paired)  # one pass keeps paired's order
     columns: dict[str, list[float]] = {}
     pairs_of: dict[str, Pairs] = {}
+    lacking: dict[str, list[str]] = {}
 
     def pair(key: str, values: dict[str, float]) -> None:
         if base is not None and (b := base.cases.get(key)) is not None:  # main's case read once (a parsed
-            for name in values:                                           # baseline makes its dict on access)
-                if name in b:
+            for name in b:                                                # baseline makes its dict on access)
+                if name in values:
                     main, here = pairs_of.setdefault(name, ([], []))
                     main.append(b[name])
                     here.append(values[name])
+                else:
+                    lacking.setdefault(name, []).append(key)
 
     for i, case in enumerate(es.cases):
         values = case_values(case, builtin)
@@ -400,7 +404,7 @@ def _current_and_paired(es: EvalSetReport, base: BaselineEfficiency | None, pair
     if not in_order:
         for key, i in paired.items():
             pair(key, case_values(es.cases[i], builtin))
-    return _column_stats(columns), pairs_of
+    return _column_stats(columns), pairs_of, lacking
 
 
 def efficiency_deltas(
@@ -410,7 +414,8 @@ def efficiency_deltas(
     """The rows of one eval set: every quantity measured on either side (mean, and p95 where budgeted), and every
     budget, measured or not. ``paired_keys``: (case key, index in ``es.cases``) of the cases comparable with main's.
     ``old_baseline``: the baseline predates efficiency stats (every budget is then not measured)."""
-    current_stats, pairs_of = _current_and_paired(es, base, paired_keys) if es is not None else (None, {})
+    current_stats, pairs_of, lacking = _current_and_paired(es, base, paired_keys) if es is not None \
+        else (None, {}, {})
     rows: list[EfficiencyDelta] = []
     for name, quantity in QUANTITIES.items():
         for stat in STATS:
@@ -426,6 +431,8 @@ def efficiency_deltas(
                                   budget=budget.text if budget else None)
             pairs = pairs_of.get(name, ([], []))
             missing = _why_not_measured(quantity, base, base_stat, cur_stat, pairs, old_baseline=old_baseline)
+            if missing is None and budget is not None and lacking.get(name):
+                missing = _partly_measured(quantity, lacking[name], len(pairs[0]))
             if missing is not None:
                 row.status = "not_measured" if budget is not None else "unchanged"
                 row.reason = missing
@@ -455,6 +462,20 @@ def _why_not_measured(
     if not pairs[0]:
         return f"no case has {quantity.label} on both main and this run"
     return None
+
+
+MAX_NAMED = 5
+"""Cases named in a budget's "not measured" reason (the rest are counted)."""
+
+
+def _partly_measured(quantity: Quantity, lacking: Sequence[str], measured: int) -> str:
+    """Why a budget is not measured when this run lacks the quantity on cases main measured it on: a budget holds on
+    the cases measured on main, never on the rest (a run cannot shed its costly cases by dropping their counts)."""
+    total = len(lacking) + measured
+    named = ", ".join(printable(key) for key in lacking[:MAX_NAMED])
+    more = f" and {len(lacking) - MAX_NAMED} more" if len(lacking) > MAX_NAMED else ""
+    return (f"this run recorded no {quantity.label} on {len(lacking)} of the {total} case(s) main measured "
+            f"({named}{more}); {quantity.hint}")
 
 
 def _measured(row: EfficiencyDelta, pairs: Pairs, budget: Budget | None, alpha: float) -> EfficiencyDelta:

@@ -304,3 +304,24 @@ def test_paired_cases_are_paired_in_the_order_given() -> None:
         assert got.paired == 40 and got.baseline == sum(main) / 40
         assert got.change == sum(round(now[i], 4) for i in order) / 40 - sum(main[i] for i in order) / 40
     assert row(keys[:10]).paired == 10 and row([]).status == "not_measured"
+
+
+def test_a_budget_holds_on_the_cases_main_measured_never_on_the_rest() -> None:
+    """Issue 37 row 9: this run without token counts on 11 of the 12 cases main measured (tokens tripled on the
+    one left) is not measured, naming how many and which; a case main did not measure either does not count."""
+    main = [1000.0] * 12
+    stripped = _set([3000.0] * 12)
+    for c in stripped.cases[:11]:
+        c.metrics["token_usage_v1"] = MetricResult(status="informational", details={"value": None})
+    rows = efficiency_deltas("shop", stripped, _base(main), [(f"c{i}", i) for i in range(12)],
+                             parse_budgets({"tokens": "+20%", "tokens_p95": "+20%"}), alpha=0.05, old_baseline=False)
+    for row in (r for r in rows if r.budget is not None):
+        assert row.status == "not_measured", row
+        assert row.reason is not None and row.reason.startswith(
+            "this run recorded no tokens on 11 of the 12 case(s) main measured (c0, c1, c2, c3, c4 and 6 more)")
+    base = _base(main)
+    partial = BaselineEfficiency(stats=base.stats, cases={k: v for k, v in base.cases.items() if k != "c0"})
+    rows = efficiency_deltas("shop", _set([None] + [1010.0] * 11), partial,  # type: ignore[list-item]
+                             [(f"c{i}", i) for i in range(12)], parse_budgets({"tokens": "+20%"}), alpha=0.05,
+                             old_baseline=False)
+    assert next(r for r in rows if r.budget is not None).status == "within_budget"
