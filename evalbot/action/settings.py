@@ -47,6 +47,8 @@ JUDGE_FAILURES: tuple[str, ...] = get_args(JudgeFailures)
 DEFAULT_JUDGE_DEADLINE = 240.0
 """Seconds of judge calls a run may spend at most (see judges.deadline)."""
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+SECRETLESS_FORK_EVENTS = frozenset({"pull_request", "pull_request_review", "pull_request_review_comment"})
+"""Events whose runs for a pull request from a fork get a read-only token and none of the repository's secrets."""
 _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off", ""}
 _SECRET = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
 _ARTIFACT = re.compile(r'^[^":<>|*?\\/\x00-\x1f\x7f]{1,200}$')
@@ -339,6 +341,9 @@ class GitHubContext:
     pull_request: PullRequest | None = None
     workflow_run: WorkflowRun | None = None
     merge_group: MergeGroup | None = None
+    named_pull: int | None = None
+    """A pull request the payload names without its commits (``issue_comment`` on a pull request, ``check_run`` or
+    ``check_suite`` of one): its yardstick cannot be read at its base commit, so no mode measures it."""
 
     def change(self) -> Change | None:
         """The pull request, or the merge queue's group, that a pull_request-mode run compares."""
@@ -441,6 +446,7 @@ def context_from_env(env: Mapping[str, str]) -> GitHubContext:
             conclusion=wr.get("conclusion"),
         )
     group = None
+    named = _named_pull(payload) if pull is None else None
     mg = payload.get("merge_group")
     if isinstance(mg, dict):
         try:
@@ -465,22 +471,73 @@ def context_from_env(env: Mapping[str, str]) -> GitHubContext:
         pull_request=pull,
         workflow_run=run,
         merge_group=group,
+        named_pull=named,
     )
 
 
+def _named_pull(payload: Mapping[str, Any]) -> int | None:
+    """The number of a pull request the payload is about without carrying its commits (0: unnumbered), else None:
+    ``issue.pull_request`` (a comment on a pull request) or a check run's or check suite's ``pull_requests``."""
+    issue = payload.get("issue")
+    if isinstance(issue, dict) and issue.get("pull_request"):
+        number = issue.get("number")
+        return number if isinstance(number, int) else 0
+    for key in ("check_run", "check_suite"):
+        check = payload.get(key)
+        pulls = check.get("pull_requests") if isinstance(check, dict) else None
+        if isinstance(pulls, list) and pulls:
+            number = pulls[0].get("number") if isinstance(pulls[0], dict) else None
+            return number if isinstance(number, int) else 0
+    return None
+
+
+FITTING_MODES = (
+    "mode pull_request (auto on pull_request, pull_request_target, pull_request_review, pull_request_review_comment "
+    "and merge_group events: the pull request is measured against its base commit's baseline), workflow_run (the "
+    "fork-safe second stage) or push (auto on push, schedule and workflow_dispatch, for a branch's own tree)"
+)
+
+
+def _pull_request_payload(ctx: GitHubContext) -> str | None:
+    """``pull request #N`` when the event's payload carries or names a pull request, else None."""
+    if ctx.pull_request is not None:
+        return f"pull request #{ctx.pull_request.number}"
+    if ctx.named_pull is not None:
+        return f"pull request #{ctx.named_pull}" if ctx.named_pull else "a pull request"
+    return None
+
+
 def choose_mode(requested: str, ctx: GitHubContext) -> Mode:
-    """The mode to run in: the input when set, else derived from the triggering event."""
+    """The mode to run in: the input when set, else derived from the triggering event.
+
+    Every event whose payload carries a pull request (``pull_request_review``, ``pull_request_review_comment``, ...)
+    is a pull request run: its yardstick is read at the base commit. An event that names a pull request without its
+    commits (``issue_comment`` on a pull request) is refused in mode auto, and mode push is refused on any event
+    about a pull request: a pull request's tree is never measured against the baseline it carries itself."""
+    event = ctx.event_name or "none"
+    about = _pull_request_payload(ctx)
     if requested not in ("auto", "merge"):  # merge: the event decides, as for auto (the report is the parts')
         mode = cast(Mode, requested)
     elif ctx.event_name in PULL_REQUEST_EVENTS or (ctx.event_name == "merge_group" and ctx.merge_group is not None):
         mode = "pull_request"  # a merge queue compares with its base commit and gates like a pull request
     elif ctx.event_name == "workflow_run":
         mode = "workflow_run"
+    elif ctx.pull_request is not None:  # pull_request_review(_comment): a pull request, with its commits
+        mode = "pull_request"
+    elif about is not None:
+        raise input_error("mode", f"mode auto cannot gate the {event!r} event: its payload is about {about} but "
+                          "names no base commit to read the baseline and the gate settings at, and a push run would "
+                          "measure whatever tree the job checked out against its own baseline. Run evalbot on the "
+                          f"events that fit: {FITTING_MODES}")
     else:  # push, schedule, workflow_dispatch, local runs
         mode = "push"
+    if mode == "push" and about is not None:
+        raise input_error("mode", f"mode push on the {event!r} event, which is about {about}: a pull request's tree "
+                          "is never measured against the baseline it carries. Use mode auto or one that fits: "
+                          f"{FITTING_MODES}")
     if mode == "pull_request" and ctx.change() is None:
-        raise input_error("mode", "pull_request mode needs a pull_request or merge_group event, got "
-                          f"{ctx.event_name or 'none'!r}")
+        raise input_error("mode", "pull_request mode needs a pull_request or merge_group event (or another event "
+                          f"whose payload carries the pull request's commits), got {event!r}")
     if mode == "workflow_run" and ctx.workflow_run is None:
         raise input_error("mode", f"workflow_run mode needs a workflow_run event, got {ctx.event_name or 'none'!r}")
     return mode
@@ -492,8 +549,8 @@ def on_default_branch(ctx: GitHubContext) -> bool:
 
 
 def credentials_expected(ctx: GitHubContext) -> bool:
-    """Whether the run should have the judge's credentials: everywhere but a ``pull_request`` run from a fork, whose
-    secrets GitHub withholds (a same-repository pull request, a push, a merge queue, a baseline refresh,
+    """Whether the run should have the judge's credentials: everywhere but a ``pull_request`` (or review) run from a
+    fork, whose secrets GitHub withholds (a same-repository pull request, a push, a merge queue, a baseline refresh,
     ``pull_request_target`` all have them)."""
     pr = ctx.pull_request
-    return not (ctx.event_name == "pull_request" and pr is not None and pr.from_fork)
+    return not (ctx.event_name in SECRETLESS_FORK_EVENTS and pr is not None and pr.from_fork)

@@ -86,6 +86,7 @@ def test_baseline_mode_refuses_a_run_with_invalid_inputs(tmp_path: Path) -> None
 def test_unreadable_workspace_baseline_is_an_input_error(tmp_path: Path) -> None:
     """A baseline file that is not UTF-8 stops a push run (exit 2) instead of passing as if there were none."""
     env = {**pr_env(tmp_path), "GITHUB_EVENT_NAME": "push", "INPUT_MODE": "push"}
+    Path(env["GITHUB_EVENT_PATH"]).write_text('{"repository": {"full_name": "o/r"}}')  # a push: no pull request
     (tmp_path / "ws" / ".evalbot").mkdir()
     (tmp_path / "ws" / ".evalbot" / "baseline.json").write_bytes(b"\xff\xfe\x00{")
     out = io.StringIO()

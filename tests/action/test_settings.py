@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from evalbot.action.settings import choose_mode, context_from_env, inputs_from_env, on_default_branch
+from evalbot.action.settings import (
+    choose_mode,
+    context_from_env,
+    credentials_expected,
+    inputs_from_env,
+    on_default_branch,
+)
 from evalbot.errors import InputError
 
 EVENTS = Path(__file__).parents[1] / "data" / "events"
@@ -187,6 +193,23 @@ def test_mode_override_needs_a_matching_payload(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="needs a pull_request or merge_group event"):
         choose_mode("pull_request", ctx)
     assert choose_mode("baseline", ctx) == "baseline"
+
+
+def test_events_about_a_pull_request(tmp_path: Path) -> None:
+    """A review of a fork's PR is a pull request run without secrets; a check suite of a PR names it without the
+    base commit to read the yardstick at: mode auto refuses it, and mode push too (the PR's tree)."""
+    payload = load("pull_request")
+    payload["pull_request"]["head"]["repo"]["full_name"] = "forker/Hello-World"
+    review = context_from_env(event_env(tmp_path, "pull_request_review", payload,
+                                        GITHUB_REPOSITORY="Codertocat/Hello-World"))
+    assert choose_mode("auto", review) == "pull_request" and not credentials_expected(review)
+    suite = {"check_suite": {"id": 1, "pull_requests": [{"number": 12, "head": {}, "base": {}}]}}
+    checks = context_from_env(event_env(tmp_path, "check_suite", suite))
+    assert checks.named_pull == 12
+    for mode in ("auto", "push"):
+        with pytest.raises(InputError, match="pull request #12"):
+            choose_mode(mode, checks)
+    assert choose_mode("auto", context_from_env(event_env(tmp_path, "check_suite", {"check_suite": {}}))) == "push"
 
 
 def test_unreadable_event_file_says_which(tmp_path: Path) -> None:
