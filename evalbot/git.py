@@ -1,9 +1,11 @@
-"""git, the one place it is called: a subprocess runner and ``git show REF:PATH``."""
+"""git, the one place it is called: a subprocess runner, ``git show REF:PATH``, ``git ls-tree`` and the files a change
+touched (``changed_since``)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -132,6 +134,43 @@ def git_list(ref: str, path: str, *, git: GitRunner) -> list[tuple[str, str]] | 
     message = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else f"exit code {result.returncode}"
     raise InputError(f"{ref}:{path}", "", f"git ls-tree failed: {message}; fetch the commit (git fetch origin {ref}, "
                      "or actions/checkout with fetch-depth: 0)")
+
+
+@dataclass(frozen=True)
+class Changed:
+    """What a change touched: the files changed between the merge base of a ref and HEAD and the working tree."""
+
+    merge_base: str
+    files: tuple[str, ...]
+    """Repository paths (from the top folder), each once: modified, added, deleted (a rename: both names). Files git
+    does not track are not among them: what a workflow's earlier steps wrote (the agent's recorded runs, reports) is
+    no change to what is measured (``git add -N`` a new file to count it)."""
+
+
+def _names(result: GitResult, what: str) -> list[str]:
+    if result.returncode != 0:
+        message = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else f"exit code {result.returncode}"
+        raise InputError(what, "", f"git failed: {message}")
+    if result.too_long:
+        raise InputError(what, "", f"git listed more than {MAX_GIT_OUTPUT:,} bytes of file names; not read")
+    return [name for name in result.stdout.split("\0") if name]
+
+
+def changed_since(ref: str, *, git: GitRunner) -> Changed:
+    """The files a change touched against ``ref``: ``git diff --name-only`` between ``merge-base(ref, HEAD)`` and the
+    working tree (what is committed on the branch and what is not yet), renames as a deletion and an addition.
+    Raises InputError naming the ref when git cannot say (the ref or its history not in the
+    checkout: a shallow clone)."""
+    revision(ref, "--base")
+    found = git(["merge-base", ref, "HEAD"])
+    base = found.stdout.strip()
+    if found.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", base):
+        message = found.stderr.strip().splitlines()[-1] if found.stderr.strip() else "no common ancestor with HEAD"
+        raise InputError(ref, "", f"git merge-base {ref} HEAD failed: {message}; fetch the base's history (git fetch "
+                                  f"origin {ref}, or actions/checkout with fetch-depth: 0)")
+    diff = _names(git(["-c", "core.quotepath=false", "diff", "--name-only", "-z", "--no-relative", "--no-renames", "--no-ext-diff",
+                       "--no-textconv", base, "--"]), f"git diff {base[:12]}")
+    return Changed(base, tuple(dict.fromkeys(diff)))
 
 
 def run_git(args: Sequence[str], cwd: Path | None = None) -> GitResult:

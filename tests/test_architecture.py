@@ -20,7 +20,7 @@ PACKAGE = ROOT / "evalbot"
 
 CORE = ("evalbot.formats", "evalbot.criteria", "evalbot.judges", "evalbot.scoring", "evalbot.results",
         "evalbot.compare", "evalbot.render", "evalbot.forge", "evalbot.load", "evalbot.errors", "evalbot.turnpack",
-        "evalbot.shard", "evalbot.basecommit")
+        "evalbot.shard", "evalbot.basecommit", "evalbot.selection")
 """Packages and modules below the pipeline: pure but for the objects handed to them."""
 FRONT_ENDS = ("evalbot.cli", "evalbot.action")
 ABOVE_CORE = (*FRONT_ENDS, "evalbot.pipeline", "evalbot.runner")

@@ -29,6 +29,7 @@ from evalbot.forge.base import ForgeUnavailable
 from evalbot.git import GitRunner, git_list, git_show
 from evalbot.load import DATASET_SUFFIXES, EVAL_SET_SUFFIXES, is_eval_set_name, normal_key, one_section
 from evalbot.render.template_files import MAX_TEMPLATE_BYTES, join_inside, template_relpath, template_setting
+from evalbot.selection import glob_regex
 
 ReadAt = Callable[[str, str], "str | None"]
 """``read(path, what)``: the text of a repository path at the base commit, None when absent there."""
@@ -65,32 +66,6 @@ ListAt = Callable[[str], "list[tuple[str, str]] | None"]
 
 MAX_BASE_FOLDERS = 500
 """Folders listed at most while finding the base commit's eval sets (then the run fails closed, naming the fix)."""
-
-
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """A repository-relative glob as ``glob.glob(recursive=True)`` reads it: ``**`` any folders, ``*``/``?`` within
-    one name, ``[...]`` a character class."""
-    out, i = "", 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if pattern.startswith("**/", i):
-            out, i = out + "(?:[^/]*/)*", i + 3
-            continue
-        if pattern.startswith("**", i):
-            out, i = out + ".*", i + 2
-            continue
-        if ch == "*":
-            out += "[^/]*"
-        elif ch == "?":
-            out += "[^/]"
-        elif ch == "[" and (end := pattern.find("]", i + 2)) > 0:
-            body = pattern[i + 1: end]
-            out += "[" + ("^" + re.escape(body[1:]) if body.startswith("!") else re.escape(body)) + "]"
-            i = end
-        else:
-            out += re.escape(ch)
-        i += 1
-    return re.compile(out + r"\Z")
 
 
 def _at_base(raw: str, root: Path) -> str | None:
@@ -136,7 +111,7 @@ def base_eval_files(list_at: ListAt, eval_sets: list[str], root: Path) -> list[s
             parts = PurePosixPath(pattern).parts
             fixed = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))
             prefix = PurePosixPath(*parts[:fixed]).as_posix() if fixed else ""
-            wanted, regex = EVAL_SET_SUFFIXES, _glob_regex(pattern.removeprefix("./"))
+            wanted, regex = EVAL_SET_SUFFIXES, glob_regex(pattern.removeprefix("./"))
             hits = [f for f in walk("" if prefix == "." else prefix) if regex.match(f) and f.endswith(wanted)]
         else:
             rel = _at_base(raw, root)

@@ -150,6 +150,14 @@ def commit(raw: str) -> str:
     return raw
 
 
+def git_ref(raw: str) -> str:
+    """A branch, tag or commit for git: one word of printable characters, never starting with ``-`` (git would read
+    it as an option)."""
+    if not _PRINTABLE.fullmatch(raw) or raw.startswith("-") or len(raw) > 1000:
+        _fail(f"expected a branch, tag or commit such as origin/main (one word, not starting with '-'), got {raw!r}")
+    return raw
+
+
 def timestamp(raw: str) -> str:
     """An ISO 8601 timestamp."""
     try:

@@ -13,6 +13,7 @@ import evalbot.cli.agent as cli_agent
 import evalbot.cli.args as cli_args
 import evalbot.cli.compare as cli_compare
 import evalbot.cli.jobs as cli_jobs
+import evalbot.cli.plan as cli_plan
 from evalbot import __version__
 from evalbot.cli.evaluate import add_eval_args, evaluate_args, run_streamed, show_report
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EvalbotError
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--watch-parent", action="store_true", help=argparse.SUPPRESS)  # stdin: the parent's pipe
     run.add_argument("--progress-fd", type=cli_args.integer(3, 99_999), help=argparse.SUPPRESS)  # where a job tells its progress (a pipe the parent passed: not 0-2)
     cli_compare.add_parsers(sub)
+    cli_plan.add_parser(sub)
     return parser
 
 
@@ -73,7 +75,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     environ = os.environ if env is None else env
     for name in (*SECRET_ENV, "GITHUB_TOKEN"):
         register_secret(environ.get(name))  # masked in the report, the comment and the judge cache
-    commands = {"run": cmd_run, **cli_compare.COMMANDS}
+    commands = {"run": cmd_run, **cli_compare.COMMANDS, "plan": cli_plan.cmd_plan}
     try:
         return commands[args.command](args, environ)
     except EvalbotError as exc:

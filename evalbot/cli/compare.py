@@ -54,14 +54,16 @@ from evalbot.compare.baseline import (
     read_baseline,
     restricted,
 )
+from evalbot.compare.carry import carry
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
+from evalbot.compare.model import Carried
 from evalbot.compare.passrule import apply_pass_rules
 from evalbot.compare.reruns import note_not_rerun
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError, InputError
 from evalbot.forge.base import ForgeUnavailable
-from evalbot.git import run_git
+from evalbot.git import changed_since, run_git
 from evalbot.load import discover
 from evalbot.pipeline import (
     Inputs,
@@ -78,6 +80,7 @@ from evalbot.render.console import render_text
 from evalbot.render.html import html_chunks
 from evalbot.render.template_files import comment_template_text, read_regular_file, read_template_file
 from evalbot.results import Report
+from evalbot.selection import Selection, SetChoice, everything, plan_change
 from evalbot.shard.merge import MissingShards, check_loaded, check_settled, loading_parts, merge_reports, merge_streamed
 from evalbot.shard.parts import part_bytes, part_files, part_from_bytes
 
@@ -122,6 +125,8 @@ def cli_commands(args: argparse.Namespace, baseline: str, output: str) -> tuple[
             for item in (_flag(name), str(getattr(args, name)))]
     if getattr(args, "block_flaky", None) is not None:
         gate.append("--block-flaky" if args.block_flaky else "--no-block-flaky")
+    if getattr(args, "only_affected", False):
+        gate.append("--only-affected")
     reproduce = shlex.join(["evalbot", "compare", "--baseline", baseline, *common, *gate])
     return reproduce, shlex.join(["evalbot", "baseline", *common, "--output", output])
 
@@ -177,7 +182,7 @@ def yardstick(
     return Yardstick(gate.policy, spec, baseline, gate.template, update, gate, error)
 
 
-def _repository() -> tuple[Path, str]:
+def repository() -> tuple[Path, str]:
     """The working tree's top folder and the current directory's path in it (``sub/dir/``, "" at the top); raises
     ForgeUnavailable when git cannot say (no repository, no git): the gate at ``REF`` cannot be read then."""
     found = run_git(["rev-parse", "--show-toplevel", "--show-prefix"])
@@ -210,7 +215,7 @@ def gate_at_ref(
     flags override it as the Action's inputs do. The working tree's section and template (``change``) are compared
     with it, each difference a notice; git failing is the gate's ``error`` (exit 3), never the working tree's."""
     try:
-        root, prefix = _repository()
+        root, prefix = repository()
     except ForgeUnavailable as exc:
         return GateSettings(policy=GatePolicy(), template=None, error=str(exc))
     change = replace(change, config=repo_path(config.absolute(), root) if config is not None else None,
@@ -230,9 +235,11 @@ def gate_at_ref(
         template_given=given)
 
 
-def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick, notes: Sequence[str] = ()) -> int:
+def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick, notes: Sequence[str] = (),
+                   carried: Carried | None = None) -> int:
     """Compare ``report`` with the baseline, write the report, summary, HTML and comment; the gate's exit code.
-    ``notes``: notices of the run for the comment (reruns capped)."""
+    ``notes``: notices of the run for the comment (reruns capped); ``carried``: the eval sets ``--only-affected``
+    did not score."""
     gate = ruler.gate
     comparison = compare(current=report, baseline=ruler.baseline, policy=ruler.policy,
                          baseline_source=ruler.spec.label, baseline_error=ruler.baseline_error,
@@ -249,6 +256,7 @@ def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick, n
                                    f"merge; this run uses {ruler.spec.ref}'s"] if gate.changes else []):
             print(f"evalbot: notice: {text}", file=sys.stderr)
     comparison.notes += notes
+    comparison.carried = carried
     if not (getattr(args, "agent", None) or getattr(args, "adk_agent", None)):
         note_not_rerun(comparison, ruler.policy.rerun_flipped)
     if ruler.proposed is not None:
@@ -316,10 +324,79 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return cmd_shard_part(args, env, args.report, "--report")
     inputs = load_inputs(args.paths, config=args.config)
     settings, config = inputs.settings()
-    ruler = for_selection(yardstick(args, settings, config, inputs.files), inputs)
+    ruler = yardstick(args, settings, config, inputs.files)
+    carried = None
+    if args.only_affected:
+        inputs, ruler, carried = only_affected(args, inputs, ruler)
+    ruler = for_selection(ruler, inputs)
     notes: list[str] = []
     report = evaluate_settled(args, env, inputs, ruler.baseline, ruler.policy, rerun_notes=notes)
-    return finish_compare(args, report, ruler, notes)
+    return finish_compare(args, report, ruler, notes, carried)
+
+
+def selection_at(ref: str, files: Sequence[Path], config: str | None, policy: GatePolicy | None,
+                 policy_error: str | None, root: Path) -> tuple[Selection, dict[str, str]]:
+    """The selection of the eval set ``files`` against ``ref`` under ``policy`` (REF's; ``policy_error``: why it
+    could not be read), and each repository path's name as the command line gave it. An eval set outside the
+    repository is always affected."""
+    shown: dict[str, str] = {}
+    outside: list[str] = []
+    for f in files:
+        rel = repo_path(f.absolute(), root)
+        if rel is None:
+            outside.append(str(f))
+        else:
+            shown.setdefault(rel, str(f))
+    always = [rel] if config and (rel := repo_path(Path(config).absolute(), root)) is not None else []
+    sel = plan_change(list(shown), policy.affected_by if policy is not None else None,
+                      lambda: changed_since(ref, git=run_git).files, policy_error=policy_error, always=always)
+    if outside:
+        extra = everything(outside, "outside the repository: no change can be told apart for it")
+        sel = replace(sel, eval_sets=sel.eval_sets + extra.eval_sets)
+        shown.update({p: p for p in outside})
+    return sel, shown
+
+
+def only_affected(args: argparse.Namespace, inputs: Inputs, ruler: Yardstick) -> tuple[Inputs, Yardstick, Carried]:
+    """``compare --only-affected``: the inputs cut to the eval sets the change can affect against the baseline's
+    ``REF`` (its policy's ``affected_by``), the yardstick whose baseline leaves the others out, and what is
+    carried. Needs ``--baseline REF:PATH``: the base the change is measured against."""
+    ref = ruler.spec.ref
+    if ref is None:
+        raise InputError("--only-affected", "", "needs --baseline REF:PATH (e.g. origin/main:.evalbot/baseline.json): "
+                                                "the base whose affected_by decides and whose results are carried")
+    if args.shard is not None:
+        raise ConfigError("--only-affected with --shard is not supported: run the affected eval sets unsharded, or "
+                          "every eval set sharded")
+    try:
+        root, _ = repository()
+    except ForgeUnavailable as exc:  # cannot tell what changed: everything is scored
+        choices = tuple(SetChoice(str(f), True, (str(exc),)) for f in inputs.files)
+        sel, shown = Selection(choices, (), str(exc)), {str(f): str(f) for f in inputs.files}
+    else:
+        gate = ruler.gate
+        sel, shown = selection_at(ref, inputs.files, args.config, ruler.policy if gate and not gate.error else None,
+                                  gate.error if gate is not None else None, root)
+    return restrict(inputs, ruler, sel, shown)
+
+
+def restrict(inputs: Inputs, ruler: Yardstick, sel: Selection, shown: Mapping[str, str]
+             ) -> tuple[Inputs, Yardstick, Carried]:
+    """``inputs`` and ``ruler`` cut to the affected eval sets of ``sel`` (``shown``: repository path -> the path the
+    eval set was loaded from), and what is carried."""
+    hit = {shown[p] for p in sel.affected}
+    keep = [i for i, f in enumerate(inputs.files) if str(f) in hit]
+    flags = [(es.eval_set_id, str(f) in hit) for es, f in zip(inputs.eval_sets, inputs.files, strict=True)]
+    baseline, carried = carry(ruler.baseline, flags)
+    for note in sel.notes:
+        print(f"evalbot: notice: {note}", file=sys.stderr)
+    print(f"evalbot: only-affected: {len(keep)} of {len(inputs.files)} eval set(s) affected"
+          + (f" ({sel.everything})" if sel.everything else "")
+          + (f"; {len(carried.eval_sets)} carried from main" if carried.eval_sets else ""), file=sys.stderr)
+    cut = replace(inputs, eval_sets=[inputs.eval_sets[i] for i in keep], files=[inputs.files[i] for i in keep],
+                  selected={k: v for k, v in inputs.selected.items() if any(k == inputs.eval_sets[i].eval_set_id
+                                                                             for i in keep)})
+    return cut, replace(ruler, baseline=baseline), carried
 
 
 def for_selection(ruler: Yardstick, inputs: Inputs) -> Yardstick:
@@ -563,6 +640,10 @@ def add_parsers(sub: Any) -> None:
     comp.add_argument("--report", type=cli_args.output_file, metavar="OUT.json", help="write the JSON report here")
     comp.add_argument("--html", type=cli_args.output_file, metavar="OUT.html",
                       help="write the self-contained HTML report here")
+    comp.add_argument("--only-affected", action="store_true",
+                      help="score only the eval sets the change can affect (the gate policy's affected_by at the "
+                      "--baseline REF; see `evalbot plan`) and carry main's results for the others from the baseline, "
+                      "counted apart and never compared")
     _add_compare_outputs(comp)
 
     merge = sub.add_parser("merge", help="join the reports of a sharded run (--shard K/N) into one, then compare")

@@ -21,6 +21,7 @@ from evalbot.errors import (
 )
 from evalbot.judges.base import DEFAULT_SAMPLING, Sampling
 from evalbot.load import normal_key
+from evalbot.selection import AffectedByError, parse_affected_by
 
 FailOn = Literal["regression", "threshold", "never"]
 JudgeFailures = Literal["block", "warn"]
@@ -62,6 +63,9 @@ class GatePolicy(BaseModel):
     ``budgets`` are the agent's allowed cost increases against main (``{"tokens": "+20%", "tool_calls": "+1"}``,
     :mod:`evalbot.compare.efficiency`): one exceeded significantly blocks (unless ``fail_on`` is ``never``), one that
     cannot be measured makes the run an ``error``; a PR removing or loosening one is a yardstick change.
+    ``affected_by`` maps eval set folders to the repository paths their results depend on (None: no mapping, every
+    change affects every eval set): ``evalbot plan`` and ``--only-affected`` run only the eval sets a change can
+    affect (:mod:`evalbot.selection`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -90,6 +94,13 @@ class GatePolicy(BaseModel):
     @classmethod
     def _budgets(cls, value: Any) -> dict[str, str]:
         return {name: budget.text for name, budget in parse_budgets(value).items()}
+
+    affected_by: dict[str, tuple[str, ...]] | None = None
+
+    @field_validator("affected_by", mode="before")
+    @classmethod
+    def _affected_by(cls, value: Any) -> dict[str, tuple[str, ...]] | None:
+        return parse_affected_by(value)
 
 
 POLICY_KEYS = frozenset(GatePolicy.model_fields)
@@ -126,6 +137,12 @@ def policy_from_settings(
                 normalize_setting(value)
             except RuleError as exc:
                 raise InputError(source, json_pointer(["evalbot", str(key), *exc.parts]), f"pass_rule: {exc}") from None
+        if name == "affected_by":
+            try:
+                parse_affected_by(value)
+            except AffectedByError as exc:
+                raise InputError(source, json_pointer(["evalbot", str(key), *exc.parts]),
+                                 f"{exc}; fix it in the config's evalbot section") from None
         if name == "budgets":
             try:
                 parse_budgets(value)

@@ -297,6 +297,22 @@ class BaselineUpdate(StrictModel):
     """Entries the file changes against the base commit's baseline."""
 
 
+class Carried(StrictModel):
+    """The eval sets a change cannot affect (``--only-affected``, :mod:`evalbot.selection`): not scored, main's
+    results carried from the baseline, counted apart and never compared (never removed, new or regressed)."""
+
+    eval_sets: list[str] = Field(default_factory=list)
+    """The carried eval sets' ids (main's baseline holds each)."""
+    cases: int = 0
+    """Main's cases in them."""
+    total: int = 0
+    """The run's eval sets, affected and not."""
+    commit: str | None = None
+    """The commit main's baseline was measured at."""
+    missing: list[str] = Field(default_factory=list)
+    """Unaffected eval sets main's baseline does not hold: neither scored nor carried."""
+
+
 class Comparison(StrictModel):
     """Everything the renderers and the gate need."""
 
@@ -341,5 +357,8 @@ class Comparison(StrictModel):
     policy's budgets on them (:mod:`evalbot.compare.efficiency`)."""
     efficiency_note: str | None = None
     """Why the agent's efficiency is not compared with main (a baseline written before evalbot kept it)."""
+    carried: Carried | None = None
+    """The eval sets not scored because the change cannot affect them (``--only-affected``), None when every eval set
+    was scored."""
     merge_queue: bool = False
     """A merge queue's run (``merge_group``): compared with its base commit like a pull request; the headline says so."""

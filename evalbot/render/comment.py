@@ -305,6 +305,8 @@ def _verdict(comparison: Comparison) -> tuple[str, str]:
                for row in comparison.efficiency if row.status == "over_budget" and row.excess]
     if comparison.invisible_ids:
         extras.insert(0, f"⚠️ {len(comparison.invisible_ids)} id(s) with invisible or look-alike characters")
+    if carried := words.carried_line(comparison):
+        extras.append(carried)
     if gate.verdict == "invalid":
         title = f"invalid input ({len(gate.reasons)} problem(s))"
     elif gate.verdict == "error":

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evalbot.compare.model import Comparison
+from evalbot.compare.model import Carried, Comparison
 from evalbot.formats.numbers import p_value_text
 from evalbot.render.mdsafe import shorten
 
@@ -93,5 +93,39 @@ def headline_notices(comparison: Comparison) -> list[tuple[str, str, int]]:
                     "(another script's letter, a variation selector; shown escaped). Such an id can pass for another: "
                     "a case renamed this way shows as new while its look-alike shows as removed. "
                     f"{shorten(ids, 1500)}", 2000))
+    carried = comparison.carried
+    if carried is not None:
+        out += [(icon, text, 1500) for icon, text in carried_notices(carried)]
     out += [("ℹ️", note, 500) for note in comparison.notes]
+    return out
+
+
+def _short(commit: str | None) -> str:
+    return commit[:12] if commit else "an unrecorded commit"
+
+
+def carried_line(comparison: Comparison) -> str | None:
+    """``9 of 12 eval sets unaffected: carried from main at abc123`` for the headline, or None."""
+    carried = comparison.carried
+    if carried is None or not carried.eval_sets:
+        return None
+    return (f"{len(carried.eval_sets)} of {carried.total} eval set{'' if carried.total == 1 else 's'} unaffected: "
+            f"carried from main at {_short(carried.commit)}")
+
+
+def carried_notices(carried: Carried) -> list[tuple[str, str]]:
+    """What ``--only-affected`` left unscored: the carried eval sets (main's results, not compared) and the unaffected
+    ones main's baseline does not hold (neither scored nor carried)."""
+    out: list[tuple[str, str]] = []
+    if carried.eval_sets:
+        n = len(carried.eval_sets)
+        out.append(("ℹ️", f"Only the eval sets this change can affect were scored (only-affected, the base commit's "
+                    f"affected_by): {n} of {carried.total} unaffected, their {carried.cases} case(s) carried from "
+                    f"main's baseline at {_short(carried.commit)}, not scored again and not compared: "
+                    f"{shorten(', '.join(carried.eval_sets), 800)}."))
+    if carried.missing:
+        n = len(carried.missing)
+        out.append(("⚠️", f"{n} eval set(s) this change cannot affect are not in main's baseline, so they were neither "
+                    f"scored nor carried: {shorten(', '.join(carried.missing), 800)}. Refresh the baseline on main to "
+                    "carry them."))
     return out
