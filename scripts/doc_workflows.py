@@ -4,7 +4,10 @@
     python scripts/doc_workflows.py OUT_DIR    # write each one as OUT_DIR/<doc>-<n>.yml for actionlint and zizmor,
                                                # with `uses: evalbot/evalbot@<ref>` pointed at the local action.yml
 
-Every ```yaml block of README.md, examples/**/*.md and docs/**/*.md is a complete workflow, and:
+Every ```yaml block of README.md, SECURITY.md, CONTRIBUTING.md, examples/**/*.md and docs/**/*.md is a complete
+workflow, and so is every ```diff block that starts with ``--- `` and ``+++ `` header lines: a variant written as a delta
+to the first ```yaml block of its page (the canonical workflow), applied here hunk by hunk (each hunk's context and
+``-`` lines must appear, in order, in the canonical text; they are replaced by its context and ``+`` lines). Each:
 
 - the Action is referenced one way only, ``evalbot/evalbot@v<major>`` (the tag the release workflow moves for the
   version in pyproject.toml), also in ``pip install "evalbot @ git+https://github.com/evalbot/evalbot@..."``;
@@ -31,7 +34,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 ROOT = Path(__file__).resolve().parents[1]
-FENCE = re.compile(r"^```ya?ml[ \t]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+FENCE = re.compile(r"^```(ya?ml|diff)[ \t]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 ACTION_USES = re.compile(r"\b[\w.-]+/evalbot@[\w.-]+")
 LOCAL_USES = re.compile(r"(uses:\s*)[\w.-]+/evalbot@[\w.-]+")
 PIP_REF = re.compile(r"git\+https://github\.com/([\w.-]+/evalbot)@([\w.-]+)")
@@ -48,6 +51,8 @@ class Block:
     doc: str
     line: int
     text: str
+    error: str | None = None
+    """Why a delta could not be applied to its page's canonical workflow (then ``text`` is empty)."""
 
     @property
     def where(self) -> str:
@@ -55,17 +60,64 @@ class Block:
 
 
 def docs(root: Path = ROOT) -> list[str]:
-    """The documents whose workflows are checked: the README, the examples' and docs/'s Markdown."""
+    """The documents whose workflows are checked: the README, SECURITY.md, CONTRIBUTING.md, the examples' and
+    docs/'s Markdown."""
     found = [p for pattern in ("examples/**/*.md", "docs/**/*.md") for p in sorted(root.glob(pattern))]
-    return ["README.md", *(p.relative_to(root).as_posix() for p in found)]
+    top = [name for name in ("SECURITY.md", "CONTRIBUTING.md") if (root / name).exists()]
+    return ["README.md", *top, *(p.relative_to(root).as_posix() for p in found)]
+
+
+def apply_delta(base: str, delta: str) -> str:
+    """``base`` with the hunks of ``delta`` (a unified diff without line numbers) applied in order.
+
+    ValueError naming the hunk when its context and ``-`` lines are not found in order in ``base``."""
+    lines = base.split("\n")
+    body = delta.split("\n")
+    while body and body[0].startswith(("--- ", "+++ ")):
+        body.pop(0)
+    hunks: list[list[str]] = [[]]
+    for line in body:
+        if line.startswith("@@"):
+            hunks.append([])
+        elif line.strip() or hunks[-1]:
+            hunks[-1].append(line)
+    cursor = 0
+    for n, hunk in enumerate(h for h in hunks if h):
+        while hunk and not hunk[-1].strip():
+            hunk.pop()
+        bad = [line for line in hunk if line and line[0] not in " +-"]
+        if bad:
+            raise ValueError(f"hunk {n + 1}: {bad[0]!r} starts with none of ' ', '+', '-'")
+        old = [line[1:] for line in hunk if not line or line[0] in " -"]
+        new = [line[1:] for line in hunk if not line or line[0] in " +"]
+        at = next((i for i in range(cursor, len(lines) - len(old) + 1) if lines[i : i + len(old)] == old), None)
+        if at is None or not old:
+            raise ValueError(f"hunk {n + 1}: its context and - lines are not in the canonical workflow (in order): "
+                             f"{(old or [''])[0].strip()!r}")
+        lines[at : at + len(old)] = new
+        cursor = at + len(new)
+    return "\n".join(lines)
 
 
 def blocks(root: Path = ROOT) -> list[Block]:
-    """Every ```yaml block of the docs, with the line of its fence."""
+    """Every workflow of the docs, with the line of its fence: each ```yaml block, and each ```diff block with
+    ``---``/``+++`` headers applied to the first ```yaml block of its page."""
     out = []
     for doc in docs(root):
         text = (root / doc).read_text(encoding="utf-8")
-        out += [Block(doc, text[: m.start()].count("\n") + 1, m.group(1)) for m in FENCE.finditer(text)]
+        canonical: str | None = None
+        for m in FENCE.finditer(text):
+            line = text[: m.start()].count("\n") + 1
+            if m.group(1) != "diff":
+                canonical = m.group(2) if canonical is None else canonical
+                out.append(Block(doc, line, m.group(2)))
+            elif m.group(2).startswith("--- "):
+                try:
+                    if canonical is None:
+                        raise ValueError("a delta before any ```yaml workflow on its page")
+                    out.append(Block(doc, line, apply_delta(canonical, m.group(2))))
+                except ValueError as exc:
+                    out.append(Block(doc, line, "", f"the delta does not apply: {exc}"))
     return out
 
 
@@ -122,6 +174,8 @@ def shell_problems(script: str) -> list[str]:
 
 def problems(block: Block, *, ref: str, inputs: set[str], modes: tuple[str, ...]) -> list[str]:
     """Every convention ``block`` breaks, each as "DOC:LINE: problem"."""
+    if block.error is not None:
+        return [f"{block.where}: {block.error}"]
     flow = load(block)
     if flow is None or "jobs" not in flow or not triggers(flow):
         return [f"{block.where}: not a complete workflow (YAML with `on:` and `jobs:`)"]

@@ -59,14 +59,14 @@ def test_main_run_compares_clean(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_the_documented_local_accept_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    """README "Accepting locally", step by step on a copy of the example committed in a fresh repository: blocked,
-    refresh, accepted with the notice naming the file; the headlines are the ones the README quotes."""
+    """docs/baselines.md "Accepting locally", step by step on a copy of the example committed in a fresh repository: blocked,
+    refresh, accepted with the notice naming the file; the headlines are the ones the page quotes."""
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     monkeypatch.chdir(tmp_path)
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "main"]):
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True, capture_output=True)
     compare = ["compare", "--baseline", "HEAD:examples/.evalbot/baseline.json", *QUICKSTART[3:]]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "baselines.md").read_text(encoding="utf-8")
     assert main(compare, env={}) == 1 and "blocked: 1 regressed" in capsys.readouterr().out
     assert main(["baseline", "examples/evals", "--actuals", "examples/runs/pr.json", "--judge-cache",
                  "examples/judge-cache", "--judge-replay", "--output", "examples/.evalbot/baseline.json"], env={}) == 0

@@ -30,7 +30,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ("README.md", "examples/README.md", "examples/agent/README.md", "docs/vertex.md")
+DOCS = ("README.md", "SECURITY.md", "CONTRIBUTING.md",
+        *sorted(p.relative_to(ROOT).as_posix() for pattern in ("docs/*.md", "examples/**/*.md")
+                for p in ROOT.glob(pattern)))
+"""Every user-facing page: the README, SECURITY.md, CONTRIBUTING.md, docs/ and the examples' READMEs."""
 FENCE = re.compile(r"^```(sh|bash|shell|console)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 MARKER = re.compile(r"<!-- commands: not run by tests \((?P<why>[^)]{10,})\) -->")
 
@@ -123,6 +126,8 @@ ALL = [b for doc in DOCS for b in blocks(doc)]
 def test_the_docs_have_shell_blocks_and_most_run() -> None:
     """The extraction finds the blocks (a change of fence style must not silently skip them all), and the claims
     in their comments."""
+    assert {"README.md", "SECURITY.md", "CONTRIBUTING.md", "docs/cli.md", "docs/baselines.md",
+            "docs/github-action.md", "docs/vertex.md", "examples/README.md", "examples/agent/README.md"} <= set(DOCS)
     assert len(ALL) >= 9
     assert sum(b.skip is None for b in ALL) >= 7
     run = [c for b in ALL if b.skip is None for c in b.commands()]

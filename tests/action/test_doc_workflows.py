@@ -1,9 +1,9 @@
 """The workflows in the docs are complete, consistent and safe, and their agent steps work as written.
 
-scripts/doc_workflows.py finds every ```yaml block of README.md, examples/**/*.md and docs/**/*.md and holds it to the
-conventions (scripts/static_checks.sh runs the same checks, then check-jsonschema, actionlint and zizmor on them).
+scripts/doc_workflows.py finds every workflow of the docs (```yaml blocks, and ```diff deltas to a page's canonical
+workflow) and holds it to the conventions (scripts/static_checks.sh runs the same checks, then check-jsonschema, actionlint and zizmor on them).
 Here: the docs pass, each rule fails on the hostile version it exists for, actionlint accepts the workflows with our
-action.yml, and the README's agent steps are run (with a stand-in for ``adk``, which needs a model) to show that what
+action.yml, and the documented agent steps are run (with a stand-in for ``adk``, which needs a model) to show that what
 ``adk eval`` writes reaches evalbot and that only exit 1 is tolerated.
 """
 
@@ -81,15 +81,50 @@ def test_the_docs_workflows_follow_the_conventions() -> None:
 def test_the_docs_searched_include_the_examples_and_docs_folders() -> None:
     found = dw.docs()
     assert found[0] == "README.md"
-    assert {"examples/README.md", "examples/agent/README.md", "docs/vertex.md"} <= set(found)
+    assert {"SECURITY.md", "CONTRIBUTING.md", "examples/README.md", "examples/agent/README.md", "docs/vertex.md",
+            "docs/github-action.md"} <= set(found)
+
+
+def test_the_variants_are_deltas_to_the_canonical_workflow() -> None:
+    """docs/github-action.md shows one complete workflow; most variants are ```diff deltas to it, each applied and
+    linted as a complete workflow."""
+    page = (ROOT / "docs" / "github-action.md").read_text(encoding="utf-8")
+    assert page.count("```diff\n--- evals.yml (canonical)") >= 6
+    canonical = next(b for b in dw.blocks() if b.doc == "docs/github-action.md")
+    variants = [b for b in dw.blocks() if b.doc == "docs/github-action.md" and b.text != canonical.text]
+    assert len(variants) >= 8 and all(b.error is None for b in variants)
+    assert "  merge_group:\n" in next(b.text for b in variants if "merge_group" in b.text)
+
+
+def test_a_delta_applies_hunk_by_hunk_and_refuses_what_is_not_there() -> None:
+    base = "a:\n  b: 1\n  c: 2\nd:\n  c: 2\n"
+    assert dw.apply_delta(base, "--- x\n+++ y\n@@\n   c: 2\n+  e: 3\n@@\n d:\n-  c: 2\n+  c: 4\n") == \
+        "a:\n  b: 1\n  c: 2\n  e: 3\nd:\n  c: 4\n"
+    with pytest.raises(ValueError, match="hunk 1: its context and - lines are not in the canonical workflow"):
+        dw.apply_delta(base, "--- x\n+++ y\n@@\n-  z: 9\n")
+    with pytest.raises(ValueError, match="hunk 2"):  # hunks apply in order: the second cannot match before the first
+        dw.apply_delta(base, "--- x\n+++ y\n@@\n d:\n@@\n a:\n")
+    with pytest.raises(ValueError, match="starts with none of"):
+        dw.apply_delta(base, "--- x\n+++ y\n@@\n*a:\n")
+
+
+def test_a_delta_that_does_not_apply_is_a_problem_of_its_page(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    shutil.copy(ROOT / "action.yml", tmp_path)
+    (tmp_path / "README.md").write_text("# x\n", encoding="utf-8")
+    (tmp_path / "docs" / "page.md").write_text(f"```yaml\n{GOOD}```\n\n```diff\n--- a\n+++ b\n@@\n-nothing: here\n"
+                                              "```\n", encoding="utf-8")
+    found = dw.check(tmp_path)
+    assert len(found) == 1 and found[0].startswith("docs/page.md:") and "the delta does not apply" in found[0]
 
 
 def test_the_action_reference_is_the_release_tag_of_pyproject_version() -> None:
     """The release workflow tags vX.Y.Z and moves vX: the docs use v<major of pyproject's version>, and say so."""
     version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
     assert REF == f"evalbot/evalbot@v{version.split('.')[0]}"
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert f"`uses: {REF}` follows the latest" in readme
+    page = (ROOT / "docs" / "github-action.md").read_text(encoding="utf-8")
+    assert f"`uses: {REF}` follows the latest" in page
     every = {m.group(0).split()[-1] for doc in dw.docs()
              for m in dw.LOCAL_USES.finditer((ROOT / doc).read_text(encoding="utf-8"))}
     assert every - {"you/evalbot@main"} == {REF}  # prose included (a fork builds from its branch: the one other)
@@ -227,8 +262,8 @@ def test_actionlint_accepts_the_docs_workflows_with_our_action_yml(tmp_path: Pat
 # --- the agent steps, run as written ---
 
 def adk_step() -> dict[str, Any]:
-    """The README's same-repository workflow's `adk eval` step."""
-    _, flow = next((b, f) for b, f in flows() if b.doc == "README.md")
+    """The canonical workflow's `adk eval` step (the first workflow of docs/github-action.md)."""
+    _, flow = next((b, f) for b, f in flows() if b.doc == "docs/github-action.md")
     (step,) = [s for _, _, s in dw.steps(flow) if "adk eval" in str(s.get("run", ""))]
     return step
 
@@ -333,8 +368,9 @@ def test_no_results_at_all_stops_the_job(adk_workspace: Path) -> None:
 
 
 def evalbot_run_step() -> str:
-    """The README's `evalbot run --agent ... --record` step (Running your agent in CI), as a shell script."""
-    (flow,) = [f for b, f in flows() if b.doc == "README.md" and f.get("name") == "agent-evals"]
+    """The `evalbot run --agent ... --record` step of docs/github-action.md's variant, as a shell script."""
+    (flow,) = [f for b, f in flows() if b.doc == "docs/github-action.md" and "shard" not in f["jobs"]
+               and any("evalbot run evals --agent" in str(s.get("run", "")) for _, _, s in dw.steps(f))]
     (step,) = [s for _, _, s in dw.steps(flow) if "--record" in str(s.get("run", ""))]
     return str(step["run"])
 
@@ -372,23 +408,23 @@ def test_yaml_of_the_docs_is_loaded_as_the_runner_would() -> None:
     assert YAML(typ="safe").load("update-baseline: true")["update-baseline"] is True
 
 
-# --- the judge configurations, as the README gives them ---
+# --- the judge configurations, as docs/github-action.md gives them ---
 
 def judges_section() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    return readme[readme.index("### OpenAI and local judges") : readme.index("### Inputs")]
+    page = (ROOT / "docs" / "github-action.md").read_text(encoding="utf-8")
+    return page[page.index("### OpenAI and local judges") : page.index("## Inputs")]
 
 
 VALID_VOTE = '{"reasoning": "same facts", "is_the_agent_response_valid": "valid"}'
 
 
 @pytest.mark.parametrize(("judge_model", "key", "sent"), [
-    (None, "sk-test-0123456789", "gpt-4.1-mini"),  # the README's OpenAI config, as written
+    (None, "sk-test-0123456789", "gpt-4.1-mini"),  # the documented OpenAI config, as written
     ("openai/llama3.1", None, "llama3.1"),  # the local server: no key, only openai-base-url
 ])
 def test_the_documented_judge_configs_reach_their_server(tmp_path: Path, judge_model: str | None, key: str | None,
                                                          sent: str) -> None:
-    """The README's test_config.json for an OpenAI judge (and, with the model it names for Ollama, a local one) runs
+    """The documented test_config.json for an OpenAI judge (and, with the model it names for Ollama, a local one) runs
     the judged criterion on the OpenAI-compatible server the inputs name (OPENAI_API_KEY / OPENAI_BASE_URL, what the
     Action's openai-api-key / openai-base-url set), with the `openai/` prefix not sent: judged, not `not_evaluated`."""
     from tests.fakes.fake_openai import FakeOpenAI

@@ -187,8 +187,8 @@ def test_fork_safe_second_stage_merges_the_part_artifacts(action: Action, baseli
 
 
 def test_readme_matrix_workflow_names_the_inputs_used_here() -> None:
-    """The README's copy-paste matrix workflow uses the inputs this test drives (shard, mode merge, parts path)."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    """docs/github-action.md's copy-paste matrix workflow uses the inputs this test drives (shard, mode merge, parts path)."""
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "github-action.md").read_text(encoding="utf-8")
     section = readme[readme.index("### Sharded runs"):]
     for needle in ("shard: ${{ matrix.shard }}/4", "mode: merge", "pattern: evalbot-part-*", "path: .evalbot-parts",
                    "artifact-name: evalbot-part-*"):

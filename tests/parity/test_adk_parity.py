@@ -5,7 +5,7 @@ run on the same three inputs and every case, metric and invocation is compared: 
 IEEE-754 double, or both null), statuses and thresholds exactly.  ADK's informational efficiency metrics are
 compared in their own test.  ``goldens/public/`` holds the goldens of the real eval sets collected from public
 ADK projects (``samples/public/sources.json``); ``test_public_corpus_tally`` counts what was compared there and
-prints the README's figure (run it with ``-s`` to see the line).
+prints CONTRIBUTING.md's figure (run it with ``-s`` to see the line).
 """
 
 from __future__ import annotations
@@ -260,7 +260,7 @@ def _tally(names: list[str]) -> tuple[int, int, set[str]]:
 
 
 def test_public_corpus_tally(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """The README's figure, computed: every score ADK gave on the real public eval sets (and on the derived
+    """CONTRIBUTING.md's figure, computed: every score ADK gave on the real public eval sets (and on the derived
     samples), and evalbot's equal, bit for bit."""
     monkeypatch.chdir(REPO)
     compared, equal, sets = _tally(PUBLIC_GOLDENS)
@@ -271,9 +271,9 @@ def test_public_corpus_tally(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Cap
               f" {all_equal} of {all_compared} on the {len(DERIVED_GOLDENS)} goldens of the derived samples")
     assert (equal, all_equal) == (compared, all_compared)
     assert len(sets) >= 50
-    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join((REPO / "CONTRIBUTING.md").read_text(encoding="utf-8").split())
     claim = re.search(r"on (\d+) real eval sets from public ADK projects, ([\d,]+) of ([\d,]+) deterministic scores"
                       r".*?plus ([\d,]+) of ([\d,]+) on the derived", readme)
-    assert claim, "README.md lost its parity figure"
+    assert claim, "CONTRIBUTING.md lost its parity figure"
     assert [int(g.replace(",", "")) for g in claim.groups()] == [len(sets), equal, compared, all_equal, all_compared]
     assert sets <= {f"tests/data/adk_parity/samples/public/{r['repo'].replace('/', '__')}/{r['path']}" for r in SOURCES}
