@@ -4,10 +4,16 @@ failures (the judge's and GitHub's)."""
 from __future__ import annotations
 
 import difflib
+import json
 import random
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from evalbot import __version__
 
 EXIT_OK = 0
 """Every case passed (or the gate let the run through)."""
@@ -19,6 +25,63 @@ EXIT_UNAVAILABLE = 3
 """GitHub or the judge were unavailable after retries in a way that prevents a verdict."""
 EXIT_INTERNAL = 70
 """A bug in evalbot."""
+
+
+REPOSITORY = "https://github.com/evalbot/evalbot"
+"""Where evalbot is installed from when nothing says otherwise (its release tags: ``v<major>`` follows a major)."""
+
+
+def install_command(extra: str, *, direct_url: Mapping[str, Any] | None, installed: bool, version: str,
+                    python: str = "python", source_root: Path | None = None) -> str:
+    """The command that adds the optional extra ``extra`` to this evalbot, the way this evalbot was installed.
+
+    ``direct_url`` is the installation's ``direct_url.json`` (PEP 610; None when it has none: installed from an
+    index); ``installed`` False means evalbot runs from a source tree without being installed, ``source_root`` being
+    that tree when it holds a ``pyproject.toml``. A clone installed in place gets ``pip install -e "CLONE[extra]"``,
+    a git install the same repository and revision, an archive the same archive, an index install the same version;
+    anything else the repository's release tag for this major version."""
+    pip = f"{python} -m pip install"
+    info = dict(direct_url or {})
+    url = str(info.get("url", ""))
+    if installed and url.startswith("file://") and isinstance(info.get("dir_info"), dict):
+        where = unquote(urlparse(url).path)
+        editable = "-e " if info["dir_info"].get("editable") else ""
+        return f'{pip} {editable}"{where}[{extra}]"'
+    vcs = info.get("vcs_info")
+    if installed and isinstance(vcs, dict) and vcs.get("vcs") == "git" and url:
+        revision = vcs.get("requested_revision") or vcs.get("commit_id")
+        return f'{pip} "evalbot[{extra}] @ git+{url}{"@" + str(revision) if revision else ""}"'
+    if installed and isinstance(info.get("archive_info"), dict) and url:
+        return f'{pip} "evalbot[{extra}] @ {url}"'
+    if installed and direct_url is None:
+        return f'{pip} "evalbot[{extra}]=={version}"'
+    if not installed and source_root is not None:
+        return f'{pip} -e "{source_root}[{extra}]"'
+    return f'{pip} "evalbot[{extra}] @ git+{REPOSITORY}@v{version.split(".")[0]}"'
+
+
+def install_hint(extra: str, search_path: list[str] | None = None) -> str:
+    """:func:`install_command` for the evalbot running here (``search_path``: where to look for its installation's
+    metadata, default ``sys.path``), with this interpreter: what an error about a missing extra tells the user."""
+    from importlib import metadata  # lazily: only an error about a missing extra needs the installation's metadata
+
+    version, direct_url, installed = __version__, None, True
+    try:
+        dist = next(iter(metadata.distributions(name="evalbot", path=search_path or sys.path)))
+    except StopIteration:
+        installed = False
+    else:
+        version = dist.version or version
+        text = dist.read_text("direct_url.json")
+        try:
+            loaded = json.loads(text) if text else None
+        except ValueError:
+            loaded = None
+        direct_url = loaded if isinstance(loaded, dict) else None
+    root = Path(__file__).resolve().parents[1]
+    return install_command(extra, direct_url=direct_url, installed=installed, version=version,
+                           python=sys.executable or "python",
+                           source_root=root if (root / "pyproject.toml").is_file() else None)
 
 
 def json_pointer(loc: Sequence[str | int]) -> str:

@@ -63,7 +63,7 @@ from typing import Any, Literal
 from evalbot.criteria.base import CaseInput
 from evalbot.criteria.custom_code import code_identity
 from evalbot.criteria.custom_process import Started, Worker, WorkerGone, WorkerPool, worker_path
-from evalbot.errors import ConfigError
+from evalbot.errors import ConfigError, install_hint
 from evalbot.formats.adk import FunctionCall, Invocation
 from evalbot.formats.config import CriterionSpec
 from evalbot.formats.invocations import final_text, user_text
@@ -507,8 +507,8 @@ def require_adk() -> None:
     if not found:
         raise ConfigError(
             f"this custom metric has ADK's signature ({', '.join(_ADK_ARGS)}) and is called with google-adk's "
-            "types, but google-adk is not installed (No module named 'google.adk'); install it with: pip install "
-            "'evalbot[adk]' (the evalbot Action's image does not include it: there, use Vertex's one-argument "
+            "types, but google-adk is not installed (No module named 'google.adk'); install it with: "
+            f"{install_hint('adk')} (the evalbot Action's image does not include it: there, use Vertex's one-argument "
             "contract, or run the evalbot CLI in a job that installs evalbot[adk])"
         )
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalbot.errors import ConfigError, RetryPolicy
+from evalbot.errors import ConfigError, RetryPolicy, install_hint
 from evalbot.judges.base import (
     DEFAULT_SAMPLING,
     SERVICE_MISSING,
@@ -346,7 +346,8 @@ class RoutingJudge:
         return await self.backend_for(request.model).generate(request)
 
 
-OPENAI_MISSING = "the OpenAI judge ({variable} is set) needs the openai package: pip install 'evalbot[openai]'"
+OPENAI_MISSING = "the OpenAI judge ({variable} is set) needs the openai package: {install}"
+"""The message when the ``openai`` extra is missing; ``install`` is :func:`evalbot.errors.install_hint`'s command."""
 
 
 def _openai_judge_class(variable: str) -> type[OpenAIJudge]:
@@ -357,7 +358,7 @@ def _openai_judge_class(variable: str) -> type[OpenAIJudge]:
     except ModuleNotFoundError as exc:
         if exc.name != "openai" and not str(exc).startswith("import of openai"):
             raise
-        raise ConfigError(OPENAI_MISSING.format(variable=variable)) from None
+        raise ConfigError(OPENAI_MISSING.format(variable=variable, install=install_hint("openai"))) from None
     return OpenAIJudge
 
 

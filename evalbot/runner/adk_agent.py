@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from evalbot.errors import ConfigError
+from evalbot.errors import ConfigError, install_hint
 from evalbot.formats.adk import (
     AgentDetails,
     AppDetails,
@@ -35,7 +35,7 @@ def _import(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError as exc:
-        raise ConfigError(f"--adk-agent needs google-adk ({exc}); install it with: pip install 'evalbot[adk]'") from exc
+        raise ConfigError(f"--adk-agent needs google-adk ({exc}); install it with: {install_hint('adk')}") from exc
 
 
 def _instructions(value: Any) -> str:

@@ -26,6 +26,7 @@ from evalbot.compare.baseline import build_baseline
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.criteria.base import BuildContext
+from evalbot.errors import install_hint
 from evalbot.pipeline import evaluate
 from evalbot.redact import forget_secrets, register_secret
 from evalbot.results import CUSTOM_NOT_RUN, CaseResult, Report
@@ -453,7 +454,7 @@ def test_adk_contract_without_google_adk_says_how_to_install(repo: Repo) -> None
     report = repo.run()
     (info,) = [c for c in report.eval_sets[0].criteria if c.name == "my_metric"]
     assert info.error is not None
-    assert "google-adk is not installed" in info.error and "pip install 'evalbot[adk]'" in info.error
+    assert "google-adk is not installed" in info.error and install_hint("adk") in info.error
     assert f"{repo.package}.metrics.f" in info.error
 
 

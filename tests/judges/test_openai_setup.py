@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evalbot.cli.commands import main
-from evalbot.errors import RetryPolicy
+from evalbot.errors import RetryPolicy, install_hint
 from evalbot.judges.base import JudgeCallError, JudgeRequest
 from evalbot.judges.factory import judge_from_environ
 from tests.fakes.builders import case, eval_set, inv
@@ -44,7 +44,8 @@ def test_openai_not_installed_is_one_line_naming_the_extra(
     assert code == 2
     reason = json.loads((tmp_path / "r.json").read_text())["eval_sets"][0]["cases"][0]["metrics"][
         "final_response_match_v2"]["reason"]
-    assert "pip install 'evalbot[openai]'" in reason and "OPENAI_API_KEY" in reason
+    assert install_hint("openai") in reason and "OPENAI_API_KEY" in reason
+    assert '-m pip install ' in reason and '[openai]' in reason
     assert "\n" not in reason and "ModuleNotFoundError" not in reason
     assert "ModuleNotFoundError" not in out.out + out.err
 
