@@ -78,3 +78,18 @@ def test_release_workflow_pushes_attests_smoke_tests_and_pins() -> None:
     assert "scripts/pin_action_image.py" in flow["jobs"]["pin"]["steps"][1]["run"]
     # main builds from source; only the release commit runs the image by digest
     assert YAML(typ="safe").load((ROOT / "action.yml").read_text(encoding="utf-8"))["runs"]["image"] == "Dockerfile"
+
+
+def test_release_workflow_builds_and_checks_the_python_packages() -> None:
+    """The wheel and the sdist are built from the tagged commit and checked with `twine check --strict`; the
+    version tags move (job pin) only after that job passed."""
+    flow = YAML(typ="safe").load((ROOT / ".github/workflows/release.yml").read_text(encoding="utf-8"))
+    dist = flow["jobs"]["dist"]
+    assert dist["permissions"] == {"contents": "read"}
+    runs = "\n".join(s.get("run", "") for s in dist["steps"])
+    assert "python -m build --outdir dist ." in runs
+    assert "python -m twine check --strict dist/*" in runs
+    assert runs.index("python -m build") < runs.index("twine check")
+    upload = next(s for s in dist["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["path"] == "dist/"
+    assert set(flow["jobs"]["pin"]["needs"]) == {"image", "dist"}
