@@ -52,7 +52,7 @@ from evalbot.compare.votes import invocation_votes, vote_noise
 from evalbot.compare.yardstick import yardstick_changes
 from evalbot.criteria import lower_is_better
 from evalbot.formats.jsonio import gc_paused
-from evalbot.formats.lookalike import escape_lookalike, has_lookalike
+from evalbot.formats.lookalike import confusable_with, escape_confusable, escape_lookalike, has_lookalike
 from evalbot.formats.numbers import p_value_text
 from evalbot.results import (
     CUSTOM_NOT_RUN,
@@ -571,7 +571,7 @@ def compare(
     return Comparison(
         policy=policy, baseline=info, baseline_source=baseline_source, create_command=command, baseline_note=note,
         baseline_error=baseline_error, alerts=alerts, eval_sets=sets, counts=counts, gate=gate, report=current,
-        baseline_update=update, invisible_ids=invisible_ids(sets), yardstick=yardstick,
+        baseline_update=update, invisible_ids=invisible_ids(sets, baseline), yardstick=yardstick,
         baseline_usage=baseline.usage if baseline is not None and compatible else None, efficiency=efficiency,
         efficiency_note=OLD_BASELINE_NOTE if baseline is not None and compatible and baseline.efficiency is None
         else None,
@@ -679,13 +679,28 @@ def _mark_accepted(
             y.accepted = y.eval_set_id in acceptance.sets
 
 
-def invisible_ids(sets: Sequence[EvalSetComparison]) -> list[str]:
+def invisible_ids(sets: Sequence[EvalSetComparison], main: Baseline | None = None) -> list[str]:
     """Eval set and case ids (escaped, ``set / case``) with invisible, default-ignorable, bidi-control, mixed-script or
-    compatibility look-alike characters (evalbot.formats.lookalike)."""
+    compatibility look-alike characters, or whose confusable skeleton is another eval set's or (in the eval set)
+    another case's, in this run or in ``main``'s baseline (a case renamed to a look-alike and accepted by the PR's
+    baseline update is no longer among the compared cases): ``set / \\u0441\\u043e\\u0440\\u0443 (looks like
+    copy)``, whatever the scripts (evalbot.formats.lookalike)."""
     out: list[str] = []
+    main_sets = main.eval_sets if main is not None and main.compatible else {}
+    set_twins = confusable_with([*(es.eval_set_id for es in sets), *main_sets])
     for es in sets:
         shown = escape_lookalike(es.eval_set_id)
-        if has_lookalike(es.eval_set_id):
+        twin = set_twins.get(es.eval_set_id)
+        if twin is not None:
+            out.append(f"{escape_confusable(es.eval_set_id)} (looks like {escape_lookalike(twin)})")
+        elif has_lookalike(es.eval_set_id):
             out.append(shown)
-        out += [f"{shown} / {escape_lookalike(c.eval_id)}" for c in es.cases if has_lookalike(c.eval_id)]
+        on_main = main_sets.get(es.key)
+        twins = confusable_with([*(c.eval_id for c in es.cases), *(on_main.cases if on_main is not None else ())])
+        for c in es.cases:
+            twin = twins.get(c.eval_id)
+            if twin is not None:
+                out.append(f"{shown} / {escape_confusable(c.eval_id)} (looks like {escape_lookalike(twin)})")
+            elif has_lookalike(c.eval_id):
+                out.append(f"{shown} / {escape_lookalike(c.eval_id)}")
     return out

@@ -90,7 +90,8 @@ def headline_notices(comparison: Comparison) -> list[tuple[str, str, int]]:
     if comparison.invisible_ids:
         ids = ", ".join(comparison.invisible_ids[:20])
         out.append(("⚠️", f"{len(comparison.invisible_ids)} id(s) hold invisible, bidi-control or look-alike characters "
-                    "(another script's letter, a variation selector; shown escaped). Such an id can pass for another: "
+                    "(another script's letter, a variation selector; shown escaped), or read as another id (the same "
+                    "confusable skeleton, UTS #39; the id it reads as named after it). Such an id can pass for another: "
                     "a case renamed this way shows as new while its look-alike shows as removed. "
                     f"{shorten(ids, 1500)}", 2000))
     carried = comparison.carried
