@@ -75,7 +75,7 @@ ACTION_MISSING_CREDENTIALS = (
 """Why judged criteria had no judge in the Action: the inputs and the variables to set."""
 
 CUSTOM_CODE_EVENTS = frozenset({"pull_request", "push"})
-"""The only events on which the Action runs custom metric code (an allow-list; README "Custom metrics"). A
+"""The only events on which the Action runs custom metric code (an allow-list; docs/criteria.md, "Custom metrics"). A
 ``pull_request`` job already runs the PR's code without the base repository's secrets when it comes from a fork; a
 ``push`` runs code someone with write access committed to the branch, which is what the baseline is measured on.
 Every other event is refused: ``pull_request_target``, ``workflow_run``, ``issue_comment``,

@@ -7,7 +7,7 @@ plus the eval set's repository root (the nearest ancestor holding ``.git``) and 
 repository file never shadows an installed package), and with an environment stripped of secrets.  The gate process
 sends it the cases as JSON and reads JSON answers back, so nothing the module does (monkeypatching evalbot, exiting,
 crashing, printing) can change the gate: at worst its own cases are ``error``.  The Action lets it run only on the
-events the README lists (``pull_request``, ``push``); elsewhere the criterion is ``not_evaluated`` with the reason
+events docs/criteria.md lists (``pull_request``, ``push``); elsewhere the criterion is ``not_evaluated`` with the reason
 (criteria.NotRun), and the fork-safe second stage never builds criteria.
 
 The function's signature chooses the contract:

@@ -13,7 +13,7 @@ roots (the standard library, installed packages) are the gate's environment: nei
 The identity changes when the metric's module or any repository file it imports changes, so the baseline comparison
 shows "custom metric code changed" (a yardstick change) for an edited helper as for an edited function.  What cannot
 be seen statically (a module name computed at run time, a ``sys.path`` the module extends, a data file it reads) is
-not covered: the README says so.
+not covered: docs/criteria.md says so.
 
 Each file is opened without following it into a FIFO or device (``O_NONBLOCK``, then ``fstat``: only a regular file
 is read), at most :data:`MAX_FILE_BYTES` of it is hashed, a file over :data:`MAX_PARSE_BYTES` or one that does not

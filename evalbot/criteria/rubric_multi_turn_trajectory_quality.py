@@ -7,7 +7,7 @@ rubric (a tie fails) and the case score is the mean of the rubrics' verdicts. Th
 invocation; the earlier ones carry none.
 
 Rubrics: the criterion's, plus case and invocation rubrics typed ``TRAJECTORY_QUALITY``. Two deliberate
-differences from ADK, both documented in the README:
+differences from ADK, both documented in docs/criteria.md:
 
 - ADK reads invocation-level rubrics of the last invocation only (it judges "the last turn"), so a
   ``TRAJECTORY_QUALITY`` rubric put on an earlier turn is silently dropped; evalbot judges the rubrics of every turn.
