@@ -14,7 +14,7 @@ import os
 import tempfile
 import weakref
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -83,6 +83,16 @@ class Inputs:
     def settings(self) -> tuple[dict[str, Any], Path | None]:
         """The config's ``evalbot`` section (gate policy, comment template, baseline path) and its file."""
         return self.configs.settings(self.files)
+
+    def only(self, files: Collection[str]) -> tuple[Inputs, list[tuple[str, bool]]]:
+        """These inputs cut to the eval set ``files`` (as loaded: ``str`` of ``self.files``), and every eval set's
+        (id, kept) in order (``compare.carry.carry`` carries the others)."""
+        kept = [str(f) in files for f in self.files]
+        ids = {es.eval_set_id for es, keep in zip(self.eval_sets, kept, strict=True) if keep}
+        cut = replace(self, eval_sets=[es for es, keep in zip(self.eval_sets, kept, strict=True) if keep],
+                      files=[f for f, keep in zip(self.files, kept, strict=True) if keep],
+                      selected={k: v for k, v in self.selected.items() if k in ids})
+        return cut, [(es.eval_set_id, keep) for es, keep in zip(self.eval_sets, kept, strict=True)]
 
 
 def load_inputs(paths: Sequence[str], *, config: str | None = None, lines: bool = False) -> Inputs:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 from evalbot.action import workflow
+from evalbot.action.plan import describe, only_affected, selection_for
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, print_annotations, summarize
 from evalbot.action.remeasure import copy_runs
 from evalbot.action.settings import ActionInputs, GitHubContext, Mode, credentials_expected, on_default_branch
@@ -34,6 +35,7 @@ from evalbot.compare.baseline import (
     parse_baseline,
     same_scores,
 )
+from evalbot.compare.carry import carried_update
 from evalbot.compare.delta import compare, custom_not_run
 from evalbot.compare.gate import Gate, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
@@ -54,6 +56,7 @@ from evalbot.pipeline import (
     load_inputs,
     settle_split_votes,
 )
+from evalbot.render import mdsafe
 from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.render.html import html_chunks
 from evalbot.render.junit import junit_suites, write_junit
@@ -250,6 +253,8 @@ def commands(inputs: ActionInputs, base_sha: str | None) -> tuple[str, str]:
         gate.append("--block-flaky" if inputs.block_flaky else "--no-block-flaky")
     if inputs.comment_template:
         gate += ["--comment-template", inputs.comment_template]
+    if inputs.only_affected and base_sha:
+        gate.append("--only-affected")
     spec = f"{base_sha}:{inputs.baseline_path}" if base_sha else inputs.baseline_path
     reproduce = shlex.join(["evalbot", "compare", "--baseline", spec, *args, *judge, *gate])
     refresh = shlex.join(["evalbot", "baseline", *args, "--output", inputs.baseline_path])
@@ -262,6 +267,27 @@ def write_html(comparison: Comparison, inputs: ActionInputs, ws: Workspace) -> s
         return ""
     write_output(ws.path(inputs.html_path), html_chunks(comparison), name="input html-path", root=ws.root)
     return inputs.html_path
+
+
+def plan_stage(inputs: ActionInputs, ctx: GitHubContext, mode: Mode, forge: Forge | None, stream: TextIO) -> Outcome:
+    """Mode plan: the eval sets the pull request can affect, as the output ``eval-sets`` (one per line) and in the
+    job summary; every eval set on other events. Nothing is evaluated; exit 0 (2 for unusable inputs)."""
+    ws = Workspace(ctx.workspace)
+    loaded = load_inputs(eval_paths(inputs), config=inputs.config)
+    if loaded.errors:
+        raise loaded.errors[0]
+    change = ctx.change() if mode == "pull_request" else None
+    gate = gate_at_base(inputs, ws, forge, change.base_sha, loaded) if change is not None else None
+    sel, shown = selection_for(inputs, ws, loaded, gate, change.base_sha if change is not None else None)
+    for line in describe(sel, shown):
+        print(line, file=stream)
+    affected = [shown[p] for p in sel.affected]
+    print(f"evalbot: plan: {len(affected)} of {len(sel.eval_sets)} eval set(s) affected", file=stream)
+    rows = "\n".join(f"- {'**affected**' if c.affected else 'unaffected'}: {mdsafe.inline(shown[c.path], 300)}: "
+                     f"{mdsafe.inline('; '.join(c.reasons), 600)}" for c in sel.eval_sets)
+    summarize(ctx, f"### evalbot plan: {len(affected)} of {len(sel.eval_sets)} eval set(s) affected\n\n"
+                   + (f"{mdsafe.inline(sel.everything, 1000)}\n\n" if sel.everything else "") + rows + "\n", [])
+    return Outcome(verdict="passed", exit_code=EXIT_OK, eval_sets="\n".join(affected))
 
 
 def first_stage(
@@ -289,6 +315,12 @@ def first_stage(
         text = workspace_baseline_text(ws, inputs.baseline_path)  # unreadable is an error, not "no baseline"
         baseline = None if text is None else parse_baseline(text, inputs.baseline_path)
         source = inputs.baseline_path
+    carried = None
+    main_baseline = baseline  # the PR's baseline update is told from main's whole file
+    if inputs.only_affected and mode == "pull_request" and pr is not None:
+        loaded, baseline, carried = only_affected(inputs, ws, loaded, gate, pr.base_sha, baseline)
+    elif inputs.only_affected:
+        log.info("evalbot: only-affected applies to pull requests; mode %s scores every eval set", mode)
     # Split votes that flipped against the baseline are settled in every mode: on a pull request against the base
     # commit's baseline, on main against the committed one, so a refreshed baseline records the larger vote. A
     # shard job settles its own cases (it holds their votes); the merge job checks the parts settled as it would.
@@ -309,7 +341,10 @@ def first_stage(
         copy_runs(inputs, ws)  # uploaded with the report: the fork-safe second stage re-measures these
     update = None
     if mode == "pull_request" and pr is not None:
-        update = proposed_baseline(lambda: workspace_baseline_text(ws, inputs.baseline_path), baseline, inputs.baseline_path)
+        update = proposed_baseline(lambda: workspace_baseline_text(ws, inputs.baseline_path), main_baseline,
+                                   inputs.baseline_path)
+        if carried is not None:
+            update = carried_update(update, carried)
     required = mode == "pull_request" and pr is not None  # no baseline at the base commit is not a pass there
     similar = (similar_baselines(forge, ws, inputs.baseline_path, pr.base_sha)
                if required and pr is not None and baseline is None and baseline_error is None and update is None
@@ -319,6 +354,7 @@ def first_stage(
                          credentials_expected=credentials_expected(ctx), baseline_required=required, similar=similar,
                          budget_changes=gate.budget_changes if gate is not None else (),
                          pr_budgets=gate.pr_budgets if gate is not None else None)
+    comparison.carried = carried
     if gate is not None and pr is not None:
         comparison.policy_changes = gate.changes
         comparison.notes = [*gate.notes, *comparison.notes]

@@ -12,7 +12,7 @@ from typing import TextIO, cast
 
 from evalbot.action import workflow
 from evalbot.action.files import hand_over
-from evalbot.action.first_stage import first_stage
+from evalbot.action.first_stage import first_stage, plan_stage
 from evalbot.action.publish import Outcome
 from evalbot.action.second_stage import second_stage
 from evalbot.action.settings import (
@@ -47,6 +47,8 @@ def run_mode(
     env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContext, mode: Mode, forge: Forge | None, stream: TextIO
 ) -> Outcome:
     """Dispatch to the stage for ``mode``."""
+    if inputs.planning:
+        return plan_stage(inputs, ctx, mode, forge, stream)
     if mode == "workflow_run":
         return second_stage(env, inputs, ctx, forge, stream)
     return first_stage(env, inputs, ctx, mode, forge, stream)

@@ -39,6 +39,8 @@ class Outcome:
     report_path: str = ""
     comment_url: str = ""
     html_path: str = ""
+    eval_sets: str = ""
+    """Mode plan: the eval set files the change can affect, one per line."""
 
     def outputs(self) -> dict[str, str]:
         """The action's outputs, as action.yml declares them."""
@@ -51,6 +53,7 @@ class Outcome:
             "report-path": self.report_path,
             "comment-url": self.comment_url,
             "html-path": self.html_path,
+            "eval-sets": self.eval_sets,
         }
 
 

@@ -41,7 +41,7 @@ from evalbot.paths import (
 from evalbot.shard.partition import Shard
 
 Mode = Literal["pull_request", "push", "workflow_run", "baseline"]
-MODES: tuple[str, ...] = ("auto", "merge", *get_args(Mode))
+MODES: tuple[str, ...] = ("auto", "merge", "plan", *get_args(Mode))
 FAIL_ON: tuple[str, ...] = get_args(FailOn)
 JUDGE_FAILURES: tuple[str, ...] = get_args(JudgeFailures)
 DEFAULT_JUDGE_DEADLINE = 240.0
@@ -210,7 +210,7 @@ class ActionInputs(BaseModel):
     """OPENAI_BASE_URL: another OpenAI-compatible server (vLLM, Ollama, llama.cpp, a LiteLLM proxy)."""
     comment_template: OptionalText = None
     comment_id: Annotated[Text, AfterValidator(_comment_id)] = "default"
-    mode: Annotated[Literal["auto", "merge"] | Mode, Choice(MODES)] = "auto"
+    mode: Annotated[Literal["auto", "merge", "plan"] | Mode, Choice(MODES)] = "auto"
     judge_concurrency: Annotated[int, Number(int, 1, 256)] = DEFAULT_CONCURRENCY
     judge_cache: OptionalText = None
     judge_cache_key: Secret = ""
@@ -234,10 +234,20 @@ class ActionInputs(BaseModel):
     parts: Text = ".evalbot-parts"
     """Where mode merge reads the shard jobs' parts (downloaded with actions/download-artifact)."""
 
+    only_affected: Flag = False
+    """On a pull request, score only the eval sets it can affect (the base commit's ``affected_by``) and carry
+    main's results for the others from the baseline (:mod:`evalbot.selection`)."""
+
     @property
     def merging(self) -> bool:
         """Mode merge: the report is joined from the parts instead of evaluated."""
         return self.mode == "merge"
+
+    @property
+    def planning(self) -> bool:
+        """Mode plan: only the eval sets the change can affect are listed (output ``eval-sets``); nothing is
+        evaluated."""
+        return self.mode == "plan"
 
 
 def input_names() -> tuple[str, ...]:
@@ -267,7 +277,10 @@ def inputs_from_env(env: Mapping[str, str]) -> ActionInputs:
     except ValidationError as exc:
         error = exc.errors(include_url=False, include_input=False)[0]
     else:
-        if inputs.shard is not None and inputs.mode in ("merge", "workflow_run", "baseline"):
+        if inputs.only_affected and (inputs.shard is not None or inputs.mode == "merge"):
+            raise input_error("only-affected", "not supported with shard or mode merge yet: run the affected eval sets "
+                              "in one job, or every eval set sharded (leave only-affected off there)")
+        if inputs.shard is not None and inputs.mode in ("merge", "plan", "workflow_run", "baseline"):
             raise input_error("shard", f"a shard job evaluates and uploads its part only; mode {inputs.mode} takes no "
                               "shard (leave shard empty in that job)")
         return inputs
@@ -516,7 +529,7 @@ def choose_mode(requested: str, ctx: GitHubContext) -> Mode:
     about a pull request: a pull request's tree is never measured against the baseline it carries itself."""
     event = ctx.event_name or "none"
     about = _pull_request_payload(ctx)
-    if requested not in ("auto", "merge"):  # merge: the event decides, as for auto (the report is the parts')
+    if requested not in ("auto", "merge", "plan"):  # merge, plan: the event decides, as for auto
         mode = cast(Mode, requested)
     elif ctx.event_name in PULL_REQUEST_EVENTS or (ctx.event_name == "merge_group" and ctx.merge_group is not None):
         mode = "pull_request"  # a merge queue compares with its base commit and gates like a pull request

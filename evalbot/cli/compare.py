@@ -54,7 +54,7 @@ from evalbot.compare.baseline import (
     read_baseline,
     restricted,
 )
-from evalbot.compare.carry import carry
+from evalbot.compare.carry import carried_update, carry
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
@@ -335,10 +335,11 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def selection_at(ref: str, files: Sequence[Path], config: str | None, policy: GatePolicy | None,
-                 policy_error: str | None, root: Path) -> tuple[Selection, dict[str, str]]:
+                 policy_error: str | None, root: Path, baseline: str) -> tuple[Selection, dict[str, str]]:
     """The selection of the eval set ``files`` against ``ref`` under ``policy`` (REF's; ``policy_error``: why it
     could not be read), and each repository path's name as the command line gave it. An eval set outside the
-    repository is always affected."""
+    repository is always affected. ``config`` (``--config``, applied to every eval set) and ``baseline`` (the
+    baseline file's repository path, every eval set's yardstick) changed affect every eval set."""
     shown: dict[str, str] = {}
     outside: list[str] = []
     for f in files:
@@ -347,7 +348,9 @@ def selection_at(ref: str, files: Sequence[Path], config: str | None, policy: Ga
             outside.append(str(f))
         else:
             shown.setdefault(rel, str(f))
-    always = [rel] if config and (rel := repo_path(Path(config).absolute(), root)) is not None else []
+    always = [posixpath.normpath(baseline)]
+    if config and (rel := repo_path(Path(config).absolute(), root)) is not None:
+        always.append(rel)
     sel = plan_change(list(shown), policy.affected_by if policy is not None else None,
                       lambda: changed_since(ref, git=run_git).files, policy_error=policy_error, always=always)
     if outside:
@@ -376,7 +379,7 @@ def only_affected(args: argparse.Namespace, inputs: Inputs, ruler: Yardstick) ->
     else:
         gate = ruler.gate
         sel, shown = selection_at(ref, inputs.files, args.config, ruler.policy if gate and not gate.error else None,
-                                  gate.error if gate is not None else None, root)
+                                  gate.error if gate is not None else None, root, ruler.spec.path)
     return restrict(inputs, ruler, sel, shown)
 
 
@@ -384,19 +387,14 @@ def restrict(inputs: Inputs, ruler: Yardstick, sel: Selection, shown: Mapping[st
              ) -> tuple[Inputs, Yardstick, Carried]:
     """``inputs`` and ``ruler`` cut to the affected eval sets of ``sel`` (``shown``: repository path -> the path the
     eval set was loaded from), and what is carried."""
-    hit = {shown[p] for p in sel.affected}
-    keep = [i for i, f in enumerate(inputs.files) if str(f) in hit]
-    flags = [(es.eval_set_id, str(f) in hit) for es, f in zip(inputs.eval_sets, inputs.files, strict=True)]
+    cut, flags = inputs.only({shown[p] for p in sel.affected})
     baseline, carried = carry(ruler.baseline, flags)
     for note in sel.notes:
         print(f"evalbot: notice: {note}", file=sys.stderr)
-    print(f"evalbot: only-affected: {len(keep)} of {len(inputs.files)} eval set(s) affected"
+    print(f"evalbot: only-affected: {len(cut.files)} of {len(inputs.files)} eval set(s) affected"
           + (f" ({sel.everything})" if sel.everything else "")
           + (f"; {len(carried.eval_sets)} carried from main" if carried.eval_sets else ""), file=sys.stderr)
-    cut = replace(inputs, eval_sets=[inputs.eval_sets[i] for i in keep], files=[inputs.files[i] for i in keep],
-                  selected={k: v for k, v in inputs.selected.items() if any(k == inputs.eval_sets[i].eval_set_id
-                                                                             for i in keep)})
-    return cut, replace(ruler, baseline=baseline), carried
+    return cut, replace(ruler, baseline=baseline, proposed=carried_update(ruler.proposed, carried)), carried
 
 
 def for_selection(ruler: Yardstick, inputs: Inputs) -> Yardstick:

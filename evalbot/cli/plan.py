@@ -18,6 +18,7 @@ from typing import Any
 import evalbot.cli.args as cli_args
 from evalbot.basecommit.gate import ChangeSide
 from evalbot.cli.compare import gate_at_ref, repository, selection_at
+from evalbot.compare.baseline import DEFAULT_BASELINE_PATH
 from evalbot.compare.gate import GatePolicy, policy_from_settings
 from evalbot.errors import EXIT_OK, ConfigError
 from evalbot.forge.base import ForgeUnavailable
@@ -42,13 +43,15 @@ def add_parser(sub: Any) -> None:
     plan.set_defaults(comment_template=None)
 
 
-def _gate(args: argparse.Namespace, ref: str, files: Sequence[Path]) -> tuple[GatePolicy | None, str | None]:
-    """The gate policy at ``ref`` (None and why, when it cannot be read)."""
+def _gate(args: argparse.Namespace, ref: str, files: Sequence[Path]
+          ) -> tuple[GatePolicy | None, str | None, str]:
+    """The gate policy at ``ref`` (None and why, when it cannot be read), and the baseline file's path."""
     settings, config = settings_for(args.paths, config=args.config)
     policy = policy_from_settings(settings, source=str(config or "command line"))  # the working tree's: checked
     change = ChangeSide(settings=settings, config=None, policy=policy, template=None, files=[])
     gate = gate_at_ref(args, ref, change, config, files, {})
-    return (None, gate.error) if gate.error else (gate.policy, None)
+    baseline = str(settings.get("baseline_path") or DEFAULT_BASELINE_PATH)
+    return (None, gate.error, baseline) if gate.error else (gate.policy, None, baseline)
 
 
 def cmd_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -61,8 +64,8 @@ def cmd_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     except ForgeUnavailable as exc:
         raise ConfigError(f"--base {args.base}: not in a git repository, so nothing can be compared with it ({exc})") \
             from None
-    policy, error = _gate(args, args.base, files)
-    sel, shown = selection_at(args.base, files, args.config, policy, error, root)
+    policy, error, baseline = _gate(args, args.base, files)
+    sel, shown = selection_at(args.base, files, args.config, policy, error, root, baseline)
     for note in sel.notes:
         print(f"evalbot: notice: {note}", file=sys.stderr)
     if sel.everything:

@@ -9,7 +9,9 @@ change deleted is still reported as removed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
+from evalbot.compare.accept import ProposedBaseline
 from evalbot.compare.baseline import Baseline, restricted
 from evalbot.compare.model import Carried
 
@@ -36,8 +38,19 @@ def carry(baseline: Baseline | None, eval_sets: Sequence[tuple[str, bool]]) -> t
         cases=sum(len(baseline.eval_sets[s].cases) for s in held) if baseline is not None else 0,
         total=len(eval_sets), commit=baseline.commit if baseline is not None else None,
         missing=[s for s in unaffected if s not in held])
-    if baseline is None:
-        return None, carried
-    drop = set(unaffected)
-    kept = {key: None for key in baseline.eval_sets if _set_id(key, drop) is None}
-    return restricted(baseline, kept), carried
+    return (None if baseline is None else without(baseline, unaffected)), carried
+
+
+def without(baseline: Baseline, eval_sets: Sequence[str]) -> Baseline:
+    """``baseline`` without the eval sets of these ids (what the run carries, and does not compare)."""
+    drop = set(eval_sets)
+    return restricted(baseline, {key: None for key in baseline.eval_sets if _set_id(key, drop) is None})
+
+
+def carried_update(update: ProposedBaseline | None, carried: Carried) -> ProposedBaseline | None:
+    """A pull request's baseline update as the affected eval sets are compared with it: without the carried ones
+    (their entries are main's, carried). A changed baseline file affects every eval set, so an update that differs
+    from main's while something is carried is one git did not see changed; its carried entries are not checked."""
+    if update is None or update.baseline is None or not carried.eval_sets:
+        return update
+    return replace(update, baseline=without(update.baseline, carried.eval_sets + carried.missing))

@@ -1,0 +1,65 @@
+"""The Action's selection (:mod:`evalbot.selection`): ``mode: plan`` lists the eval sets a pull request can affect,
+``only-affected`` scores only those. The mapping is the base commit's policy (``affected_by``, read with the rest of
+the gate); the changed files come from git in the workspace, against the pull request's base commit (a checkout
+without it, ``fetch-depth: 1``, cannot tell: everything is affected, saying so)."""
+
+from __future__ import annotations
+
+import logging
+
+from evalbot.action.settings import ActionInputs
+from evalbot.action.workspace import Workspace
+from evalbot.basecommit.gate import GateSettings, repo_path
+from evalbot.compare.baseline import Baseline
+from evalbot.compare.carry import carry
+from evalbot.compare.model import Carried
+from evalbot.git import changed_since
+from evalbot.pipeline import Inputs
+from evalbot.selection import Selection, everything, plan_change
+
+log = logging.getLogger("evalbot")
+
+NOT_A_CHANGE = "not a pull request: there is no base commit to tell a change from, so every eval set runs"
+
+
+def selection_for(inputs: ActionInputs, ws: Workspace, loaded: Inputs, gate: GateSettings | None,
+                  base_sha: str | None) -> tuple[Selection, dict[str, str]]:
+    """The selection of the run's eval sets against ``base_sha`` (None: not a pull request, everything), under
+    ``gate``'s policy (the base commit's), and each repository path's name as loaded. The ``config`` input and the
+    baseline file apply to every eval set: their change affects all."""
+    shown: dict[str, str] = {}
+    for f in loaded.files:
+        rel = repo_path(f, ws.root)
+        shown.setdefault(rel if rel is not None else str(f), str(f))
+    if base_sha is None:
+        return everything(list(shown), NOT_A_CHANGE), shown
+    always = [rel for raw in (inputs.config, inputs.baseline_path)
+              if raw and (rel := repo_path(ws.path(raw), ws.root)) is not None]
+    sel = plan_change(list(shown), gate.policy.affected_by if gate is not None and not gate.error else None,
+                      lambda: changed_since(base_sha, git=ws.git).files,
+                      policy_error=gate.error if gate is not None else None, always=always)
+    return sel, shown
+
+
+def describe(sel: Selection, shown: dict[str, str]) -> list[str]:
+    """One log line per eval set: affected or carried, and why."""
+    lines = [f"evalbot: every eval set is affected: {sel.everything}"] if sel.everything else []
+    lines += [f"evalbot: notice: {note}" for note in sel.notes]
+    if not sel.everything:
+        lines += [f"evalbot: {'affected' if c.affected else 'unaffected'}: {shown[c.path]}: {'; '.join(c.reasons)}"
+                  for c in sel.eval_sets]
+    return lines
+
+
+def only_affected(inputs: ActionInputs, ws: Workspace, loaded: Inputs, gate: GateSettings | None, base_sha: str,
+                  baseline: Baseline | None) -> tuple[Inputs, Baseline | None, Carried]:
+    """``only-affected`` on a pull request: the inputs cut to the eval sets it can affect, the baseline they are
+    compared with (the carried eval sets left out) and what is carried."""
+    sel, shown = selection_for(inputs, ws, loaded, gate, base_sha)
+    for line in describe(sel, shown):
+        log.info("%s", line)
+    cut, flags = loaded.only({shown[p] for p in sel.affected})
+    compared, carried = carry(baseline, flags)
+    log.info("evalbot: only-affected: %d of %d eval set(s) affected; %d carried from main", len(cut.files),
+             len(loaded.files), len(carried.eval_sets))
+    return cut, compared, carried

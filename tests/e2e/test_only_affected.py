@@ -1,0 +1,148 @@
+"""The Action's ``mode: plan`` and ``only-affected: true`` through entrypoint.py, against the fake GitHub: the
+workspace is a real git repository whose main commit is the pull request's base commit (its files published there
+in the fake GitHub, as the contents API serves them), with three eval sets mapped to their agents' folders by main's
+``affected_by``; the pull request changes the billing agent."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalbot.cli.commands import main
+from tests.e2e.conftest import MARK, Action, event, pull_request_event
+from tests.fakes.selective import NAMES, change, commit_main, git, pr_runs, write_repo
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+SETS = sorted(f"evals/{n}/{n}.evalset.json" for n in NAMES)
+CARRIED = "2 of 3 eval sets unaffected: carried from main at abc123"
+
+
+def publish(action: Action, sha: str) -> None:
+    """Every file of commit ``sha`` in the fake GitHub at ``sha`` (what the contents API serves there)."""
+    for path in git(action.workspace, "ls-tree", "-r", "--name-only", sha).splitlines():
+        blob = subprocess.run(["git", "show", f"{sha}:{path}"], cwd=action.workspace, check=True, capture_output=True)
+        action.github.put_file(path, blob.stdout, ref=sha)
+
+
+@pytest.fixture
+def base(action: Action, monkeypatch: pytest.MonkeyPatch) -> str:
+    """main's commit: three eval sets, their configs with affected_by, the baseline of main's runs; the pull request
+    branch checked out, changing the billing agent. Returns main's sha (the pull request's base commit)."""
+    shutil.rmtree(action.workspace)
+    action.workspace.mkdir()
+    write_repo(action.workspace)
+    monkeypatch.chdir(action.workspace)
+    assert main(["baseline", "evals", "--actuals", "runs/main.json", "--output", ".evalbot/baseline.json",
+                 "--commit", "abc123", "--created-at", "2025-06-01T00:00:00+00:00"], env={}) == 0
+    sha = commit_main(action.workspace)
+    publish(action, sha)
+    change(action.workspace, "agents/billing/agent.py")
+    return sha
+
+
+def pr_event(base_sha: str) -> dict[str, Any]:
+    payload = pull_request_event()
+    payload["pull_request"]["base"]["sha"] = base_sha
+    return payload
+
+
+def test_mode_plan_outputs_the_affected_eval_sets(action: Action, base: str) -> None:
+    run = action.run("pull_request", pr_event(base), inputs={"mode": "plan"})
+    assert run.code == 0, run.stdout + run.stderr
+    assert run.outputs["eval-sets"] == "evals/billing/billing.evalset.json"
+    assert "plan: 1 of 3 eval set(s) affected" in run.stdout
+    assert "affected: evals/billing/billing.evalset.json: agents/billing/agent.py changed (affected_by " \
+           "agents/billing/**)" in run.stdout
+    assert "evalbot plan: 1 of 3 eval set(s) affected" in run.summary and "unaffected" in run.summary
+    assert action.github.comments_on(7) == []  # nothing is evaluated, nothing published
+
+
+def test_mode_plan_with_an_unmapped_change_outputs_every_eval_set(action: Action, base: str) -> None:
+    change(action.workspace, "Dockerfile", "FROM scratch\n")
+    run = action.run("pull_request", pr_event(base), inputs={"mode": "plan"})
+    assert run.code == 0 and run.outputs["eval-sets"].splitlines() == SETS, run.stdout + run.stderr
+    assert "Dockerfile changed: no affected_by mapping covers it" in run.stdout
+
+
+def test_mode_plan_on_a_push_outputs_every_eval_set(action: Action, base: str) -> None:
+    run = action.run("push", event("push"), inputs={"mode": "plan"}, ref="refs/heads/main")
+    assert run.code == 0 and run.outputs["eval-sets"].splitlines() == SETS, run.stdout + run.stderr
+    assert "not a pull request" in run.stdout
+
+
+def test_mode_plan_without_the_base_commit_in_the_checkout_outputs_every_eval_set(action: Action,
+                                                                                  base: str) -> None:
+    """actions/checkout's default depth of 1 lacks the base commit: the changes cannot be listed, so every eval set
+    is affected, saying how to fix it."""
+    missing = "d" * 40
+    publish_at = {path: content for (ref, path), content in action.github.files.items() if ref == base}
+    for path, content in publish_at.items():
+        action.github.put_file(path, content, ref=missing)
+    run = action.run("pull_request", pr_event(missing), inputs={"mode": "plan"})
+    assert run.code == 0 and run.outputs["eval-sets"].splitlines() == SETS, run.stdout + run.stderr
+    assert "could not be listed" in run.stdout and "fetch-depth: 0" in run.stdout
+
+
+def test_only_affected_carries_the_others_and_passes(action: Action, base: str) -> None:
+    runs = pr_runs(action.workspace, ["billing"])
+    run = action.run("pull_request", pr_event(base), inputs={"actuals": runs, "only-affected": "true"})
+    (comment,) = action.github.comments_on(7)
+    assert run.code == 0, comment.body
+    assert comment.body.startswith(MARK)
+    assert comment.body.split("\n")[1] == f"### ✅ evalbot: no regressions · {CARRIED}"
+    assert "their 4 case(s) carried from main's baseline at abc123" in comment.body
+    assert "removed" not in comment.body and "new" not in comment.body.split("\n")[1]
+    assert CARRIED in run.summary
+    assert "only-affected: 1 of 3 eval set(s) affected; 2 carried from main" in run.stdout
+
+
+def test_only_affected_still_blocks_a_regression_in_an_affected_eval_set(action: Action, base: str) -> None:
+    runs = pr_runs(action.workspace, ["billing"], broken=["billing-0"])
+    run = action.run("pull_request", pr_event(base), inputs={"actuals": runs, "only-affected": "true"})
+    assert run.code == 1, run.stdout + run.stderr
+    assert run.outputs["verdict"] == "blocked" and run.outputs["regressed"] == "1"
+    (comment,) = action.github.comments_on(7)
+    headline = comment.body.split("\n")[1]
+    assert headline == f"### ❌ evalbot: blocked: 1 regressed · {CARRIED}", headline
+    assert "billing-0" in comment.body and "removed" not in comment.body
+    assert "--only-affected" in comment.body  # the command that reproduces it
+
+
+def test_without_only_affected_the_partial_runs_do_not_pass(action: Action, base: str) -> None:
+    """The honest control: the same runs scored for every eval set leave two without runs."""
+    runs = pr_runs(action.workspace, ["billing"])
+    run = action.run("pull_request", pr_event(base), inputs={"actuals": runs})
+    assert run.code != 0 and run.outputs.get("verdict") != "passed", run.stdout
+    (comment,) = action.github.comments_on(7)
+    assert "carried" not in comment.body
+
+
+def test_only_affected_refuses_shards(action: Action, base: str) -> None:
+    run = action.run("pull_request", pr_event(base), inputs={"only-affected": "true", "shard": "1/2"})
+    assert run.code == 2 and any("input only-affected" in a for a in run.annotations()), run.stdout
+
+
+def test_a_pr_changing_the_baseline_file_scores_everything(action: Action, base: str) -> None:
+    """The baseline is every eval set's yardstick: this PR's update of it affects them all."""
+    text = (action.workspace / ".evalbot/baseline.json").read_text(encoding="utf-8")
+    change(action.workspace, ".evalbot/baseline.json", text.replace('"abc123"', '"abc124"', 1))
+    runs = pr_runs(action.workspace, list(NAMES))
+    run = action.run("pull_request", pr_event(base), inputs={"actuals": runs, "only-affected": "true"})
+    assert "carried" not in action.github.comments_on(7)[0].body, run.stdout
+    assert ".evalbot/baseline.json changed, which applies to every eval set" in run.stdout
+
+
+def test_the_plan_and_the_gate_read_main_s_mapping_not_the_prs(action: Action, base: str) -> None:
+    """A PR that maps every folder to nothing in its own configs is still planned with main's affected_by (its
+    configs changed in their folders: every eval set is affected, and the policy change is a notice)."""
+    for name in NAMES:
+        path = Path(action.workspace / f"evals/{name}/test_config.json")
+        path.write_text(path.read_text(encoding="utf-8").replace("agents/", "nowhere/"), encoding="utf-8")
+    git(action.workspace, "commit", "-q", "-am", "narrow")
+    run = action.run("pull_request", pr_event(base), inputs={"mode": "plan"})
+    assert run.outputs["eval-sets"].splitlines() == SETS, run.stdout
