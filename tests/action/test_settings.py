@@ -98,7 +98,7 @@ def test_bad_inputs_name_the_input(key: str, value: str, needle: str) -> None:
         ({"INPUT_JUDGE-CONCURRENCY": "4.0"}, "input judge-concurrency: '4.0' is not an integer"),
         ({"INPUT_EVAL-SETS": " ,\n,"}, "input eval-sets: ',\\n,' names no path; give eval set files, directories or globs"),
         ({"INPUT_MODE": "Merged"},
-         "input mode: 'Merged' is not one of auto, merge, pull_request, push, workflow_run, baseline"),
+         "input mode: 'Merged' is not one of auto, merge, plan, pull_request, push, workflow_run, baseline"),
         ({"INPUT_SHARD": "0/4"}, "input shard: expected K from 1 to N in K/N, got '0/4'"),
         ({"INPUT_SHARD": "1/4", "INPUT_MODE": "workflow_run"},
          "input shard: a shard job evaluates and uploads its part only; mode workflow_run takes no shard"),
