@@ -88,7 +88,7 @@ def test_unparsable_case_is_reported_with_its_pointer(write: Writer) -> None:
     ("criteria", "reason"),
     [
         ({"no_such_metric": 0.5},
-         "/set/test_config.json:/criteria/no_such_metric); known: "),
+         "/set/test_config.json:/criteria/no_such_metric) (`evalbot criteria` lists the "),
         ({"tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "sideways"}},
          "invalid options for tool_trajectory_avg_score: match_type: "),
         ({"response_match_score": {"threshold": 0.5, "include_intermediate_responses_in_final": "perhaps"}},

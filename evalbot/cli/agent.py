@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 import evalbot.cli.args as cli_args
+import evalbot.cli.groups as cli_groups
 from evalbot.errors import ConfigError
 from evalbot.pipeline import AgentRun
 from evalbot.runner.adk_agent import load_adk_agent
@@ -16,7 +17,7 @@ from evalbot.runner.execute import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT, RunOpti
 
 def add_agent_args(parser: argparse.ArgumentParser) -> None:
     """Add the agent-running options to the ``run`` parser."""
-    group = parser.add_argument_group("running the agent (instead of --actuals)")
+    group = cli_groups.group(parser, cli_groups.AGENT)
     group.add_argument("--agent", type=cli_args.agent_ref, metavar="MODULE:CALLABLE",
                        help="custom agent function (Vertex contract): prompt in, {'response', 'predicted_trajectory'} "
                        "out; sync or async; imported from the current directory")

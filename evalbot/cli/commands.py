@@ -12,11 +12,13 @@ from collections.abc import Mapping, Sequence
 import evalbot.cli.agent as cli_agent
 import evalbot.cli.args as cli_args
 import evalbot.cli.compare as cli_compare
+import evalbot.cli.groups as cli_groups
 import evalbot.cli.jobs as cli_jobs
 import evalbot.cli.plan as cli_plan
 from evalbot import __version__
 from evalbot.cli.evaluate import add_eval_args, evaluate_args, run_streamed, show_report
-from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EvalbotError
+from evalbot.criteria import CRITERIA
+from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK, EvalbotError
 from evalbot.judges.factory import SECRET_ENV
 from evalbot.redact import register_secret
 
@@ -25,30 +27,43 @@ log = logging.getLogger("evalbot")
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``evalbot`` argument parser."""
-    parser = cli_args.Parser(prog="evalbot", description="Evaluate LLM agents with ADK-compatible criteria.")
+    parser = cli_args.Parser(
+        prog="evalbot", description="Evaluate LLM agents with ADK-compatible criteria, and gate pull requests on "
+        "regressions against a baseline.", epilog="`evalbot COMMAND --help` shows each command's options, grouped, "
+        "and examples that run on the bundled examples/.")
     parser.add_argument("--version", action="version", version=f"evalbot {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging (also accepted after the command)")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="score eval sets and print a summary")
+    run = cli_groups.command(sub, "run", help="score eval sets and print a summary", examples=cli_groups.RUN_EXAMPLES)
     add_eval_args(run)
     cli_agent.add_agent_args(run)
-    run.add_argument("--report", type=cli_args.output_file, metavar="OUT.json", help="write the JSON report here")
-    run.add_argument("--html", type=cli_args.output_file, metavar="OUT.html",
-                     help="write the self-contained HTML report here")
-    run.add_argument("--judge-failures", choices=["block", "warn"],
-                     help="a judged verdict the judge could not give: block (exit 3; default: the config's "
-                     "evalbot.judge_failures, else block) or warn")
-    run.add_argument("--jobs", type=cli_args.jobs, metavar="N",
-                     help="score the cases in N processes (auto: one per CPU; default: auto when the eval sets and "
-                     f"--actuals files add up to {cli_jobs.AUTO_JOBS_BYTES // 2**20} MiB or more and nothing "
-                     "needs one process, else 1), merged into the same report, console text and exit code as one; "
-                     "the judge concurrency is shared among them")
+    gate, outputs, ci = (cli_groups.group(run, title) for title in (cli_groups.GATE, cli_groups.OUTPUTS, cli_groups.CI))
+    gate.add_argument("--judge-failures", choices=["block", "warn"],
+                      help="a judged verdict the judge could not give: block (exit 3; default: the config's "
+                      "evalbot.judge_failures, else block) or warn")
+    outputs.add_argument("--report", type=cli_args.output_file, metavar="OUT.json", help="write the JSON report here")
+    outputs.add_argument("--html", type=cli_args.output_file, metavar="OUT.html",
+                         help="write the self-contained HTML report here")
+    ci.add_argument("--jobs", type=cli_args.jobs, metavar="N",
+                    help="score the cases in N processes (auto: one per CPU; default: auto when the eval sets and "
+                    f"--actuals files add up to {cli_jobs.AUTO_JOBS_BYTES // 2**20} MiB or more and nothing "
+                    "needs one process, else 1), merged into the same report, console text and exit code as one; "
+                    "the judge concurrency is shared among them")
     run.add_argument("--as-job", type=cli_args.shard, metavar="K/N", help=argparse.SUPPRESS)  # a job of --jobs N
     run.add_argument("--watch-parent", action="store_true", help=argparse.SUPPRESS)  # stdin: the parent's pipe
     run.add_argument("--progress-fd", type=cli_args.integer(3, 99_999), help=argparse.SUPPRESS)  # where a job tells its progress (a pipe the parent passed: not 0-2)
     cli_compare.add_parsers(sub)
     cli_plan.add_parser(sub)
+    cli_groups.command(sub, "criteria", help="list the criteria a test_config.json can name",
+                       examples=cli_groups.CRITERIA_EXAMPLES)
     return parser
+
+
+def cmd_criteria(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``evalbot criteria``: the names a config's ``criteria`` may use, one a line (an unknown name's error names the
+    closest ones and points here)."""
+    print("\n".join(sorted(CRITERIA)))
+    return EXIT_OK
 
 
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -75,7 +90,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     environ = os.environ if env is None else env
     for name in (*SECRET_ENV, "GITHUB_TOKEN"):
         register_secret(environ.get(name))  # masked in the report, the comment and the judge cache
-    commands = {"run": cmd_run, **cli_compare.COMMANDS, "plan": cli_plan.cmd_plan}
+    commands = {"run": cmd_run, "criteria": cmd_criteria, **cli_compare.COMMANDS, "plan": cli_plan.cmd_plan}
     try:
         return commands[args.command](args, environ)
     except EvalbotError as exc:

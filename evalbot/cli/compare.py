@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import evalbot.cli.args as cli_args
+import evalbot.cli.groups as cli_groups
 from evalbot.basecommit.gate import (
     ChangeSide,
     GateSettings,
@@ -512,6 +513,8 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     not the noise of one small one."""
     if args.shard is not None:
         return cmd_shard_part(args, env, args.output, "--output")
+    if args.output is None:
+        args.output = baseline_output(*settings_for(args.paths, config=args.config))
     previous, _ = previous_baseline(args, args.output)  # before evaluating: an unusable previous baseline fails fast
     inputs = load_inputs(args.paths, config=args.config)
     if inputs.selected:
@@ -521,6 +524,21 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     policy = refresh_policy(args, settings, config)
     return write_baseline(args, env, evaluate_settled(args, env, inputs, previous, policy), args.output,
                           budgets=policy.budgets)
+
+
+def baseline_output(settings: Mapping[str, Any], config: Path | None) -> str:
+    """Where ``evalbot baseline`` writes without ``--output``: the config's ``evalbot.baseline_path`` (its PATH when it
+    is ``REF:PATH``), else the default; a value that is no writable file path is exit 2 naming the config's key."""
+    raw = settings.get("baseline_path", DEFAULT_BASELINE_PATH)
+    where = f"{config or 'the config'}: evalbot.baseline_path"
+    if not isinstance(raw, str) or not raw.strip():
+        raise InputError(str(config or "test_config.json"), "/evalbot/baseline_path",
+                         f"expected a file path such as {DEFAULT_BASELINE_PATH}, got {raw!r}")
+    path = parse_spec(raw, file_exists=os.path.isfile).path
+    try:
+        return cli_args.output_file(path)
+    except argparse.ArgumentTypeError as exc:
+        raise EvalbotError(f"{where} ({path!r}) cannot be written: {exc}; give --output FILE") from None
 
 
 def refresh_policy(args: argparse.Namespace, settings: dict[str, Any], config: Path | None) -> GatePolicy:
@@ -621,100 +639,112 @@ def _part_bytes(paths: Sequence[str]) -> list[tuple[str, bytes]]:
 
 
 def add_parsers(sub: Any) -> None:
-    """Register ``baseline`` and ``compare`` on the ``evalbot`` subparsers (their functions are in COMMANDS)."""
-    base = sub.add_parser("baseline", help="evaluate and write the baseline file to commit on main")
+    """Register ``baseline``, ``compare`` and ``merge`` on the ``evalbot`` subparsers (their functions are in
+    COMMANDS), their options in the groups of :mod:`evalbot.cli.groups`."""
+    base = cli_groups.command(sub, "baseline", help="evaluate and write the baseline file to commit on main",
+                              examples=cli_groups.BASELINE_EXAMPLES)
     add_eval_args(base)
     add_agent_args(base)
-    base.add_argument("--output", required=True, type=cli_args.output_file, metavar="FILE", help=f"where to write it (e.g. {DEFAULT_BASELINE_PATH})")
-    base.add_argument("--commit", type=cli_args.commit, metavar="SHA", help="commit measured (default: $GITHUB_SHA, else git HEAD)")
-    base.add_argument("--created-at", type=cli_args.timestamp, metavar="ISO8601", help="timestamp to record (default: now, UTC)")
-    base.add_argument("--allow-errors", action="store_true", help="write it even if some inputs are invalid")
+    out = cli_groups.group(base, cli_groups.OUTPUTS)
+    out.add_argument("--output", type=cli_args.output_file, metavar="FILE",
+                     help=f"where to write it (default: the config's evalbot.baseline_path, else "
+                     f"{DEFAULT_BASELINE_PATH})")
+    out.add_argument("--commit", type=cli_args.commit, metavar="SHA",
+                     help="commit measured (default: $GITHUB_SHA, else git HEAD)")
+    out.add_argument("--created-at", type=cli_args.timestamp, metavar="ISO8601",
+                     help="timestamp to record (default: now, UTC)")
+    out.add_argument("--allow-errors", action="store_true", help="write it even if some inputs are invalid")
     _add_history_args(base)
     _add_resample_arg(base, against="the previous baseline")
 
-    comp = sub.add_parser("compare", help="evaluate, compare with the baseline and render the PR comment")
+    comp = cli_groups.command(sub, "compare", help="evaluate, compare with the baseline and render the PR comment",
+                              examples=cli_groups.COMPARE_EXAMPLES)
     add_eval_args(comp)
     add_agent_args(comp)
-    comp.add_argument("--report", type=cli_args.output_file, metavar="OUT.json", help="write the JSON report here")
-    comp.add_argument("--html", type=cli_args.output_file, metavar="OUT.html",
-                      help="write the self-contained HTML report here")
-    comp.add_argument("--only-affected", action="store_true",
-                      help="score only the eval sets the change can affect (the gate policy's affected_by at the "
-                      "--baseline REF; see `evalbot plan`) and carry main's results for the others from the baseline, "
-                      "counted apart and never compared")
+    cli_groups.group(comp, cli_groups.CI).add_argument(
+        "--only-affected", action="store_true",
+        help="score only the eval sets the change can affect (the gate policy's affected_by at the --baseline REF; "
+        "see `evalbot plan`) and carry main's results for the others from the baseline, counted apart and never "
+        "compared")
     _add_compare_outputs(comp)
 
-    merge = sub.add_parser("merge", help="join the reports of a sharded run (--shard K/N) into one, then compare")
-    merge.add_argument("parts", nargs="+", type=cli_args.eval_path, metavar="PART",
-                       help="the shard jobs' reports (files, or directories holding them)")
-    merge.add_argument("--report", type=cli_args.output_file, metavar="OUT.json", help="write the merged report here")
-    merge.add_argument("--html", type=cli_args.output_file, metavar="OUT.html",
-                       help="write the self-contained HTML report here")
-    merge.add_argument("--eval-sets", dest="paths", action="append", default=[], type=cli_args.eval_path,
-                       metavar="PATH", help="the run's eval sets, for their config's evalbot section (gate policy, "
-                       "template, baseline path) and the commands shown in the comment (repeatable)")
-    merge.add_argument("--actuals", action="append", default=[], type=cli_args.input_file, metavar="FILE",
-                       help="the recorded runs the shards scored, shown in the comment's commands (repeatable; "
-                       "not read)")
-    merge.add_argument("--config", type=cli_args.input_file, metavar="FILE",
-                       help="the test_config.json the shards used (its evalbot section sets the gate policy)")
-    merge.add_argument("--judge-cache", type=cli_args.directory, metavar="DIR",
+    merge = cli_groups.command(sub, "merge", help="join the reports of a sharded run (--shard K/N) into one, then "
+                               "compare", examples=cli_groups.MERGE_EXAMPLES)
+    inputs, judge, out = (cli_groups.group(merge, t) for t in (cli_groups.INPUTS, cli_groups.JUDGE, cli_groups.OUTPUTS))
+    inputs.add_argument("parts", nargs="+", type=cli_args.eval_path, metavar="PART",
+                        help="the shard jobs' reports (files, or directories holding them)")
+    inputs.add_argument("--eval-sets", dest="paths", action="append", default=[], type=cli_args.eval_path,
+                        metavar="PATH", help="the run's eval sets, for their config's evalbot section (gate policy, "
+                        "template, baseline path) and the commands shown in the comment (repeatable)")
+    inputs.add_argument("--actuals", action="append", default=[], type=cli_args.input_file, metavar="FILE",
+                        help="the recorded runs the shards scored, shown in the comment's commands (repeatable; "
+                        "not read)")
+    inputs.add_argument("--config", type=cli_args.input_file, metavar="FILE",
+                        help="the test_config.json the shards used (its evalbot section sets the gate policy)")
+    judge.add_argument("--judge-cache", type=cli_args.directory, metavar="DIR",
                        help="the judge cache the shards used, shown in the comment's commands (not read)")
-    merge.add_argument("--judge-replay", action="store_true",
+    judge.add_argument("--judge-replay", action="store_true",
                        help="the shards replayed the judge from the cache: shown in the comment's commands")
     _add_compare_outputs(merge)
-    merge.add_argument("--write-baseline", type=cli_args.output_file, metavar="FILE",
-                       help="write the baseline of the merged run here instead of comparing")
-    merge.add_argument("--commit", type=cli_args.commit, metavar="SHA",
-                       help="with --write-baseline: commit measured (default: $GITHUB_SHA, else git HEAD)")
-    merge.add_argument("--created-at", type=cli_args.timestamp, metavar="ISO8601",
-                       help="with --write-baseline: timestamp to record (default: now, UTC)")
-    merge.add_argument("--allow-errors", action="store_true",
-                       help="with --write-baseline: write it even if some inputs are invalid")
+    out.add_argument("--write-baseline", type=cli_args.output_file, metavar="FILE",
+                     help="write the baseline of the merged run here instead of comparing")
+    out.add_argument("--commit", type=cli_args.commit, metavar="SHA",
+                     help="with --write-baseline: commit measured (default: $GITHUB_SHA, else git HEAD)")
+    out.add_argument("--created-at", type=cli_args.timestamp, metavar="ISO8601",
+                     help="with --write-baseline: timestamp to record (default: now, UTC)")
+    out.add_argument("--allow-errors", action="store_true",
+                     help="with --write-baseline: write it even if some inputs are invalid")
     _add_history_args(merge, output="--write-baseline")
 
 
 def _add_history_args(parser: argparse.ArgumentParser, output: str = "--output") -> None:
-    parser.add_argument("--previous", type=cli_args.baseline_spec, metavar="FILE|REF:PATH",
+    inputs = cli_groups.group(parser, cli_groups.INPUTS)
+    inputs.add_argument("--previous", type=cli_args.baseline_spec, metavar="FILE|REF:PATH",
                         help=f"the baseline whose case histories to continue (default: the {output} file, if it "
                         "exists)")
-    parser.add_argument("--reset-history", action="store_true",
+    inputs.add_argument("--reset-history", action="store_true",
                         help="start every case's history afresh instead of continuing the previous baseline's")
 
 
 def _add_resample_arg(parser: argparse.ArgumentParser, against: str = "the baseline") -> None:
-    parser.add_argument("--resample-split", type=cli_args.extra_samples(MAX_RESAMPLE), metavar="N",
-                        help=f"extra judge samples that settle a judged verdict flipped against {against} on a "
-                        "split vote (default: the config's evalbot.resample_split, else 10; 0 disables)")
+    cli_groups.group(parser, cli_groups.GATE).add_argument(
+        "--resample-split", type=cli_args.extra_samples(MAX_RESAMPLE), metavar="N",
+        help=f"extra judge samples that settle a judged verdict flipped against {against} on a split vote "
+        "(default: the config's evalbot.resample_split, else 10; 0 disables)")
 
 
 def _add_compare_outputs(comp: argparse.ArgumentParser) -> None:
-    comp.add_argument("--baseline", type=cli_args.baseline_spec, metavar="FILE|REF:PATH",
-                      help="baseline file, or REF:PATH read with git show (default: the config's "
-                      f"evalbot.baseline_path, else {DEFAULT_BASELINE_PATH})")
-    comp.add_argument("--comment", type=cli_args.output_file, metavar="OUT.md",
-                      help="write the comment here instead of printing it")
-    comp.add_argument("--summary", type=cli_args.output_file, metavar="OUT.md", help="write the full job summary here")
-    comp.add_argument("--fail-on", choices=["regression", "threshold", "never"],
+    inputs, gate, out = (cli_groups.group(comp, t) for t in (cli_groups.INPUTS, cli_groups.GATE, cli_groups.OUTPUTS))
+    inputs.add_argument("--baseline", type=cli_args.baseline_spec, metavar="FILE|REF:PATH",
+                        help="baseline file, or REF:PATH read with git show, as CI reads the base commit's (default: "
+                        f"the config's evalbot.baseline_path, else {DEFAULT_BASELINE_PATH})")
+    out.add_argument("--comment", type=cli_args.output_file, metavar="OUT.md",
+                     help="write the comment here instead of printing it")
+    out.add_argument("--summary", type=cli_args.output_file, metavar="OUT.md", help="write the full job summary here")
+    out.add_argument("--report", type=cli_args.output_file, metavar="OUT.json", help="write the JSON report here")
+    out.add_argument("--html", type=cli_args.output_file, metavar="OUT.html",
+                     help="write the self-contained HTML report here")
+    gate.add_argument("--fail-on", choices=["regression", "threshold", "never"],
                       help="what blocks: a regression against the baseline, any case below its threshold, or "
                       "nothing (default: the config's evalbot.fail_on, else regression)")
-    comp.add_argument("--judge-failures", choices=["block", "warn"],
+    gate.add_argument("--judge-failures", choices=["block", "warn"],
                       help="a judged verdict the judge could not give: block (exit 3; default: the config's "
                       "evalbot.judge_failures, else block) or warn")
-    comp.add_argument("--block-flaky", action=argparse.BooleanOptionalAction, default=None,
+    gate.add_argument("--block-flaky", action=argparse.BooleanOptionalAction, default=None,
                       help="block on a regressed case that also oscillated on main (changed outcome at least "
                       "twice) within the baseline's history (default: the config's evalbot.block_flaky, else no)")
-    comp.add_argument("--tolerance", type=cli_args.number(0, 1), metavar="X",
+    gate.add_argument("--tolerance", type=cli_args.number(0, 1), metavar="X",
                       help="allowed fall of a criterion mean (default: the config's evalbot.tolerance, else 0)")
-    comp.add_argument("--alpha", type=cli_args.number(0, 1, low_open=True, high_open=True), metavar="P",
+    gate.add_argument("--alpha", type=cli_args.number(0, 1, low_open=True, high_open=True), metavar="P",
                       help="significance level of the noise tests (default: the config's evalbot.alpha, else "
                       "0.05)")
     _add_resample_arg(comp)
-    comp.add_argument("--comment-template", type=cli_args.input_file, metavar="FILE",
-                      help="Jinja template replacing or extending the comment (default: the config's "
-                      "evalbot.comment_template, else the built-in one)")
-    comp.add_argument("--comment-id", type=cli_args.comment_id, default="default", metavar="ID",
-                      help="id in the hidden comment marker")
+    out.add_argument("--comment-template", type=cli_args.input_file, metavar="FILE",
+                     help="Jinja template replacing or extending the comment (default: the config's "
+                     "evalbot.comment_template, else the built-in one)")
+    cli_groups.group(comp, cli_groups.CI).add_argument(
+        "--comment-id", type=cli_args.comment_id, default="default", metavar="ID",
+        help="id in the hidden comment marker (one comment per id: several evalbot jobs on one pull request)")
 
 
 COMMANDS: dict[str, Command] = {"baseline": cmd_baseline, "compare": cmd_compare, "merge": cmd_merge}

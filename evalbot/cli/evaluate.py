@@ -15,6 +15,7 @@ from typing import BinaryIO, TextIO, cast
 import evalbot.cli.args as cli_args
 from evalbot import pipeline
 from evalbot.cli.agent import agent_run
+from evalbot.cli.groups import CI, INPUTS, JUDGE, group
 from evalbot.compare.gate import policy_from_settings, sampling_from_settings
 from evalbot.compare.judge_gaps import GapTally, judge_gaps
 from evalbot.criteria.base import BuildContext
@@ -43,32 +44,36 @@ from evalbot.results import (
 
 
 def add_eval_args(parser: argparse.ArgumentParser) -> None:
-    """Arguments shared by every command that evaluates."""
-    parser.add_argument("paths", nargs="+", type=cli_args.eval_path, metavar="PATH",
-                        help="eval set files, directories or glob patterns")
-    parser.add_argument(
+    """Arguments shared by every command that evaluates (in the command's groups, :mod:`evalbot.cli.groups`)."""
+    inputs, judge = group(parser, INPUTS), group(parser, JUDGE)
+    inputs.add_argument("paths", nargs="+", type=cli_args.eval_path, metavar="PATH",
+                        help="eval set files (ADK's *.evalset.json), directories or glob patterns; FILE:id1,id2 "
+                        "runs only those cases")
+    inputs.add_argument(
         "--actuals", action="append", default=[], type=cli_args.loaded_file, metavar="FILE",
         help="recorded agent runs: ADK *.evalset_result.json, {eval_id: [invocations]} JSON, or a Vertex dataset "
         "(repeatable)",
     )
-    parser.add_argument("--config", type=cli_args.loaded_file, metavar="FILE", help="test_config.json for every eval set (default: the one "
-                        "beside each eval set, else ADK's default criteria)")
-    parser.add_argument("--judge-concurrency", type=cli_args.integer(1, 256), default=DEFAULT_CONCURRENCY, metavar="N",
-                        help=f"most judge calls in flight (1 to 256; default {DEFAULT_CONCURRENCY}): halved on a 429 "
-                        "or a timeout, grown back after as many answers in a row")
-    parser.add_argument("--judge-cache", type=cli_args.directory, metavar="DIR", help="judge answer cache (default: $EVALBOT_JUDGE_CACHE)")
-    parser.add_argument("--judge-replay", action="store_true", help="answer judges only from the cache")
+    inputs.add_argument("--config", type=cli_args.loaded_file, metavar="FILE", help="test_config.json for every "
+                        "eval set (default: the one beside each eval set, else ADK's default criteria)")
+    judge.add_argument("--judge-concurrency", type=cli_args.integer(1, 256), default=DEFAULT_CONCURRENCY, metavar="N",
+                       help=f"most judge calls in flight (1 to 256; default {DEFAULT_CONCURRENCY}): halved on a 429 "
+                       "or a timeout, grown back after as many answers in a row")
+    judge.add_argument("--judge-cache", type=cli_args.directory, metavar="DIR",
+                       help="judge answer cache (default: $EVALBOT_JUDGE_CACHE)")
+    judge.add_argument("--judge-replay", action="store_true", help="answer judges only from the cache")
     seconds = cli_args.number(0, 86400, low_open=True, what="a number of seconds")
-    parser.add_argument("--judge-timeout", type=seconds, default=60.0, metavar="S",
-                        help="per judge call timeout (default 60; a timeout is retried once)")
-    parser.add_argument("--judge-deadline", type=seconds, default=240.0, metavar="S",
-                        help="seconds all judge calls of the run may take (default 240); later ones are not_evaluated")
-    parser.add_argument("--shard", type=cli_args.shard, metavar="K/N",
-                        help="evaluate only part K of N of the cases (a matrix job); `evalbot merge` joins the parts")
-    parser.add_argument("--sampling", choices=SAMPLING_MODES,
-                        help="majority-vote criteria ask the fewest judge samples that could decide first, the rest "
-                        "only when needed (sequential), or all num_samples at once (full); same verdicts (default: the config's "
-                        "evalbot.sampling, else sequential)")
+    judge.add_argument("--judge-timeout", type=seconds, default=60.0, metavar="S",
+                       help="per judge call timeout (default 60; a timeout is retried once)")
+    judge.add_argument("--judge-deadline", type=seconds, default=240.0, metavar="S",
+                       help="seconds all judge calls of the run may take (default 240); later ones are not_evaluated")
+    judge.add_argument("--sampling", choices=SAMPLING_MODES,
+                       help="majority-vote criteria ask the fewest judge samples that could decide first, the rest "
+                       "only when needed (sequential), or all num_samples at once (full); same verdicts (default: "
+                       "the config's evalbot.sampling, else sequential)")
+    group(parser, CI).add_argument("--shard", type=cli_args.shard, metavar="K/N",
+                                   help="evaluate only part K of N of the cases (a matrix job); `evalbot merge` "
+                                   "joins the parts")
 
 
 def run_sampling(args: argparse.Namespace, inputs: pipeline.Inputs | None = None) -> Sampling:

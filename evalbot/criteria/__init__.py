@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import Sequence
@@ -252,6 +253,13 @@ def _build_custom(spec: CriterionSpec, config: EvalConfig, ctx: BuildContext, or
         return BrokenCriterion(spec.name, spec.threshold, f"{exc} ({where}; criterion at {spec.source})")
 
 
+def unknown_criterion(name: str, where: str = "") -> str:
+    """Why ``name`` (at ``where``) is no criterion: the closest known names (difflib), and where the full list is."""
+    close = difflib.get_close_matches(name.lower(), sorted(CRITERIA), n=3, cutoff=0.8)
+    guess = f"; did you mean {' or '.join(f'`{c}`' for c in close)}?" if close else ""
+    return printable(f"unknown criterion {name!r}{where}{guess} (`evalbot criteria` lists the {len(CRITERIA)} known names)")
+
+
 def _build_one(spec: CriterionSpec, ctx: BuildContext, config: EvalConfig, origin: str | None) -> Criterion:
     where = f" ({spec.source})"
     if spec.error:
@@ -266,8 +274,7 @@ def _build_one(spec: CriterionSpec, ctx: BuildContext, config: EvalConfig, origi
     if factory is None and "metric_prompt_template" in spec.options:
         factory = pointwise_template.build  # a Vertex-style judge metric declared under its own name
     if factory is None:
-        known = ", ".join(sorted(CRITERIA))
-        return BrokenCriterion(spec.name, spec.threshold, f"unknown criterion {spec.name!r}{where}; known: {known}")
+        return BrokenCriterion(spec.name, spec.threshold, unknown_criterion(spec.name, where))
     try:
         return factory(spec, ctx)
     except ConfigError as exc:
