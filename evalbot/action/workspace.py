@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from evalbot.action.settings import ActionInputs
 from evalbot.basecommit.gate import baseline_by_git, label_at, list_by_git
+from evalbot.basecommit.gate import similar_baselines as similar_at
 from evalbot.compare.baseline import (
-    DEFAULT_BASELINE_PATH,
     Baseline,
     parse_baseline,
 )
@@ -100,24 +100,7 @@ def list_at(forge: Forge | None, ws: Workspace, path: str, ref: str) -> list[tup
     return list_by_git(ws.git, ref, path, who="neither the API nor git")
 
 
-MAX_SIMILAR = 5
-
-
 def similar_baselines(forge: Forge | None, ws: Workspace, path: str, ref: str) -> list[str]:
-    """Other ``*.json`` files at ``ref`` in the baseline's folder and the default baseline's (at the repository's
-    root, only those named like a baseline): what a mistyped ``baseline-path`` may have meant. A hint: a folder
-    that cannot be listed adds nothing."""
-    folders = dict.fromkeys(PurePosixPath(p).parent.as_posix() for p in (path, DEFAULT_BASELINE_PATH))
-    found: list[str] = []
-    for folder in folders:
-        where = "" if folder == "." else folder
-        try:
-            entries = list_at(forge, ws, where, ref) or []
-        except ForgeError:
-            continue
-        for name, kind in sorted(entries):
-            full = f"{where}/{name}" if where else name
-            if (kind == "file" and name.endswith(".json") and full != path and full not in found
-                    and (where or "baseline" in name.lower())):
-                found.append(full)
-    return found[:MAX_SIMILAR]
+    """Other ``*.json`` files at ``ref`` near the baseline's path: what a mistyped ``baseline-path`` may have meant
+    (:func:`evalbot.basecommit.gate.similar_baselines`, listed as :func:`list_at` lists)."""
+    return similar_at(lambda where: list_at(forge, ws, where, ref), path)

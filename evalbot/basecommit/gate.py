@@ -12,6 +12,7 @@ after the merge; a loosened budget is a yardstick change its baseline update can
 
 from __future__ import annotations
 
+import difflib
 import glob
 import json
 import posixpath
@@ -21,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from evalbot.compare.baseline import Baseline, parse_baseline
+from evalbot.compare.baseline import DEFAULT_BASELINE_PATH, Baseline, parse_baseline
 from evalbot.compare.efficiency import loosened_budgets
 from evalbot.compare.gate import POLICY_KEYS, GatePolicy, policy_from_settings
 from evalbot.errors import InputError
-from evalbot.forge.base import ForgeUnavailable
+from evalbot.forge.base import ForgeError, ForgeUnavailable
 from evalbot.git import GitRunner, git_list, git_show
 from evalbot.load import DATASET_SUFFIXES, EVAL_SET_SUFFIXES, is_eval_set_name, normal_key, one_section
 from evalbot.render.template_files import MAX_TEMPLATE_BYTES, join_inside, template_relpath, template_setting
@@ -227,6 +228,31 @@ def list_by_git(git: GitRunner, ref: str, path: str, *, who: str = "git") -> lis
     except InputError as exc:
         raise ForgeUnavailable(f"list {path or 'the root'}",
                                f"{who} could not list {label_at(ref, path or '.')}: {exc.message}") from exc
+
+
+MAX_SIMILAR = 5
+"""Files named in a "did you mean" of a missing baseline."""
+
+
+def similar_baselines(list_at: ListAt, path: str) -> list[str]:
+    """Other ``*.json`` files in the baseline's folder and the default baseline's (at the repository's root, only
+    those named like a baseline), as ``list_at`` lists them at a commit: what a mistyped baseline path may have
+    meant, the closest name first. A hint: a folder that cannot be listed adds nothing."""
+    folders = dict.fromkeys(PurePosixPath(p).parent.as_posix() for p in (path, DEFAULT_BASELINE_PATH))
+    found: list[str] = []
+    for folder in folders:
+        where = "" if folder == "." else folder
+        try:
+            entries = list_at(where) or []
+        except ForgeError:
+            continue
+        for name, kind in sorted(entries):
+            full = f"{where}/{name}" if where else name
+            if (kind == "file" and name.endswith(".json") and full != path and full not in found
+                    and (where or "baseline" in name.lower())):
+                found.append(full)
+    found.sort(key=lambda f: -difflib.SequenceMatcher(None, f, path).ratio())  # stable: equals keep their order
+    return found[:MAX_SIMILAR]
 
 
 def baseline_by_git(git: GitRunner, ref: str, path: str, *, tried: str = "") -> tuple[Baseline | None, str | None]:

@@ -29,6 +29,7 @@ from evalbot.basecommit.gate import (
     list_by_git,
     read_by_git,
     repo_path,
+    similar_baselines,
 )
 from evalbot.cli.agent import add_agent_args, agent_run
 from evalbot.cli.evaluate import (
@@ -242,6 +243,11 @@ def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick, n
     ``notes``: notices of the run for the comment (reruns capped); ``carried``: the eval sets ``--only-affected``
     did not score."""
     gate = ruler.gate
+    # A baseline read at REF, as CI reads the base commit's: none there blocks, as in the Action (a mistyped path must
+    # not pass as "no baseline yet"), unless the working tree's file creates it; a plain file may simply not exist yet.
+    required = ruler.spec.ref is not None and ruler.baseline is None and ruler.baseline_error is None
+    similar = (similar_baselines(lambda where: list_by_git(run_git, str(ruler.spec.ref), where), ruler.spec.path)
+               if required and ruler.proposed is None else [])
     comparison = compare(current=report, baseline=ruler.baseline, policy=ruler.policy,
                          baseline_source=ruler.spec.label, baseline_error=ruler.baseline_error,
                          create=create_command(ruler.spec.path, eval_sets=args.paths, actuals=args.actuals or ()),
@@ -249,7 +255,7 @@ def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick, n
                          pr_budgets=gate.pr_budgets if gate is not None else None,
                          # the command line has no fork stage without secrets: a judged criterion without
                          # credentials is not measured, which the judge-failures policy decides (block by default)
-                         credentials_expected=True)
+                         credentials_expected=True, baseline_required=required, similar=similar)
     if gate is not None:  # REF's gate: what the working tree would change in it, as the Action's notices
         comparison.policy_changes = gate.changes
         comparison.notes = [*gate.notes, *comparison.notes]

@@ -134,7 +134,9 @@ def test_baseline_from_a_git_ref(proj: Path, capsys: pytest.CaptureFixture[str])
                        "--actuals", "runs/pr.json")
     assert code == 1 and "Compared with the baseline main:.evalbot/baseline.json at abc123" in out
     code, out, _ = cli(capsys, "compare", "--baseline", "main:missing.json", "evals", "--actuals", "runs/pr.json")
-    assert code == 0 and "No baseline at main:missing.json" in out
+    # nothing at REF:PATH blocks, as the Action blocks a pull request whose base commit has no baseline
+    assert code == 1 and "### ❌ evalbot: blocked: no baseline at main:missing.json (did you mean " \
+        ".evalbot/baseline.json?)" in out
     code, out, err = cli(capsys, "compare", "--baseline", "origin/nope:.evalbot/baseline.json", "evals",
                          "--actuals", "runs/pr.json")
     assert code == 3 and "could not measure, not passing: baseline unreadable" in out.splitlines()[1], out

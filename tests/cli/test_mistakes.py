@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,50 @@ def test_a_name_like_no_criterion_gets_no_guess(proj: Path, capsys: pytest.Captu
 def test_the_criteria_command_lists_every_name_on_request(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["criteria"], env={}) == 0
     assert capsys.readouterr().out.split() == sorted(CRITERIA)
+
+
+def git(proj: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=proj, check=True,
+                          capture_output=True, text=True)
+    return done.stdout
+
+
+@pytest.fixture
+def repo(proj: Path) -> Path:
+    """The bundled example committed on main in a git repository."""
+    git(proj, "init", "-q", "-b", "main")
+    git(proj, "add", ".")
+    git(proj, "commit", "-q", "-m", "main")
+    return proj
+
+
+COMPARE = ["compare", "evals", "--actuals", "runs/pr.json", *REPLAY]
+
+
+def test_a_mistyped_baseline_path_at_a_ref_blocks_like_the_action(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 37 row 11: nothing at REF:PATH is "no baseline at REF:PATH" (exit 1) with the command that creates it
+    and the *.json files at REF that it may have meant, the closest first; never "⚠️ no baseline" and exit 0."""
+    (repo / ".evalbot" / "old.json").write_text("{}")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "another json")
+    assert main([*COMPARE, "--baseline", "HEAD:.evalbot/baselin.json"], env={}) == 1
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[1] == ("### ❌ evalbot: blocked: no baseline at HEAD:.evalbot/baselin.json (did you mean "
+                        ".evalbot/baseline.json, .evalbot/old.json?)")
+    assert ("create it there with: evalbot baseline evals --actuals runs/pr.json --output .evalbot/baselin.json"
+            in captured.out)
+    assert "evalbot: warning: no baseline at HEAD:.evalbot/baselin.json (did you mean" in captured.err
+
+
+def test_a_baseline_the_working_tree_creates_at_ref_path_is_not_missing(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The honest control: the change commits its first baseline (absent at REF, present in the working tree)."""
+    assert main(["baseline", "evals", "--actuals", "runs/main.json", *REPLAY, "--output", ".evalbot/first.json"],
+                env={}) == 0
+    code = main(["compare", "evals", "--actuals", "runs/main.json", *REPLAY, "--baseline", "HEAD:.evalbot/first.json"],
+                env={})
+    out = capsys.readouterr().out
+    assert "this PR creates .evalbot/first.json" in out and "did you mean" not in out
+    assert code == 0, out
