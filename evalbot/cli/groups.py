@@ -110,3 +110,11 @@ CRITERIA_EXAMPLES = """\
   # every criterion a test_config.json can name (exit 0)
   evalbot criteria
 """
+
+PLAN_EXAMPLES = """\
+  # in a git checkout: the eval sets the working tree's change can affect against main (exit 0)
+  evalbot plan examples/evals --base main
+
+  # the same as JSON, each eval set with whether it is affected and why (exit 0)
+  evalbot plan examples/evals --base main --json
+"""

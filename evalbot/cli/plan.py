@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import evalbot.cli.args as cli_args
+import evalbot.cli.groups as cli_groups
 from evalbot.basecommit.gate import ChangeSide
 from evalbot.cli.compare import gate_at_ref, repository, selection_at
 from evalbot.compare.baseline import DEFAULT_BASELINE_PATH
@@ -28,18 +29,20 @@ from evalbot.pipeline import settings_for
 
 def add_parser(sub: Any) -> None:
     """Register ``plan`` on the ``evalbot`` subparsers."""
-    plan = sub.add_parser("plan", help="print the eval sets a change can affect against a base branch or commit (its gate "
-                          "policy's affected_by), one per line")
-    plan.add_argument("paths", nargs="+", type=cli_args.eval_path, metavar="PATH",
-                      help="eval set files, directories or glob patterns")
-    plan.add_argument("--base", required=True, type=cli_args.git_ref, metavar="REF",
-                      help="what the change is measured against (e.g. origin/main): its gate policy's affected_by; "
-                      "the changed files are those since merge-base(REF, HEAD), in the working tree too")
-    plan.add_argument("--config", type=cli_args.loaded_file, metavar="FILE",
-                      help="the test_config.json applied to every eval set (read at REF for the policy; its change "
-                      "affects every eval set)")
-    plan.add_argument("--json", action="store_true",
-                      help="print JSON: every eval set, whether it is affected and why")
+    plan = cli_groups.command(sub, "plan", help="print the eval sets a change can affect against a base branch or "
+                              "commit (its gate policy's affected_by), one per line",
+                              examples=cli_groups.PLAN_EXAMPLES)
+    inputs = cli_groups.group(plan, cli_groups.INPUTS)
+    inputs.add_argument("paths", nargs="+", type=cli_args.eval_path, metavar="PATH",
+                        help="eval set files, directories or glob patterns")
+    inputs.add_argument("--base", required=True, type=cli_args.git_ref, metavar="REF",
+                        help="what the change is measured against (e.g. origin/main): its gate policy's affected_by; "
+                        "the changed files are those since merge-base(REF, HEAD), in the working tree too")
+    inputs.add_argument("--config", type=cli_args.loaded_file, metavar="FILE",
+                        help="the test_config.json applied to every eval set (read at REF for the policy; its change "
+                        "affects every eval set)")
+    cli_groups.group(plan, cli_groups.OUTPUTS).add_argument(
+        "--json", action="store_true", help="print JSON: every eval set, whether it is affected and why")
     plan.set_defaults(comment_template=None)
 
 

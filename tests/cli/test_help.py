@@ -8,6 +8,7 @@ import json
 import re
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,7 @@ GROUPS = {
     "merge": {"inputs": ["PART", "--eval-sets", "--actuals", "--config", "--baseline"],
               "gate policy": ["--fail-on", "--tolerance"], "judge": ["--judge-cache", "--judge-replay"],
               "outputs": ["--write-baseline", "--comment", "--report"]},
+    "plan": {"inputs": ["PATH", "--base", "--config"], "outputs": ["--json"]},
 }
 
 
@@ -125,7 +127,7 @@ def test_the_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit):
         main(["--help"], env={})
     out = capsys.readouterr().out
-    for command in ("run", "baseline", "compare", "merge", "criteria"):
+    for command in ("run", "baseline", "compare", "merge", "criteria", "plan"):
         assert re.search(rf"^    {command} ", out, re.M), command
 
 
@@ -146,12 +148,15 @@ def examples(text: str) -> list[tuple[list[str], int]]:
     return found
 
 
-@pytest.mark.parametrize("command", ["run", "compare", "baseline", "merge", "criteria"])
+@pytest.mark.parametrize("command", ["run", "compare", "baseline", "merge", "criteria", "plan"])
 def test_every_example_of_the_help_runs_with_the_exit_code_it_states(
         command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """The examples run as shown from a copy of the repository's examples/ (nothing written into the checkout)."""
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     monkeypatch.chdir(tmp_path)
+    if command == "plan":  # a checkout with a main branch
+        for args in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-q", "-m", "main"]):
+            subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True)
     found = examples(help_text(capsys, command))
     assert found and any(argv[0] == command for argv, _ in found)
     for argv, code in found:
