@@ -3,7 +3,6 @@ never a pass by accident, never a wall of repeated lines, and a "did you mean" w
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
