@@ -17,6 +17,7 @@
 #   EVALBOT_RUN_ARGS       extra run arguments
 #   EVALBOT_SMOKE_PYTHON   python with the dev extra, for the fake GitHub (default: python3)
 #   EVALBOT_SMOKE_RUNS     how many timed runs (default 3)
+#   EVALBOT_SMOKE_MAX_MB   the image's size budget in MB (default 250): a larger image fails the smoke test
 # Exit 0 also when no container tool is available (a message says the test was skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -176,6 +177,11 @@ PYEOF
 
 median=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (RUNS + 1) / 2 ))p")
 echo "image: $TAG, $(( size / 1000000 )) MB"
+MAX_MB="${EVALBOT_SMOKE_MAX_MB:-250}"
+if [ $(( size / 1000000 )) -gt "$MAX_MB" ]; then
+  echo "container smoke: the image is $(( size / 1000000 )) MB, over its $MAX_MB MB budget" >&2
+  exit 1
+fi
 echo "build: $build_s s"
 echo "start to exit: ${times[*]} s (median $median s)"
 echo "container smoke: ok"
