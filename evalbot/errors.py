@@ -62,22 +62,25 @@ def install_command(extra: str, *, direct_url: Mapping[str, Any] | None, install
 
 def install_hint(extra: str, search_path: list[str] | None = None) -> str:
     """:func:`install_command` for the evalbot running here (``search_path``: where to look for its installation's
-    metadata, default ``sys.path``), with this interpreter: what an error about a missing extra tells the user."""
+    metadata, default ``sys.path``), with this interpreter: what an error about a missing extra tells the user.
+
+    Only an installation counts: metadata an installer wrote (an ``INSTALLER`` or ``direct_url.json`` file). The
+    ``evalbot.egg-info`` folder a build leaves in a clone is not one, though it comes first on ``sys.path`` when
+    evalbot runs from the clone's top folder."""
     from importlib import metadata  # lazily: only an error about a missing extra needs the installation's metadata
 
-    version, direct_url, installed = __version__, None, True
-    try:
-        dist = next(iter(metadata.distributions(name="evalbot", path=search_path or sys.path)))
-    except StopIteration:
-        installed = False
-    else:
-        version = dist.version or version
+    version, direct_url, installed = __version__, None, False
+    for dist in metadata.distributions(name="evalbot", path=search_path or sys.path):
         text = dist.read_text("direct_url.json")
+        if text is None and dist.read_text("INSTALLER") is None:
+            continue  # build metadata (a clone's evalbot.egg-info), not an installation
         try:
             loaded = json.loads(text) if text else None
         except ValueError:
             loaded = None
+        version, installed = dist.version or version, True
         direct_url = loaded if isinstance(loaded, dict) else None
+        break
     root = Path(__file__).resolve().parents[1]
     return install_command(extra, direct_url=direct_url, installed=installed, version=version,
                            python=sys.executable or "python",

@@ -24,6 +24,7 @@ def dist_info(folder: Path, direct_url: dict[str, Any] | str | None, version: st
     meta = folder / f"evalbot-{version}.dist-info"
     meta.mkdir(parents=True)
     (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: evalbot\nVersion: {version}\n", encoding="utf-8")
+    (meta / "INSTALLER").write_text("pip\n", encoding="utf-8")
     if direct_url is not None:
         text = direct_url if isinstance(direct_url, str) else json.dumps(direct_url)
         (meta / "direct_url.json").write_text(text, encoding="utf-8")
@@ -76,6 +77,21 @@ def test_an_unreadable_direct_url_is_not_trusted(tmp_path: Path, garbage: str) -
     path = dist_info(tmp_path / "site", garbage)
     hint = install_hint("openai", path)
     assert requirement(hint) in (["evalbot[openai]==0.3.1"], [f"evalbot[openai] @ git+{REPOSITORY}@v0"])
+
+
+def test_a_clones_build_metadata_is_not_taken_for_the_installation(tmp_path: Path) -> None:
+    """Run from a clone's top folder, ``evalbot.egg-info`` (left there by the editable build) comes first on the
+    path; the installation is the one an installer recorded further along (found in the real venv of a clone: the
+    hint said ``evalbot[openai]==0.1.0``, an index install, instead of the clone)."""
+    clone = tmp_path / "clone"
+    egg = clone / "evalbot.egg-info"
+    egg.mkdir(parents=True)
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: evalbot\nVersion: 0.3.1\n", encoding="utf-8")
+    site = dist_info(tmp_path / "site", {"url": clone.as_uri(), "dir_info": {"editable": True}})
+    assert requirement(install_hint("openai", [str(clone), *site])) == ["-e", f"{clone}[openai]"]
+    # the build metadata alone: no installation, so the running source tree's or the release tag's line
+    alone = requirement(install_hint("openai", [str(clone)]))
+    assert alone[0] == "-e" or alone == [f"evalbot[openai] @ git+{REPOSITORY}@v{__version__.split('.')[0]}"]
 
 
 def test_not_installed_from_a_source_tree_gets_that_tree_and_elsewhere_the_release_tag() -> None:
