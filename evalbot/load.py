@@ -129,7 +129,11 @@ def discover_selected(paths: Sequence[str]) -> tuple[list[Path], CaseSelection, 
         if p.is_dir():
             matches = sorted(q for q in p.rglob("*") if is_eval_set_name(q.name) and q.is_file())
             if not matches:
-                errors.append(InputError(p, "", "directory holds no *.evalset.json or *.test.json file"))
+                yaml = sum(1 for q in p.rglob("*") if q.name.lower().endswith(YAML_SUFFIXES)
+                           and not q.name.startswith("test_config."))
+                hint = f" (it holds {yaml} YAML file(s): eval sets are JSON, ADK's format; YAML is not read)" \
+                    if yaml else ""
+                errors.append(InputError(p, "", f"directory holds no *.evalset.json or *.test.json file{hint}"))
             found.extend(q for q in matches if _usable(q, errors))
         elif p.is_file():
             found.append(p)
@@ -274,14 +278,50 @@ def config_for(eval_set_path: Path, override: EvalConfig | Configs | None) -> Ev
     return Configs().for_eval_set(eval_set_path)
 
 
+YAML_SUFFIXES = (".yaml", ".yml")
+YAML_EVAL_SET = "eval sets are JSON (ADK's format); YAML is not read: convert it to JSON ({name})"
+
+
+def _json_name(path: Path) -> str:
+    """What a YAML file's JSON counterpart is called (``x.evalset.yaml`` -> ``x.evalset.json``)."""
+    stem = path.name[: -len(path.suffix)]
+    return stem + (".json" if stem.endswith((".evalset", ".test")) else ".evalset.json")
+
+
+def yaml_configs_beside(eval_set_path: Path, config: EvalConfig | Configs | None) -> tuple[str, ...]:
+    """A notice for each ``test_config.yaml`` / ``.yml`` beside an eval set whose config is looked for beside it
+    (no ``--config``): only ``test_config.json`` is read, as in ADK, so its criteria do not apply."""
+    if isinstance(config, EvalConfig) or (isinstance(config, Configs) and config.explicit is not None):
+        return ()
+    folder = eval_set_path.parent
+    found = [folder / f"test_config{suffix}" for suffix in YAML_SUFFIXES]
+    found = [p for p in found if os.path.lexists(p)]
+    if not found:
+        return ()
+    applies = ("test_config.json beside it applies" if os.path.lexists(folder / "test_config.json")
+               else "ADK's default criteria apply")
+    return tuple(f"{_printable(str(p))} is not read: only test_config.json is read (ADK's format, JSON); {applies}. "
+                 "Convert it to test_config.json" for p in found)
+
+
 def load_eval_set(path: Path, config: EvalConfig | Configs | None = None, *, lines: bool = False) -> LoadedEvalSet:
     """Load one eval set file in any supported shape; problems are recorded, not raised.  ``lines``: also note the
-    line of each case's id (:class:`CaseLines`, for annotations; about 0.4 s per 100 MB)."""
+    line of each case's id (:class:`CaseLines`, for annotations; about 0.4 s per 100 MB). A ``test_config.yaml``
+    beside it is named in a notice (only ``test_config.json`` is read)."""
+    loaded = _load_eval_set(path, config, lines=lines)
+    yaml = yaml_configs_beside(path, config)
+    return replace(loaded, notices=(*yaml, *loaded.notices)) if yaml else loaded
+
+
+def _load_eval_set(path: Path, config: EvalConfig | Configs | None, *, lines: bool) -> LoadedEvalSet:
     shown = str(path)
     try:
         cfg = config_for(path, config)
     except InputError as exc:
         return LoadedEvalSet(shown, shown, errors=(exc,))
+    if path.name.lower().endswith(YAML_SUFFIXES):
+        error = InputError(path, "", YAML_EVAL_SET.format(name=_json_name(path)))
+        return LoadedEvalSet(shown, shown, config=cfg, errors=(error,))
     # Where a case's id sits in the file, for duplicate-id errors ("#" stands for the case's index).
     id_at: list[str | int] = ["#"]
     notices: tuple[str, ...] = ()

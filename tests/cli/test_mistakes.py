@@ -98,3 +98,51 @@ def test_a_baseline_the_working_tree_creates_at_ref_path_is_not_missing(
     out = capsys.readouterr().out
     assert "this PR creates .evalbot/first.json" in out and "did you mean" not in out
     assert code == 0, out
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".yml"])
+def test_a_yaml_config_beside_an_eval_set_is_named_not_silently_ignored(
+        suffix: str, proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The YAML config's threshold would have passed the case; ADK's default criteria apply, and the notice says so."""
+    folder = proj / "evals" / "orders"
+    (folder / "test_config.json").unlink()
+    (folder / f"test_config{suffix}").write_text("criteria:\n  tool_trajectory_avg_score: 0.1\n")
+    assert main(["run", "evals/orders", "--actuals", "runs/pr.json"], env={}) == 1
+    out = capsys.readouterr().out
+    assert (f"      NOTE evals/orders/test_config{suffix} is not read: only test_config.json is read (ADK's format, "
+            "JSON); ADK's default criteria apply. Convert it to test_config.json") in out.splitlines()
+
+
+def test_a_yaml_config_next_to_a_json_one_says_which_applies(proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (proj / "evals" / "orders" / "test_config.yaml").write_text("criteria: {}\n")
+    main(["run", "evals/orders", "--actuals", "runs/pr.json"], env={})
+    assert ("NOTE evals/orders/test_config.yaml is not read: only test_config.json is read (ADK's format, JSON); "
+            "test_config.json beside it applies.") in capsys.readouterr().out
+
+
+def test_with_an_explicit_config_a_yaml_one_beside_is_not_mentioned(
+        proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (proj / "evals" / "orders" / "test_config.yaml").write_text("criteria: {}\n")
+    main(["run", "evals/orders", "--actuals", "runs/pr.json", "--config", "evals/orders/test_config.json"], env={})
+    assert "test_config.yaml" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("name", "json_name"), [("orders.evalset.yaml", "orders.evalset.json"),
+                                                 ("orders.yml", "orders.evalset.json")])
+def test_an_eval_set_in_yaml_given_explicitly_is_exit_2_naming_it(
+        name: str, json_name: str, proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (proj / name).write_text("eval_set_id: orders\neval_cases: []\n")
+    assert main(["run", name, "--actuals", "runs/pr.json"], env={}) == 2
+    out = capsys.readouterr().out
+    assert (f"      ERROR {name}: eval sets are JSON (ADK's format); YAML is not read: convert it to JSON "
+            f"({json_name})") in out.splitlines()
+    assert "invalid JSON" not in out
+
+
+def test_a_folder_of_yaml_eval_sets_says_why_none_was_found(proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (proj / "yaml-evals").mkdir()
+    (proj / "yaml-evals" / "a.evalset.yaml").write_text("eval_set_id: a\n")
+    (proj / "yaml-evals" / "test_config.yaml").write_text("criteria: {}\n")
+    assert main(["run", "yaml-evals", "--actuals", "runs/pr.json"], env={}) == 2
+    assert ("ERROR yaml-evals: directory holds no *.evalset.json or *.test.json file (it holds 1 YAML file(s): eval "
+            "sets are JSON, ADK's format; YAML is not read)") in capsys.readouterr().out.splitlines()
