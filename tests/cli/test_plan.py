@@ -158,3 +158,11 @@ def test_the_plan_takes_under_a_second(repo: Path, capsys: pytest.CaptureFixture
                           cwd=repo, capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stdout.splitlines() == [SETS[0]], done.stderr
     assert float(done.stderr.strip().splitlines()[-1]) < 5  # < 1 s on a quiet machine (bench_selective measures it)
+
+
+def test_the_baseline_file_changed_affects_every_eval_set(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The baseline is every eval set's yardstick: a change to it (a PR's baseline update) affects them all."""
+    change(repo, "agents/billing/agent.py")
+    change(repo, ".evalbot/baseline.json", "{}")
+    code, lines, err = plan(capsys)
+    assert (code, lines) == (0, SETS) and ".evalbot/baseline.json changed, which applies to every eval set" in err
