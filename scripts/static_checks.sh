@@ -19,6 +19,8 @@ readme_dir="$readme_root/.github/workflows"
 mkdir -p "$readme_dir"
 cp action.yml Dockerfile "$readme_root/"
 git init --quiet "$readme_root"
+echo "-- the Action's inputs and outputs tables in docs/github-action.md (generated from action.yml)"
+python3 scripts/action_docs.py --check
 echo "-- the docs' workflows"
 python3 scripts/doc_workflows.py --check
 python3 scripts/doc_workflows.py "$readme_dir"
