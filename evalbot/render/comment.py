@@ -104,7 +104,7 @@ def _delta(row: CriterionRow | Mapping[str, Any]) -> mdsafe.Safe:
     if delta is None:
         return mdsafe.Safe("—")
     if abs(delta) < 5e-4:
-        return mdsafe.Safe("＝ 0.000")
+        return mdsafe.Safe("±0.000")
     arrow = "▲" if delta > 0 else "▼"
     return mdsafe.Safe(f"{arrow} {delta:+.3f}".replace("-", "−"))
 
