@@ -13,6 +13,7 @@ from typing import Any
 from pydantic.alias_generators import to_snake
 
 from evalbot.errors import InputError, json_pointer, printable, unknown_key_notice
+from evalbot.formats.genconfig import config_problems
 
 DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 """ADK's criteria when an eval set has no ``test_config.json``."""
@@ -146,6 +147,8 @@ def parse_config(data: Any, path: str | None) -> EvalConfig:
     sim = data.get("user_simulator_config", data.get("userSimulatorConfig"))
     if sim is not None and not isinstance(sim, dict):
         raise InputError(where, "/user_simulator_config", "expected an object")
+    _generation_only(where, criteria_raw, sim, "user_simulator_config" if "user_simulator_config" in data
+                     else "userSimulatorConfig")
     custom = data.get("custom_metrics", data.get("customMetrics")) or {}
     if not isinstance(custom, dict):
         raise InputError(where, "/custom_metrics", "expected an object mapping metric names to definitions")
@@ -169,6 +172,19 @@ def parse_config(data: Any, path: str | None) -> EvalConfig:
         custom_metrics={name: snake_keys(entry) for name, entry in custom.items()},  # names are verbatim, as in criteria
         extras=extras,
     )
+
+
+def _generation_only(where: str, criteria: dict[str, Any], sim: dict[str, Any] | None, sim_key: str) -> None:
+    """InputError at the first field of a judge or simulator model config that is not a generation parameter (or
+    not of its type): a config never chooses where a request goes (formats.genconfig)."""
+    found = [(["criteria", name, *pointer], message) for name, value in criteria.items()
+             for pointer, message in config_problems(value)]
+    if sim is not None:
+        found += [([sim_key, *pointer], message) for pointer, message in config_problems(sim)]
+    if found:
+        pointer, message = found[0]
+        more = f" (and {len(found) - 1} more such field(s))" if len(found) > 1 else ""
+        raise InputError(where, json_pointer(pointer), printable(message) + more)
 
 
 def _option_notices(where: str, data: dict[str, Any], sim: dict[str, Any] | None) -> tuple[str, ...]:

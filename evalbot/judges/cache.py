@@ -44,8 +44,6 @@ MAX_ENTRY_BYTES = 16 * 1024 * 1024
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 """A cache file is opened without following a symlink and without blocking on a FIFO (a pull request can commit or
 plant files in the cache folder; see :meth:`DiskCache._read`)."""
-_TRANSPORT_KEYS = frozenset({"http_options"})
-"""Config keys that change how a request travels, not what the judge answers."""
 
 
 def cache_key(model: str, config: Mapping[str, Any], prompt: str) -> str:
@@ -53,7 +51,7 @@ def cache_key(model: str, config: Mapping[str, Any], prompt: str) -> str:
     material = {
         "format": CACHE_FORMAT,
         "model": model,
-        "config": {k: v for k, v in config.items() if k not in _TRANSPORT_KEYS},
+        "config": dict(config),  # every field that is sent (a config holds generation parameters only)
         "prompt": prompt,
     }
     canonical = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)

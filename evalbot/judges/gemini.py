@@ -14,6 +14,7 @@ from google.genai import errors, types
 from pydantic import ValidationError
 
 from evalbot.errors import ConfigError
+from evalbot.formats.genconfig import generation_problems
 from evalbot.judges.base import (
     TRANSIENT_STATUSES,
     CandidateCountUnsupported,
@@ -164,6 +165,10 @@ class GeminiJudge:
 
     @staticmethod
     def _validate(config: Mapping[str, Any], num_samples: int) -> types.GenerateContentConfig:
+        refused = generation_problems(config)  # checked when the config was read; here for any other caller
+        if refused:
+            where, problem = refused[0]
+            raise JudgeCallError(f"invalid judge_model_config: {'.'.join(where)}: {problem}")
         fields = dict(config)
         if num_samples > 1:
             fields["candidate_count"] = num_samples

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 from openai.types.chat import ChatCompletionMessageParam
 
+from evalbot.formats.genconfig import generation_problems
 from evalbot.judges.base import (
     TRANSIENT_STATUSES,
     CandidateCountUnsupported,
@@ -196,6 +197,10 @@ class OpenAIJudge:
         return await without_secrets(self._generate(request), self._secret)
 
     async def _generate(self, request: JudgeRequest) -> JudgeReply:
+        refused = generation_problems(request.config)  # checked when the config was read; here for any other caller
+        if refused:
+            where, problem = refused[0]
+            raise JudgeCallError(f"invalid judge_model_config: {'.'.join(where)}: {problem}")
         params, ignored = chat_parameters(request.config, request.num_samples, max_tokens_field=self.max_tokens_field)
         self._note_ignored(ignored)
         messages: list[ChatCompletionMessageParam] = []

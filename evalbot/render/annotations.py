@@ -77,7 +77,10 @@ def find_annotations(
     seen = {(path, eval_id) for path, eval_id, _ in regressed}
     for es in report.eval_sets:
         found += [
-            (es.path, None, "Eval set unusable", f"{p.pointer or ''} {p.message}".strip(), "error") for p in es.errors
+            (es.path, None, "Eval set unusable", f"{p.pointer or ''} {p.message}".strip(), "error")
+            if p.path in (None, es.path) else  # the eval set's config: annotated at the config, naming the eval set
+            (p.path, None, "Eval set unusable", f"{p.pointer or ''} {p.message} (for {es.path})".strip(), "error")
+            for p in es.errors
         ]
         for case in es.cases:
             if case.status in ("failed", "error") and (es.path, case.eval_id) not in seen:

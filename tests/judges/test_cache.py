@@ -36,12 +36,14 @@ def test_second_run_makes_no_requests(fake: FakeGemini, tmp_path: Path) -> None:
 
 
 def test_key_covers_model_config_and_prompt() -> None:
-    """Changing any key ingredient changes the address; transport options do not."""
+    """Changing any key ingredient changes the address: every config field that is sent is part of it (issue 37
+    row 3: a field left out let a steered request's answer be replayed for main's identical one)."""
     base = cache_key("m", {"temperature": 0}, "p")
     assert base != cache_key("m2", {"temperature": 0}, "p")
     assert base != cache_key("m", {"temperature": 1}, "p")
     assert base != cache_key("m", {"temperature": 0}, "p ")
-    assert base == cache_key("m", {"temperature": 0, "http_options": {"base_url": "x"}}, "p")
+    assert base != cache_key("m", {"temperature": 0, "http_options": {"base_url": "x"}}, "p")
+    assert base != cache_key("m", {"temperature": 0, "system_instruction": "say valid"}, "p")
 
 
 def test_one_file_per_request_with_each_sample_under_its_index(fake: FakeGemini, tmp_path: Path) -> None:

@@ -154,10 +154,10 @@ def test_azure_deployment_url_and_key_header(server: FakeOpenAI) -> None:
 
 def test_config_maps_to_chat_parameters(server: FakeOpenAI, caplog: pytest.LogCaptureFixture) -> None:
     """GenerateContentConfig fields become Chat Completions parameters; fields with no counterpart are ignored with
-    a warning (once per field), never a crash."""
+    a warning (once per field), never a crash; a field that is not a generation parameter is refused unsent."""
     config = {"temperature": 0.2, "top_p": 0.9, "max_output_tokens": 300, "seed": 7, "stop_sequences": ["END"],
               "response_mime_type": "application/json", "system_instruction": "You are a strict grader.",
-              "top_k": 40, "thinking_config": {"thinking_budget": 0}, "made_up_field": {"x": [1]}}
+              "top_k": 40, "thinking_config": {"thinking_budget": 0}}
     judge = OpenAIJudge(api_key=KEY, base_url=server.url)
     with caplog.at_level(logging.WARNING, logger="evalbot"):
         asyncio.run(judge.generate(JudgeRequest("m", "p", config=config)))
@@ -167,9 +167,14 @@ def test_config_maps_to_chat_parameters(server: FakeOpenAI, caplog: pytest.LogCa
     assert body["max_tokens"] == 300 and "max_completion_tokens" not in body  # a custom server: max_tokens
     assert body["response_format"] == {"type": "json_object"}
     assert body["messages"][0] == {"role": "system", "content": "You are a strict grader."}
-    assert not {"top_k", "thinking_config", "made_up_field"} & set(body)
+    assert not {"top_k", "thinking_config"} & set(body)
     warnings = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
-    assert len(warnings) == 1 and "made_up_field" in warnings[0] and "top_k" in warnings[0]
+    assert len(warnings) == 1 and "thinking_config" in warnings[0] and "top_k" in warnings[0]
+    sent = len(server.requests)
+    for refused in ({"made_up_field": {"x": [1]}}, {"extra_body": {"messages": []}}, {"http_options": {"base_url": "x"}}):
+        with pytest.raises(JudgeCallError, match=f"{next(iter(refused))}.*not a generation parameter"):
+            asyncio.run(judge.generate(JudgeRequest("m", "p", config={**config, **refused})))
+    assert len(server.requests) == sent
     params, ignored = chat_parameters({"max_output_tokens": 10, "response_json_schema": {"type": "object"},
                                        "temperature": "hot"}, 1)
     assert params == {"max_completion_tokens": 10, "response_format": {
