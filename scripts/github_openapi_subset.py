@@ -23,6 +23,7 @@ OPERATIONS: tuple[str, ...] = (
     "repos/get",
     "pulls/get",
     "pulls/list",
+    "pulls/list-files",
     "issues/list-comments",
     "issues/create-comment",
     "issues/get-comment",

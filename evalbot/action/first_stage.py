@@ -278,7 +278,7 @@ def plan_stage(inputs: ActionInputs, ctx: GitHubContext, mode: Mode, forge: Forg
         raise loaded.errors[0]
     change = ctx.change() if mode == "pull_request" else None
     gate = gate_at_base(inputs, ws, forge, change.base_sha, loaded) if change is not None else None
-    sel, shown = selection_for(inputs, ws, loaded, gate, change.base_sha if change is not None else None)
+    sel, shown = selection_for(inputs, ws, loaded, gate, change, forge)
     for line in describe(sel, shown):
         print(line, file=stream)
     affected = [shown[p] for p in sel.affected]
@@ -318,7 +318,7 @@ def first_stage(
     carried = None
     main_baseline = baseline  # the PR's baseline update is told from main's whole file
     if inputs.only_affected and mode == "pull_request" and pr is not None:
-        loaded, baseline, carried = only_affected(inputs, ws, loaded, gate, pr.base_sha, baseline)
+        loaded, baseline, carried = only_affected(inputs, ws, loaded, gate, pr, forge, baseline)
     elif inputs.only_affected:
         log.info("evalbot: only-affected applies to pull requests; mode %s scores every eval set", mode)
     # Split votes that flipped against the baseline are settled in every mode: on a pull request against the base

@@ -87,6 +87,16 @@ class Forge(Protocol):
         """Files inside workflow run ``run_id``'s artifact ``name``, read in memory, size-capped."""
         ...
 
+    def changed_files(self, *, number: int) -> list[str]:
+        """The repository paths pull request ``number`` changes (a rename: both names), as GitHub lists them against
+        its merge base; raises ForgeError when they cannot all be listed (GitHub lists at most
+        ``MAX_PR_FILES``)."""
+        ...
+
+
+MAX_PR_FILES = 3000
+"""Files GitHub lists for one pull request at most: a list that long may be cut, so it never decides alone."""
+
 
 def with_marker(marker: str, body: str) -> str:
     """``body`` with the hidden marker on its first line (added only if missing)."""

@@ -25,6 +25,7 @@ from evalbot.errors import RetryPolicy
 from evalbot.forge.archive import join_capped, unzip_in_memory
 from evalbot.forge.base import (
     COMMENT_MAX_CHARS,
+    MAX_PR_FILES,
     CommentRef,
     ForgeConflict,
     ForgeError,
@@ -390,6 +391,26 @@ class PyGithubForge:
             return found[0] if len(found) == 1 else None
 
         return self._call(f"find the PR of {head_sha[:12]}", scan)
+
+    def changed_files(self, *, number: int) -> list[str]:
+        """The paths pull request ``number`` changes (``pulls/list-files``, 100 a page; a rename gives both names);
+        ForgeError when GitHub may have cut the list (``MAX_PR_FILES`` or more)."""
+        operation = f"list the files of #{number}"
+
+        def scan() -> list[str]:
+            names: list[str] = []
+            listed = 0
+            for entry in self._repo.get_pull(number).get_files():
+                listed += 1
+                names.append(entry.filename)
+                if entry.previous_filename:
+                    names.append(entry.previous_filename)
+                if listed >= MAX_PR_FILES:
+                    raise ForgeError(operation, f"GitHub lists at most {MAX_PR_FILES:,} files of a pull request and "
+                                                "this one has as many: the list may be cut")
+            return list(dict.fromkeys(names))
+
+        return self._call(operation, scan)
 
     def download_artifact(self, *, run_id: int, name: str, max_bytes: int) -> dict[str, bytes]:
         """Files of artifact ``name`` from run ``run_id``, unzipped in memory (no paths touch disk).

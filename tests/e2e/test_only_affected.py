@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from evalbot.cli.commands import main
-from tests.e2e.conftest import MARK, Action, event, pull_request_event
+from tests.e2e.conftest import HEAD_SHA, MARK, Action, event, pull_request_event
+from tests.fakes.fake_github import Pull
 from tests.fakes.selective import NAMES, change, commit_main, git, pr_runs, write_repo
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -75,17 +76,43 @@ def test_mode_plan_on_a_push_outputs_every_eval_set(action: Action, base: str) -
     assert "not a pull request" in run.stdout
 
 
-def test_mode_plan_without_the_base_commit_in_the_checkout_outputs_every_eval_set(action: Action,
-                                                                                  base: str) -> None:
-    """actions/checkout's default depth of 1 lacks the base commit: the changes cannot be listed, so every eval set
-    is affected, saying how to fix it."""
+def missing_base(action: Action, base: str) -> str:
+    """A base commit the checkout lacks (actions/checkout's depth of 1), its files published in the fake GitHub."""
     missing = "d" * 40
-    publish_at = {path: content for (ref, path), content in action.github.files.items() if ref == base}
-    for path, content in publish_at.items():
-        action.github.put_file(path, content, ref=missing)
+    for (ref, path), content in list(action.github.files.items()):
+        if ref == base:
+            action.github.put_file(path, content, ref=missing)
+    return missing
+
+
+def test_without_the_base_commit_in_the_checkout_the_pull_requests_files_come_from_github(action: Action,
+                                                                                        base: str) -> None:
+    """git cannot diff against a base it lacks: GitHub's list of the pull request's files decides instead."""
+    missing = missing_base(action, base)
+    action.github.add_pull(Pull(7, head_sha=HEAD_SHA, base_sha=missing, files=[("agents/search/agent.py", None)]))
+    run = action.run("pull_request", pr_event(missing), inputs={"mode": "plan"})
+    assert run.code == 0 and run.outputs["eval-sets"] == "evals/search/search.evalset.json", run.stdout
+    assert action.github.calls("pulls/list-files", status=200) == 1
+
+
+def test_without_git_the_pull_requests_files_come_from_github(action: Action, base: str) -> None:
+    """The published image has no git: GitHub's list decides, a rename naming both folders."""
+    shutil.rmtree(action.workspace / ".git")
+    action.github.add_pull(Pull(7, head_sha=HEAD_SHA, base_sha=base,
+                                files=[("agents/orders/agent.py", "agents/billing/agent.py")]))
+    run = action.run("pull_request", pr_event(base), inputs={"mode": "plan"})
+    assert run.code == 0, run.stdout + run.stderr
+    assert run.outputs["eval-sets"].splitlines() == ["evals/billing/billing.evalset.json",
+                                                     "evals/orders/orders.evalset.json"]
+
+
+def test_when_neither_git_nor_github_can_list_the_changes_every_eval_set_runs(action: Action, base: str) -> None:
+    """No base commit in the checkout and no pull request GitHub knows: every eval set, saying how to fix it."""
+    missing = missing_base(action, base)
     run = action.run("pull_request", pr_event(missing), inputs={"mode": "plan"})
     assert run.code == 0 and run.outputs["eval-sets"].splitlines() == SETS, run.stdout + run.stderr
     assert "could not be listed" in run.stdout and "fetch-depth: 0" in run.stdout
+    assert "the API could not list the pull request's files" in run.stdout
 
 
 def test_only_affected_carries_the_others_and_passes(action: Action, base: str) -> None:

@@ -51,6 +51,8 @@ class Pull:
     base_ref: str = "main"
     head_owner: str = ""
     state: str = "open"
+    files: list[tuple[str, str | None]] = field(default_factory=list)
+    """What ``pulls/list-files`` lists: (filename, previous_filename of a rename)."""
 
 
 @dataclass

@@ -86,6 +86,25 @@ def list_pulls(fake: FakeGitHub, token: Token, q: dict[str, str], body: Any, hea
     return 200, [fake.pull_json(p, "pull-request-simple-items") for p in chunk], link
 
 
+@route("pulls/list-files")
+def list_pull_files(fake: FakeGitHub, token: Token, q: dict[str, str], body: Any, headers: Any, **a: str) -> Answer:
+    number = int(a["pull_number"])
+    pull = fake.pulls.get(number)
+    if pull is None:  # real GitHub answers 404 here; the spec declares no 404 for this operation
+        return 404, error(404, "Not Found"), {"X-Contract-Undeclared": "ok"}
+    template = contract().example("diff-entry-items")[0]
+    entries = []
+    for name, previous in pull.files:
+        entry = {**template, "filename": name, "status": "renamed" if previous else "modified",
+                 "sha": blob_sha(name.encode())}
+        entry.pop("previous_filename", None)
+        if previous:
+            entry["previous_filename"] = previous
+        entries.append(entry)
+    chunk, link = page(fake, entries, q, f"/repos/{fake.repo}/pulls/{number}/files")
+    return 200, chunk, link
+
+
 @route("issues/list-comments")
 def list_comments(fake: FakeGitHub, token: Token, q: dict[str, str], body: Any, headers: Any, **a: str) -> Answer:
     number = int(a["issue_number"])

@@ -42,6 +42,9 @@ class ScriptedForge:
     def download_artifact(self, *, run_id: int, name: str, max_bytes: int) -> dict[str, bytes]:
         return self._do("download_artifact", {})
 
+    def changed_files(self, *, number: int) -> list[str]:
+        return self._do("changed_files", [])
+
 
 DATA = Path(__file__).parents[1] / "e2e" / "data"
 

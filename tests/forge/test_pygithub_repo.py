@@ -167,3 +167,25 @@ def test_a_forks_baseline_that_is_not_utf8_is_not_considered(fake: FakeGitHub, m
 
     fake.put_file(".evalbot/baseline.json", b'{"schema_version": 1, "x": "\xff"}', ref=HEAD)
     assert pr_baseline_at(make_forge(), ".evalbot/baseline.json", HEAD) is None
+
+
+def test_changed_files_lists_every_page_and_both_names_of_a_rename(fake: FakeGitHub, make_forge: Make) -> None:
+    """250 files over three pages of 100; a rename gives its old name too (the old folder's eval set is affected)."""
+    files: list[tuple[str, str | None]] = [(f"agents/a{i}.py", None) for i in range(249)]
+    files.append(("agents/new/x.py", "agents/old/x.py"))
+    fake.add_pull(Pull(5, head_sha=HEAD, base_sha=BASE, files=files))
+    names = make_forge().changed_files(number=5)
+    assert names == [*(f"agents/a{i}.py" for i in range(249)), "agents/new/x.py", "agents/old/x.py"]
+    assert fake.calls("pulls/list-files") == 3
+
+
+def test_changed_files_refuses_a_list_github_may_have_cut(fake: FakeGitHub, make_forge: Make) -> None:
+    """GitHub lists at most 3,000 files of a pull request: a list that long never decides what was not changed."""
+    fake.add_pull(Pull(6, head_sha=HEAD, base_sha=BASE, files=[(f"f{i}", None) for i in range(3000)]))
+    with pytest.raises(ForgeError, match="at most 3,000 files"):
+        make_forge().changed_files(number=6)
+
+
+def test_changed_files_of_an_unknown_pull_request_is_an_error(fake: FakeGitHub, make_forge: Make) -> None:
+    with pytest.raises(ForgeError):
+        make_forge().changed_files(number=404)
