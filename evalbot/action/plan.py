@@ -27,11 +27,15 @@ log = logging.getLogger("evalbot")
 NOT_A_CHANGE = "not a pull request: there is no base commit to tell a change from, so every eval set runs"
 
 
-def changed_files(ws: Workspace, forge: Forge | None, change: Change) -> Sequence[str]:
+def changed_files(ws: Workspace, forge: Forge | None, change: Change, *, git: bool = True) -> Sequence[str]:
     """The files ``change`` touched: git in the workspace against the base commit, else (no git, as in the
     published image, or a checkout without the base commit) GitHub's list of the pull request's files; neither
-    answering raises InputError saying both reasons (the caller then takes every eval set)."""
+    answering raises InputError saying both reasons (the caller then takes every eval set). ``git=False``: the
+    workspace is not the pull request's tree (the fork-safe second stage checks out the default branch): GitHub's
+    list only."""
     try:
+        if not git:
+            raise InputError(f"#{change.number}", "", "this checkout is the default branch's, not the pull request's")
         return changed_since(change.base_sha, git=ws.git).files
     except InputError as exc:
         if forge is None or change.number is None:
@@ -44,7 +48,7 @@ def changed_files(ws: Workspace, forge: Forge | None, change: Change) -> Sequenc
 
 
 def selection_for(inputs: ActionInputs, ws: Workspace, loaded: Inputs, gate: GateSettings | None,
-                  change: Change | None, forge: Forge | None) -> tuple[Selection, dict[str, str]]:
+                  change: Change | None, forge: Forge | None, *, git: bool = True) -> tuple[Selection, dict[str, str]]:
     """The selection of the run's eval sets for ``change`` (None: not a pull request, everything), under
     ``gate``'s policy (the base commit's), and each repository path's name as loaded. The ``config`` input and the
     baseline file apply to every eval set: their change affects all."""
@@ -57,7 +61,7 @@ def selection_for(inputs: ActionInputs, ws: Workspace, loaded: Inputs, gate: Gat
     always = [rel for raw in (inputs.config, inputs.baseline_path)
               if raw and (rel := repo_path(ws.path(raw), ws.root)) is not None]
     sel = plan_change(list(shown), gate.policy.affected_by if gate is not None and not gate.error else None,
-                      lambda: changed_files(ws, forge, change),
+                      lambda: changed_files(ws, forge, change, git=git),
                       policy_error=gate.error if gate is not None else None, always=always)
     return sel, shown
 
@@ -73,10 +77,11 @@ def describe(sel: Selection, shown: dict[str, str]) -> list[str]:
 
 
 def only_affected(inputs: ActionInputs, ws: Workspace, loaded: Inputs, gate: GateSettings | None, change: Change,
-                  forge: Forge | None, baseline: Baseline | None) -> tuple[Inputs, Baseline | None, Carried]:
+                  forge: Forge | None, baseline: Baseline | None, *, git: bool = True
+                  ) -> tuple[Inputs, Baseline | None, Carried]:
     """``only-affected`` on a pull request: the inputs cut to the eval sets it can affect, the baseline they are
     compared with (the carried eval sets left out) and what is carried."""
-    sel, shown = selection_for(inputs, ws, loaded, gate, change, forge)
+    sel, shown = selection_for(inputs, ws, loaded, gate, change, forge, git=git)
     for line in describe(sel, shown):
         log.info("%s", line)
     cut, flags = loaded.only({shown[p] for p in sel.affected})

@@ -21,9 +21,10 @@ from pydantic import ValidationError
 
 from evalbot.action import workflow
 from evalbot.action.first_stage import baseline_command, evaluate_inputs
+from evalbot.action.plan import only_affected
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, summarize
 from evalbot.action.remeasure import added_note, check_artifact, runs_in, write_runs
-from evalbot.action.settings import ActionInputs, GitHubContext
+from evalbot.action.settings import ActionInputs, Change, GitHubContext
 from evalbot.action.workspace import (
     Workspace,
     eval_paths,
@@ -31,8 +32,9 @@ from evalbot.action.workspace import (
     read_baseline_at,
     similar_baselines,
 )
-from evalbot.basecommit.gate import label_at
+from evalbot.basecommit.gate import GateSettings, label_at
 from evalbot.compare.accept import proposed_baseline
+from evalbot.compare.carry import carried_update
 from evalbot.compare.delta import compare
 from evalbot.compare.reruns import note_not_rerun
 from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
@@ -137,6 +139,11 @@ def second_stage(
         claimed = report_from_artifact(files, inputs)
     policy, template = policy_and_template(inputs, ws, loaded.settings())
     baseline, baseline_error = read_baseline_at(forge, ws, inputs.baseline_path, pull.base_sha)
+    main_baseline, carried = baseline, None
+    if inputs.only_affected:  # the default branch's affected_by, the pull request's files as GitHub lists them
+        change = Change(base_sha=pull.base_sha, head_sha=pull.head_sha, number=pull.number)
+        loaded, baseline, carried = only_affected(inputs, ws, loaded, GateSettings(policy=policy, template=template),
+                                                  change, forge, baseline, git=False)
     with tempfile.TemporaryDirectory(prefix="evalbot-runs-") as private:
         paths = write_runs(runs_in(files), Path(private))
         check = check_artifact(claimed, read_actuals(paths), loaded.eval_sets, inputs.artifact_name)
@@ -146,8 +153,10 @@ def second_stage(
         report = evaluate_inputs(env, inputs.model_copy(update={"actuals": tuple(paths)}), ws, loaded, policy,
                                  baseline)
     source = label_at(pull.base_sha, inputs.baseline_path)
-    update = proposed_baseline(lambda: pr_baseline_at(forge, inputs.baseline_path, pull.head_sha), baseline,
-                             inputs.baseline_path)
+    update = proposed_baseline(lambda: pr_baseline_at(forge, inputs.baseline_path, pull.head_sha), main_baseline,
+                               inputs.baseline_path)
+    if carried is not None:
+        update = carried_update(update, carried)
     similar = (similar_baselines(forge, ws, inputs.baseline_path, pull.base_sha)
                if baseline is None and baseline_error is None and update is None else [])
     comparison = compare(current=report, baseline=baseline, policy=policy, baseline_source=source,
@@ -155,6 +164,7 @@ def second_stage(
                          credentials_expected=run.head_repo == ctx.repository,  # a fork: a missing key stays a warning
                          baseline_required=True, similar=similar)
     comparison.commit = run.head_sha
+    comparison.carried = carried
     comparison.notes += [added_note(check.added)] if check.added else []
     note_not_rerun(comparison, policy.rerun_flipped)  # re-measured from recorded runs: nothing can be rerun here
     first_run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{run.id}"

@@ -13,8 +13,17 @@ from typing import Any
 import pytest
 
 from evalbot.cli.commands import main
-from tests.e2e.conftest import HEAD_SHA, MARK, Action, event, pull_request_event
-from tests.fakes.fake_github import Pull
+from tests.e2e.conftest import (
+    HEAD_SHA,
+    MARK,
+    RUN_ID,
+    Action,
+    event,
+    pull_request_event,
+    uploaded,
+    workflow_run_event,
+)
+from tests.fakes.fake_github import READ_ONLY_TOKEN, Pull
 from tests.fakes.selective import NAMES, change, commit_main, git, pr_runs, write_repo
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -173,3 +182,35 @@ def test_the_plan_and_the_gate_read_main_s_mapping_not_the_prs(action: Action, b
     git(action.workspace, "commit", "-q", "-am", "narrow")
     run = action.run("pull_request", pr_event(base), inputs={"mode": "plan"})
     assert run.outputs["eval-sets"].splitlines() == SETS, run.stdout
+
+
+def fork_first_stage(action: Action, base: str, runs: str) -> None:
+    """A fork's pull_request run with only-affected (read-only token, no key), its report and runs uploaded."""
+    payload = pull_request_event(fork=True)
+    payload["pull_request"]["base"]["sha"] = base
+    run = action.run("pull_request", payload, inputs={"actuals": runs, "only-affected": "true"},
+                     token=READ_ONLY_TOKEN, judge_key=None)
+    assert run.code in (0, 1), run.stdout + run.stderr
+    action.github.add_artifact(RUN_ID, "evalbot-report", uploaded(run.workspace / ".evalbot-out"))
+    action.github.add_pull(Pull(7, head_sha=HEAD_SHA, base_sha=base, head_ref="feature", head_owner="forker",
+                                files=[("agents/billing/agent.py", None)]))
+
+
+def test_the_fork_safe_second_stage_carries_what_the_pull_request_cannot_affect(action: Action, base: str) -> None:
+    """The second stage re-measures the first stage's runs of the affected eval sets only: the selection is its own
+    (the default branch's affected_by, GitHub's list of the pull request's files), the others carried."""
+    fork_first_stage(action, base, pr_runs(action.workspace, ["billing"], broken=["billing-1"]))
+    run = action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run", "only-affected": "true"},
+                     judge_key=None)
+    assert run.code == 0, run.stdout + run.stderr  # the second stage fails only when it could not do its job
+    (comment,) = action.github.comments_on(7)
+    assert comment.body.split("\n")[1] == f"### ❌ evalbot: blocked: 1 regressed · {CARRIED}", comment.body[:600]
+    assert "removed" not in comment.body and "Re-measured by this repository's trusted workflow" in comment.body
+    assert action.github.calls("pulls/list-files", status=200) == 1  # GitHub's list, not the checkout's git
+
+
+def test_the_second_stage_without_only_affected_does_not_pass_partial_runs(action: Action, base: str) -> None:
+    fork_first_stage(action, base, pr_runs(action.workspace, ["billing"]))
+    action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None)
+    (comment,) = action.github.comments_on(7)
+    assert "carried" not in comment.body and "no regressions" not in comment.body.split("\n")[1], comment.body[:600]
