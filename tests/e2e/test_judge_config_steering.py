@@ -19,8 +19,7 @@ import pytest
 
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL
 from evalbot.judges.cache import cache_key
-from tests.e2e.conftest import VALID, Action, make_baseline, pull_request_event
-from tests.e2e.test_merge_queue import queue_run
+from tests.e2e.conftest import BASE_SHA, VALID, Action, event, make_baseline, pull_request_event
 from tests.fakes.fake_gemini import FakeGemini
 
 STEER = "evals/steer"
@@ -91,10 +90,19 @@ def steering_eval_set(action: Action, edit: Callable[[dict[str, Any]], None]) ->
     write(action, STEER_CONFIG, config)
 
 
+def merge_group_event() -> dict[str, Any]:
+    """``merge_group`` / ``checks_requested`` for a queue entry on main (as tests/e2e/test_merge_queue.py sends it)."""
+    return {"action": "checks_requested", "merge_group": {
+        "head_sha": "9" * 40, "head_ref": f"refs/heads/gh-readonly-queue/main/pr-7-{BASE_SHA}", "base_sha": BASE_SHA,
+        "base_ref": "refs/heads/main", "head_commit": {"id": "9" * 40, "tree_id": "8" * 40, "message": "Merge #7"},
+    }, "repository": event("push")["repository"]}
+
+
 def run_event(action: Action, event_name: str) -> Any:
     inputs = {"actuals": "actuals/regressed.json", "judge-cache": "cache/judge", "judge-cache-key": "k" * 24}
     if event_name == "merge_group":
-        return queue_run(action, **inputs)
+        payload = merge_group_event()
+        return action.run("merge_group", payload, inputs=inputs, sha="9" * 40, ref=payload["merge_group"]["head_ref"])
     return action.run(event_name, pull_request_event(), inputs=inputs)
 
 
