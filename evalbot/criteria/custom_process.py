@@ -2,12 +2,19 @@
 
 A :class:`Worker` runs ``custom_worker.py`` with this interpreter, the gate's import path plus the repository roots,
 and an environment without secrets (:func:`worker_environment`).  Every answer is awaited with a deadline; a worker
-that does not answer in time is killed with its whole process group, one that exits or answers with something that
+that does not answer in time is killed with every process it started, one that exits or answers with something that
 is not the protocol is reported as such, and from then on the worker is gone (:class:`WorkerGone`).
+
+On Linux the worker runs under ``custom_supervisor.py`` (a child subreaper that ends the whole tree, ``setsid``
+daemons included, and starts the worker without capabilities), and the gate makes itself not dumpable before the
+first worker starts (``PR_SET_DUMPABLE`` 0), so the metric cannot read the gate's ``/proc/PID/environ`` (the
+Action's inputs, the GitHub token, the judge keys) nor ptrace it.  Elsewhere the worker is its own process group's
+leader and the group is killed.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -36,16 +43,38 @@ _SECRET_NAME = re.compile(
     r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE|AUTH|COOKIE|SESSION|(^|_)KEY$|(^|_)PAT$", re.I
 )
 _DROPPED_PREFIXES = ("ACTIONS_", "INPUT_", "EVALBOT_")
+_DROPPED_NAMES = frozenset({"GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY"})
+"""The runner's command files: a metric writing to them would set the step's outputs or the job's environment."""
+SUPERVISOR_SCRIPT = Path(__file__).with_name("custom_supervisor.py")
+SUPERVISED = sys.platform.startswith("linux")
+"""Workers run under the supervisor (Linux: prctl and /proc)."""
+KILL_WAIT_S = 15.0
+"""How long the gate waits for the supervisor to end the worker's tree before killing its process group itself."""
+PR_SET_DUMPABLE = 4
+_undumpable = False
+
+
+def gate_not_dumpable() -> bool:
+    """Make this process not dumpable (Linux): its ``/proc/PID/environ``, ``mem`` and ``fd`` are then readable, and
+    it can be ptraced, only with CAP_SYS_PTRACE, which the supervised worker never has. True once done."""
+    global _undumpable
+    if not _undumpable and SUPERVISED:
+        libc = ctypes.CDLL(None, use_errno=True)
+        _undumpable = libc.prctl(PR_SET_DUMPABLE, ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                                 ctypes.c_ulong(0)) == 0
+    return _undumpable
 
 
 def worker_environment(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` without what a metric must not see: GitHub's runtime tokens and URLs (``ACTIONS_*``), the Action's
-    inputs (``INPUT_*``, which hold the github-token and judge keys), evalbot's own settings, every variable whose
-    name looks like a credential (``GITHUB_TOKEN``, ``GOOGLE_API_KEY``, ``*_SECRET*``, ``*PASSWORD*``, ...) and every
-    variable holding a registered secret value."""
+    inputs (``INPUT_*``, which hold the github-token and judge keys), evalbot's own settings, the runner's command
+    files (``GITHUB_OUTPUT``, ``GITHUB_ENV``, ``GITHUB_PATH``, ``GITHUB_STATE``, ``GITHUB_STEP_SUMMARY``), every
+    variable whose name looks like a credential (``GITHUB_TOKEN``, ``GOOGLE_API_KEY``, ``*_SECRET*``,
+    ``*PASSWORD*``, ...) and every variable holding a registered secret value."""
     return {
         name: value for name, value in env.items()
-        if not name.upper().startswith(_DROPPED_PREFIXES) and not _SECRET_NAME.search(name) and not holds_secret(value)
+        if not name.upper().startswith(_DROPPED_PREFIXES) and name.upper() not in _DROPPED_NAMES
+        and not _SECRET_NAME.search(name) and not holds_secret(value)
     }
 
 
@@ -75,9 +104,12 @@ class Worker:
         self._buffer = b""
         self._lines: deque[bytes] = deque()
         self.gone: str | None = None
+        self.supervised = SUPERVISED and gate_not_dumpable()
+        command = [sys.executable, "-E", "-s", str(WORKER_SCRIPT)]
+        if self.supervised:
+            command = [sys.executable, "-E", "-s", str(SUPERVISOR_SCRIPT), str(os.getpid()), str(WORKER_SCRIPT)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-E", "-s", str(WORKER_SCRIPT)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             env=worker_environment(os.environ if env is None else env), start_new_session=True,
         )
         self._hello = {"function": function_path, "sys_path": [str(p) for p in worker_path(roots)]}
@@ -181,11 +213,19 @@ class Worker:
         raise WorkerGone(message, hung=hung)
 
     def kill(self) -> None:
-        """Kill the worker and everything it started (its own process group), and wait for it."""
-        try:  # the group too: a process the metric started must not outlive it
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        """Kill the worker and everything it started, and wait for it: the supervisor ends the whole tree (on
+        SIGTERM); unsupervised, or if the supervisor does not end in time, the process group is killed."""
+        if self.supervised and self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+                self.proc.wait(KILL_WAIT_S)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if self.proc.poll() is None:
+            try:  # the group too: a process the metric started must not outlive it
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
         self.proc.wait()
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
