@@ -33,6 +33,7 @@ OPERATIONS: tuple[str, ...] = (
     "repos/create-or-update-file-contents",
     "actions/list-workflow-run-artifacts",
     "actions/download-artifact",
+    "repos/create-commit-status",
 )
 """operationIds of every GitHub REST call that evalbot's forge makes (keep in sync with the fake)."""
 

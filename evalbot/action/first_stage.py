@@ -66,6 +66,13 @@ from evalbot.shard.merge import MissingShards, check_loaded, check_settled, load
 from evalbot.shard.parts import part_files, read_part
 
 log = logging.getLogger("evalbot")
+FORK_FIRST_STAGE = (
+    "Not the merge gate: this pull request comes from a fork, so this job runs the pull request's own workflow "
+    "without the repository's secrets (judged criteria are not measured here). The verdict is the `evalbot` commit "
+    "status on {sha} that the trusted `workflow_run` stage sets after re-measuring these recorded runs against the "
+    "default branch's eval sets, criteria and baseline (the two-stage workflow of evalbot's docs/github-action.md)."
+)
+"""What the first stage of a fork's pull request says of itself: it is never described as the gate."""
 BASELINE_MESSAGE = "chore(evalbot): refresh eval baseline [skip ci]"
 
 
@@ -367,6 +374,11 @@ def first_stage(
     print_annotations(comparison, line_of=loaded.case_line, display=ws.relative, stream=stream)
     notices: list[str] = []
     published = None
+    fork_first_stage = mode == "pull_request" and pr is not None and not credentials_expected(ctx)
+    if fork_first_stage and pr is not None:
+        notices.append(FORK_FIRST_STAGE.format(sha=pr.head_sha[:12]))
+        print(workflow.annotation("notice", notices[-1], title="evalbot: first stage of a fork's pull request"),
+              file=stream)
     if pr is not None and pr.number is not None:  # a merge queue's group has no PR to comment on
         marker = comment_marker(inputs.comment_id)
         body = render_comment(comparison, marker=marker, links=link, template=template)
@@ -380,7 +392,7 @@ def first_stage(
             comparison.gate = Gate(verdict="error", exit_code=EXIT_UNAVAILABLE,
                                    reasons=[f"baseline not refreshed: {refusal}", *comparison.gate.reasons])
     summarize(ctx, render_summary(comparison, links=link), notices, html_path)
-    where = "merge queue: " if comparison.merge_queue else ""
+    where = "merge queue: " if comparison.merge_queue else "fork's first stage, not the gate: " if fork_first_stage else ""
     print(f"evalbot: {where}{comparison.gate.verdict} (exit {comparison.gate.exit_code})", file=stream)
     return outcome_of(comparison, inputs, published, html_path)
 

@@ -22,7 +22,8 @@ log = logging.getLogger("evalbot")
 FORK_NOTICE = (
     "evalbot could not comment on this pull request: the token is read-only (a pull request from a fork, or "
     "`pull-requests: write` missing). The results are in this job summary; with the two-stage workflow of evalbot's "
-    "docs/github-action.md, the `workflow_run` stage posts the comment."
+    "docs/github-action.md, the `workflow_run` stage posts the comment and the `evalbot` commit status, the merge "
+    "gate."
 )
 
 

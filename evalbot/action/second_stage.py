@@ -1,5 +1,10 @@
 """The fork-safe second stage (``workflow_run``): re-measure a fork's pull request and post its comment.
 
+Its verdict is the pull request's merge gate: a commit status (context ``evalbot``, or ``evalbot/<comment-id>``) on
+the head commit, ``pending`` while it re-measures, then ``success``, ``failure`` (blocked) or ``error`` (could not
+measure, invalid input, a crash); the exit code is the verdict's. A status that cannot be set (the job lacks
+``statuses: write``) is an error naming the permission, exit 3, never a silent pass.
+
 The artifact comes from a workflow the pull request could change, so it is untrusted data: size-capped, read in
 memory, validated by the Report model (unknown keys refused) and only ever rendered through the escaping
 templates. Its report's scores and verdict are never shown: the recorded runs it carries are re-scored here against
@@ -37,11 +42,12 @@ from evalbot.compare.accept import proposed_baseline
 from evalbot.compare.carry import carried_update
 from evalbot.compare.delta import compare
 from evalbot.compare.reruns import note_not_rerun
-from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, InputError, json_pointer
-from evalbot.forge.base import Forge, ForgeError
+from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, EvalbotError, InputError, json_pointer
+from evalbot.forge.base import Forge, ForgeError, ForgeForbidden, PullRef, StatusState
 from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.pipeline import PackedSpill, load_inputs, read_actuals
-from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
+from evalbot.redact import scrub
+from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured, verdict
 from evalbot.results import Report
 from evalbot.shard.merge import MissingShards, check_loaded, loading_parts, merge_reports
 from evalbot.shard.parts import RUNS_DIR, part_from_bytes
@@ -49,6 +55,41 @@ from evalbot.shard.parts import RUNS_DIR, part_from_bytes
 log = logging.getLogger("evalbot")
 MAX_ARTIFACT_BYTES = 50 * 1024 * 1024
 """Largest first-stage artifact read (zipped, and again unzipped)."""
+STATUS_CONTEXT = "evalbot"
+"""The commit status this stage sets on the pull request's head commit: the check branch protection requires."""
+STATES: dict[str, StatusState] = {"passed": "success", "blocked": "failure", "error": "error", "invalid": "error"}
+"""The commit status of each verdict."""
+
+
+def status_context(inputs: ActionInputs) -> str:
+    """``evalbot``, or ``evalbot/<comment-id>`` for another configuration's comment (each its own required check)."""
+    return STATUS_CONTEXT if inputs.comment_id == "default" else f"{STATUS_CONTEXT}/{inputs.comment_id}"
+
+
+class CommitStatus:
+    """The ``evalbot`` commit status of one head commit, set through the forge."""
+
+    def __init__(self, forge: Forge, ctx: GitHubContext, inputs: ActionInputs, sha: str, stream: TextIO) -> None:
+        self.forge, self.sha, self.stream = forge, sha, stream
+        self.context = status_context(inputs)
+        self.target_url = links(ctx, inputs).summary  # this run: its job summary holds the results
+
+    def set(self, state: StatusState, description: str) -> str | None:
+        """Set the status; None when set, else the problem (already printed as an error annotation)."""
+        try:
+            self.forge.set_commit_status(sha=self.sha, state=state, context=self.context,
+                                         description=scrub(description), target_url=self.target_url)
+        except ForgeForbidden as exc:
+            problem = (f"could not set the commit status `{self.context}` on {self.sha[:12]}: the token may not set "
+                       "commit statuses; give this workflow_run job `permissions: statuses: write` (that status is "
+                       f"the pull request's merge gate; without it nothing is gated) ({exc})")
+        except ForgeError as exc:
+            problem = f"could not set the commit status `{self.context}` on {self.sha[:12]}: {exc}"
+        else:
+            print(f"evalbot: commit status {self.context} on {self.sha[:12]}: {state}", file=self.stream)
+            return None
+        print(workflow.annotation("error", problem, title="evalbot status"), file=self.stream)
+        return problem
 
 
 def report_from_artifact(files: Mapping[str, bytes], inputs: ActionInputs) -> Report:
@@ -114,7 +155,8 @@ def second_stage(
     env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContext, forge: Forge | None, stream: TextIO
 ) -> Outcome:
     """Download the first stage's artifact, re-score its recorded runs against this (trusted) checkout's eval sets and
-    criteria, compare with the baseline at the PR's base commit, and upsert the comment."""
+    criteria, compare with the baseline at the PR's base commit, upsert the comment, and set the verdict as the
+    head commit's ``evalbot`` status (the merge gate); the exit code is the verdict's."""
     run = ctx.workflow_run
     if run is None or forge is None:
         raise InputError("input mode", "", "workflow_run mode needs a workflow_run event and a github-token")
@@ -127,6 +169,28 @@ def second_stage(
                 f"{run.head_sha[:12]} (closed, pushed again since, or several share it); no comment.")
         print(workflow.annotation("notice", note, title="evalbot"), file=stream)
         return Outcome(verdict="passed", exit_code=EXIT_OK, report_path=inputs.report_path)
+    status = CommitStatus(forge, ctx, inputs, run.head_sha, stream)
+    if status.set("pending", f"re-measuring the recorded runs of workflow run {run.id}") is not None:
+        return Outcome(verdict="error", exit_code=EXIT_UNAVAILABLE, report_path=inputs.report_path)
+    try:
+        outcome, description = measure_pull(env, inputs, ctx, forge, pull, stream)
+    except EvalbotError as exc:  # exit 2 or 3 from main: the gate says it could not measure, never stays pending
+        status.set("error", f"could not measure: {exc}")
+        raise
+    except Exception as exc:  # a bug (exit 70): said as such
+        status.set("error", f"evalbot failed: internal error ({type(exc).__name__}); see the job log")
+        raise
+    if status.set(STATES.get(outcome.verdict, "error"), description) is not None:
+        return replace(outcome, verdict="error", exit_code=EXIT_UNAVAILABLE)
+    return outcome
+
+
+def measure_pull(env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContext, forge: Forge, pull: PullRef,
+              stream: TextIO) -> tuple[Outcome, str]:
+    """The re-measurement of the pull request's recorded runs, its comment and summary; the outcome and the
+    commit status's description."""
+    run = ctx.workflow_run
+    assert run is not None
     files = forge.download_artifact(run_id=run.id, name=inputs.artifact_name, max_bytes=MAX_ARTIFACT_BYTES)
     ws = Workspace(ctx.workspace)
     loaded = load_inputs(eval_paths(inputs), config=inputs.config)  # the trusted checkout's definitions
@@ -134,7 +198,8 @@ def second_stage(
         try:
             claimed = report_from_parts(files, inputs, loaded.eval_sets)
         except MissingShards as exc:
-            return unmeasured(ctx, inputs, forge, pull.number, run.head_sha, str(exc), stream)
+            return (unmeasured(ctx, inputs, forge, pull.number, run.head_sha, str(exc), stream),
+                    f"could not measure: {exc}")
     else:
         claimed = report_from_artifact(files, inputs)
     policy, template = policy_and_template(inputs, ws, loaded.settings())
@@ -148,7 +213,8 @@ def second_stage(
         paths = write_runs(runs_in(files), Path(private))
         check = check_artifact(claimed, read_actuals(paths), loaded.eval_sets, inputs.artifact_name)
         if check.problem is not None:
-            return unmeasured(ctx, inputs, forge, pull.number, run.head_sha, check.problem, stream)
+            return (unmeasured(ctx, inputs, forge, pull.number, run.head_sha, check.problem, stream),
+                    f"could not measure: {check.problem}")
         # Re-measured here: the claimed report's scores and verdict are never shown as evalbot's.
         report = evaluate_inputs(env, inputs.model_copy(update={"actuals": tuple(paths)}), ws, loaded, policy,
                                  baseline)
@@ -173,12 +239,12 @@ def second_stage(
     body = render_comment(comparison, marker=marker, links=link, template=template)
     body += (f"\n<sub>Re-measured by this repository's trusted workflow from the recorded runs of [the pull request's "
              f"workflow run]({first_run}), against the default branch's eval sets and criteria; that run's own "
-             "scores and verdict are not used.</sub>\n")
+             f"scores and verdict are not used. The merge gate is the `{status_context(inputs)}` commit status.</sub>\n")
     published = post_comment(forge, number=pull.number, marker=marker, body=body, stream=stream)
     summarize(ctx, render_summary(comparison, links=link), [published.notice] if published.notice else [])
     print(f"evalbot: PR #{pull.number}: {comparison.gate.verdict} (re-measured from the artifact's recorded runs)",
           file=stream)
-    # The first stage's job is the merge gate; this stage fails only when it could not do its own job.
-    return replace(
-        outcome_of(comparison, inputs, published), exit_code=EXIT_UNAVAILABLE if published.failed else EXIT_OK
-    )
+    outcome = outcome_of(comparison, inputs, published)  # the exit code is the verdict's, as in the first stage
+    if published.failed and outcome.exit_code == EXIT_OK:  # the comment is part of this stage's job
+        outcome = replace(outcome, exit_code=EXIT_UNAVAILABLE)
+    return outcome, verdict(comparison)[1]

@@ -10,6 +10,11 @@ from evalbot.redact import scrub
 
 COMMENT_MAX_CHARS = 65_536
 """GitHub rejects issue comments longer than this with 422 (the OpenAPI description does not say so)."""
+STATUS_DESCRIPTION_MAX_CHARS = 140
+"""GitHub rejects a commit status whose description is longer than this with 422 (the description does not say so)."""
+
+StatusState = Literal["success", "failure", "error", "pending"]
+"""A commit status's state, as GitHub's API names them."""
 
 
 class ForgeError(EvalbotError):
@@ -92,6 +97,19 @@ class Forge(Protocol):
         its merge base; raises ForgeError when they cannot all be listed (GitHub lists at most
         ``MAX_PR_FILES``)."""
         ...
+
+    def set_commit_status(
+        self, *, sha: str, state: StatusState, context: str, description: str, target_url: str | None
+    ) -> None:
+        """Set commit ``sha``'s status ``context`` (the latest one set is the check's state); ``description`` is
+        cut to GitHub's 140 characters. ForgeForbidden when the token lacks ``statuses: write``."""
+        ...
+
+
+def status_description(text: str) -> str:
+    """``text`` on one line, within GitHub's limit for a status description (cut with an ellipsis)."""
+    line = " ".join(text.split())
+    return line if len(line) <= STATUS_DESCRIPTION_MAX_CHARS else line[: STATUS_DESCRIPTION_MAX_CHARS - 1] + "…"
 
 
 MAX_PR_FILES = 3000

@@ -32,6 +32,8 @@ from evalbot.forge.base import (
     ForgeForbidden,
     ForgeUnavailable,
     PullRef,
+    StatusState,
+    status_description,
     with_marker,
 )
 from evalbot.redact import scrub
@@ -460,6 +462,32 @@ class PyGithubForge:
             budget -= sum(len(v) for v in unpacked.values())
             files.update({f"{artifact.name}/{k}" if pattern else k: v for k, v in unpacked.items()})
         return files
+
+    def set_commit_status(
+        self, *, sha: str, state: StatusState, context: str, description: str, target_url: str | None
+    ) -> None:
+        """POST a commit status on ``sha``; setting the same status again is harmless, so 5xx and rate limits are
+        retried (urllib3 does not retry a POST)."""
+        operation = f"set the commit status {context!r} on {sha[:12]}"
+        commit = self._repo.get_commit(sha)  # lazy: no request until the status is created
+        text = status_description(description)
+        for attempt in range(self._policy.attempts):
+            try:
+                if target_url:
+                    commit.create_status(state, target_url=target_url, description=text, context=context)
+                else:
+                    commit.create_status(state, description=text, context=context)
+                return
+            except (GithubException, requests.RequestException) as exc:
+                error = _translate(operation, exc)
+                if not isinstance(error, ForgeUnavailable) or attempt == self._policy.retries:
+                    raise error from exc
+                hint = _retry_after(exc) if isinstance(exc, GithubException) else None
+                wait = hint if hint is not None else self._policy.backoff(attempt + 1)
+                if wait > self._policy.max_wait:
+                    raise error from exc
+                log.warning("%s failed (%s); retrying in %.1fs", operation, error, wait)
+                self._sleep(wait)
 
     def _fetch_signed(self, url: str, max_bytes: int, operation: str) -> bytes:
         """GET the short-lived storage URL the API redirected to, without our token, size-capped."""

@@ -49,7 +49,7 @@ def test_first_stage_scores_it_and_the_second_stage_imports_nothing(action: Acti
         "workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None, sha="d" * 40,
         ref="refs/heads/main",
     )
-    assert run.code == 0, run.stdout + run.stderr
+    assert run.code == 3, run.stdout + run.stderr  # the verdict's exit code: could not measure
     assert not marker.exists()  # the trusted stage re-measures the runs but imports no repository code
     assert run.outputs["verdict"] == "error"
     (comment,) = action.github.comments_on(7)

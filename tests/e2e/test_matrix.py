@@ -167,7 +167,7 @@ def test_fork_safe_second_stage_merges_the_part_artifacts(action: Action, baseli
     action.github.add_pull(Pull(7, head_sha=HEAD_SHA, base_sha=BASE_SHA, head_ref="feature", head_owner="forker"))
     second = action.run("workflow_run", workflow_run_event(), judge_key=None, sha="d" * 40, ref="refs/heads/main",
                         inputs={"mode": "workflow_run", "artifact-name": "evalbot-part-*"})
-    assert second.code == 0, second.stdout + second.stderr
+    assert second.code == 1, second.stdout + second.stderr  # the verdict's exit code
     assert second.outputs["verdict"] == "blocked"
     (comment,) = action.github.comments_on(7)
     assert "refund" in comment.body

@@ -63,7 +63,7 @@ def test_forged_report_with_the_regressed_case_flipped_to_passed_is_re_measured(
     forged["totals"] = good["totals"]
     files["report.json"] = json.dumps(forged).encode()
     run = second_stage(action, files)
-    assert run.code == 0, run.stdout + run.stderr  # this stage's exit: it did its job (the verdict is the output)
+    assert run.code == 1, run.stdout + run.stderr  # this stage's exit is its verdict's (issue 37 row 7)
     assert run.outputs["verdict"] == "blocked" and run.outputs["regressed"] == "1", run.stdout
     (comment,) = action.github.comments_on(7)
     headline = comment.body.splitlines()[1]
@@ -147,7 +147,7 @@ def test_cases_the_fork_adds_are_new_not_gated_and_the_definitions_are_the_defau
     files = fork_run(action, "actuals/added.json", baseline_text)
     evals.write_bytes(original)
     run = second_stage(action, files)
-    assert run.code == 0 and run.outputs["verdict"] == "blocked", run.stdout + run.stderr
+    assert run.code == 1 and run.outputs["verdict"] == "blocked", run.stdout + run.stderr
     (comment,) = action.github.comments_on(7)
     assert "1 case(s) this pull request adds are new and not gated: shop/fork\\_added" in comment.body
 

@@ -47,7 +47,9 @@ def test_second_stage_posts_the_fork_comment_and_edits_it_later(action: Action, 
         action, "actuals/regressed.json", baseline_text
     )  # the fork pushed a regression; its PATCH is refused too
     again = action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None)
-    assert again.code == 0 and again.outputs["verdict"] == "blocked" and again.outputs["regressed"] == "1"
+    assert again.code == 1 and again.outputs["verdict"] == "blocked" and again.outputs["regressed"] == "1"
+    status = action.github.status_of(HEAD_SHA, "evalbot")  # the merge gate: the head commit's evalbot status
+    assert status is not None and status.state == "failure"
     assert [c.id for c in action.github.comments_on(7)] == [comment.id]
     assert "refund" in action.github.comments[comment.id].body
     assert action.github.calls("issues/create-comment", status=201) == 1

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from tests.fakes.fake_github_routes import ROUTES, error
+from tests.fakes.fake_github_routes import ROUTES, Status, error
 from tests.fakes.openapi_contract import Operation, contract
 
 GITHUB_API = "https://api.github.com"
@@ -23,6 +23,8 @@ APP_TOKEN = "ghs_fake_app_token"
 READ_ONLY_TOKEN = "ghs_fake_fork_token"
 """Like GITHUB_TOKEN on a pull request from a fork: every write is 403."""
 SECONDARY_LIMIT = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
+NO_STATUSES_TOKEN = "ghs_fake_no_statuses_token"
+"""Like GITHUB_TOKEN of a job granted contents and pull-requests but not ``statuses: write``."""
 NOT_ACCESSIBLE = "Resource not accessible by integration"
 
 
@@ -31,6 +33,8 @@ class Token:
     login: str
     can_write: bool = True
     is_app: bool = True
+    statuses: bool = True
+    """May create commit statuses (``statuses: write``)."""
 
 
 @dataclass
@@ -83,7 +87,8 @@ class FakeGitHub:
 
     def __init__(self, *, repo: str = "octo-org/evals", prefix: str = "", large_file_bytes: int = 1_000_000):
         self.repo, self.prefix, self.large_file_bytes = repo, prefix.rstrip("/"), large_file_bytes
-        self.tokens = {APP_TOKEN: Token("github-actions[bot]"), READ_ONLY_TOKEN: Token("github-actions[bot]", False)}
+        self.tokens = {APP_TOKEN: Token("github-actions[bot]"), READ_ONLY_TOKEN: Token("github-actions[bot]", False),
+                       NO_STATUSES_TOKEN: Token("github-actions[bot]", statuses=False)}
         self.files: dict[tuple[str, str], bytes] = {}
         self.comments: dict[int, Comment] = {}
         self.pulls: dict[int, Pull] = {}
@@ -94,6 +99,7 @@ class FakeGitHub:
         self.violations: list[str] = []
         self.skipped: list[str] = []
         self.commits: list[tuple[str, str, str]] = []  # (branch, path, message)
+        self.statuses: list[Status] = []  # in the order they were created
         self.storage: str | None = None  # where artifact downloads redirect (None: this server, as another host)
         self._ids = itertools.count(1001)
         self._lock = threading.RLock()
@@ -141,6 +147,11 @@ class FakeGitHub:
 
     def comments_on(self, number: int) -> list[Comment]:
         return sorted((c for c in self.comments.values() if c.issue == number), key=lambda c: c.id)
+
+    def status_of(self, sha: str, context: str) -> Status | None:
+        """The latest status of ``context`` on ``sha`` (GitHub's contexts are case-insensitive), or None."""
+        found = [s for s in self.statuses if s.sha == sha and s.context.lower() == context.lower()]
+        return found[-1] if found else None
 
     def calls(self, operation: str, *, status: int | None = None) -> int:
         """How many requests reached ``operation`` (only those answered with ``status``, if given)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tests.fakes.openapi_contract import contract
@@ -15,9 +16,25 @@ if TYPE_CHECKING:
 Answer = tuple[int, Any, dict[str, str]]
 ROUTES: dict[str, Callable[..., Answer]] = {}
 COMMENT_LIMIT = 65_536
+STATUS_DESCRIPTION_LIMIT = 140
+"""GitHub answers 422 "description is too long (maximum is 140 characters)" beyond this (not in the spec)."""
 NOT_YOURS = "Must have admin rights to Repository."
+GITHUB_API_ROOT = "https://api.github.com"
 STORAGE_SIGNATURE = "Fake0Storage0Signature0Secret"
 """The sig= value of every artifact download URL the fake redirects to."""
+
+
+@dataclass
+class Status:
+    """A commit status as created (GitHub keeps every one; the latest per sha and context is the check's state)."""
+
+    id: int
+    sha: str
+    state: str
+    context: str
+    description: str | None
+    target_url: str | None
+    login: str
 
 
 def error(status: int, message: str) -> dict[str, Any]:
@@ -256,3 +273,26 @@ def download_artifact(fake: FakeGitHub, token: Token, q: dict[str, str], body: A
     storage = fake.storage or f"http://localhost:{fake.port}"
     signed = f"?sig={STORAGE_SIGNATURE}&se=2099-01-01T00%3A00%3A00Z&sp=r"
     return 302, None, {"Location": f"{storage}/_blobs/artifacts/{a['artifact_id']}.zip{signed}"}
+
+
+@route("repos/create-commit-status")
+def create_status(fake: FakeGitHub, token: Token, q: dict[str, str], body: Any, headers: Any, **a: str) -> Answer:
+    if not token.statuses:  # the job's permissions lack statuses: write
+        return 403, error(403, "Resource not accessible by integration"), {"X-Contract-Undeclared": "ok"}
+    description = body.get("description")
+    if description is not None and len(description) > STATUS_DESCRIPTION_LIMIT:  # enforced by GitHub, not the spec
+        out = error(422, "Validation Failed")
+        out["errors"] = [{"resource": "Status", "code": "custom", "field": "description",
+                          "message": "description is too long (maximum is 140 characters)"}]
+        return 422, out, {"X-Contract-Undeclared": "ok"}
+    status = Status(next(fake._ids), a["sha"], body["state"], body.get("context", "default"), description,
+                    body.get("target_url"), token.login)
+    fake.statuses.append(status)
+    out = contract().example("status")
+    out.update(id=status.id, node_id=f"SC_{status.id}", state=status.state, context=status.context,
+               description=status.description, target_url=status.target_url,
+               url=f"{GITHUB_API_ROOT}/repos/{fake.repo}/statuses/{status.sha}")
+    if out.get("creator"):
+        out["creator"].update(login=token.login, type="Bot" if token.login.endswith("[bot]") else "User")
+    out = fake._rebase(out)
+    return 201, out, {"Location": out["url"]}

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from evalbot.forge.base import CommentRef, PullRef
+from evalbot.forge.base import CommentRef, PullRef, StatusState
 
 
 class ScriptedForge:
@@ -44,6 +44,11 @@ class ScriptedForge:
 
     def changed_files(self, *, number: int) -> list[str]:
         return self._do("changed_files", [])
+
+    def set_commit_status(
+        self, *, sha: str, state: StatusState, context: str, description: str, target_url: str | None
+    ) -> None:
+        return self._do("set_commit_status", None)
 
 
 DATA = Path(__file__).parents[1] / "e2e" / "data"

@@ -95,3 +95,18 @@ def test_nullable_becomes_a_null_option() -> None:
         "anyOf": [{"allOf": [{"$ref": "#/x"}]}, {"type": "null"}]
     }
     assert to_json_schema({"enum": ["a"], "type": "string", "nullable": True})["enum"] == ["a", None]
+
+
+def test_commit_status_is_served_as_the_contract_says(server: FakeGitHub) -> None:
+    """POST /statuses/{sha}: 201 with a Status body; a state outside the enum is a violation; a description over
+    GitHub's 140 characters is 422, as GitHub answers it (the spec does not say)."""
+    sha = "c" * 40
+    body = {"state": "failure", "context": "evalbot", "description": "blocked", "target_url": "https://x/1"}
+    status, headers, out = call(server, "POST", f"/repos/{server.repo}/statuses/{sha}", body)
+    assert status == 201 and out["state"] == "failure" and out["context"] == "evalbot"
+    assert headers["Location"].endswith(f"/statuses/{sha}") and server.violations == []
+    assert server.status_of(sha, "EVALBOT") is not None and server.status_of(sha, "other") is None
+    assert call(server, "POST", f"/repos/{server.repo}/statuses/{sha}", {**body, "description": "x" * 141})[0] == 422
+    assert server.violations == []
+    call(server, "POST", f"/repos/{server.repo}/statuses/{sha}", {**body, "state": "blocked"})
+    assert any("request body state" in v for v in server.violations), server.violations

@@ -10,7 +10,7 @@ import pytest
 
 from evalbot.forge.base import ForgeError, ForgeForbidden
 from evalbot.forge.pygithub import PyGithubForge
-from tests.fakes.fake_github import READ_ONLY_TOKEN, FakeGitHub, Pull
+from tests.fakes.fake_github import NO_STATUSES_TOKEN, READ_ONLY_TOKEN, FakeGitHub, Pull
 from tests.forge.malformed_zips import MALFORMED
 
 Make = Callable[..., PyGithubForge]
@@ -189,3 +189,23 @@ def test_changed_files_refuses_a_list_github_may_have_cut(fake: FakeGitHub, make
 def test_changed_files_of_an_unknown_pull_request_is_an_error(fake: FakeGitHub, make_forge: Make) -> None:
     with pytest.raises(ForgeError):
         make_forge().changed_files(number=404)
+
+
+def test_commit_status_is_set_on_the_sha(fake: FakeGitHub, make_forge: Make) -> None:
+    """One POST /statuses/{sha} (no GET of the commit first); a description over GitHub's 140 characters is cut,
+    not refused with 422; a token without statuses: write is ForgeForbidden naming the call; a 502 is retried."""
+    forge = make_forge()
+    forge.set_commit_status(sha=HEAD, state="failure", context="evalbot", description="blocked: " + "x" * 300,
+                            target_url="https://github.com/o/r/actions/runs/1")
+    (status,) = fake.statuses
+    assert (status.sha, status.state, status.context) == (HEAD, "failure", "evalbot")
+    assert status.description is not None and len(status.description) == 140 and status.description.endswith("…")
+    assert status.target_url == "https://github.com/o/r/actions/runs/1"
+    assert [e.operation for e in fake.exchanges] == ["repos/create-commit-status"]
+    fake.fail("POST", r"/statuses/", 502)
+    forge.set_commit_status(sha=HEAD, state="success", context="evalbot", description="passed", target_url=None)
+    assert fake.status_of(HEAD, "evalbot") is not None and fake.statuses[-1].state == "success"
+    with pytest.raises(ForgeForbidden, match=r"set the commit status 'evalbot'.*\(HTTP 403\)"):
+        make_forge(token=NO_STATUSES_TOKEN).set_commit_status(sha=HEAD, state="success", context="evalbot",
+                                                              description="passed", target_url=None)
+    assert len(fake.statuses) == 2
