@@ -202,7 +202,7 @@ def test_the_fork_safe_second_stage_carries_what_the_pull_request_cannot_affect(
     fork_first_stage(action, base, pr_runs(action.workspace, ["billing"], broken=["billing-1"]))
     run = action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run", "only-affected": "true"},
                      judge_key=None)
-    assert run.code == 0, run.stdout + run.stderr  # the second stage fails only when it could not do its job
+    assert run.code == 1, run.stdout + run.stderr  # the second stage's exit code is the verdict's (the fork gate)
     (comment,) = action.github.comments_on(7)
     assert comment.body.split("\n")[1] == f"### ❌ evalbot: blocked: 1 regressed · {CARRIED}", comment.body[:600]
     assert "removed" not in comment.body and "Re-measured by this repository's trusted workflow" in comment.body
