@@ -74,8 +74,8 @@ def test_the_documented_local_accept_loop(tmp_path: Path, monkeypatch: pytest.Mo
     assert main(compare, env={}) == 0
     out = capsys.readouterr()
     headline = out.out.splitlines()[1].removeprefix("### ✅ evalbot: ")
-    assert headline == "2 changes accepted by this PR's baseline update · 1 fixed · 1 still failing"
-    assert f'"✅ {headline.split(" · ")[0]}\n#    · 1 fixed · 1 still failing"' in readme
+    assert headline == ("accepted by this PR's baseline update: 1 regression (orders/refund\\_damaged\\_item) · 1 "
+                        "split-vote flip · 1 fixed · 1 still failing")
     notice = ("examples/.evalbot/baseline.json in the working tree differs from HEAD:examples/.evalbot/baseline.json: "
               "taken as this change's baseline update")
     assert notice in out.err and "in the working tree differs from REF:PATH: taken as this change's baseline update" \

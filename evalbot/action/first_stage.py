@@ -29,6 +29,7 @@ from evalbot.compare import settle
 from evalbot.compare.accept import proposed_baseline
 from evalbot.compare.baseline import (
     Baseline,
+    accept_command,
     build_baseline,
     create_command,
     dump_baseline,
@@ -36,7 +37,7 @@ from evalbot.compare.baseline import (
     same_scores,
 )
 from evalbot.compare.carry import carried_update
-from evalbot.compare.delta import compare, custom_not_run
+from evalbot.compare.delta import compare, custom_not_run, entries_to_accept
 from evalbot.compare.gate import Gate, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.model import Comparison
@@ -367,6 +368,9 @@ def first_stage(
         comparison.notes = [*gate.notes, *comparison.notes]
         comparison.commit = pr.head_sha
         comparison.reproduce_command, comparison.refresh_command = commands(inputs, pr.base_sha)
+        if comparison.gate.verdict == "blocked":
+            comparison.accept_command = accept_command(comparison.refresh_command, entries_to_accept(comparison),
+                                                       f"{pr.base_sha}:{inputs.baseline_path}")
         comparison.merge_queue = pr.merge_queue
     note_not_rerun(comparison, policy.rerun_flipped)  # the Action scores recorded runs only
     html_path = write_html(comparison, inputs, ws)

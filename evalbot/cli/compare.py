@@ -48,6 +48,7 @@ from evalbot.compare.baseline import (
     HISTORY_LIMIT,
     Baseline,
     BaselineSpec,
+    accept_command,
     build_baseline,
     create_command,
     dump_baseline,
@@ -57,7 +58,7 @@ from evalbot.compare.baseline import (
     restricted,
 )
 from evalbot.compare.carry import carried_update, carry
-from evalbot.compare.delta import compare
+from evalbot.compare.delta import compare, entries_to_accept
 from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.model import Carried
@@ -274,6 +275,13 @@ def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick, n
     for alert in comparison.alerts:
         print(f"evalbot: warning: {alert}", file=sys.stderr)
     comparison.reproduce_command, comparison.refresh_command = cli_commands(args, ruler.spec.label, ruler.spec.path)
+    if comparison.refresh_command is not None and comparison.gate.verdict == "blocked":
+        comparison.accept_command = accept_command(comparison.refresh_command, entries_to_accept(comparison),
+                                                   ruler.spec.label)
+    update = comparison.baseline_update
+    if update is not None and update.stale:
+        print(f"evalbot: {update.differences[0]}; rewrite it on {ruler.spec.label}: "
+              f"{comparison.accept_command or comparison.refresh_command}", file=sys.stderr)
     links = Links(summary=args.summary, report=args.report)
     comment = render_comment(comparison, marker=comment_marker(args.comment_id), links=links, template=ruler.template)
     if args.report:

@@ -70,6 +70,31 @@ def create_command(
     return f"evalbot baseline {sets} {runs} --output {shlex.quote(path)}"
 
 
+MAX_ACCEPT_NAMED = 10
+"""Cases of one eval set an ``--accept`` command names one by one (more: the whole eval set, ``SET/*``)."""
+
+
+def accept_command(refresh: str, entries: Sequence[str], previous: str) -> str | None:
+    """``refresh`` (an ``evalbot baseline … --output PATH`` command) accepting only ``entries`` (``SET/CASE`` or
+    ``SET/*``) on the baseline at ``previous`` (FILE or REF:PATH, main's): what a pull request runs to accept exactly
+    those changes. None without entries."""
+    import shlex
+
+    if not entries:
+        return None
+    by_set: dict[str, list[str]] = {}
+    for entry in dict.fromkeys(entries):
+        key, _, case = entry.rpartition("/")
+        by_set.setdefault(key, []).append(case)
+    named = [f"{key}/*" if "*" in cases or len(cases) > MAX_ACCEPT_NAMED else f"{key}/{case}"
+             for key, cases in by_set.items() for case in (["*"] if "*" in cases or len(cases) > MAX_ACCEPT_NAMED
+                                                           else cases)]
+    parts = shlex.split(refresh)
+    at = parts.index("--output") if "--output" in parts else len(parts)
+    extra = [item for entry in named for item in ("--accept", entry)] + ["--previous", previous]
+    return shlex.join(parts[:at] + extra + parts[at:])
+
+
 class _Model(StrictModel):
     model_config = ConfigDict(frozen=True)
 
@@ -77,7 +102,8 @@ class _Model(StrictModel):
 class BaselineMetric(_Model):
     """One criterion's verdict on one case."""
 
-    score: float | None = None
+    score: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    """In [0, 1], as every criterion reports its scores (a number outside is refused with its pointer)."""
     status: Status
     votes: list[Votes | None] | None = None
     """Per invocation, for judged criteria whose results carry their votes."""

@@ -31,6 +31,7 @@ from evalbot.compare.gate import GatePolicy, decide
 from evalbot.compare.judge_gaps import judge_gaps
 from evalbot.compare.model import (
     CATEGORIES,
+    AcceptedChange,
     AgentRuns,
     BaselineInfo,
     BaselineUpdate,
@@ -538,6 +539,7 @@ def compare(
         for es in sets:
             _count_case_outcomes(es.rows, es.cases)
     budgets = _budgets_in_force(policy.budgets, yardstick, acceptance)
+    accepted = accepted_changes(sets, yardstick)
     counts: dict[str, int] = {category: 0 for category in CATEGORIES}
     for es in sets:
         for case in es.cases:
@@ -576,7 +578,30 @@ def compare(
         efficiency_note=OLD_BASELINE_NOTE if baseline is not None and compatible and baseline.efficiency is None
         else None,
         notes=[_accepted_budgets_note(policy.budgets, budgets)] if budgets != policy.budgets else [],
+        accepted=accepted,
     )
+
+
+ACCEPTED_KINDS: dict[str, str] = {
+    "eval_set_removed": "removed eval set", "eval_set_renamed": "renamed eval set", "eval_set_moved": "moved eval set",
+    "case_removed": "removed case", "case_renamed": "renamed case", "case_definition": "definition change",
+    "criterion_removed": "removed criterion", "threshold_lowered": "lowered threshold",
+    "threshold_raised": "raised threshold", "criterion_changed": "criterion change",
+    "custom_metric": "custom metric change", "judge_model": "judge model change", "pass_rule": "pass rule change",
+    "budget_loosened": "budget change",
+}
+"""How the headline names an accepted yardstick change."""
+
+
+def accepted_changes(sets: Sequence[EvalSetComparison], yardstick: Sequence[YardstickChange]) -> list[AcceptedChange]:
+    """The changes the PR's baseline update accepts: each accepted regression (a case that regressed, flaked or
+    flipped on a split vote against main), then each accepted yardstick change, by kind."""
+    out = [AcceptedChange(kind="split-vote flip" if (case.reason or "").startswith("inconclusive") else "regression",
+                          subject=f"{es.eval_set_id}/{case.eval_id}")
+           for es in sets for case in es.cases if case.category == "accepted"]
+    out += [AcceptedChange(kind=ACCEPTED_KINDS.get(y.kind, y.kind), subject=y.subject.replace(" / ", "/"))
+            for y in yardstick if y.accepted]
+    return out
 
 
 def _accepted_budgets_note(base: Mapping[str, str], applied: Mapping[str, str]) -> str:
@@ -704,3 +729,25 @@ def invisible_ids(sets: Sequence[EvalSetComparison], main: Baseline | None = Non
             elif has_lookalike(c.eval_id):
                 out.append(f"{shown} / {escape_lookalike(c.eval_id)}")
     return out
+
+
+def entries_to_accept(comparison: Comparison) -> list[str]:
+    """``SET/CASE`` (``SET/*``: an eval set's criteria or path) of what blocks that a baseline update can accept (the
+    regressed cases, the unaccepted yardstick changes, the stale entries), after those the PR's update already
+    accepts: what ``evalbot baseline --accept`` names so that running it accepts them all (drop the ones that are not
+    intended)."""
+    out: list[str] = []
+    blocking = {"regressed"} | ({"flaky"} if comparison.policy.block_flaky else set()) | (
+        {"inconclusive"} if comparison.policy.block_inconclusive else set())
+    update = comparison.baseline_update
+    if update is not None:
+        out += update.entries
+    for es in comparison.eval_sets:
+        out += [f"{es.key}/{case.eval_id}" for case in es.cases if case.category in blocking]
+    for y in comparison.yardstick:
+        if y.accepted or not y.loosens or y.kind == "budget_loosened":
+            continue
+        key = next((es.key for es in comparison.eval_sets if es.eval_set_id == y.eval_set_id), y.eval_set_id)
+        out.append(f"{key}/{y.case}" if y.case is not None else f"{key}/*")
+    return list(dict.fromkeys(out))
+

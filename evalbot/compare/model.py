@@ -278,14 +278,15 @@ class YardstickChange(StrictModel):
 
 
 class BaselineUpdate(StrictModel):
-    """A pull request that changes the baseline file: which of its entries does this run confirm?
+    """A pull request that changes the baseline file: which entries it accepts, and whether the file records what a
+    run produced.
 
-    The file is compared entry by entry (an eval set's path and criteria, each case, the removals) with the base
-    commit's baseline; each entry it changes must be one a run produced: the case's definition, status and criteria
-    as this run has them (scores may differ within the usual noise rules: a judged flip on a split vote, a score
-    that moved without changing the verdict), its history main's history continued (or started afresh). Those
-    entries are accepted: the run is compared with them instead of main's. ``differences`` lists the entries this
-    run contradicts (stale or hand-edited): they block. ``matches``: nothing contradicts the run.
+    The file is compared entry by entry (an eval set's path, pass rule and criteria, each case's definition and
+    verdicts, the removals) with the base commit's baseline; each entry it changes is accepted, and this run's values
+    are used for it, never the file's. The file must record what a run produced, since it becomes main's baseline:
+    an accepted entry's definition as this run has it, no verdict better than this run's, every history main's
+    continued (from main's current entry or an earlier state of it) or started afresh. ``differences`` lists what
+    does not (stale or hand-edited): it blocks. ``matches``: nothing does.
     """
 
     path: str
@@ -295,6 +296,19 @@ class BaselineUpdate(StrictModel):
     """Differences not listed."""
     changed: int = 0
     """Entries the file changes against the base commit's baseline."""
+    stale: list[str] = Field(default_factory=list)
+    """``set/case`` (``set/*``: an eval set's criteria) whose entry the file wrote against a state of main's entry that
+    main has since left: rewrite the update on main's current baseline (``evalbot baseline --accept``)."""
+    entries: list[str] = Field(default_factory=list)
+    """``set/case`` or ``set/*`` of the entries the file changes (and the stale ones): what ``--accept`` names."""
+
+
+class AcceptedChange(StrictModel):
+    """One change the PR's baseline update accepts, by kind (``regression``, ``definition change``...)."""
+
+    kind: str
+    subject: str
+    """``set/case``, ``set/criterion`` or ``set``."""
 
 
 class Carried(StrictModel):
@@ -360,5 +374,11 @@ class Comparison(StrictModel):
     carried: Carried | None = None
     """The eval sets not scored because the change cannot affect them (``--only-affected``), None when every eval set
     was scored."""
+    accepted: list[AcceptedChange] = Field(default_factory=list)
+    """The changes this PR's baseline update accepts, by kind: the headline names them (an accepted regression is
+    always called one)."""
+    accept_command: str | None = None
+    """``evalbot baseline … --accept SET/CASE …``: rewrites the baseline update on main's current baseline with only
+    the named entries refreshed from a run (the regressed and stale ones filled in)."""
     merge_queue: bool = False
     """A merge queue's run (``merge_group``): compared with its base commit like a pull request; the headline says so."""

@@ -271,6 +271,28 @@ def yardstick_note(comparison: Comparison) -> str | None:
     return f"⚠️ {plural(n, 'yardstick change')} ({escape_lookalike(first.subject)}: {first.what}{more})"
 
 
+MAX_ACCEPTED_NAMED = 3
+"""Accepted regressions named in the headline (the rest are counted)."""
+
+
+def accepted_summary(comparison: Comparison) -> str | None:
+    """``accepted by this PR's baseline update: 1 regression (shop/track_package) · 1 definition change``: what the
+    PR's baseline update accepts, by kind, accepted regressions first and named (None: nothing accepted)."""
+    kinds: dict[str, list[str]] = {}
+    for change in sorted(comparison.accepted, key=lambda a: a.kind != "regression"):
+        kinds.setdefault(change.kind, []).append(change.subject)
+    if not kinds:
+        return None
+    parts = []
+    for kind, subjects in kinds.items():
+        text = plural(len(subjects), kind)
+        if kind == "regression":
+            named = ", ".join(escape_lookalike(s) for s in subjects[:MAX_ACCEPTED_NAMED])
+            text += f" ({named}{', …' if len(subjects) > MAX_ACCEPTED_NAMED else ''})"
+        parts.append(text)
+    return "accepted by this PR's baseline update: " + " · ".join(parts)
+
+
 def _yardstick_pass(comparison: Comparison) -> str:
     """Why unaccepted yardstick changes did not block a passing run."""
     loosening = any(y.loosens and not y.accepted for y in comparison.yardstick)
@@ -299,7 +321,8 @@ def _verdict(comparison: Comparison) -> tuple[str, str]:
         ("still_failing", "still failing"), ("new", "new"), ("changed_definition", "changed definition"),
     ) if n.get(k) and not (k == "new" and comparison.baseline is None)]  # without a baseline every case is "new"
     if accepted:
-        extras.insert(1, f"{plural(accepted, 'change')} accepted by this PR's baseline update")
+        extras.insert(1, accepted_summary(comparison) or f"{plural(accepted, 'change')} accepted by this PR's "
+                      "baseline update")
     ruler = yardstick_note(comparison)
     budgets = [f"⛔ {row.label} {row.excess}" + (f" ({row.eval_set_id})" if len(comparison.report.eval_sets) > 1 else "")
                for row in comparison.efficiency if row.status == "over_budget" and row.excess]
@@ -328,13 +351,16 @@ def _verdict(comparison: Comparison) -> tuple[str, str]:
         elif conflicts:
             assert comparison.baseline_update is not None
             extras[:0] = budgets
+            stale = comparison.baseline_update.stale
             first = (comparison.baseline_update.differences or [""])[0].split(": ", 1)[0]
-            lead = "⚠️ this PR's baseline update does not match this run" + (f" ({first[:200]})" if first else "")
+            lead = (f"⚠️ this PR's baseline update is stale ({escape_lookalike(', '.join(stale[:3]))[:200]}"
+                    f"{', …' if len(stale) > 3 else ''}: main changed it since)" if stale
+                    else "⚠️ this PR's baseline update does not match this run" + (f" ({first[:200]})" if first else ""))
         else:
             lead = "; ".join(gate.reasons[:1])
         if ruler:
             extras.insert(0, ruler)
-        if conflicts and not lead.startswith("⚠️ this PR's baseline"):
+        if conflicts and not lead.startswith("⚠️ this PR's baseline"):  # stale or not matching
             extras.insert(0, "⚠️ the baseline update does not match this run")
         title = f"blocked: {lead}" + "".join(f" · {e}" for e in extras)
     elif comparison.baseline is None:
@@ -355,7 +381,8 @@ def _verdict(comparison: Comparison) -> tuple[str, str]:
         return "⚠️", f"no regressions · {ruler} ({_yardstick_pass(comparison)})" + "".join(f" · {e}" for e in extras)
     elif accepted:
         rest = [e for e in extras if "accepted by this PR" not in e]
-        title = f"{plural(accepted, 'change')} accepted by this PR's baseline update" + "".join(f" · {e}" for e in rest)
+        lead = accepted_summary(comparison) or f"{plural(accepted, 'change')} accepted by this PR's baseline update"
+        title = lead + "".join(f" · {e}" for e in rest)
     else:
         title = "no regressions" + "".join(f" · {e}" for e in extras)
     return ICONS[gate.verdict], title

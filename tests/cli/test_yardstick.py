@@ -129,7 +129,8 @@ def test_the_local_accept_loop(proj: Path, capsys: pytest.CaptureFixture[str]) -
     assert code == 0, err
     code, out, err = cli(capsys, *compare)
     assert code == 0, out
-    assert out.splitlines()[1] == "### ✅ evalbot: 1 change accepted by this PR's baseline update · 1 fixed"
+    assert out.splitlines()[1] == ("### ✅ evalbot: accepted by this PR's baseline update: 1 regression "
+                                   "(orders/refund) · 1 fixed")
     notice = f"{BASE} in the working tree differs from main:{BASE}: taken as this change's baseline update"
     assert notice in err and notice.replace("_", "\\_") in out
     assert "Accepted by this PR's baseline update (1)" in out and "<b>orders / refund</b>" in out
@@ -139,7 +140,7 @@ def test_the_local_accept_loop(proj: Path, capsys: pytest.CaptureFixture[str]) -
     (proj / BASE).write_text(json.dumps(data), encoding="utf-8")
     code, out, _ = cli(capsys, *compare)
     assert code == 1, out
-    assert "/eval\\_sets/orders/cases/refund/history: \"FPF\" in the file, \"PF\" in this run" in out
+    assert "stale: main's baseline changed orders/refund since this update was written" in out
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

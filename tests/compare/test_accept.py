@@ -83,22 +83,25 @@ def test_a_forged_history_on_an_otherwise_unchanged_entry_blocks() -> None:
     main = base_of(MAIN)
     file = edited(refreshed(PR, main), {"history": "PFPFP"}, "eval_sets", "s", "cases", "b")
     result = accept(main, file, PR, POLICY, "pr.json")
-    assert not result.update.matches and ("s", "b") not in result.cases
-    assert result.update.differences == ['/eval_sets/s/cases/b/history: "PFPFP" in the file, "PP" in this run '
-                                         "(main's history continued: the flaky history is always main's)"]
+    assert not result.update.matches and ("s", "b") not in result.cases and result.update.stale == ["s/b"]
+    assert result.update.differences == ["stale: main's baseline changed s/b since this update was written (or the "
+                                         "file was edited)"]
 
 
 def test_the_flaky_history_compared_with_is_mains() -> None:
-    """An accepted entry keeps main's history in the baseline the run is compared with."""
+    """An accepted case is compared with main's entry, with main's history, never with the file's."""
     main = base_of(MAIN)
-    result = accept(main, refreshed(PR, main), PR, POLICY, "pr.json")
-    assert result.effective.eval_sets["s"].cases["a"].history == main.eval_sets["s"].cases["a"].history == "P"
+    file = edited(refreshed(PR, main), {"history": "F"}, "eval_sets", "s", "cases", "a")  # started afresh: allowed
+    c = compare(current=PR, baseline=main, policy=POLICY, proposed=ProposedBaseline("pr.json", file))
+    (a,) = [k for es in c.eval_sets for k in es.cases if k.eval_id == "a"]
+    assert a.category == "accepted" and a.main_outcomes == main.eval_sets["s"].cases["a"].history == "P"
 
 
 def test_the_baseline_compared_with_keeps_parsed_files_packed_and_equals_the_models() -> None:
     """With main's file and the PR's as parsed (cases packed), the baseline compared with keeps its cases packed
     (main's unchanged ones are not built and held) and equals what the same files as models give: the accepted
-    case replaced in place with main's history, an accepted removal dropped, order kept."""
+    case and the accepted removal left out (an accepted case is compared with main's entry, never paired), order
+    kept."""
     main_run = report(eval_set("s", [case(k, {TRAJ: metric(1.0), RESP: metric(0.9, 0.5)}) for k in "abcd"]))
     pr_run = report(eval_set("s", [case("a", {TRAJ: metric(0.0), RESP: metric(0.9, 0.5)}),
                                    *(case(k, {TRAJ: metric(1.0), RESP: metric(0.9, 0.5)}) for k in "bc")]))
@@ -108,10 +111,9 @@ def test_the_baseline_compared_with_keeps_parsed_files_packed_and_equals_the_mod
                     pr_run, POLICY, "pr.json")
     built = accept(main, file, pr_run, POLICY, "pr.json")
     cases = parsed.effective.eval_sets["s"].cases
-    assert isinstance(cases, PackedCases) and list(cases) == ["a", "b", "c"]
+    assert isinstance(cases, PackedCases) and list(cases) == ["b", "c"]
     assert parsed.update == built.update and parsed.update.matches and parsed.cases == {("s", "a"), ("s", "d")}
     assert dict(cases) == dict(built.effective.eval_sets["s"].cases)
-    assert cases["a"].status == "failed" and cases["a"].history == main.eval_sets["s"].cases["a"].history
 
 
 def test_a_split_judge_flip_against_the_file_is_noise() -> None:
@@ -181,3 +183,94 @@ def test_a_baseline_written_before_these_fields_reads_and_shows_no_change() -> N
     assert c.yardstick == [] and c.gate.exit_code == 0
     regressed = compare(current=PR, baseline=old, policy=POLICY)
     assert regressed.yardstick == [] and regressed.gate.reasons == ["s: 1 case(s) regressed"]
+
+
+# --- the file says WHICH entries; their values are the run's (issue 37 row 1, issue 38) ---------------------------
+
+
+def later_refreshes(runs: list[Report], previous: Baseline) -> Baseline:
+    """Main's next refreshes (push mode), each on a new commit, through the file."""
+    from evalbot.compare.baseline import dump_baseline
+
+    baseline = previous
+    for i, run in enumerate(runs):
+        baseline = build_baseline(run, commit=f"{i + 100:040x}", created_at=f"2026-02-{i + 1:02d}T00:00:00+00:00",
+                                  previous=baseline)
+        baseline = parse_baseline(dump_baseline(baseline), "baseline.json")
+    return baseline
+
+
+def _drifting(n: int, score: float) -> list:  # type: ignore[type-arg]
+    return [case(f"d{i}", {RESP: metric(score, 0.5)}) for i in range(n)]
+
+
+def test_invented_scores_for_new_cases_cannot_cancel_a_drift() -> None:
+    """10 cases drift 1.0 -> 0.8 (still passing): a mean regression. The update records two new cases with an
+    invented score of 0.0 (the run scored 1.0): their values are never compared, the drift still blocks."""
+    main = base_of(report(eval_set("s", _drifting(10, 1.0))))
+    run = report(eval_set("s", [*_drifting(10, 0.8), case("n1", {RESP: metric(1.0, 0.5)}),
+                                case("n2", {RESP: metric(1.0, 0.5)})]))
+    plain = compare(current=run, baseline=main, policy=POLICY)
+    assert plain.gate.exit_code == 1
+    file = refreshed(run, main)
+    for new in ("n1", "n2"):
+        file = edited(file, {"score": 0.0}, "eval_sets", "s", "cases", new, "metrics", RESP)
+    c = compare(current=run, baseline=main, policy=POLICY, proposed=ProposedBaseline("pr.json", file))
+    assert c.gate.exit_code == 1 and c.gate.reasons == plain.gate.reasons, c.gate
+    (row,) = [r for es in c.eval_sets for r in es.rows if r.criterion == RESP]
+    assert row.change == "regressed" and row.paired == 10 and abs((row.delta or 0) + 0.2) < 1e-9
+
+
+def test_a_score_outside_zero_one_is_refused_with_its_pointer() -> None:
+    import pytest
+
+    from evalbot.errors import InputError
+
+    data = json.loads(base_of(MAIN).model_dump_json())
+    data["eval_sets"]["s"]["cases"]["a"]["metrics"][TRAJ]["score"] = -3.0
+    with pytest.raises(InputError) as err:
+        parse_baseline(json.dumps(data), "pr.json")
+    assert err.value.pointer == f"/eval_sets/s/cases/a/metrics/{TRAJ}/score"
+    data["eval_sets"]["s"]["cases"]["a"]["metrics"][TRAJ]["score"] = 1.5
+    with pytest.raises(InputError):
+        parse_baseline(json.dumps(data), "pr.json")
+
+
+def test_an_accepted_regression_is_named_as_one_in_the_headline() -> None:
+    from evalbot.render.comment import verdict
+
+    main = base_of(MAIN)
+    c = compare(current=PR, baseline=main, policy=POLICY, proposed=ProposedBaseline("pr.json", refreshed(PR, main)))
+    assert [(a.kind, a.subject) for a in c.accepted] == [("regression", "s/a")]
+    assert verdict(c) == ("✅", "accepted by this PR's baseline update: 1 regression (s/a)")
+
+
+def test_an_update_written_before_mains_refreshes_still_applies() -> None:
+    """The update was written on main's baseline; main then refreshed three times with the same outcomes (histories,
+    scores and trends moved): the update's entries still apply."""
+    from tests.fakes.reports import main_refreshes
+
+    main_then = main_refreshes([MAIN])
+    file = parse_baseline(refreshed(PR, main_then).model_dump_json(), "pr.json")
+    drift = report(eval_set("s", [case("a", {TRAJ: metric(1.0), RESP: metric(0.95, 0.5)}),
+                                  case("b", {TRAJ: metric(1.0), RESP: metric(0.8, 0.5)})]))
+    main_now = later_refreshes([drift, MAIN, drift], main_then)
+    c = compare(current=PR, baseline=main_now, policy=POLICY, proposed=ProposedBaseline("pr.json", file))
+    assert c.gate.exit_code == 0 and c.baseline_update is not None and c.baseline_update.matches, c.gate
+    assert [(a.kind, a.subject) for a in c.accepted] == [("regression", "s/a")]
+
+
+def test_an_update_is_stale_only_where_main_changed_the_same_entry() -> None:
+    """Main's b failed then passed again since the update (which refreshed b, unchanged, and accepted a) was written:
+    b's history in the file continues a state main left and its outcome changed since: stale, named, blocking."""
+    from tests.fakes.reports import main_refreshes
+
+    main_then = main_refreshes([MAIN])
+    file = parse_baseline(refreshed(PR, main_then).model_dump_json(), "pr.json")
+    b_fails = report(eval_set("s", [case("a", {TRAJ: metric(1.0), RESP: metric(0.9, 0.5)}),
+                                    case("b", {TRAJ: metric(0.0), RESP: metric(0.909, 0.5)})]))
+    main_now = later_refreshes([b_fails], main_then)
+    result = accept(main_now, file, PR, POLICY, "pr.json")
+    assert result.update.stale == ["s/b"] and not result.update.matches
+    assert result.update.differences[0].startswith("stale: main's baseline changed s/b since")
+    assert result.update.entries == ["s/a", "s/b"]

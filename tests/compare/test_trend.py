@@ -176,9 +176,8 @@ def test_a_forged_trend_blocks_with_its_pointer() -> None:
     mine = forged(refreshed(run(0.7), main), [{"mean": 0.99}, {"mean": 0.98}, {"mean": 0.7}])
     result = accept(main, mine, run(0.7), POLICY, "pr.json")
     assert not result.update.matches
-    assert result.update.differences == [
-        f"/eval_sets/s/criteria/{RESP}/trend: means [0.99, 0.98, 0.7] in the file, [0.5, 0.6, 0.7] expected (main's "
-        "trend continued with the entry's mean: refresh the file with `evalbot baseline`)"]
+    assert result.update.stale == ["s/*"] and result.update.differences == [
+        "stale: main's baseline changed s/* since this update was written (or the file was edited)"]
     c = compare(current=run(0.7), baseline=main, policy=POLICY, proposed=ProposedBaseline("pr.json", mine))
     assert c.gate.exit_code == 1
 

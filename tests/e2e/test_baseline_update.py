@@ -27,8 +27,9 @@ def test_honest_baseline_refresh_is_accepted(action: Action, baseline_text: str)
     assert run.outputs["verdict"] == "passed" and run.outputs["regressed"] == "0"
     body = action.github.comments_on(7)[0].body
     assert "Accepted by this PR's baseline update (1)" in body
-    assert body.splitlines()[1] == "### ✅ evalbot: 1 change accepted by this PR's baseline update"
-    assert "the 1 entry it changes against the base commit's baseline matches this run" in body and "refund" in body
+    assert body.splitlines()[1] == ("### ✅ evalbot: accepted by this PR's baseline update: 1 regression "
+                                    "(shop/refund)")
+    assert "the 1 entry it changes against the base commit's baseline is accepted" in body and "refund" in body
     assert not [a for a in run.annotations() if "title=Regression" in a]
 
 
@@ -45,7 +46,7 @@ def test_hand_edited_baseline_is_refused_with_the_differences(action: Action, ba
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
     assert run.code == 1, run.stdout + run.stderr
     body = action.github.comments_on(7)[0].body
-    assert "does not match this run (stale or hand-edited)" in body
+    assert "does not record what this run produced (stale or hand-edited)" in body
     assert '/eval\\_sets/shop/cases/refund/metrics/tool\\_trajectory\\_avg\\_score/status: "passed" (score 1.0) in the ' \
            'file, "failed" (score 0.0) in this run' in body
     assert "the baseline update does not match this run" in body.splitlines()[1]
@@ -91,8 +92,8 @@ def test_forged_history_in_the_pr_baseline_is_not_accepted(action: Action, basel
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
     assert run.code == 1, run.stdout + run.stderr
     body = action.github.comments_on(7)[0].body
-    assert "does not match this run" in body
-    assert '/eval\\_sets/shop/cases/order\\_status/history: "PFPFPFP" in the file, "PP" in this run' in body
+    assert "this PR's baseline update is stale (shop/order\\_status: main changed it since)" in body.splitlines()[1]
+    assert "stale: main's baseline changed shop/order\\_status since this update was written" in body
 
 
 def test_forged_trend_in_the_pr_baseline_is_not_accepted(action: Action, baseline_text: str) -> None:
@@ -106,7 +107,7 @@ def test_forged_trend_in_the_pr_baseline_is_not_accepted(action: Action, baselin
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
     assert run.code == 1, run.stdout + run.stderr
     body = action.github.comments_on(7)[0].body
-    assert "does not match this run" in body and f"/eval\\_sets/shop/criteria/{name.replace('_', chr(92) + '_')}/trend: means" in body
+    assert "this PR's baseline update is stale (shop/\\*: main changed it since)" in body.splitlines()[1], name
 
 
 def test_push_to_main_settles_a_split_flip_before_committing(action: Action) -> None:

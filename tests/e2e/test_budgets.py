@@ -74,7 +74,8 @@ def test_an_honest_baseline_update_accepts_the_loosened_budgets_in_plain_sight(
     assert run.code == 0, run.stdout + run.stderr
     body = action.github.comments_on(7)[0].body
     headline = body.splitlines()[1]
-    assert "2 changes accepted by this PR's baseline update" in headline and "not accepted" not in headline, headline
+    assert "accepted by this PR's baseline update: 2 budget changes" in headline and "not accepted" not in headline, \
+        headline
     assert "| budgets / tool\\_calls | budget loosened from +1 to +5 |" in body
     assert "| budgets / tool\\_calls\\_p95 | budget removed (was +30%) |" in body
     assert "The budgets this PR's baseline update accepts apply to this run: tool\\_calls +5 (was +1), " \

@@ -223,7 +223,7 @@ def test_accepting_a_yardstick_change_with_a_refresh(action: Action, baseline_te
     refresh_in_the_pr(action, "actuals/regressed.json")
     code, headline, body = pr_run(action)
     assert code == 0, body
-    assert headline == "### ✅ evalbot: 1 change accepted by this PR's baseline update"
+    assert headline == "### ✅ evalbot: accepted by this PR's baseline update: 1 removed case"
     assert "**✅ Yardstick changes accepted by this PR's baseline update (1)**" in body
     assert "| shop / refund | case removed | passed on main | not run |" in body
 
@@ -252,7 +252,8 @@ def test_honest_accept_with_a_live_agent_whose_other_answers_drift(action: Actio
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": second})
     body = action.github.comments_on(7)[0].body
     assert run.code == 0, body
-    assert body.splitlines()[1] == "### ✅ evalbot: 1 change accepted by this PR's baseline update"
+    assert body.splitlines()[1] == ("### ✅ evalbot: accepted by this PR's baseline update: 1 regression "
+                                    "(shop/refund)")
     assert "Accepted by this PR's baseline update (1)" in body and "<b>shop / refund</b>" in body
     report = json.loads((action.workspace / ".evalbot-out" / "report.json").read_text(encoding="utf-8"))
     (greeting,) = [c for c in report["eval_sets"][0]["cases"] if c["eval_id"] == "greeting"]
@@ -275,7 +276,8 @@ def test_an_update_accepts_only_what_it_changes(action: Action, baseline_text: s
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/worse.json"})
     body = action.github.comments_on(7)[0].body
     assert run.code == 1, body
-    assert body.splitlines()[1].startswith("### ❌ evalbot: blocked: 1 regressed · 1 change accepted by this PR")
+    assert body.splitlines()[1].startswith("### ❌ evalbot: blocked: 1 regressed · accepted by this PR's baseline "
+                                           "update: 1 regression (shop/refund)")
     assert "<b>shop / order_status</b>" in body and "Accepted by this PR's baseline update (1)" in body
 
 
@@ -292,6 +294,7 @@ def test_forged_flaky_history_blocks_even_with_warn(action: Action, baseline_tex
     write(action, BASELINE, honest)
     code, headline, body = pr_run(action)
     assert code == 1, body
-    assert headline.startswith("### ❌ evalbot: blocked: ⚠️ this PR's baseline update does not match this run "
-                               "(/eval\\_sets/shop/cases/order\\_status/history)"), headline
-    assert '/eval\\_sets/shop/cases/order\\_status/history: "PFPFPFP" in the file, "PP" in this run' in body
+    assert headline.startswith("### ❌ evalbot: blocked: ⚠️ this PR's baseline update is stale (shop/order\\_status: "
+                               "main changed it since)"), headline
+    assert "stale: main's baseline changed shop/order\\_status since this update was written (or the file was " \
+           "edited)" in body
