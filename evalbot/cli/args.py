@@ -125,6 +125,14 @@ def baseline_spec(raw: str) -> str:
     return raw
 
 
+def accept_entry(raw: str) -> tuple[str, str]:
+    """``SET/CASE`` or ``SET/*`` (an eval set's key, then a case id or ``*``)."""
+    key, sep, case = raw.partition("/")
+    if not sep or not key.strip() or not case.strip():
+        _fail(f"expected SET/CASE or SET/* (an eval set id, then a case id or *), got {raw!r}")
+    return key, case
+
+
 def agent_ref(raw: str) -> str:
     """``module:callable`` (dotted names)."""
     if not _AGENT_REF.fullmatch(raw.strip()):

@@ -55,7 +55,9 @@ from evalbot.compare.baseline import (
     parse_baseline,
     parse_spec,
     read_baseline,
+    recorded_regressions,
     restricted,
+    with_accepted,
 )
 from evalbot.compare.carry import carried_update, carry
 from evalbot.compare.delta import compare, entries_to_accept
@@ -511,10 +513,26 @@ def write_baseline(
         commit = head.stdout.strip() if head.returncode == 0 else None
     created_at = args.created_at or datetime.now(UTC).replace(microsecond=0).isoformat()
     baseline = build_baseline(report, commit=commit, created_at=created_at, previous=previous, budgets=budgets)
+    accepted = getattr(args, "accept", None) or []
+    written: list[str] = []
+    if accepted:
+        if previous is None:
+            raise ConfigError("--accept needs the previous baseline (main's): pass --previous REF:PATH")
+        try:
+            baseline, written = with_accepted(previous, baseline, accepted)
+        except KeyError as exc:
+            raise ConfigError(f"--accept {exc.args[0]}") from None
+    for line in recorded_regressions(previous, baseline):
+        print(f"evalbot: warning: {line} recorded: this baseline accepts that regression (commit it only if it is "
+              "intended)", file=sys.stderr)
     write_text(output, dump_baseline(baseline), "--output")
     cases = sum(len(es.cases) for es in baseline.eval_sets.values())
     print(render_text(report))
-    print(f"wrote {output}: {len(baseline.eval_sets)} eval set(s), {cases} case(s), commit {commit or 'unknown'}")
+    if accepted:
+        print(f"wrote {output}: {args.previous or output} with {len(written)} entr{'y' if len(written) == 1 else 'ies'} "
+              f"refreshed from this run ({', '.join(written)}); every other entry as it was")
+    else:
+        print(f"wrote {output}: {len(baseline.eval_sets)} eval set(s), {cases} case(s), commit {commit or 'unknown'}")
     print(f"evalbot: {history_note}")
     return EXIT_OK
 
@@ -526,15 +544,23 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     request (``resample_split``): the baseline later pull requests are measured against records the larger vote,
     not the noise of one small one."""
     if args.shard is not None:
+        if not args.output:
+            raise ConfigError("--shard needs --output PART.json: where to write this shard's part of the report")
         return cmd_shard_part(args, env, args.output, "--output")
-    if args.output is None:
-        args.output = baseline_output(*settings_for(args.paths, config=args.config))
-    previous, _ = previous_baseline(args, args.output)  # before evaluating: an unusable previous baseline fails fast
     inputs = load_inputs(args.paths, config=args.config)
-    if inputs.selected:
-        print("evalbot: warning: this run selects cases (FILE:case1,case2): the baseline written holds only the "
-              "cases run", file=sys.stderr)
     settings, config = inputs.settings()
+    if args.output is None:
+        args.output = baseline_output(settings, config)
+    if args.previous is None and not args.reset_history:
+        args.previous = base_branch_baseline(args.output)
+    previous, _ = previous_baseline(args, args.output)  # before evaluating: an unusable previous baseline fails fast
+    if args.accept and previous is None:
+        raise ConfigError("--accept writes main's baseline with only the named entries refreshed: it needs that "
+                          "baseline; pass --previous REF:PATH (e.g. origin/main:.evalbot/baseline.json)")
+    if inputs.selected and not args.accept:
+        print("evalbot: warning: this run selects cases (FILE:case1,case2): the baseline written holds only the "
+              "cases run, so it drops every other case and `evalbot compare` reads that as removals; to refresh "
+              "only some cases in main's baseline, use --accept SET/CASE", file=sys.stderr)
     policy = refresh_policy(args, settings, config)
     return write_baseline(args, env, evaluate_settled(args, env, inputs, previous, policy), args.output,
                           budgets=policy.budgets)
@@ -553,6 +579,37 @@ def baseline_output(settings: Mapping[str, Any], config: Path | None) -> str:
         return cli_args.output_file(path)
     except argparse.ArgumentTypeError as exc:
         raise EvalbotError(f"{where} ({path!r}) cannot be written: {exc}; give --output FILE") from None
+
+
+def base_branch_baseline(output: str) -> str | None:
+    """On a branch (not the base branch itself), the base branch's baseline as ``BRANCH:PATH``: ``origin/HEAD``'s
+    branch, else ``main``, else ``master``, when it holds ``PATH`` (``output`` in the repository); None elsewhere
+    (no git, detached, on the base branch, no such file there: the ``--output`` file is the previous baseline)."""
+    branch = run_git(["symbolic-ref", "--short", "-q", "HEAD"])
+    if branch.returncode != 0 or not branch.stdout.strip():
+        return None
+    try:
+        root, prefix = repository()
+    except ForgeUnavailable:
+        return None
+    path = _in_repository(output, root, prefix)
+    if path is None:
+        return None
+    head = run_git(["rev-parse", "--abbrev-ref", "-q", "origin/HEAD"])
+    candidates = [head.stdout.strip()] if head.returncode == 0 and head.stdout.strip() else []
+    candidates += ["main", "master"]
+    current = branch.stdout.strip()
+    for base in candidates:
+        if base.rpartition("/")[2] == current or base == current:
+            return None  # on the base branch: the output file is main's baseline
+        if run_git(["rev-parse", "--verify", "-q", f"{base}^{{commit}}"]).returncode != 0:
+            continue
+        if run_git(["cat-file", "-e", f"{base}:{path}"]).returncode != 0:
+            return None
+        print(f"evalbot: --previous: {base}:{path} (the base branch's baseline: histories continue main's; pass "
+              "--previous to choose another)", file=sys.stderr)
+        return f"{base}:{path}"
+    return None
 
 
 def refresh_policy(args: argparse.Namespace, settings: dict[str, Any], config: Path | None) -> GatePolicy:
@@ -668,6 +725,9 @@ def add_parsers(sub: Any) -> None:
     out.add_argument("--created-at", type=cli_args.timestamp, metavar="ISO8601",
                      help="timestamp to record (default: now, UTC)")
     out.add_argument("--allow-errors", action="store_true", help="write it even if some inputs are invalid")
+    out.add_argument("--accept", action="append", default=[], type=cli_args.accept_entry, metavar="SET/CASE",
+                     help="write the previous baseline (main's) with only this entry refreshed from this run: a case, "
+                     "or SET/* for a whole eval set; every other entry stays as it was (repeatable)")
     _add_history_args(base)
     _add_resample_arg(base, against="the previous baseline")
 
@@ -715,7 +775,8 @@ def _add_history_args(parser: argparse.ArgumentParser, output: str = "--output")
     inputs = cli_groups.group(parser, cli_groups.INPUTS)
     inputs.add_argument("--previous", type=cli_args.baseline_spec, metavar="FILE|REF:PATH",
                         help=f"the baseline whose case histories to continue (default: the {output} file, if it "
-                        "exists)")
+                        "exists" + ("; on a branch other than the base branch, the base branch's file: origin/HEAD's "
+                                    "branch, else main, else master)" if output == "--output" else ")"))
     inputs.add_argument("--reset-history", action="store_true",
                         help="start every case's history afresh instead of continuing the previous baseline's")
 

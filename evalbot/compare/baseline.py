@@ -84,7 +84,7 @@ def accept_command(refresh: str, entries: Sequence[str], previous: str) -> str |
         return None
     by_set: dict[str, list[str]] = {}
     for entry in dict.fromkeys(entries):
-        key, _, case = entry.rpartition("/")
+        key, _, case = entry.partition("/")
         by_set.setdefault(key, []).append(case)
     named = [f"{key}/*" if "*" in cases or len(cases) > MAX_ACCEPT_NAMED else f"{key}/{case}"
              for key, cases in by_set.items() for case in (["*"] if "*" in cases or len(cases) > MAX_ACCEPT_NAMED
@@ -425,7 +425,10 @@ def build_baseline(
             sets[key] = BaselineEvalSet(path=es.path, criteria=criteria, pass_rule=es.pass_rule)
             sets[key].__dict__["cases"] = RunCases(dict(zip(case_keys, es.cases, strict=True)), judged)
             continue
-        efficiency[key] = efficiency_of(es, case_keys)
+        kept = efficiency_of(es, case_keys)
+        efficiency[key] = kept.model_copy(update={"cases": {
+            k: {q: rounded_seconds(v) if q == "latency" else v for q, v in values.items()}
+            for k, values in kept.cases.items()}})
         sets[key] = BaselineEvalSet(
             path=es.path,
             criteria=criteria,
@@ -548,6 +551,63 @@ def carry_history(fresh: Baseline, previous: Baseline) -> Baseline:
     return fresh.model_copy(update={"eval_sets": sets})
 
 
+def with_accepted(previous: Baseline, fresh: Baseline, accepted: Sequence[tuple[str, str]]) -> tuple[Baseline, list[str]]:
+    """``previous`` (main's baseline) with only the ``accepted`` entries taken from ``fresh`` (this run's baseline,
+    its histories continuing ``previous``'s): ``(SET, CASE)`` a case (dropped when the run lacks it), ``(SET, "*")``
+    a whole eval set (its criteria, cases and efficiency; dropped when the run lacks it). Every other entry, and the
+    header (commit, date, usage, budgets), stays ``previous``'s exactly. Also the ``SET/CASE`` names of the entries
+    written, in order. Raises KeyError naming an entry that neither baseline has."""
+    sets = dict(previous.eval_sets)
+    efficiency = dict(previous.efficiency) if previous.efficiency is not None else None
+    fresh_efficiency = fresh.efficiency or {}
+    written: list[str] = []
+    for key, case in accepted:
+        old, new = sets.get(key), fresh.eval_sets.get(key)
+        if old is None and new is None:
+            raise KeyError(f"{key}/{case}: no eval set {key!r} in this run or in the previous baseline")
+        if case == "*":
+            if new is None:
+                sets.pop(key, None)
+            else:
+                sets[key] = new
+            if efficiency is not None:
+                if key in fresh_efficiency:
+                    efficiency[key] = fresh_efficiency[key]
+                else:
+                    efficiency.pop(key, None)
+            written.append(f"{key}/*")
+            continue
+        in_old = old is not None and case in old.cases
+        in_new = new is not None and case in new.cases
+        if not in_old and not in_new:
+            raise KeyError(f"{key}/{case}: no case {case!r} in eval set {key!r} of this run or of the previous "
+                           "baseline")
+        if old is None:
+            assert new is not None
+            old = new.model_copy(update={"cases": {}})  # a new eval set: this run's definitions, the named cases
+        changes: dict[str, BaselineCase | None] = {case: new.cases[case] if new is not None and in_new else None}
+        sets[key] = old.model_copy(update={"cases": replaced_cases(old.cases, changes)})
+        written.append(f"{key}/{case}")
+    return previous.model_copy(update={"eval_sets": sets, "efficiency": efficiency}), written
+
+
+def recorded_regressions(previous: Baseline | None, written: Baseline) -> list[str]:
+    """``SET/CASE: passed → failed`` for each case that passed in ``previous`` and does not in ``written`` (a pass
+    → fail the new baseline records: a regression it accepts)."""
+    if previous is None or not previous.compatible:
+        return []
+    out = []
+    for key, es in written.eval_sets.items():
+        old = previous.eval_sets.get(key)
+        if old is None:
+            continue
+        for mark in case_marks(es.cases):
+            before = old.cases.get(mark[0])
+            if before is not None and before.status == "passed" and mark[3] in ("failed", "error"):
+                out.append(f"{key}/{mark[0]}: passed → {mark[3]}")
+    return out
+
+
 def restricted(baseline: Baseline, cases: Mapping[str, Collection[str] | None]) -> Baseline:
     """The part of ``baseline`` a run of only some cases is compared with: the eval sets keyed in ``cases``, each
     with the listed case ids (None: all its cases). What the run left out is then not "removed"."""
@@ -563,9 +623,40 @@ def _selected(es: BaselineEvalSet, keys: Collection[str]) -> BaselineEvalSet:
 
 
 def dump_baseline(baseline: Baseline) -> str:
-    """Canonical JSON text: sorted keys, two-space indent, UTF-8 characters kept, trailing newline."""
+    """Canonical JSON text: sorted keys, two-space indent, UTF-8 characters kept, trailing newline; a criterion's
+    ``trend`` and a case's efficiency values each on one line, so that a refresh whose outcomes did not change
+    changes one line per case (its history) and one per criterion (its trend), not one per number."""
+    import secrets
+
     data = baseline.model_dump(mode="json", exclude_none=True)
-    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    tag = f"\x00evalbot-{secrets.token_hex(8)}-"
+    inline: list[object] = []
+
+    def mark(value: object) -> str:
+        inline.append(value)
+        return f"{tag}{len(inline) - 1}"
+
+    for es in data.get("eval_sets", {}).values():
+        for c in es.get("criteria", {}).values():
+            if "trend" in c:
+                c["trend"] = mark(c["trend"])
+    for e in (data.get("efficiency") or {}).values():
+        cases = e.get("cases", {})
+        for key in cases:
+            cases[key] = mark(cases[key])
+    text = json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    for i, value in enumerate(inline):
+        text = text.replace(json.dumps(f"{tag}{i}"),
+                            json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": ")), 1)
+    return text
+
+
+def rounded_seconds(value: float) -> float:
+    """Seconds as the baseline keeps them per case: two significant digits, never finer than 10 ms (what a refresh
+    with the same outcomes measures differently on every run is not a diff of every case)."""
+    if value <= 0 or not math.isfinite(value):
+        return value
+    return round(value, min(2, max(0, 1 - math.floor(math.log10(value)))))
 
 
 def parse_baseline(text: str, source: str) -> Baseline:

@@ -58,6 +58,7 @@ BAD_BY_TYPE: dict[str, Bad] = {
     "loaded_file": lambda tmp: [str(tmp / "missing.json"), _dir(tmp), _fifo(tmp), ""],
     "eval_path": lambda tmp: ["", "  "],
     "baseline_spec": lambda tmp: [_dir(tmp), ""],
+    "accept_entry": lambda tmp: ["shop", "shop/", "/refund", ""],
     "agent_ref": lambda tmp: ["foo", "", "a:b:c", "my agent:run"],
     "adk_agent": lambda tmp: ["", _file(tmp)],
     "commit": lambda tmp: ["", "a b", "x" * 101, "abc\n"],

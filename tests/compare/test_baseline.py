@@ -75,6 +75,25 @@ def test_informational_metrics_without_a_value_are_left_out() -> None:
     assert "tool_call_count_v1" not in b.eval_sets["orders"].cases["track"].metrics
 
 
+def _one_line_trends(flat: str) -> str:
+    """``flat`` (json.dumps with indent=2) with each ``"trend"`` list joined onto its key's line."""
+    out: list[str] = []
+    lines = iter(flat.splitlines())
+    for line in lines:
+        if line.strip() == '"trend": [':
+            items = []
+            for inner in lines:
+                if inner.strip() in ("]", "],"):
+                    break
+                items.append(inner.strip())
+            body = " ".join(items).replace("{ ", "{").replace(" }", "}").replace("},", "},")
+            out.append(line + json.dumps(json.loads("[" + body + "]"), sort_keys=True, ensure_ascii=False,
+                                         separators=(", ", ": "))[1:] + ("," if inner.strip() == "]," else ""))
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def test_dump_is_canonical_and_round_trips() -> None:
     """Sorted keys, two-space indent, trailing newline, non-ASCII kept; parsing gives the same baseline back."""
     r = sample_report()
@@ -84,7 +103,10 @@ def test_dump_is_canonical_and_round_trips() -> None:
     assert text.endswith("}\n") and text.startswith("{\n  \"commit\"")
     assert "東京" in text
     data = json.loads(text)
-    assert text == json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    flat = json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    assert [line for line in text.splitlines() if '"trend"' not in line] == [  # a trend is one line, the rest as json
+        line for line in _one_line_trends(flat).splitlines() if '"trend"' not in line]
+    assert text == _one_line_trends(flat)
     assert parse_baseline(text, "b.json") == b
     assert dump_baseline(build_baseline(r, commit="c", created_at="t")) == text
 
