@@ -12,6 +12,7 @@ import hashlib
 import json
 import marshal
 import math
+import re
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,22 @@ HISTORY_LIMIT = 10
 """Outcomes of a case on main that the baseline keeps (the most recent refreshes, oldest first)."""
 STATUS_CODES: dict[str, str] = OUTCOME_CODES
 """One character per outcome in a case's ``history``."""
+MAX_VOTE_ENTRIES = 10_000
+"""Votes a criterion of one case may list: one per invocation of the case and run of the agent (``--num-runs``;
+100 invocations run 100 times write 10,000). A run with more keeps none (:func:`_case`); a file with more was
+edited by hand and is refused when read."""
+MAX_JUDGE_MODELS = 1_000
+"""Judge models a baseline may list (one per distinct model its criteria use)."""
+PART_BYTES = 4 * 1024 * 1024
+"""Largest JSON text of one part of a baseline file that is decoded whole: a case, a criterion, a list (10,000 votes
+as evalbot writes them, indented, take about 3 MB). Only the maps that grow with the suite (the document, its eval
+sets and their cases, the efficiency entries and theirs) may be longer: their members are measured one by one.
+Measured on the text before anything is decoded, so a hand-made list of 4 million votes (68 MB) is refused in
+milliseconds with its JSON pointer, never decoded into gigabytes; the exact limits (votes, trend points, judge
+models) are then the models' own."""
+LAX_JSON_BYTES = 8 * 1024 * 1024
+"""Largest baseline read by json's path when msgspec cannot read it (NaN, Infinity, numbers past a float's range:
+nothing evalbot writes): a larger one is refused before json decodes it whole."""
 _HISTORY = rf"^[{''.join(STATUS_CODES.values())}]{{1,{HISTORY_LIMIT}}}$"
 _SPLIT = r"(?:[0-9]{1,6}-[0-9]{1,6}|\.)"
 _VOTE_HISTORY = rf"^{_SPLIT}(?: {_SPLIT}){{0,{HISTORY_LIMIT - 1}}}$"
@@ -105,8 +122,8 @@ class BaselineMetric(_Model):
     score: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
     """In [0, 1], as every criterion reports its scores (a number outside is refused with its pointer)."""
     status: Status
-    votes: list[Votes | None] | None = None
-    """Per invocation, for judged criteria whose results carry their votes."""
+    votes: list[Votes | None] | None = Field(default=None, max_length=MAX_VOTE_ENTRIES)
+    """Per invocation (and run of the agent), for judged criteria whose results carry their votes."""
     vote_history: str | None = Field(default=None, max_length=HISTORY_LIMIT * 14, pattern=_VOTE_HISTORY)
     """Judged criteria: the judge's pass–fail votes on this case (summed over its invocations) in each of the last
     refreshes on main, oldest first, space-separated (``5-0 5-0 2-3``; ``.`` for a run without votes)."""
@@ -263,7 +280,7 @@ class Baseline(_Model):
     evalbot_version: str = __version__
     commit: str | None = None
     created_at: str | None = None
-    judge_models: list[str] = Field(default_factory=list)
+    judge_models: list[str] = Field(default_factory=list, max_length=MAX_JUDGE_MODELS)
     eval_sets: dict[str, BaselineEvalSet] = Field(default_factory=dict)
     usage: BaselineUsage | None = None
     """The main run's judge usage and estimated cost (the PR comment shows the change against it)."""
@@ -353,6 +370,8 @@ def _case(case: CaseResult, judged: set[str]) -> BaselineCase:
         if m.status == "informational" and m.score is None:
             continue
         votes = invocation_votes(m.per_invocation) if name in judged else None
+        if votes is not None and len(votes) > MAX_VOTE_ENTRIES:
+            votes = None  # more than a baseline keeps (a flip of this case is then tested without main's votes)
         metrics[name] = BaselineMetric(score=m.score, status=m.status, votes=votes,
                                        vote_history=split_entry(votes) if name in judged else None)
     return BaselineCase(fingerprint=case.fingerprint, content=case.content, status=case.status, history=STATUS_CODES[case.status],
@@ -666,6 +685,13 @@ def parse_baseline(text: str, source: str) -> Baseline:
     comparison can show every case as "changed definition" and say how to refresh it. Each eval set's cases are
     kept packed (:class:`PackedCases`).
     """
+    try:
+        _refuse_oversized(text, source)  # before either path decodes anything
+    except (msgspec.MsgspecError, ValueError) as exc:  # not strict JSON (NaN, Infinity...): json's path reads it
+        if len(text) > LAX_JSON_BYTES:
+            raise InputError(source, "", f"not strict JSON ({exc}), and too large ({len(text):,} characters) to be "
+                             "read otherwise: evalbot writes baselines as strict JSON; refresh it with "
+                             f"`{create_command()}`") from None
     return _parse_by_case(text) or _parse_whole(text, source)
 
 
@@ -711,6 +737,79 @@ _RAW_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 """An object's members, each value kept as its JSON text (checked for syntax, not decoded)."""
 _RAW_SETS = msgspec.json.Decoder(dict[str, dict[str, msgspec.Raw]])
 _validate_case = BaselineCase.__pydantic_validator__.validate_python
+
+
+_GROWING = ((), ("eval_sets",), ("eval_sets", None), ("eval_sets", None, "cases"), ("efficiency",),
+            ("efficiency", None), ("efficiency", None, "cases"))
+"""Where a baseline holds a map that grows with the suite (None: any key): measured member by member."""
+
+
+def _grows(where: Sequence[str]) -> bool:
+    return any(len(where) == len(shape) and all(s is None or s == w for s, w in zip(shape, where, strict=True))
+               for shape in _GROWING)
+
+
+_KEY_BEFORE = re.compile(rb'"((?:[^"\\]|\\.){1,200})"\s*:\s*\Z')
+_MAX_KEYS = 10_000
+"""Members an oversized object may have (bounded by the colons of its text) to be split to name its largest."""
+
+
+def _longest_list(part: bytes, tries: int = 1000) -> tuple[int, int, str]:
+    """Where the longest flat list among the first ``tries`` of an oversized entry's text starts and ends, and the
+    key it is under (nothing is decoded; the message's and the pointer's only)."""
+    best, key, at = (0, 0), b"", part.find(b"[")
+    while at >= 0 and tries:
+        end = part.find(b"]", at)
+        if end < 0:
+            break
+        if end - at > best[1] - best[0]:
+            named = _KEY_BEFORE.search(part[max(0, at - 256):at])
+            best, key = (at, end + 1), named.group(1) if named else b"?"
+        at, tries = part.find(b"[", end), tries - 1
+    return best[0], best[1], key.decode("utf-8", "replace")[:80]
+
+
+def _largest_member(part: bytes, where: list[str]) -> tuple[bytes, list[str]]:
+    """The member of an oversized object that makes it oversized, followed down while the object has few members
+    beside its longest list (at most _MAX_KEYS colons outside it: decoding its members as views costs little)."""
+    while part.lstrip()[:1] == b"{":
+        start, end, _ = _longest_list(part)
+        if part.count(b":") - part.count(b":", start, end) > _MAX_KEYS:
+            break
+        members = _RAW_MEMBERS.decode(part)
+        if not members:
+            break
+        key, child = max(members.items(), key=lambda item: len(item[1]))
+        if len(child) <= PART_BYTES:
+            break
+        part, where = bytes(child), [*where, key]
+    return part, where
+
+
+def _refuse_oversized(text: str, source: str) -> None:
+    """InputError naming the first part of the document longer than PART_BYTES outside the maps that grow with the
+    suite (see PART_BYTES), found without decoding anything but those maps' members (as msgspec.Raw views of the text:
+    nothing is copied). msgspec's errors (not strict JSON) propagate."""
+    stack: list[tuple[msgspec.Raw | bytes | str, list[str]]] = [(utf8_for_msgspec(text), [])]
+    while stack:
+        raw, where = stack.pop()
+        if len(raw) <= PART_BYTES:
+            continue
+        if not _grows(where):
+            part = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw)
+            part, where = _largest_member(part, where)
+            what = "a list" if part.lstrip()[:1] == b"[" else "an entry"
+            start, end, key = _longest_list(part) if part.lstrip()[:1] == b"{" else (0, 0, "")
+            detail = f" (its list {key!r} alone: {end - start:,} bytes)" if 2 * (end - start) > len(part) else ""
+            raise InputError(source, json_pointer(where), f"{what} of {len(part):,} bytes{detail}: more than a run writes there "
+                             f"(at most {MAX_VOTE_ENTRIES:,} votes per criterion of a case, {HISTORY_LIMIT} trend "
+                             "points per criterion); the file was edited by hand: refresh it with "
+                             f"`{create_command()}`")
+        try:
+            members = _RAW_MEMBERS.decode(raw)
+        except msgspec.ValidationError:
+            continue  # not an object: the models refuse it (it is no larger than the map it stands for)
+        stack += [(child, [*where, key]) for key, child in reversed(members.items())]
 
 
 def _parse_by_case(text: str) -> Baseline | None:

@@ -22,7 +22,6 @@ import selectors
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import deque
@@ -36,6 +35,8 @@ WORKER_SCRIPT = Path(__file__).with_name("custom_worker.py")
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 """A longer answer line is not the protocol: the worker is killed."""
 _STDERR_TAIL = 400
+_STDERR_KEPT = 4 * _STDERR_TAIL
+"""Bytes of the worker's stderr kept (its last; a metric printing gigabytes fills neither memory nor disk)."""
 GATHER_S = 0.0005
 STARTUP_S = 60.0
 """How long the worker's interpreter may take to start (not counted in the metric's timeout_seconds)."""
@@ -100,7 +101,6 @@ class Worker:
 
     def __init__(self, function_path: str, roots: Sequence[Path], env: Mapping[str, str] | None = None) -> None:
         self.function_path = function_path
-        self._stderr: IO[bytes] = tempfile.TemporaryFile()
         self._buffer = b""
         self._lines: deque[bytes] = deque()
         self.gone: str | None = None
@@ -109,9 +109,10 @@ class Worker:
         if self.supervised:
             command = [sys.executable, "-E", "-s", str(SUPERVISOR_SCRIPT), str(os.getpid()), str(WORKER_SCRIPT)]
         self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=worker_environment(os.environ if env is None else env), start_new_session=True,
         )
+        self._stderr = _Tail(self.proc.stderr, _STDERR_KEPT)
         self._hello = {"function": function_path, "sys_path": [str(p) for p in worker_path(roots)]}
 
     def start(self, timeout_s: float, what: str) -> dict[str, Any]:
@@ -198,13 +199,7 @@ class Worker:
                                                                                  if tail else "")
 
     def _stderr_tail(self) -> str:
-        try:
-            self._stderr.seek(0, os.SEEK_END)
-            size = self._stderr.tell()
-            self._stderr.seek(max(0, size - _STDERR_TAIL))
-            text = self._stderr.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        text = self._stderr.last().decode("utf-8", "replace")
         return " ".join("".join(c if c.isprintable() else " " for c in text).split())[-_STDERR_TAIL:]
 
     def _fail(self, message: str, hung: bool = False) -> NoReturn:
@@ -233,7 +228,6 @@ class Worker:
                     stream.close()
                 except OSError:
                     pass
-        self._stderr.close()
         self.gone = self.gone or f"{self.function_path}: the custom metric's process was stopped"
 
     def close(self) -> None:
@@ -243,6 +237,35 @@ class Worker:
     def __del__(self) -> None:
         if getattr(self, "proc", None) is not None and self.proc.poll() is None:
             self.kill()
+
+
+class _Tail:
+    """The last ``keep`` bytes of a stream, read as they come by a thread that closes it at its end (the worker's
+    stderr: a pipe, so what the metric prints is never stored past them)."""
+
+    def __init__(self, stream: IO[bytes] | None, keep: int) -> None:
+        self._keep = keep
+        self._data = b""
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._drain, args=(stream,), name="evalbot-worker-stderr", daemon=True)
+        self._thread.start()
+
+    def _drain(self, stream: IO[bytes] | None) -> None:
+        if stream is None:
+            return
+        with stream:
+            try:
+                while chunk := os.read(stream.fileno(), 1 << 16):
+                    with self._lock:
+                        self._data = (self._data + chunk)[-self._keep:]
+            except OSError:
+                pass
+
+    def last(self) -> bytes:
+        """What was kept, once the stream ended (waited for briefly: a process the worker started may hold it)."""
+        self._thread.join(timeout=1.0)
+        with self._lock:
+            return self._data
 
 
 Started = tuple[Worker, dict[str, Any]]

@@ -11,7 +11,7 @@ environment; it needs the standard library only.  It
   (``SECBIT_NOROOT``, locked, and an empty bounding set; a root worker keeps its uid, so it reads and writes the
   files root owns, but cannot ptrace nor read another process's ``/proc/PID/environ``: the gate is not dumpable),
   no ambient capabilities, ``PR_SET_NO_NEW_PRIVS`` (no set-user-ID program gives them back);
-* starts the worker with its own stdin, stdout and stderr (the gate's pipes and stderr file) and ``PR_SET_PDEATHSIG``
+* starts the worker with its own stdin, stdout and stderr (the gate's pipes) and ``PR_SET_PDEATHSIG``
   ``SIGKILL``, then closes its own copies, so the gate sees the worker's end of file;
 * when the worker exits, or on ``SIGTERM`` (the gate's kill), kills every descendant (found through ``/proc`` by
   parent pid, abandoned ones included) with ``SIGKILL``, reaps them until it has no child left, and exits as the worker

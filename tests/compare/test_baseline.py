@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+import time
+import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -439,13 +441,17 @@ def test_reading_case_by_case_refuses_what_the_whole_read_refuses(name: str) -> 
 
 
 def test_what_only_the_whole_read_accepts_is_packed_too() -> None:
-    """A document msgspec does not read (a NaN mean: json writes one; a score must be in [0, 1]) takes the whole
-    read and is packed as well; duplicate keys keep the last value at the first one's place, in both reads."""
+    """A document msgspec does not read (a NaN mean: json writes one) takes the whole read and is packed as well;
+    duplicate keys keep the last value at the first one's place, in both reads. A NaN score is refused with its
+    pointer (scores are in [0, 1])."""
     nan = _packed_sample().replace('"mean": 0.9', '"mean": NaN', 1)
     assert _parse_by_case(nan) is None
     b = parse_baseline(nan, "b.json")
     assert isinstance(b.eval_sets["orders"].cases, PackedCases)
-    assert any(math.isnan(c.mean) for es in b.eval_sets.values() for c in es.criteria.values() if c.mean is not None)
+    assert math.isnan(b.eval_sets["faq"].criteria["response_match_score"].mean or 0.0)
+    with pytest.raises(InputError) as refused:
+        parse_baseline(_packed_sample().replace('"score": 0.0', '"score": NaN', 1), "b.json")
+    assert refused.value.pointer == f"/eval_sets/orders/cases/more/metrics/{TRAJ}/score"
     text = _packed_sample()
     at = text.index('"cases": {', text.index('"eval_sets"'))
     dup = text[:at] + '"cases": {\n"hours": {"status": "error"},' + text[at + len('"cases": {'):]  # faq's
@@ -490,3 +496,65 @@ def test_restricted_keeps_the_selected_cases_of_a_parsed_baseline() -> None:
     assert part.eval_sets["orders"].cases["track"] == b.eval_sets["orders"].cases["track"]
     assert part.eval_sets["faq"].cases is b.eval_sets["faq"].cases
     assert list(restricted(b, {"orders": []}).eval_sets["orders"].cases) == []
+
+
+# -- issue 37 row 12: lists and scores bounded by what a run writes ------------------------------------------------
+
+@pytest.mark.parametrize(("change", "pointer", "words"), [
+    (lambda d: _case_of(d)["metrics"][TRAJ].update(votes=[{"yes": 1, "no": 0}] * 10_001),
+     f"/eval_sets/orders/cases/refund/metrics/{TRAJ}/votes", "at most 10000 items"),
+    (lambda d: _case_of(d)["metrics"][TRAJ].update(score=-3.0),
+     f"/eval_sets/orders/cases/refund/metrics/{TRAJ}/score", "greater than or equal to 0"),
+    (lambda d: _case_of(d)["metrics"][TRAJ].update(score=1.5),
+     f"/eval_sets/orders/cases/refund/metrics/{TRAJ}/score", "less than or equal to 1"),
+    (lambda d: d.update(judge_models=["m"] * 1001), "/judge_models", "at most 1000 items"),
+    (lambda d: d["eval_sets"]["orders"]["criteria"][TRAJ].update(trend=[{"mean": 1.0}] * 11),
+     f"/eval_sets/orders/criteria/{TRAJ}/trend", "at most 10 refreshes"),
+])
+def test_lists_and_scores_past_what_a_run_writes_are_refused_with_the_pointer(
+        change: Callable[[dict[str, Any]], object], pointer: str, words: str) -> None:
+    with pytest.raises(InputError) as refused:
+        parse_baseline(_mutated(change), "b.json")
+    assert (refused.value.path, refused.value.pointer) == ("b.json", pointer)
+    assert words in refused.value.message
+
+
+@pytest.mark.parametrize(("change", "pointer", "words"), [
+    (lambda d: _case_of(d)["metrics"][TRAJ].update(votes=[None] * 1_000_000),
+     f"/eval_sets/orders/cases/refund/metrics/{TRAJ}/votes", "a list of 6,000,000 bytes"),
+    (lambda d: _case_of(d)["metrics"][TRAJ].update(votes=[{"yes": 1, "no": 0}] * 400_000),
+     f"/eval_sets/orders/cases/refund/metrics/{TRAJ}/votes", "a list of"),
+    (lambda d: _case_of(d)["metrics"][TRAJ].update(votes=[{"yes": 1, "no": 0}] * 400_000,
+                                                     **{f"k{i}": 0 for i in range(20_000)}),
+     "/eval_sets/orders/cases/refund", "its list 'votes' alone"),  # too many keys to split: named
+    (lambda d: d.update(judge_models=["m"] * 1_000_000), "/judge_models", "a list of"),
+    (lambda d: d.update(commit=["x"] * 1_000_000), "/commit", "a list of"),
+    (lambda d: _case_of(d).update(junk={f"k{i}": 0 for i in range(400_000)}), "/eval_sets/orders/cases/refund",
+     "an entry of"),
+])
+def test_an_oversized_part_is_refused_before_it_is_decoded(
+        change: Callable[[dict[str, Any]], object], pointer: str, words: str) -> None:
+    text = _mutated(change)
+    started = time.perf_counter()
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError) as refused:
+            parse_baseline(text, "b.json")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (refused.value.pointer, words in refused.value.message) == (pointer, True), refused.value.message
+    assert "more than a run writes there" in refused.value.message
+    assert peak < 3 * len(text) + 10_000_000, peak  # the text's copies only: nothing decoded
+    assert time.perf_counter() - started < 10
+
+
+def test_a_large_file_only_jsons_lax_reader_reads_is_refused() -> None:
+    """Past 8 MB, a document msgspec cannot read (NaN, Infinity) is not handed to json's path, which decodes it
+    whole; a small one still is (test_what_only_the_whole_read_accepts_is_packed_too)."""
+    text = _mutated(lambda d: d["eval_sets"]["orders"]["cases"].update(
+        {f"c{i}": {"status": "passed"} for i in range(300_000)})).replace('"mean": 0.9', '"mean": NaN', 1)
+    assert len(text) > 8 * 1024 * 1024
+    with pytest.raises(InputError) as refused:
+        parse_baseline(text, "b.json")
+    assert "not strict JSON" in refused.value.message and "refresh it with" in refused.value.message
