@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fakes.builders import Writer
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """How many workers ``-n auto`` (pyproject's addopts) starts: one per core (xdist's default, None here) for a run
+    over a directory, the whole suite included; none, so the tests run in this process, when the command line names
+    only test files or tests (``pytest tests/test_load.py``), where starting workers costs more than it saves.
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or an explicit ``-n N`` decide instead."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    paths = [Path(config.invocation_params.dir, arg.split("::")[0]) for arg in config.args]
+    return None if any(path.is_dir() for path in paths) else 0
 
 
 @pytest.fixture
