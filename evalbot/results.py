@@ -411,6 +411,9 @@ class CriterionInfo(StrictModel):
     """A custom metric's function (``package.module.function``, ``unresolved`` when it could not be imported);
     None for a built-in criterion. The baseline records it, so a PR recomputing a criterion with its own code is
     named."""
+    custom_code: str | None = None
+    """A custom metric's code: the hash of its module and the repository files it imports, read by the gate from the
+    files (criteria.custom_code); the baseline records it, so an edited helper is "custom metric code changed"."""
 
 
 OUTCOME_CODES: dict[str, str] = {"passed": "P", "failed": "F", "error": "E", "not_evaluated": "N",

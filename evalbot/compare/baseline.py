@@ -192,6 +192,9 @@ class BaselineCriterion(_Model):
     judge_model: str | None = None
     custom: str | None = Field(default=None, max_length=1000)
     """The custom metric's function that computed it (None: the built-in criterion; absent in older baselines)."""
+    custom_code: str | None = Field(default=None, max_length=64)
+    """The custom metric's code hash (CriterionInfo.custom_code; absent in baselines written before evalbot read it
+    from the files, whose fingerprints hashed the function's text as the worker reported it)."""
     options_sha: str | None = Field(default=None, max_length=64)
     """A hash of the criterion's options (threshold aside), so a changed fingerprint can be told apart: a threshold
     moved, or the options changed (absent in older baselines: then it cannot)."""
@@ -390,6 +393,7 @@ def criterion_entry(
         judged=info.judged,
         judge_model=judge_model_of(info),
         custom=info.custom,
+        custom_code=info.custom_code,
         options_sha=options_hash(info.options),
         mean=mean,
         passed=summary.passed if summary else 0,

@@ -149,6 +149,10 @@ def _criterion_change(
         return change("threshold_lowered" if lowered else "threshold_raised",
                       moved + (" (a maximum: lowering it tightens)" if maximum else ""), loosens=False)
     if info.custom is not None:
+        if base.custom_code is None and info.custom_code is not None:
+            return change("custom_metric", f"custom metric code not comparable ({info.custom}): main's baseline was "
+                                           "written before evalbot read a metric's code from its files; refresh it "
+                                           "on main")
         return change("custom_metric", f"custom metric code changed ({info.custom})")
     return change("criterion_changed", "definition changed")
 

@@ -323,6 +323,7 @@ def build_criteria(
                 notice=(f"{spec.name}: {criterion.reason}" if isinstance(criterion, NotRun)
                         else _ignored_notice(spec, ignored)),
                 custom=str(definition.get("function", "unresolved")) if definition else None,
+                custom_code=str(definition["code_sha256"]) if definition and "code_sha256" in definition else None,
             )
         )
     configured = {spec.name for spec in config.criteria}

@@ -636,3 +636,21 @@ def once(instance):
     assert any("process exited with code 0 before answering" in r for r in reasons), reasons
     assert any("failed on case 'two_turns'" in r or "failed on case 'one_turn'" in r for r in reasons), reasons
     assert len(repo.seen()) == 3  # the other eval set's three invocations, by the new worker
+
+
+def test_a_baseline_from_before_the_code_was_read_from_files_is_not_comparable(repo: Repo) -> None:
+    """A baseline written when the worker reported a hash of the function's text (no ``custom_code``, another
+    fingerprint): the unchanged metric cannot be told unchanged, so it is a yardstick change that says so and blocks."""
+    repo.module("def m(instance):\n    return {'my_metric': 1.0}\n")
+    repo.metric("m")
+    report = repo.run()
+    baseline = build_baseline(report, commit=None, created_at=None)
+    entry = baseline.eval_sets["shop"].criteria["my_metric"]
+    assert entry.custom_code is not None and len(entry.custom_code) == 16
+    old = entry.model_copy(update={"custom_code": None, "fingerprint": "0123456789abcdef"})
+    baseline.eval_sets["shop"].criteria["my_metric"] = old
+    comparison = compare(current=report, baseline=baseline, policy=GatePolicy())
+    assert [(y.kind, y.what) for y in comparison.yardstick] == [
+        ("custom_metric", f"custom metric code not comparable ({repo.package}.metrics.m): main's baseline was written "
+                          "before evalbot read a metric's code from its files; refresh it on main")]
+    assert comparison.gate.exit_code == 1
