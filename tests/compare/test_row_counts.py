@@ -11,7 +11,7 @@ from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import Comparison
 from evalbot.render.comment import comment_marker, render_comment, render_summary
-from evalbot.render.html import context, render_html
+from evalbot.render.html import context, delta_text, render_html
 from evalbot.render.words import row_change
 from tests.fakes.reports import TRAJ, main_refreshes, wobbly_main_run
 
@@ -52,3 +52,12 @@ def test_mean_change_words_are_not_case_words() -> None:
     for s in context(c)["sets"]:
         for r in s["rows"]:
             assert not r["change"].startswith("inconclusive")
+
+
+def test_a_lower_is_better_row_says_which_way_is_worse() -> None:
+    """Issue 37 row 6: on a criterion whose threshold is a maximum the regression is a rise, in every output's words
+    and the HTML's colour (``down``: worse, red), while the arrow stays the number's."""
+    assert row_change("regressed", 0.008, 8, True) == "mean rose significantly, lower is better (p = 0.008, n = 8)"
+    assert row_change("improved", 0.008, 8, True) == "mean fell significantly, lower is better (p = 0.008, n = 8)"
+    assert delta_text(0.25, True) == ("▲ +0.250", "down") and delta_text(0.25) == ("▲ +0.250", "up")
+    assert delta_text(-0.25, True) == ("▼ −0.250", "up")
