@@ -63,10 +63,19 @@ from evalbot.compare.carry import carried_update, carry
 from evalbot.compare.delta import compare, entries_to_accept
 from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
+from evalbot.compare.merge_driver import merge_baselines
 from evalbot.compare.model import Carried
 from evalbot.compare.passrule import apply_pass_rules
 from evalbot.compare.reruns import note_not_rerun
-from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError, InputError
+from evalbot.errors import (
+    EXIT_FAILED,
+    EXIT_INVALID_INPUT,
+    EXIT_OK,
+    EXIT_UNAVAILABLE,
+    ConfigError,
+    EvalbotError,
+    InputError,
+)
 from evalbot.forge.base import ForgeUnavailable
 from evalbot.git import changed_since, run_git
 from evalbot.load import discover
@@ -610,6 +619,39 @@ def base_branch_baseline(output: str) -> str | None:
               "--previous to choose another)", file=sys.stderr)
         return f"{base}:{path}"
     return None
+
+
+def merge_driver(files: Sequence[str]) -> int:
+    """``evalbot baseline --merge-driver %O %A %B``: git's merge driver for the baseline file. Merges the two sides
+    entry by entry (:mod:`evalbot.compare.merge_driver`: main's refresh, plus the entries the branch changed, histories
+    continued) and writes the result to %A; exit 1 (a conflict git leaves to the user) when both sides changed an entry
+    differently or a side is not a baseline; exit 2 on a wrong command line."""
+    if len(files) != 3:
+        print("usage: evalbot baseline --merge-driver %O %A %B (git's merge driver: ancestor, ours, theirs; in "
+              ".git/config: [merge \"evalbot\"] driver = evalbot baseline --merge-driver %O %A %B)", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    try:
+        texts = [_baseline_text(path) for path in files]
+        sides = [None if not (text or "").strip() else parse_baseline(text or "", path)
+                 for text, path in zip(texts, files, strict=True)]
+    except EvalbotError as exc:
+        print(f"evalbot: merge driver: {exc}; resolve the baseline by hand or rewrite it with `evalbot baseline "
+              "--accept`", file=sys.stderr)
+        return EXIT_FAILED
+    base, ours, theirs = sides
+    if ours is None or theirs is None or not ours.compatible or not theirs.compatible:
+        print("evalbot: merge driver: a side is empty or of another schema version: resolve the baseline by hand",
+              file=sys.stderr)
+        return EXIT_FAILED
+    merged = merge_baselines(base, ours, theirs)
+    if merged.conflicts:
+        print(f"evalbot: merge driver: both sides changed {', '.join(merged.conflicts[:10])}: resolve by hand, or take "
+              "main's file and run `evalbot baseline … --accept SET/CASE`", file=sys.stderr)
+        return EXIT_FAILED
+    Path(files[1]).write_text(dump_baseline(merged.baseline), encoding="utf-8")
+    taken = f": kept {', '.join(merged.taken[:10])} from the older side" if merged.taken else ""
+    print(f"evalbot: merge driver: merged the baseline{taken}", file=sys.stderr)
+    return EXIT_OK
 
 
 def refresh_policy(args: argparse.Namespace, settings: dict[str, Any], config: Path | None) -> GatePolicy:

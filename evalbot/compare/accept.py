@@ -118,24 +118,22 @@ def _split(history: str, sep: str) -> list[str]:
 
 
 def _provenance(mine: str, main: str | None, sep: str, rerun: bool) -> tuple[str, str | None] | None:
-    """Where a history in the file comes from: ("fresh", None) started afresh; ("main", last) main's history
-    continued from main's current state (last: None) or from an earlier state whose last entry was ``last``; None:
-    neither (edited, or written against an entry main has since replaced). ``rerun``: the file was written for the
-    commit main's was (its last entry may replace main's last)."""
+    """Where a history in the file comes from: ("state", last) main's history as it is (last: None) or as it was
+    before main's later refreshes (last: its last entry then), the entry untouched; ("continued", last) main's
+    history, as it is or was, continued with one new entry; ("fresh", None) started afresh; None: neither (edited,
+    or written against an entry main has since replaced). ``rerun``: the file was written for the commit main's was
+    (its last entry may replace main's last)."""
     entries = _split(mine, sep)
-    if len(entries) == 1:
-        return "fresh", None
-    if not main:
-        return None
-    states = _states(_split(main, sep))
+    states = _states(_split(main, sep)) if main else []
+    for depth, state in enumerate(states):
+        if entries == state:
+            return "state", None if depth == 0 else state[-1]
     new = entries[-1]
     for depth, state in enumerate(states):
         for replace in (False, True) if rerun and depth == 0 else (False,):
             if _split(joined_history(sep.join(state), new, sep=sep, replace_last=replace), sep) == entries:
-                return "main", None if depth == 0 else state[-1]
-    if entries in states:  # main's entry as it was (an unchanged entry of an older file)
-        return "main", None if entries == states[0] else entries[-1]
-    return None
+                return "continued", None if depth == 0 else state[-1]
+    return ("fresh", None) if len(entries) == 1 else None
 
 
 def _trend_provenance(mine: list[TrendPoint], main: list[TrendPoint], has_mean: bool, rerun: bool) -> bool:
@@ -171,9 +169,9 @@ class _Check:
                                 "", rerun)
             if found is None:
                 self.stale[entry] = None
-            elif found[1] is not None and main is not None and found[1] != STATUS_CODES[main.status] \
-                    and _verdicts(mine) != _verdicts(main):
-                self.stale[entry] = None  # main's outcome changed since the update was written
+            elif found[1] is not None and main is not None and _verdicts(mine) != _verdicts(main) and (
+                    found[0] == "state" or found[1] != STATUS_CODES[main.status]):
+                self.stale[entry] = None  # main changed this entry's outcome since the update was written
         for name, metric in mine.metrics.items():
             if metric.vote_history is None:
                 continue

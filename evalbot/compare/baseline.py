@@ -468,7 +468,36 @@ def build_baseline(
         efficiency=None if when_read else efficiency,
         budgets=dict(budgets) if budgets is not None else None,
     )
-    return fresh if previous is None else carry_history(fresh, previous)
+    if previous is None:
+        return fresh
+    return steady_seconds(carry_history(fresh, previous), previous)
+
+
+SECONDS_NOISE = 0.2
+"""A case's seconds that moved by less than this share (or 10 ms) since the previous baseline keep the previous
+value: the agent's timing differs on every run, and a refresh rewriting every case's seconds is a diff of every case.
+The budgets' noise test reads the same (a +20% budget is not decided by a kept value)."""
+
+
+def steady_seconds(fresh: Baseline, previous: Baseline) -> Baseline:
+    """``fresh`` with each case's seconds kept from ``previous`` where they moved within :data:`SECONDS_NOISE`."""
+    if fresh.efficiency is None or not previous.compatible or not previous.efficiency:
+        return fresh
+    out = {}
+    for key, entry in fresh.efficiency.items():
+        before = previous.efficiency.get(key)
+        if before is None:
+            out[key] = entry
+            continue
+        cases = {}
+        for case, values in entry.cases.items():
+            old = before.cases.get(case) or {}
+            new, was = values.get("latency"), old.get("latency")
+            if new is not None and was is not None and abs(new - was) <= max(0.01, SECONDS_NOISE * was):
+                values = {**values, "latency": was}
+            cases[case] = values
+        out[key] = entry.model_copy(update={"cases": cases})
+    return fresh.model_copy(update={"efficiency": out})
 
 
 def joined_history(old: str | None, new: str, *, sep: str, replace_last: bool) -> str:

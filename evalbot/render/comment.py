@@ -314,6 +314,8 @@ def _verdict(comparison: Comparison) -> tuple[str, str]:
     blocking = gate.verdict == "blocked" and comparison.policy.block_inconclusive
     flaky_blocks = gate.verdict == "blocked" and comparison.policy.block_flaky
     accepted = n.get("accepted_changes", n.get("accepted", 0))
+    n = {**n, "changed_definition": n.get("changed_definition", 0) - sum(  # an accepted one is named as accepted
+        1 for a in comparison.accepted if a.kind == "definition change")}
     extras = [f"{n[k]} {label}" for k, label in (
         ("flaky", "regressed but flaky on main" + ("" if flaky_blocks else " (not blocking)")),
         ("fixed", "fixed"),
