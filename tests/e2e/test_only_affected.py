@@ -205,6 +205,8 @@ def test_the_fork_safe_second_stage_carries_what_the_pull_request_cannot_affect(
     assert run.code == 1, run.stdout + run.stderr  # the second stage's exit code is the verdict's (the fork gate)
     (comment,) = action.github.comments_on(7)
     assert comment.body.split("\n")[1] == f"### ❌ evalbot: blocked: 1 regressed · {CARRIED}", comment.body[:600]
+    status = action.github.status_of(HEAD_SHA, "evalbot")
+    assert status is not None and status.state == "failure"
     assert "removed" not in comment.body and "Re-measured by this repository's trusted workflow" in comment.body
     assert action.github.calls("pulls/list-files", status=200) == 1  # GitHub's list, not the checkout's git
 
