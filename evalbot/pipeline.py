@@ -175,7 +175,7 @@ def drop_unused_judge_notices(report: Report, ctx: BuildContext) -> Report:
 def evaluate(
     source: Sequence[str] | Inputs,
     *,
-    actuals: Sequence[str] = (),
+    actuals: Sequence[str] | RecordedActuals = (),
     config: str | None = None,
     agent: AgentRun | None = None,
     ctx: BuildContext | None = None,
@@ -188,8 +188,8 @@ def evaluate(
 ) -> Report:
     """Evaluate eval sets (files, directories or globs, or inputs already loaded) and return the report.
 
-    The actual runs come from the agent (``agent``) or from the ``actuals`` files: evalbot recordings are scored as
-    the run that produced them, anything else as plain actual invocations.  ``criteria`` builds each eval set's
+    The actual runs come from the agent (``agent``) or from the ``actuals`` files (or what ``read_actuals`` read of
+    them): evalbot recordings are scored as the run that produced them, anything else as plain actual invocations.  ``criteria`` builds each eval set's
     criteria from its config (tests pass their own).  An explicit ``config`` that cannot be read raises InputError;
     every other problem is recorded in the report next to the results that could be computed.
 
@@ -223,7 +223,7 @@ def evaluate(
             pool.close()
 
 
-def _evaluate(inputs: Inputs, actuals: Sequence[str], agent: AgentRun | None, ctx: BuildContext,
+def _evaluate(inputs: Inputs, actuals: Sequence[str] | RecordedActuals, agent: AgentRun | None, ctx: BuildContext,
               progress: Progress | None, criteria: CriteriaBuilder, say: Say | None,
               stream: CaseStream | None, request_base: int) -> Report:
     if ctx.judge is not None:
@@ -232,7 +232,7 @@ def _evaluate(inputs: Inputs, actuals: Sequence[str], agent: AgentRun | None, ct
     if agent is not None:
         report = _run_agent(inputs, agent, ctx, notices, progress, criteria, say or (lambda _: None))
     else:
-        read = read_actuals(actuals)
+        read = actuals if isinstance(actuals, RecordedActuals) else read_actuals(actuals)
         errors = inputs.errors + read.errors
         if read.runs is not None:  # runs recorded by `evalbot run --agent/--adk-agent --record`
             report = score_runs(inputs.eval_sets, read.runs, ctx, base=read.actuals,

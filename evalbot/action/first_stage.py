@@ -12,7 +12,7 @@ from typing import TextIO
 from evalbot.action import workflow
 from evalbot.action.plan import describe, only_affected, selection_for
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, print_annotations, summarize
-from evalbot.action.remeasure import copy_runs
+from evalbot.action.remeasure import copy_runs, ignored_note, unused_runs
 from evalbot.action.settings import ActionInputs, GitHubContext, Mode, credentials_expected, on_default_branch
 from evalbot.action.workspace import (
     Workspace,
@@ -51,10 +51,12 @@ from evalbot.paths import output_file, write_output
 from evalbot.pipeline import (
     Inputs,
     PackedSpill,
+    RecordedActuals,
     ballots_for,
     evaluate,
     exit_code,
     load_inputs,
+    read_actuals,
     settle_split_votes,
 )
 from evalbot.render import mdsafe
@@ -103,7 +105,8 @@ def custom_code_refused(event: str) -> str | None:
 
 
 def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace, loaded: Inputs,
-                    policy: GatePolicy | None = None, baseline: Baseline | None = None) -> Report:
+                    policy: GatePolicy | None = None, baseline: Baseline | None = None,
+                    recorded: RecordedActuals | None = None) -> Report:
     """Score the eval sets with a judge when credentials are there (the judge-api-key, openai-api-key and
     openai-base-url inputs win over the environment), then settle the split votes that flipped against ``baseline``
     (pipeline.settle_split_votes); ``policy`` is the gate's (the base commit's in a pull request): its sampling and
@@ -127,7 +130,8 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
     refused = custom_code_refused(env.get("GITHUB_EVENT_NAME", ""))
     ctx = BuildContext(judge=judge, judge_unavailable_reason=notice, custom_code_refused=refused,
                        ballots=ballots_for(baseline, policy), spill_store=PackedSpill())
-    report = evaluate(loaded, actuals=list(inputs.actuals), ctx=ctx, shard=inputs.shard)
+    actuals = recorded if recorded is not None else list(inputs.actuals)  # recorded: the files, already read
+    report = evaluate(loaded, actuals=actuals, ctx=ctx, shard=inputs.shard)
     settle_split_votes(report, baseline, ctx, policy)
     return report
 
@@ -325,6 +329,8 @@ def first_stage(
         source = inputs.baseline_path
     carried = None
     main_baseline = baseline  # the PR's baseline update is told from main's whole file
+    every_set = loaded.eval_sets  # a recorded run of a case in none of them is ignored, with a notice
+    ignored: list[tuple[str, str]] = []
     if inputs.only_affected and mode == "pull_request" and pr is not None:
         loaded, baseline, carried = only_affected(inputs, ws, loaded, gate, pr, forge, baseline)
     elif inputs.only_affected:
@@ -343,7 +349,9 @@ def first_stage(
         except MissingShards as exc:
             return missing_parts(ctx, inputs, mode, forge, exc, stream)
     else:
-        report = evaluate_inputs(env, inputs, ws, loaded, policy, baseline)
+        recorded = read_actuals(inputs.actuals)  # read once: scored, and checked for runs of no case
+        report = evaluate_inputs(env, inputs, ws, loaded, policy, baseline, recorded)
+        ignored = unused_runs(recorded, every_set)
     write_report_files(report, inputs, ws)
     if mode == "pull_request" and not inputs.merging:
         copy_runs(inputs, ws)  # uploaded with the report: the fork-safe second stage re-measures these
@@ -372,6 +380,9 @@ def first_stage(
             comparison.accept_command = accept_command(comparison.refresh_command, entries_to_accept(comparison),
                                                        f"{pr.base_sha}:{inputs.baseline_path}")
         comparison.merge_queue = pr.merge_queue
+    if ignored:  # as the fork-safe second stage says it of the default branch's eval sets
+        comparison.notes.append(ignored_note(ignored))
+        print(workflow.annotation("notice", comparison.notes[-1], title="evalbot"), file=stream)
     note_not_rerun(comparison, policy.rerun_flipped)  # the Action scores recorded runs only
     html_path = write_html(comparison, inputs, ws)
     link = links(ctx, inputs)

@@ -5,7 +5,8 @@ The first stage (a ``pull_request`` job the pull request controls) copies the re
 them. The second stage never shows that report's scores or verdict: it re-scores the runs against the eval sets and
 criteria of its own (trusted) checkout. The artifact's report only serves to check that the artifact is whole: an
 artifact without runs, with unreadable runs, whose report and runs name different cases, or whose runs leave out a
-case of the trusted eval sets cannot be re-measured, and says so (verdict error, never a pass).
+case of the trusted eval sets cannot be re-measured, and says so (verdict error, never a pass). Runs of cases in no
+eval set are ignored with a notice, in both stages alike.
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ class Check:
 
     problem: str | None = None
     added: list[CaseKey] = field(default_factory=list)
+    ignored: list[CaseKey] = field(default_factory=list)
+    """Runs of cases in no trusted eval set and not added by the pull request: not scored (see ``ignored_note``)."""
 
 
 def _has_run(read: RecordedActuals, eval_set_id: str, eval_id: str) -> bool:
@@ -109,9 +112,35 @@ def _run_ids(read: RecordedActuals) -> list[CaseKey]:
     return list(dict.fromkeys(keys))
 
 
+def unused_runs(read: RecordedActuals, eval_sets: Sequence[LoadedEvalSet]) -> list[CaseKey]:
+    """The recorded runs no case of ``eval_sets`` is scored from, found as scoring finds a case's run: under its
+    eval set's id, else under its eval_id alone (a plain map's entries; a recording's when that id is unique)."""
+    entries = read.actuals.entries
+    used: set[tuple[str | None, str]] = set()
+    recorded = read.runs.runs if read.runs is not None else {}
+    by_id: dict[str, list[tuple[str, str]]] = {}
+    for key in recorded:
+        by_id.setdefault(key[1], []).append(key)
+    for es in eval_sets:
+        for case in es.cases:
+            key = (es.eval_set_id, case.eval_id)
+            used.add(key if key in entries else (None, case.eval_id))
+            same = by_id.get(case.eval_id, [])
+            used.update([key] if key in recorded else same if len(same) == 1 else [])
+    found = [key for key in entries if key not in used] + [key for key in recorded if key not in used]
+    return list(dict.fromkeys((set_id or "", eval_id) for set_id, eval_id in found))
+
+
+def ignored_note(ignored: Sequence[CaseKey], where: str = "the eval sets") -> str:
+    """The notice on recorded runs of cases in no eval set (the first and the trusted stage say it alike)."""
+    return (f"{len(ignored)} recorded run(s) name no case of {where} and were ignored: {_listed(ignored)} (only the "
+            "eval sets' cases are scored; one recorded-runs file may serve several suites)")
+
+
 def check_artifact(report: Report, read: RecordedActuals, eval_sets: Sequence[LoadedEvalSet], artifact: str) -> Check:
     """Whether the artifact can be re-measured against ``eval_sets`` (the trusted checkout's): it must hold readable
-    runs, its report and its runs must name the same cases, and every trusted case must have a run."""
+    runs, every case of its report must have a run, and every trusted case must have a run. Runs of cases in no
+    eval set (a runs file shared by several suites) are ignored, as the first stage ignores them."""
     errors = read.errors + read.recording_errors
     if errors:
         return Check(f"the recorded runs in artifact {artifact} are unreadable: {errors[0]}")
@@ -124,7 +153,7 @@ def check_artifact(report: Report, read: RecordedActuals, eval_sets: Sequence[Lo
     no_run = [key for key in reported if not _has_run(read, *key)]
     reported_ids = {eval_id for _, eval_id in reported}
     no_case = [key for key in run_ids if key[1] not in reported_ids]
-    if no_run or no_case:
+    if no_run:  # the report scored a case the runs do not hold: not the artifact the first stage uploaded
         sides = "; ".join(x for x in (f"in its report without a run: {_listed(no_run)}" if no_run else "",
                                        f"runs its report does not have: {_listed(no_case)}" if no_case else "") if x)
         return Check(f"artifact {artifact} is inconsistent (its report and its recorded runs name different cases): "
@@ -139,7 +168,9 @@ def check_artifact(report: Report, read: RecordedActuals, eval_sets: Sequence[Lo
     known = set(trusted)
     known_ids = {eval_id for _, eval_id in trusted}
     added = [key for key in reported if key not in known and key[1] not in known_ids]
-    return Check(added=added)
+    added_ids = {eval_id for _, eval_id in added}
+    ignored = [key for key in unused_runs(read, eval_sets) if key[1] not in added_ids]
+    return Check(added=added, ignored=ignored)
 
 
 def added_note(added: Sequence[CaseKey]) -> str:

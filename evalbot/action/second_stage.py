@@ -28,7 +28,7 @@ from evalbot.action import workflow
 from evalbot.action.first_stage import baseline_command, evaluate_inputs
 from evalbot.action.plan import only_affected
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, summarize
-from evalbot.action.remeasure import added_note, check_artifact, runs_in, write_runs
+from evalbot.action.remeasure import added_note, check_artifact, ignored_note, runs_in, write_runs
 from evalbot.action.settings import ActionInputs, Change, GitHubContext
 from evalbot.action.workspace import (
     Workspace,
@@ -211,13 +211,14 @@ def measure_pull(env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContex
                                                   change, forge, baseline, git=False)
     with tempfile.TemporaryDirectory(prefix="evalbot-runs-") as private:
         paths = write_runs(runs_in(files), Path(private))
-        check = check_artifact(claimed, read_actuals(paths), loaded.eval_sets, inputs.artifact_name)
+        recorded = read_actuals(paths)
+        check = check_artifact(claimed, recorded, loaded.eval_sets, inputs.artifact_name)
         if check.problem is not None:
             return (unmeasured(ctx, inputs, forge, pull.number, run.head_sha, check.problem, stream),
                     f"could not measure: {check.problem}")
         # Re-measured here: the claimed report's scores and verdict are never shown as evalbot's.
         report = evaluate_inputs(env, inputs.model_copy(update={"actuals": tuple(paths)}), ws, loaded, policy,
-                                 baseline)
+                                 baseline, recorded)
     source = label_at(pull.base_sha, inputs.baseline_path)
     update = proposed_baseline(lambda: pr_baseline_at(forge, inputs.baseline_path, pull.head_sha), main_baseline,
                                inputs.baseline_path)
@@ -232,6 +233,9 @@ def measure_pull(env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContex
     comparison.commit = run.head_sha
     comparison.carried = carried
     comparison.notes += [added_note(check.added)] if check.added else []
+    if check.ignored:  # as the first stage says it of its own eval sets
+        comparison.notes.append(ignored_note(check.ignored, "the default branch's eval sets"))
+        print(workflow.annotation("notice", comparison.notes[-1], title="evalbot"), file=stream)
     note_not_rerun(comparison, policy.rerun_flipped)  # re-measured from recorded runs: nothing can be rerun here
     first_run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{run.id}"
     link = links(ctx, inputs)

@@ -64,6 +64,10 @@ class Entries(MutableMapping[Key, Entry]):
             return default
         return value() if callable(value) else value
 
+    def __contains__(self, key: object) -> bool:
+        """Whether there is an entry, without parsing a deferred one (Mapping's would read and parse it)."""
+        return key in self._data
+
     def __setitem__(self, key: Key, value: Entry) -> None:
         self._data[key] = value
 

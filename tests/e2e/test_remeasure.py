@@ -180,3 +180,37 @@ def test_unreadable_runs_are_error(action: Action, baseline_text: str) -> None:
     odd = {"report.json": files["report.json"], "x/runs/.. `$(id)` <b>.json": files["runs/0-good.json"]}
     renamed = second_stage(action, odd)  # any member of a runs/ folder, written under a name evalbot chooses
     assert renamed.code == 0 and renamed.outputs["verdict"] == "passed", renamed.stdout + renamed.stderr
+
+
+def test_runs_of_cases_in_no_eval_set_are_ignored_with_a_notice_by_both_stages(action: Action,
+                                                                              baseline_text: str) -> None:
+    """Issue 37, row 13 (honest): one recorded-runs file for several suites holds runs of cases the eval sets do not
+    have. The first stage scored and passed (saying nothing of them); the trusted stage refused the artifact, "its
+    report and its recorded runs name different cases" (exit 3). Now both ignore those runs with the same notice,
+    and the trusted stage passes: it has a run for every case of the default branch's eval sets."""
+    runs = json.loads((action.workspace / "actuals" / "good.json").read_text(encoding="utf-8"))
+    runs["billing_suite_case"] = runs["greeting"]
+    runs["billing_suite_refund"] = runs["refund"]
+    (action.workspace / "actuals" / "suites.json").write_text(json.dumps(runs), encoding="utf-8")
+    make_baseline(action, baseline_text)
+    first = action.run("pull_request", pull_request_event(fork=True), inputs={"actuals": "actuals/suites.json"},
+                       token=READ_ONLY_TOKEN, judge_key=None)
+    assert first.code == 0 and first.outputs["verdict"] == "passed", first.stdout + first.stderr
+    ignored = "2 recorded run(s) name no case of the eval sets and were ignored: billing_suite_case, billing_suite_refund"
+    assert ignored in first.summary.replace("\\_", "_")
+    assert any(c.startswith("::notice") and ignored in c for c in first.commands), first.stdout
+    files = uploaded(first.workspace / ".evalbot-out")
+    run = second_stage(action, files, judge_key="fake-gemini-key")
+    assert run.code == 0 and run.outputs["verdict"] == "passed", run.stdout + run.stderr
+    (comment,) = action.github.comments_on(7)
+    assert "✅" in comment.body.splitlines()[1]
+    trusted = ignored.replace("of the eval sets", "of the default branch's eval sets")
+    assert trusted in comment.body.replace("\\_", "_") and trusted in run.summary.replace("\\_", "_")
+    status = action.github.status_of(HEAD_SHA, "evalbot")
+    assert status is not None and status.state == "success"
+
+    del runs["refund"]  # still required: a run of every case of the default branch's eval sets
+    files["runs/0-suites.json"] = json.dumps(runs).encode()
+    partial = second_stage(action, files, judge_key="fake-gemini-key")
+    assert partial.code == 3 and partial.outputs["verdict"] == "error", partial.stdout
+    assert "shop/refund" in action.github.comments_on(7)[0].body
