@@ -379,6 +379,10 @@ def first_stage(
         if comparison.gate.verdict == "blocked":
             comparison.accept_command = accept_command(comparison.refresh_command, entries_to_accept(comparison),
                                                        f"{pr.base_sha}:{inputs.baseline_path}")
+        if comparison.baseline_update is not None and comparison.baseline_update.stale:
+            print(workflow.annotation("error", f"{comparison.baseline_update.differences[0]}; rewrite it on the base "
+                                      f"commit's baseline: {comparison.accept_command}", title="evalbot: stale "
+                                      "baseline update"), file=stream)
         comparison.merge_queue = pr.merge_queue
     if ignored:  # as the fork-safe second stage says it of the default branch's eval sets
         comparison.notes.append(ignored_note(ignored))
