@@ -52,18 +52,101 @@ SUPERVISED = sys.platform.startswith("linux")
 KILL_WAIT_S = 15.0
 """How long the gate waits for the supervisor to end the worker's tree before killing its process group itself."""
 PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+SWEEP_S = 5.0
+"""How long the gate keeps ending escaped processes of a worker's tree (:func:`sweep_escaped`)."""
 _undumpable = False
+_supervisors: set[int] = set()
+"""The pids of the live workers' supervisors (never swept)."""
+_supervisors_lock = threading.Lock()
+
+
+def _prctl(option: int, arg: int) -> bool:
+    libc = ctypes.CDLL(None, use_errno=True)
+    return bool(libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)) == 0)
 
 
 def gate_not_dumpable() -> bool:
     """Make this process not dumpable (Linux): its ``/proc/PID/environ``, ``mem`` and ``fd`` are then readable, and
-    it can be ptraced, only with CAP_SYS_PTRACE, which the supervised worker never has. True once done."""
+    it can be ptraced, only with CAP_SYS_PTRACE, which the supervised worker never has.  It also becomes a child
+    subreaper: a process of a worker's tree whose supervisor was killed comes back here, where
+    :func:`sweep_escaped` ends it.  True once done."""
     global _undumpable
     if not _undumpable and SUPERVISED:
-        libc = ctypes.CDLL(None, use_errno=True)
-        _undumpable = libc.prctl(PR_SET_DUMPABLE, ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                                 ctypes.c_ulong(0)) == 0
+        _undumpable = _prctl(PR_SET_DUMPABLE, 0)
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
     return _undumpable
+
+
+def _marks(pid: int | str) -> tuple[str, int] | None:
+    """A process's ``NoNewPrivs`` and ``CapBnd`` (None when it is gone)."""
+    found: dict[str, str] = {}
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                key, _, value = line.partition(":")
+                found[key] = value.strip()
+    except OSError:
+        return None
+    try:
+        bounding = int(found.get("CapBnd", "") or "0", 16)
+    except ValueError:
+        bounding = -1
+    return found.get("NoNewPrivs", "0"), bounding
+
+
+def _tree() -> dict[int, list[int]]:
+    """Each process's children, by parent pid (``/proc/PID/stat``)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as stat:
+                    text = stat.read()
+            except OSError:
+                continue
+            fields = text[text.rfind(b")") + 2:].split()
+            if len(fields) > 1:
+                children.setdefault(int(fields[1]), []).append(int(name))
+    return children
+
+
+def sweep_escaped() -> int:
+    """End every process of a worker's tree that escaped its supervisor (the metric killed it): such a process is
+    re-parented to the gate (a subreaper) and carries what the supervisor locked, which it cannot undo
+    (``no_new_privs``, an empty capability bounding set) where the gate does not.  Returns how many were killed."""
+    gate = _marks("self") if _undumpable else None
+    if gate is None:
+        return 0
+    me, killed = os.getpid(), 0
+    deadline = time.monotonic() + SWEEP_S
+    while time.monotonic() < deadline:
+        tree = _tree()
+        with _supervisors_lock:
+            live = set(_supervisors)
+        escaped = []
+        for pid in tree.get(me, []):
+            marks = None if pid in live else _marks(pid)
+            if marks is not None and ((marks[0] == "1" and gate[0] != "1") or (marks[1] == 0 and gate[1] != 0)):
+                escaped.append(pid)
+        if not escaped:
+            return killed
+        stack = list(escaped)
+        while stack:
+            pid = stack.pop()
+            stack += tree.get(pid, [])
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+        for pid in escaped:  # the gate's children now: reap them
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        time.sleep(0.005)
+    return killed
 
 
 def worker_environment(env: Mapping[str, str]) -> dict[str, str]:
@@ -108,10 +191,13 @@ class Worker:
         command = [sys.executable, "-E", "-s", str(WORKER_SCRIPT)]
         if self.supervised:
             command = [sys.executable, "-E", "-s", str(SUPERVISOR_SCRIPT), str(os.getpid()), str(WORKER_SCRIPT)]
-        self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=worker_environment(os.environ if env is None else env), start_new_session=True,
-        )
+        with _supervisors_lock:
+            self.proc = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=worker_environment(os.environ if env is None else env), start_new_session=True,
+            )
+            if self.supervised:
+                _supervisors.add(self.proc.pid)
         self._stderr = _Tail(self.proc.stderr, _STDERR_KEPT)
         self._hello = {"function": function_path, "sys_path": [str(p) for p in worker_path(roots)]}
 
@@ -222,6 +308,10 @@ class Worker:
             except OSError:
                 pass
         self.proc.wait()
+        if self.supervised:
+            with _supervisors_lock:
+                _supervisors.discard(self.proc.pid)
+            sweep_escaped()
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 try:

@@ -154,3 +154,44 @@ def test_the_worker_environment_has_no_command_file_nor_secret() -> None:
            "INPUT_GITHUB-TOKEN": "t", "INPUT_JUDGE-API-KEY": "k", "GOOGLE_API_KEY": "k", "OPENAI_API_KEY": "k",
            "ACTIONS_RUNTIME_TOKEN": "r", "EVALBOT_JUDGE_CACHE_KEY": "c"}
     assert worker_environment(env) == {"PATH": "/usr/bin", "HOME": "/home/x", "GITHUB_WORKSPACE": "/w"}
+
+
+PARRICIDE = """
+import os, pathlib, signal, subprocess, time
+
+def tools_used(instance):
+    out = pathlib.Path(__file__).with_name("pids")
+    child = subprocess.Popen(["setsid", "sleep", "300"])
+    out.write_text(f"{child.pid} {os.getpid()}")
+    time.sleep(0.2)
+    os.kill(os.getppid(), signal.SIGKILL)  # the supervisor: its subreaper and kill-on-exit go with it
+    time.sleep(30)
+    return 1.0
+"""
+
+
+@linux_only
+def test_a_metric_that_kills_its_supervisor_still_leaves_no_process(tmp_path: Path, started: list[int]) -> None:
+    """The metric starts ``setsid sleep 300`` and kills the process above it: the worker dies with it, its child is
+    re-parented to the gate (a subreaper too) and the gate ends it, marked as the worker's by the privileges it
+    cannot regain (no_new_privs, an empty capability bounding set)."""
+    from evalbot.criteria.custom import Definition, start_worker
+    from evalbot.criteria.custom_process import WorkerGone
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "repo_metrics").mkdir()
+    (tmp_path / "repo_metrics" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "repo_metrics" / "checks.py").write_text(PARRICIDE, encoding="utf-8")
+    worker, _ = start_worker(Definition("repo_metrics.checks.tools_used"), [tmp_path])
+    try:
+        worker.send_items([{"what": "call", "arg": {}}], 20, "call")
+        with pytest.raises(WorkerGone):
+            worker.receive(20, "call")
+    finally:
+        worker.close()
+    pids = [int(p) for p in (tmp_path / "repo_metrics" / "pids").read_text().split()]
+    started += pids
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [pid for pid in pids if _alive(pid)] == [], "a process the metric started outlived it"
