@@ -91,7 +91,14 @@ def merge_baselines(base: Baseline | None, ours: Baseline, theirs: Baseline) -> 
         if was is None:  # added on both sides
             was = BaselineEvalSet(path=new.path)
         sets[key] = _merged_set(key, was, old, new, result)
-    result.baseline = newer.model_copy(update={"eval_sets": sets})
+    header: dict[str, object] = {"eval_sets": sets}
+    for name in ("budgets", "judge_models"):  # the policy's budgets and judge models the older side changed
+        if getattr(older, name) != getattr(ancestor, name):
+            if getattr(newer, name) == getattr(ancestor, name):
+                header[name] = getattr(older, name)
+            elif getattr(newer, name) != getattr(older, name):
+                result.conflicts.append(name)
+    result.baseline = newer.model_copy(update=header)
     return result
 
 

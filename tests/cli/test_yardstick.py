@@ -166,3 +166,26 @@ def test_a_hostile_working_tree_update_is_refused_and_blocks(
     code, out, err = cli(capsys, "compare", "--baseline", f"main:{BASE}", "evals", "--actuals", "runs/main.json")
     assert code == 1, out + err
     assert "does not match this run" in out.splitlines()[1] and "the file cannot be used: " in out
+
+
+def test_accept_refuses_what_it_cannot_write(proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--accept names an entry of this run or of main's baseline, and needs main's baseline: otherwise exit 2 naming
+    the flag, and nothing is written."""
+    code, _, err = cli(capsys, "baseline", "evals", "--actuals", "runs/pr.json", "--accept", "orders/refund")
+    assert code == 2 and "--accept writes main's baseline" in err and "--previous REF:PATH" in err
+    assert not (proj / ".evalbot/baseline.json").exists()
+    make_baseline(capsys)
+    before = (proj / ".evalbot/baseline.json").read_text(encoding="utf-8")
+    for entry, said in (("orders/nope", "no case 'nope'"), ("shop/*", "no eval set 'shop'")):
+        code, _, err = cli(capsys, "baseline", "evals", "--actuals", "runs/pr.json", "--accept", entry)
+        assert code == 2 and f"--accept {entry}: {said}" in err, err
+    with pytest.raises(SystemExit) as exited:
+        cli(capsys, "baseline", "evals", "--actuals", "runs/pr.json", "--accept", "refund")
+    assert exited.value.code == 2 and "expected SET/CASE or SET/*" in capsys.readouterr().err
+    assert (proj / ".evalbot/baseline.json").read_text(encoding="utf-8") == before
+    code, out, err = cli(capsys, "baseline", "evals", "--actuals", "runs/pr.json", "--accept", "orders/refund")
+    assert code == 0 and "orders/refund: passed → failed recorded" in err and "1 entry refreshed" in out
+    after = json.loads((proj / ".evalbot/baseline.json").read_text(encoding="utf-8"))
+    old = json.loads(before)
+    assert after["eval_sets"]["orders"]["cases"]["track"] == old["eval_sets"]["orders"]["cases"]["track"]
+    assert after["commit"] == old["commit"] and after["eval_sets"]["orders"]["cases"]["refund"]["history"] == "PF"
