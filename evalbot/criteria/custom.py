@@ -32,7 +32,8 @@ unreadable makes the metric ``error`` on that case with the message; the other c
 Batching and deadlines: ``evaluate`` queues the case and returns an awaitable; the first one awaited sends every
 queued case to the worker in batches of up to ``BATCH_ITEMS`` calls, and the worker answers call by call.  Each
 answer (and the import) is awaited at most ``timeout_seconds`` (an evalbot key of the ``custom_metrics`` entry, ADK
-ignores it; default 30).  A worker that misses the deadline is killed with its process group; one that exits,
+ignores it; default 30).  A worker that misses the deadline is killed with every process it started (on Linux
+its supervisor ends the whole tree, ``setsid`` children included: criteria.custom_process); one that exits,
 crashes or breaks the protocol is gone too.  Either way the case in flight is ``error`` with the reason and the
 metric's remaining cases in that eval set are ``error`` naming that case (the worker is not restarted for them).
 

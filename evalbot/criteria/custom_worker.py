@@ -4,9 +4,9 @@ evalbot runs this file as a script in a child process (``python -E custom_worker
 of secrets, and never imports it itself: it needs the standard library only (plus google-adk for ADK's contract).
 The protocol is one JSON object per line.  The first request names the function and the import path; the answer is
 ``{"contract", "where"}`` or ``{"error", "message"}`` (what the metric's code is, the gate reads from the files
-itself: criteria.custom_code; nothing this process says about it would be believed).  Each later request is ``{"items": [...]}``
-and gets one answer line per item, in order: ``{"value": ...}``, ``{"unserializable": "type name"}`` or
-``{"error": "message"}``.  The parent applies every deadline and kills this process (and its process group) when a
+itself: criteria.custom_code; nothing this process says about it would be believed).  Each later request is
+``{"items": [...]}`` and gets one answer line per item, in order: ``{"value": ...}``,
+``{"unserializable": "type name"}`` or ``{"error": "message"}``.  The parent applies every deadline and kills this process (and everything it started) when a
 call hangs, so nothing here times anything.  The module's own prints go to stderr: the answers use a private copy of
 the original stdout.
 """

@@ -65,7 +65,8 @@ def edit_a_package_init_the_helper_runs(action: Action) -> None:
 
 def restore_the_helper_when_imported(action: Action) -> None:
     """The lenient helper puts main's text back on disk when the worker imports it (its lenient code is loaded)."""
-    write(action, "repo_metrics/helpers.py", LENIENT + f"\n\nimport pathlib\npathlib.Path(__file__).write_text({HELPERS!r})\n")
+    restore = f"\n\nimport pathlib\npathlib.Path(__file__).write_text({HELPERS!r})\n"
+    write(action, "repo_metrics/helpers.py", LENIENT + restore)
 
 
 def hijack_the_workers_hash(action: Action) -> None:
@@ -90,7 +91,8 @@ CHANGES: list[Callable[[Action], None]] = [
 
 
 @pytest.mark.parametrize("change", CHANGES, ids=[c.__name__ for c in CHANGES])
-def test_changed_metric_code_is_a_yardstick_change_that_blocks(action: Action, change: Callable[[Action], None]) -> None:
+def test_changed_metric_code_is_a_yardstick_change_that_blocks(
+        action: Action, change: Callable[[Action], None]) -> None:
     main_tree(action)
     measure_baseline(action)
     change(action)

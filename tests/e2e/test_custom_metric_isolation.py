@@ -107,8 +107,8 @@ def started() -> Iterator[list[int]]:
 def test_a_metric_reads_no_secret_and_leaves_no_process(action: Action, baseline_text: str, started: list[int]) -> None:
     folder = spy_metric(action, SPY.format(secrets=[APP_TOKEN, "fake-gemini-key", CACHE_KEY]))
     make_baseline(action, baseline_text)
-    run = action.run("pull_request", pull_request_event(),
-                     inputs={"actuals": "actuals/good.json", "judge-cache": "cache/judge", "judge-cache-key": CACHE_KEY})
+    inputs = {"actuals": "actuals/good.json", "judge-cache": "cache/judge", "judge-cache-key": CACHE_KEY}
+    run = action.run("pull_request", pull_request_event(), inputs=inputs)
     seen = json.loads((folder / "seen.json").read_text(encoding="utf-8"))
     started += seen["pids"]
     assert run.code == 0, run.stdout + run.stderr  # the metric was scored: its process ran

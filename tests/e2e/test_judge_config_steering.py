@@ -53,7 +53,8 @@ def judge_config(config: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
 def camel_case(url: str) -> Callable[[dict[str, Any]], None]:
     def apply(data: dict[str, Any]) -> None:
         data["criteria"]["final_response_match_v2"] = {
-            "threshold": 0.5, "judgeModelOptions": {"numSamples": 1, "judgeModelConfig": {"httpOptions": {"baseUrl": url}}}}
+            "threshold": 0.5,
+            "judgeModelOptions": {"numSamples": 1, "judgeModelConfig": {"httpOptions": {"baseUrl": url}}}}
     return apply
 
 
