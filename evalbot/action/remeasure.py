@@ -137,10 +137,12 @@ def ignored_note(ignored: Sequence[CaseKey], where: str = "the eval sets") -> st
             "eval sets' cases are scored; one recorded-runs file may serve several suites)")
 
 
-def check_artifact(report: Report, read: RecordedActuals, eval_sets: Sequence[LoadedEvalSet], artifact: str) -> Check:
-    """Whether the artifact can be re-measured against ``eval_sets`` (the trusted checkout's): it must hold readable
-    runs, every case of its report must have a run, and every trusted case must have a run. Runs of cases in no
-    eval set (a runs file shared by several suites) are ignored, as the first stage ignores them."""
+def check_artifact(report: Report, read: RecordedActuals, eval_sets: Sequence[LoadedEvalSet], artifact: str, *,
+                   every_set: Sequence[LoadedEvalSet] | None = None) -> Check:
+    """Whether the artifact can be re-measured against ``eval_sets`` (the trusted checkout's, those measured): it must
+    hold readable runs, every case of its report must have a run, and every case of ``eval_sets`` must have a run.
+    Runs of cases in no eval set of ``every_set`` (all the checkout's, ``eval_sets`` by default; a runs file shared
+    by several suites) are ignored, as the first stage ignores them."""
     errors = read.errors + read.recording_errors
     if errors:
         return Check(f"the recorded runs in artifact {artifact} are unreadable: {errors[0]}")
@@ -169,7 +171,7 @@ def check_artifact(report: Report, read: RecordedActuals, eval_sets: Sequence[Lo
     known_ids = {eval_id for _, eval_id in trusted}
     added = [key for key in reported if key not in known and key[1] not in known_ids]
     added_ids = {eval_id for _, eval_id in added}
-    ignored = [key for key in unused_runs(read, eval_sets) if key[1] not in added_ids]
+    ignored = [key for key in unused_runs(read, every_set or eval_sets) if key[1] not in added_ids]
     return Check(added=added, ignored=ignored)
 
 

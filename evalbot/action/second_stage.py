@@ -205,6 +205,7 @@ def measure_pull(env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContex
     policy, template = policy_and_template(inputs, ws, loaded.settings())
     baseline, baseline_error = read_baseline_at(forge, ws, inputs.baseline_path, pull.base_sha)
     main_baseline, carried = baseline, None
+    every_set = loaded.eval_sets  # a run of a case in none of them is ignored, with a notice
     if inputs.only_affected:  # the default branch's affected_by, the pull request's files as GitHub lists them
         change = Change(base_sha=pull.base_sha, head_sha=pull.head_sha, number=pull.number)
         loaded, baseline, carried = only_affected(inputs, ws, loaded, GateSettings(policy=policy, template=template),
@@ -212,7 +213,7 @@ def measure_pull(env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContex
     with tempfile.TemporaryDirectory(prefix="evalbot-runs-") as private:
         paths = write_runs(runs_in(files), Path(private))
         recorded = read_actuals(paths)
-        check = check_artifact(claimed, recorded, loaded.eval_sets, inputs.artifact_name)
+        check = check_artifact(claimed, recorded, loaded.eval_sets, inputs.artifact_name, every_set=every_set)
         if check.problem is not None:
             return (unmeasured(ctx, inputs, forge, pull.number, run.head_sha, check.problem, stream),
                     f"could not measure: {check.problem}")

@@ -216,3 +216,14 @@ def test_the_second_stage_without_only_affected_does_not_pass_partial_runs(actio
     action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None)
     (comment,) = action.github.comments_on(7)
     assert "carried" not in comment.body and "no regressions" not in comment.body.split("\n")[1], comment.body[:600]
+
+
+def test_runs_of_unaffected_eval_sets_are_not_called_runs_of_no_case(action: Action, base: str) -> None:
+    """The agent step ran every eval set; only billing is affected. Runs of the carried eval sets' cases are runs of
+    cases the eval sets have: neither stage lists them as "ignored: no case of the eval sets" (issue 37 row 13)."""
+    fork_first_stage(action, base, pr_runs(action.workspace, NAMES))
+    run = action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run", "only-affected": "true"},
+                     judge_key=None)
+    assert run.code == 0, run.stdout + run.stderr
+    (comment,) = action.github.comments_on(7)
+    assert "name no case of" not in comment.body and "name no case of" not in run.stdout

@@ -76,6 +76,7 @@ def test_review_event_control_a_good_pr_still_passes(action: Action, baseline_te
     run = action.run("pull_request_review", review_event("pull_request_review"),
                      inputs={"actuals": "actuals/good.json"})
     assert run.code == 0 and run.outputs["verdict"] == "passed", run.stdout + run.stderr
+    assert "Not the merge gate" not in run.summary  # a same-repository PR's run is its gate
 
 
 def test_issue_comment_on_a_pull_request_is_refused_in_mode_auto(action: Action, baseline_text: str) -> None:
