@@ -56,14 +56,19 @@ PR_SET_CHILD_SUBREAPER = 36
 SWEEP_S = 5.0
 """How long the gate keeps ending escaped processes of a worker's tree (:func:`sweep_escaped`)."""
 _undumpable = False
+_subreaper = False
 _supervisors: set[int] = set()
 """The pids of the live workers' supervisors (never swept)."""
 _supervisors_lock = threading.Lock()
 
 
 def _prctl(option: int, arg: int) -> bool:
-    libc = ctypes.CDLL(None, use_errno=True)
-    return bool(libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)) == 0)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                               ctypes.c_ulong(0)) == 0)
+    except (OSError, AttributeError):
+        return False
 
 
 def gate_not_dumpable() -> bool:
@@ -71,10 +76,10 @@ def gate_not_dumpable() -> bool:
     it can be ptraced, only with CAP_SYS_PTRACE, which the supervised worker never has.  It also becomes a child
     subreaper: a process of a worker's tree whose supervisor was killed comes back here, where
     :func:`sweep_escaped` ends it.  True once done."""
-    global _undumpable
+    global _undumpable, _subreaper
     if not _undumpable and SUPERVISED:
         _undumpable = _prctl(PR_SET_DUMPABLE, 0)
-        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        _subreaper = _subreaper or _prctl(PR_SET_CHILD_SUBREAPER, 1)
     return _undumpable
 
 
@@ -98,7 +103,11 @@ def _marks(pid: int | str) -> tuple[str, int] | None:
 def _tree() -> dict[int, list[int]]:
     """Each process's children, by parent pid (``/proc/PID/stat``)."""
     children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        names = []
+    for name in names:
         if name.isdigit():
             try:
                 with open(f"/proc/{name}/stat", "rb") as stat:
@@ -115,7 +124,7 @@ def sweep_escaped() -> int:
     """End every process of a worker's tree that escaped its supervisor (the metric killed it): such a process is
     re-parented to the gate (a subreaper) and carries what the supervisor locked, which it cannot undo
     (``no_new_privs``, an empty capability bounding set) where the gate does not.  Returns how many were killed."""
-    gate = _marks("self") if _undumpable else None
+    gate = _marks("self") if _subreaper else None
     if gate is None:
         return 0
     me, killed = os.getpid(), 0
@@ -187,7 +196,8 @@ class Worker:
         self._buffer = b""
         self._lines: deque[bytes] = deque()
         self.gone: str | None = None
-        self.supervised = SUPERVISED and gate_not_dumpable()
+        gate_not_dumpable()
+        self.supervised = SUPERVISED
         command = [sys.executable, "-E", "-s", str(WORKER_SCRIPT)]
         if self.supervised:
             command = [sys.executable, "-E", "-s", str(SUPERVISOR_SCRIPT), str(os.getpid()), str(WORKER_SCRIPT)]

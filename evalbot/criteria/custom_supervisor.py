@@ -38,10 +38,15 @@ SECURE_BITS = (1 << 0) | (1 << 1) | (1 << 6) | (1 << 7)
 KILL_SECONDS = 10.0
 """How long the supervisor keeps killing and reaping descendants before giving up."""
 
-_libc = ctypes.CDLL(None, use_errno=True)
+try:
+    _libc: ctypes.CDLL | None = ctypes.CDLL(None, use_errno=True)
+except OSError:  # no C library to call prctl with: the worker still runs, supervised as far as /proc allows
+    _libc = None
 
 
 def _prctl(option: int, arg: int = 0, arg3: int = 0) -> bool:
+    if _libc is None:
+        return False
     return bool(_libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(arg3), ctypes.c_ulong(0),
                             ctypes.c_ulong(0)) == 0)
 
@@ -59,7 +64,11 @@ def _lock_down() -> None:
 def _descendants(root: int) -> list[int]:
     """Every live process below ``root``, by parent pid (read from ``/proc/PID/stat``)."""
     children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no /proc: only the worker itself can be found (its process group is killed by the gate)
+        names = []
+    for name in names:
         if not name.isdigit():
             continue
         try:
