@@ -226,6 +226,10 @@ def problems(block: Block, *, ref: str, inputs: set[str], modes: tuple[str, ...]
         mode = str(with_.get("mode", "auto"))
         if mode not in modes:
             found.append(f"{name}: mode {mode!r} is not one of {', '.join(modes)}")
+        granted = (flow.get("jobs") or {}).get(job_id, {}).get("permissions")
+        if mode == "workflow_run" and not (isinstance(granted, dict) and granted.get("statuses") == "write"):
+            found.append(f"{name}: mode workflow_run sets the `evalbot` commit status, the merge gate of a fork's "
+                         "pull request: its job needs `statuses: write`")
         actuals = str(with_.get("actuals", "")).strip()
         if actuals and mode not in SECOND_STAGE_MODES:
             output = STEP_OUTPUT.match(actuals)

@@ -216,6 +216,15 @@ def test_a_privileged_stage_must_not_check_out_the_pr_head() -> None:
     assert any("must not check out the PR's code" in p for p in problems(text))
 
 
+def test_the_second_stage_job_may_set_the_evalbot_status() -> None:
+    """mode workflow_run sets the `evalbot` commit status (the fork's merge gate): its job needs statuses: write."""
+    second = GOOD.replace("  pull_request:\n", "  workflow_run:\n    workflows: [evals]\n    types: [completed]\n").replace(
+        "          actuals: runs/agent.json\n", "          mode: workflow_run\n")
+    assert any("needs `statuses: write`" in p for p in problems(second))
+    granted = second.replace("      pull-requests: write\n", "      pull-requests: write\n      statuses: write\n")
+    assert not any("statuses" in p for p in problems(granted)), problems(granted)
+
+
 def test_a_step_list_is_not_a_workflow() -> None:
     """A fragment (steps only, as examples/agent/README.md once had) cannot be linted: it is refused."""
     fragment = "- run: evalbot run evals --record r.json || true\n- uses: OWNER/evalbot@v1\n"
