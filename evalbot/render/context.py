@@ -20,6 +20,7 @@ from typing import Any, overload
 
 from evalbot.compare.model import CaseComparison, Comparison
 from evalbot.formats.lookalike import escape_lookalike
+from evalbot.render.views import by_severity
 
 
 def case_data(case: CaseComparison) -> dict[str, Any]:
@@ -118,7 +119,8 @@ def json_default(value: object) -> Any:
 
 def comparison_data(comparison: Comparison) -> dict[str, Any]:
     """The comparison as plain data for templates (the report without its eval sets: cases are under ``eval_sets``,
-    each set's ``cases`` a :class:`CaseList`).
+    each set's ``cases`` a :class:`CaseList`; the eval sets most severe first, as every output lists them:
+    evalbot.render.views.by_severity).
 
     pydantic's JSON mode already yields plain data only (dicts with ``str`` keys, lists, and exact ``str``, ``int``,
     ``float``, ``bool`` or None: subclasses, tuples and enums come out as those), so the dump is not walked again.
@@ -128,6 +130,7 @@ def comparison_data(comparison: Comparison) -> dict[str, Any]:
     for es, model in zip(data["eval_sets"], comparison.eval_sets, strict=True):
         es["eval_set_id"] = escape_lookalike(es["eval_set_id"])  # shown escaped (and flagged in the headline)
         es["cases"] = CaseList(model.cases)  # the last field of EvalSetComparison: the keys keep their order
+    data["eval_sets"] = [data["eval_sets"][i] for i in by_severity(comparison.eval_sets, comparison.policy)]
     for change in data["yardstick"]:
         for key in ("eval_set_id", "case", "criterion", "what", "current"):
             if isinstance(change.get(key), str):

@@ -43,7 +43,7 @@ from evalbot.render import mdsafe, words
 from evalbot.render.comment import cost_change, money, verdict
 from evalbot.render.precompiled import PrecompiledLoader
 from evalbot.render.trajdiff import call_text, diff_calls
-from evalbot.render.views import ORDER, TITLES, history_text, judge_text, votes_text
+from evalbot.render.views import ORDER, TITLES, by_severity, history_text, judge_text, votes_text
 from evalbot.results import (
     CriterionUsage,
     JudgeDetails,
@@ -681,11 +681,12 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
         c.name for es in comparison.report.eval_sets for c in es.criteria if c.judged
     ) | frozenset(r.criterion for es in comparison.eval_sets for r in es.rows if r.judged)
     rank = {category: i for i, category in enumerate(ORDER)}
-    ordered = [sorted(es.cases, key=lambda c: rank.get(c.category, len(rank))) for es in comparison.eval_sets]
+    eval_sets = [comparison.eval_sets[i] for i in by_severity(comparison.eval_sets, comparison.policy)]
+    ordered = [sorted(es.cases, key=lambda c: rank.get(c.category, len(rank))) for es in eval_sets]
     plan = Plan(ordered, markup_limit)
     walker = Walker(plan)
     counts = {key: 0 for key, _ in FILTERS if key != "all"}
-    sets = [set_data(es, cases, walker, judged, counts) for es, cases in zip(comparison.eval_sets, ordered, strict=True)]
+    sets = [set_data(es, cases, walker, judged, counts) for es, cases in zip(eval_sets, ordered, strict=True)]
     counts["all"] = sum(len(cases) for cases in ordered)
     filters = [{"key": key, "label": label, "n": counts[key]} for key, label in FILTERS]
     base = comparison.baseline

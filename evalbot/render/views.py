@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import CaseComparison, Comparison, EvalSetComparison, MetricDelta
 from evalbot.compare.votes import Votes
 from evalbot.criteria import about_tool_calls
@@ -265,10 +266,43 @@ def _title(category: str, comparison: Comparison) -> str:
     return TITLES[category]
 
 
+SEVERITY = ("regression", "error", "inconclusive", "fixed", "changed", "unchanged")
+"""The classes of eval sets, most severe first: every output lists its eval sets in this order (stable within a
+class: the order they were given in)."""
+
+
+def set_severity(es: EvalSetComparison, policy: GatePolicy | None = None) -> int:
+    """The index in SEVERITY of an eval set: ``regression`` (a case regressed, or a criterion's mean did; flaky or
+    inconclusive cases too when the policy blocks on them), ``error`` (the eval set or a case could not be evaluated),
+    ``inconclusive`` (flaky or inconclusive, not blocking), ``fixed`` (a case fixed, a mean rose), ``changed`` (cases
+    new, removed, accepted, still failing or redefined; the eval set new or removed), else ``unchanged``."""
+    categories = {case.category for case in es.cases}
+    rows = {row.change for row in es.rows}
+    blocking = {"regressed"} | ({"flaky"} if policy is not None and policy.block_flaky else set()) | (
+        {"inconclusive"} if policy is not None and policy.block_inconclusive else set())
+    if categories & blocking or "regressed" in rows:
+        return 0
+    if es.errors or "error" in categories or es.status == "error":
+        return 1
+    if categories & {"flaky", "inconclusive"} or "inconclusive" in rows:
+        return 2
+    if "fixed" in categories or "improved" in rows:
+        return 3
+    if categories - {"unchanged"} or not es.in_current or not es.in_baseline or rows & {"changed_definition", "removed"}:
+        return 4
+    return 5
+
+
+def by_severity(sets: Sequence[EvalSetComparison], policy: GatePolicy | None = None) -> list[int]:
+    """The indexes of ``sets`` most severe first (set_severity), in their given order within a class."""
+    return sorted(range(len(sets)), key=lambda i: set_severity(sets[i], policy))
+
+
 def sections(comparison: Comparison, limits: Limits) -> list[Section]:
     """Non-empty sections in order; the detail budget goes to the most important cases first."""
     grouped: dict[str, list[tuple[EvalSetComparison, CaseComparison]]] = {c: [] for c in ORDER}
-    for es in comparison.eval_sets:
+    for i in by_severity(comparison.eval_sets, comparison.policy):
+        es = comparison.eval_sets[i]
         for case in es.cases:
             if case.category in grouped:
                 grouped[case.category].append((es, case))
