@@ -406,7 +406,8 @@ def environment(custom_template: str | None = None) -> BoundedSandbox:
         finalize=mdsafe.soften,
     )
     env.filters.update(
-        inline=mdsafe.inline, html=mdsafe.html, cell=mdsafe.cell, code=mdsafe.code, span=mdsafe.span, score=_score,
+        inline=mdsafe.inline, html=mdsafe.html, cell=mdsafe.cell, code=mdsafe.code, span=mdsafe.span, sha=mdsafe.sha,
+        score=_score,
         delta=_delta, pvalue=_pvalue, number=_number, link=_link, row_note=_row_note,
     )
     env.filters["pprint"] = lambda value: pprint.pformat(materialized(value))  # a CaseList as its list
@@ -502,8 +503,8 @@ def _render(env: jinja2.Environment, name: str, context: Mapping[str, Any]) -> s
     try:
         template = env.get_template(name)
         if isinstance(env, BoundedSandbox):
-            return render_bounded(env, template, context)
-        return template.render(context)
+            return mdsafe.finish(render_bounded(env, template, context))
+        return mdsafe.finish(template.render(context))
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"comment template {exc.name or name}, line {exc.lineno}: {exc.message}") from None
     except jinja2.TemplateError as exc:

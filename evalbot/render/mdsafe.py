@@ -11,11 +11,20 @@ mentions and ``#123`` references get an invisible joiner so they never notify or
 from __future__ import annotations
 
 import re
+import secrets
 
 JOINER = "\u200d"
 """Zero-width joiner: invisible, but breaks mention, reference and marker patterns."""
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_OPEN, _CLOSE = "\ue000", "\ue001"
+"""Private-use characters around a trusted sha's code span until the render is finished (see sha); clean removes
+them from every other text, so only the sha filter can write them."""
+_NONCE = secrets.token_hex(16)
+"""This process's secret in each trusted sha token: text from a PR (made before this process started) cannot hold a
+token soften or finish would take for a trusted one, even printed without a filter."""
+_TOKEN = re.compile(f"{_OPEN}{_NONCE}(`[0-9a-f]{{7,64}}`){_CLOSE}")
+_HEX = re.compile(r"[0-9A-Fa-f]{7,64}")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ue000\ue001]")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9_])")
 _REFERENCE = re.compile(r"#(?=\d)|(?<![A-Za-z0-9])(?i:gh)-(?=\d)")
 """``#1``, ``owner/repo#1`` (and ``&#35;``-style entities, which would decode to ``#``), ``GH-1``."""
@@ -72,12 +81,39 @@ def no_links(text: str) -> str:
     return _URL.sub(lambda m: ":" + JOINER if m.group(0) == ":" else m.group(0)[:3] + JOINER + ".", text)
 
 
+def _soften(text: str) -> str:
+    # entities such as &#35; or &commat; would decode to a live "#1" or "@user": their "&" is escaped
+    return no_pings(break_marker(_ENTITY.sub("&amp;", clean(text))))
+
+
 def soften(value: object) -> Safe:
-    """The minimum for any text a template prints without a filter: no marker, no mention, no control chars."""
+    """The minimum for any text a template prints without a filter: no marker, no mention, no control chars; a
+    trusted sha's token (see sha) is kept as it is, for a macro's output goes through here too."""
     if isinstance(value, Safe):
         return value
-    # entities such as &#35; or &commat; would decode to a live "#1" or "@user": their "&" is escaped
-    return Safe(no_pings(break_marker(_ENTITY.sub("&amp;", clean(value)))))
+    text = value if isinstance(value, str) else clean(value)
+    parts = _TOKEN.split(text)  # [text, sha span, text, ...]: only the tokens this process made
+    return Safe("".join(
+        _OPEN + _NONCE + part + _CLOSE if i % 2 else _soften(part) for i, part in enumerate(parts)))
+
+
+def sha(value: object, length: int = 12) -> Safe:
+    """A commit sha a template trusts (the baseline's, the run's) as a code span, copyable (no joiner: GitHub links
+    no sha inside code); anything but 7 to 64 hex digits is inline text instead (broken as any other). The span is
+    wrapped in a token of this process until finish unwraps it, so that soften, which breaks every other run of hex
+    digits in a macro's output, leaves it alone. ``length``: the digits shown (at least 7)."""
+    text = value if isinstance(value, str) else ""
+    if not _HEX.fullmatch(text):
+        return inline(value, 64)
+    return Safe(f"{_OPEN}{_NONCE}`{text[:max(7, length)].lower()}`{_CLOSE}")
+
+
+def finish(text: str) -> str:
+    """A rendered comment with each trusted sha token (see sha) unwrapped to its code span. Any other private-use
+    character of the tokens (none can come from a filter: clean removes them) becomes a joiner, which never joins
+    two runs of hex digits into one."""
+    text = _TOKEN.sub(lambda m: m.group(1), text)
+    return text.replace(_OPEN, JOINER).replace(_CLOSE, JOINER)
 
 
 def shorten(text: str, limit: int | None) -> str:

@@ -69,10 +69,16 @@ def markdown_in_html_blocks(lines: list[str]) -> list[str]:
 
 
 def live_references(lines: list[str]) -> list[str]:
-    """References GitHub would autolink in lines outside code (code spans removed)."""
+    """References GitHub would autolink in lines outside code (code spans removed, but for lines inside an HTML
+    block, where backticks are literal text)."""
     found = []
+    in_block = False
     for line in lines:
-        bare = _CODE_SPAN.sub("", line)
+        if not line.strip():
+            in_block = False
+        elif _HTML_BLOCK.match(line):
+            in_block = True
+        bare = line if in_block else _CODE_SPAN.sub("", line)
         found += [f"live {name}: {line[:80]!r}" for name, pattern in _LIVE.items() if pattern.search(bare)]
     return found
 
