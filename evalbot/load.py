@@ -373,6 +373,9 @@ def _loaded(
     case_lines: CaseLines | None,
 ) -> LoadedEvalSet:
     kept, dup_errors = _drop_duplicates(cases, path, id_at)
+    if not cases:  # nothing to measure is never a pass
+        dup_errors.append(InputError(path, "/eval_cases", "the eval set holds no case, so nothing would be measured; "
+                                     "add at least one eval case, or leave the file out of the run"))
     return LoadedEvalSet(shown, eval_set_id, tuple(kept), cfg, tuple(dup_errors), notices, lines=case_lines)
 
 

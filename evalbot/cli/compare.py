@@ -61,7 +61,7 @@ from evalbot.compare.baseline import (
 )
 from evalbot.compare.carry import carried_update, carry
 from evalbot.compare.delta import compare, entries_to_accept
-from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, policy_from_settings
+from evalbot.compare.gate import MAX_RESAMPLE, GatePolicy, measured_nothing, policy_from_settings
 from evalbot.compare.judge_gaps import unmeasured_for_baseline
 from evalbot.compare.merge_driver import merge_baselines
 from evalbot.compare.model import Carried
@@ -276,6 +276,7 @@ def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick, n
             print(f"evalbot: notice: {text}", file=sys.stderr)
     comparison.notes += notes
     comparison.carried = carried
+    comparison.gate = measured_nothing(comparison.gate, report.totals.cases, carried.cases if carried else 0)
     if not (getattr(args, "agent", None) or getattr(args, "adk_agent", None)):
         note_not_rerun(comparison, ruler.policy.rerun_flipped)
     if ruler.proposed is not None:

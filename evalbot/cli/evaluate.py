@@ -16,10 +16,10 @@ import evalbot.cli.args as cli_args
 from evalbot import pipeline
 from evalbot.cli.agent import agent_run
 from evalbot.cli.groups import CI, INPUTS, JUDGE, group
-from evalbot.compare.gate import policy_from_settings, sampling_from_settings
+from evalbot.compare.gate import NOTHING_MEASURED, policy_from_settings, sampling_from_settings
 from evalbot.compare.judge_gaps import GapTally, judge_gaps
 from evalbot.criteria.base import BuildContext
-from evalbot.errors import EXIT_INVALID_INPUT, EXIT_UNAVAILABLE, EvalbotError
+from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, EvalbotError
 from evalbot.formats.jsonio import gc_paused
 from evalbot.judges.base import DEFAULT_SAMPLING, SAMPLING_MODES, Sampling
 from evalbot.judges.factory import judge_from_environ
@@ -219,6 +219,9 @@ def show_report(args: argparse.Namespace, report: Report, streamed: StreamedRun 
         write_text(args.html, html_chunks(run_comparison(report)))
     print(render_text(report, tally=streamed.console if streamed is not None else None))
     code = pipeline.exit_code(report)
+    if code == EXIT_OK and report.totals.cases == 0 and getattr(args, "shard", None) is None:  # a shard may be empty
+        print(f"evalbot: could not measure, not passing: {NOTHING_MEASURED}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     gaps = streamed.gaps.gaps() if streamed is not None else judge_gaps(report)
     # Judged verdicts the judge failed to give, and those without credentials, are not measured alike (as compare's
     # gate counts them on the command line): the judge-failures policy decides, blocking by default.

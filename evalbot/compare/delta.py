@@ -525,11 +525,17 @@ def compare(
         compare_eval_set(key, es, base_sets.pop(key, None), policy, compatible=compatible)
         for key, es in zip(keys, current.eval_sets, strict=True)
     ]
-    sets += [compare_eval_set(key, None, bs, policy, compatible=True) for key, bs in base_sets.items()]
+    invalid = _invalid(current)
+    # With input the run could not use (a mistyped eval set path, an unreadable file), main's eval sets it lacks are
+    # not "removed": that would bury the real error under a table of removals. The verdict is `invalid` (exit 2).
+    unrun = sorted(base_sets) if invalid else []
+    if not unrun:
+        sets += [compare_eval_set(key, None, bs, policy, compatible=True) for key, bs in base_sets.items()]
     settle_together([case for es in sets for case in es.cases], policy.alpha, policy.block_inconclusive)
     for es in sets:
         _count_case_outcomes(es.rows, es.cases)
     yardstick = yardstick_changes(baseline, current) if baseline is not None else []
+    yardstick = [y for y in yardstick if y.eval_set_id not in unrun]
     yardstick += [YardstickChange(kind="budget_loosened", eval_set_id="budgets", criterion=name, what=what)
                   for name, what in budget_changes]
     if acceptance is not None and baseline is not None and compatible:
@@ -556,7 +562,7 @@ def compare(
     unmeasured += not_measured
     gate = decide(
         policy,
-        invalid=_invalid(current),
+        invalid=invalid,
         failing_cases=current.totals.failed,
         regressions=regressions,
         inconclusive=inconclusive,
@@ -577,7 +583,8 @@ def compare(
         baseline_usage=baseline.usage if baseline is not None and compatible else None, efficiency=efficiency,
         efficiency_note=OLD_BASELINE_NOTE if baseline is not None and compatible and baseline.efficiency is None
         else None,
-        notes=[_accepted_budgets_note(policy.budgets, budgets)] if budgets != policy.budgets else [],
+        notes=([_accepted_budgets_note(policy.budgets, budgets)] if budgets != policy.budgets else [])
+        + ([_unrun_note(unrun)] if unrun else []),
         accepted=accepted,
     )
 
@@ -602,6 +609,13 @@ def accepted_changes(sets: Sequence[EvalSetComparison], yardstick: Sequence[Yard
     out += [AcceptedChange(kind=ACCEPTED_KINDS.get(y.kind, y.kind), subject=y.subject.replace(" / ", "/"))
             for y in yardstick if y.accepted]
     return out
+
+
+def _unrun_note(keys: Sequence[str]) -> str:
+    """Why main's eval sets that this run lacks are not listed as removed."""
+    shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+    return (f"{len(keys)} eval set(s) of the baseline ({shown}) not compared: this run's input is invalid, "
+            "so whether they were removed is not known; fix the input and run again")
 
 
 def _accepted_budgets_note(base: Mapping[str, str], applied: Mapping[str, str]) -> str:

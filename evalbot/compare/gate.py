@@ -183,6 +183,18 @@ class Gate(BaseModel):
     reasons: list[str] = Field(default_factory=list)
 
 
+NOTHING_MEASURED = ("nothing measured: the run holds no case; check the eval set paths and that each eval set has "
+                    "eval cases")
+
+
+def measured_nothing(gate: Gate, cases: int, carried: int = 0) -> Gate:
+    """``gate``, except that a run holding no case (and carrying none from main) never passes: nothing was measured,
+    so the verdict is ``error`` (exit 3) saying so."""
+    if cases or carried or gate.exit_code != EXIT_OK:
+        return gate
+    return Gate(verdict="error", exit_code=EXIT_UNAVAILABLE, reasons=[NOTHING_MEASURED])
+
+
 def decide(
     policy: GatePolicy,
     *,

@@ -333,7 +333,10 @@ def _verdict(comparison: Comparison) -> tuple[str, str]:
     if carried := words.carried_line(comparison):
         extras.append(carried)
     if gate.verdict == "invalid":
-        title = f"invalid input ({len(gate.reasons)} problem(s))"
+        first = gate.reasons[0] if gate.reasons else "see below"
+        first = first if len(first) <= 200 else first[:199] + "…"
+        more = len(gate.reasons) - 1
+        title = f"invalid input: {first}" + (f" · {more} more problem(s)" if more > 0 else "")
     elif gate.verdict == "error":
         labels = [r.split(":", 1)[0] for r in gate.reasons if not r.startswith("also found")]
         return ICONS["error"], f"could not measure, not passing: {', '.join(labels) or 'see below'}"

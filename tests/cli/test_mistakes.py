@@ -3,6 +3,7 @@ never a pass by accident, never a wall of repeated lines, and a "did you mean" w
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from evalbot.cli.commands import main
+from evalbot.cli.evaluate import show_report
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import NOTHING_MEASURED, Gate, GatePolicy, measured_nothing
 from evalbot.criteria import CRITERIA
+from evalbot.render.comment import render_comment
+from evalbot.results import Report
+from evalbot.shard.partition import Shard
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,6 +75,7 @@ def repo(proj: Path) -> Path:
     return proj
 
 
+REMOVALS = ("eval set removed", "(removed)", "case removed", "✅")
 COMPARE = ["compare", "evals", "--actuals", "runs/pr.json", *REPLAY]
 
 
@@ -146,3 +154,64 @@ def test_a_folder_of_yaml_eval_sets_says_why_none_was_found(proj: Path, capsys: 
     assert main(["run", "yaml-evals", "--actuals", "runs/pr.json"], env={}) == 2
     assert ("ERROR yaml-evals: directory holds no *.evalset.json or *.test.json file (it holds 1 YAML file(s): eval "
             "sets are JSON, ADK's format; YAML is not read)") in capsys.readouterr().out.splitlines()
+
+
+def test_an_eval_set_with_no_case_is_exit_2_naming_it(proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (proj / "evals" / "empty").mkdir()
+    (proj / "evals" / "empty" / "empty.evalset.json").write_text('{"eval_set_id": "empty", "eval_cases": []}')
+    assert main(["run", "evals/empty"], env={}) == 2
+    assert ("      ERROR evals/empty/empty.evalset.json:/eval_cases the eval set holds no case, so nothing would be "
+            "measured; add at least one eval case, or leave the file out of the run") in capsys.readouterr().out
+
+
+def test_compare_of_an_empty_eval_set_is_never_green(proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It was "✅ no regressions" (exit 0) without a baseline; with one, six removed cases hid the cause."""
+    (proj / "empty.evalset.json").write_text('{"eval_set_id": "empty", "eval_cases": []}')
+    for baseline in ("none.json", ".evalbot/baseline.json"):
+        assert main(["compare", "empty.evalset.json", "--baseline", baseline], env={}) == 2
+        out = capsys.readouterr().out
+        assert out.splitlines()[1] == (
+            "### ⚠️ evalbot: invalid input: empty.evalset.json:/eval\\_cases: the eval set holds no case, so nothing "
+            "would be measured; add at least one eval case, or leave the file out of the run")
+        assert not [w for w in REMOVALS if w in out]
+
+
+def test_a_wrong_eval_set_path_in_compare_is_the_headline_and_removes_nothing(
+        proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "evals/orders", "evals/faqq", "--actuals", "runs/pr.json", *REPLAY,
+                 "--baseline", ".evalbot/baseline.json"], env={}) == 2
+    out = capsys.readouterr().out
+    assert out.splitlines()[1] == "### ⚠️ evalbot: invalid input: evals/faqq: no such file or directory"
+    assert ("1 eval set(s) of the baseline (faq) not compared: this run's input is invalid, so whether they were "
+            "removed is not known; fix the input and run again") in out
+    assert not [w for w in REMOVALS if w in out]
+
+
+def test_several_input_problems_name_the_first_and_count_the_rest(
+        proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "evals/nope1", "evals/nope2", "evals/orders", "--actuals", "runs/pr.json", *REPLAY,
+                 "--baseline", "none.json"], env={}) == 2
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "### ⚠️ evalbot: invalid input: evals/nope1: no such file or directory · 1 more problem(s)")
+
+
+def test_a_run_that_measured_nothing_does_not_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    """No case at all (and nothing carried from main): could not measure (exit 3), never a pass."""
+    passed = Gate(verdict="passed", exit_code=0)
+    gate = measured_nothing(passed, cases=0)
+    assert (gate.verdict, gate.exit_code, gate.reasons) == ("error", 3, [NOTHING_MEASURED])
+    assert measured_nothing(passed, cases=1) is passed
+    assert measured_nothing(passed, cases=0, carried=4) is passed  # --only-affected carried main's results
+    blocked = Gate(verdict="blocked", exit_code=1)
+    assert measured_nothing(blocked, cases=0) is blocked
+    args = argparse.Namespace(report=None, html=None, judge_failures=None, paths=[], config=None, shard=None)
+    assert show_report(args, Report()) == 3
+    assert capsys.readouterr().err == f"evalbot: could not measure, not passing: {NOTHING_MEASURED}\n"
+    assert show_report(argparse.Namespace(**{**vars(args), "shard": Shard(2, 2)}), Report()) == 0  # a job's part
+
+
+def test_the_headline_of_a_run_that_measured_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    comparison = compare(current=Report(), baseline=None, policy=GatePolicy())
+    comparison.gate = measured_nothing(comparison.gate, 0)
+    assert render_comment(comparison, marker="").splitlines()[0] == (
+        "### ⛔ evalbot: could not measure, not passing: nothing measured")

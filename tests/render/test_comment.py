@@ -185,9 +185,18 @@ def test_invalid_input_comment_lists_the_problems() -> None:
     """A run with unusable input says so first and lists each problem."""
     r = Report(errors=[Problem(path="evals", message="directory holds no *.evalset.json file")])
     text = render_comment(compare(current=r, baseline=None, policy=GatePolicy()), marker=MARKER)
-    assert "### ⚠️ evalbot: invalid input (1 problem(s))" in text
+    assert "### ⚠️ evalbot: invalid input: evals: directory holds no \\*.evalset.json file\n" in text
     assert "- evals: directory holds no \\*.evalset.json file" in text
     assert not md_structure.problems(text, MARKER)
+
+
+def test_invalid_input_headline_names_the_first_problem_and_counts_the_rest() -> None:
+    problems = [Problem(path=f"evals/{n}", message="no such file or directory") for n in ("a", "b", "c")]
+    text = render_comment(compare(current=Report(errors=problems), baseline=None, policy=GatePolicy()), marker=MARKER)
+    assert "### ⚠️ evalbot: invalid input: evals/a: no such file or directory · 2 more problem(s)\n" in text
+    long = Report(errors=[Problem(path="evals", message="x" * 500)])
+    title = render_comment(compare(current=long, baseline=None, policy=GatePolicy()), marker=MARKER).splitlines()[1]
+    assert title.endswith("x…") and len(title) < 250
 
 
 def test_enforce_marker_keeps_exactly_one() -> None:
