@@ -4,6 +4,7 @@ touched (``changed_since``)."""
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 import re
 import signal
@@ -213,3 +214,25 @@ def run_git(args: Sequence[str], cwd: Path | None = None) -> GitResult:
     if expired.is_set() and code < 0:  # killed by the timer (not a git that ended just as it fired)
         return GitResult(124, "", f"git timed out after {GIT_TIMEOUT_S:g} s")
     return GitResult(code, out[:limit].decode("utf-8", "surrogateescape"), err, too_long=too_long)
+
+
+def ref_problem(ref: str, *, git: GitRunner) -> str | None:
+    """None when ``ref`` names a commit in this repository; else why not, with the branches and tags whose names are
+    closest ("did you mean"), so a mistyped ``mian:`` is not read as a ref to fetch."""
+    if git(["rev-parse", "--verify", "--quiet", f"{revision(ref, ref)}^{{commit}}"]).returncode == 0:
+        return None
+    listed = git(["for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/remotes", "refs/tags"])
+    names = [n for n in listed.stdout.splitlines() if n and not n.endswith("/HEAD")] if listed.returncode == 0 else []
+    close = difflib.get_close_matches(ref, names, n=3, cutoff=0.6)
+    guess = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return (f"{ref!r} is no branch, tag or commit in this repository{guess}; if it exists on the remote, fetch it "
+            f"(git fetch origin {ref}, or actions/checkout with fetch-depth: 0)")
+
+
+def ancestry_warning(ref: str, *, git: GitRunner) -> str | None:
+    """A warning when commit ``ref`` is not an ancestor of HEAD: its baseline was measured on another line of
+    history (another branch), not on what this change is based on. None when it is, or when git cannot tell."""
+    if git(["merge-base", "--is-ancestor", f"{revision(ref, ref)}^{{commit}}", "HEAD"]).returncode != 1:
+        return None
+    return (f"{ref} is not an ancestor of HEAD: its baseline was measured on another line of history, not on the "
+            f"commit this change is based on; compare with the base branch (e.g. --baseline origin/main:PATH)")

@@ -77,7 +77,7 @@ from evalbot.errors import (
     InputError,
 )
 from evalbot.forge.base import ForgeUnavailable
-from evalbot.git import changed_since, run_git
+from evalbot.git import ancestry_warning, changed_since, ref_problem, run_git
 from evalbot.load import discover
 from evalbot.pipeline import (
     Inputs,
@@ -159,6 +159,8 @@ class Yardstick:
     gate: GateSettings | None = None
     baseline_error: str | None = None
     """Why the baseline or the gate's settings at ``REF`` could not be read (the verdict is then ``error``)."""
+    warnings: tuple[str, ...] = ()
+    """What to warn about the yardstick (a ``REF`` that is not an ancestor of HEAD)."""
 
 
 def working_tree_update(spec: BaselineSpec, baseline: Baseline | None) -> ProposedBaseline | None:
@@ -187,13 +189,19 @@ def yardstick(
     template = comment_template_text(args.comment_template, settings, config)  # the working tree's: still checked
     if spec.ref is None:
         return Yardstick(policy, spec, read_baseline(spec, git=run_git, read_file=_baseline_text), template)
+    unknown = ref_problem(spec.ref, git=run_git)
+    if unknown is not None:  # one root error, said once: nothing at all can be read at a ref that is not there
+        return Yardstick(GatePolicy(), spec, None, None, None, GateSettings(GatePolicy(), None, error=unknown),
+                         f"cannot read the baseline or the gate settings: {unknown}")
     change = ChangeSide(settings=settings, config=None, policy=policy, template=template, files=[])
     gate = gate_at_ref(args, spec.ref, change, config, files, overrides)
     baseline, unread = baseline_by_git(run_git, spec.ref, spec.path)
     update = None if unread else working_tree_update(spec, baseline)  # an unreadable baseline has no update
     gate_error = f"the gate settings at {spec.ref} are unreadable: {gate.error}" if gate.error else None
     error = "; ".join(x for x in (unread, gate_error) if x) or None  # the gate's settings are part of the yardstick
-    return Yardstick(gate.policy, spec, baseline, gate.template, update, gate, error)
+    warning = ancestry_warning(spec.ref, git=run_git)
+    return Yardstick(gate.policy, spec, baseline, gate.template, update, gate, error,
+                     warnings=(warning,) if warning else ())
 
 
 def repository() -> tuple[Path, str]:
@@ -284,6 +292,7 @@ def finish_compare(args: argparse.Namespace, report: Report, ruler: Yardstick, n
                 "baseline update (the entries it changes are accepted when this run confirms them)")
         comparison.notes.append(note)
         print(f"evalbot: notice: {note}", file=sys.stderr)
+    comparison.alerts = [*ruler.warnings, *comparison.alerts]
     for alert in comparison.alerts:
         print(f"evalbot: warning: {alert}", file=sys.stderr)
     comparison.reproduce_command, comparison.refresh_command = cli_commands(args, ruler.spec.label, ruler.spec.path)

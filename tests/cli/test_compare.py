@@ -140,7 +140,8 @@ def test_baseline_from_a_git_ref(proj: Path, capsys: pytest.CaptureFixture[str])
     code, out, err = cli(capsys, "compare", "--baseline", "origin/nope:.evalbot/baseline.json", "evals",
                          "--actuals", "runs/pr.json")
     assert code == 3 and "could not measure, not passing: baseline unreadable" in out.splitlines()[1], out
-    assert "git fetch origin origin/nope" in err and "the gate settings at origin/nope are unreadable" in err
+    assert ("baseline unreadable: cannot read the baseline or the gate settings: 'origin/nope' is no branch, tag or "
+            "commit in this repository; if it exists on the remote, fetch it (git fetch origin origin/nope") in err
 
 
 def test_baseline_and_compare_can_run_the_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -215,3 +215,30 @@ def test_the_headline_of_a_run_that_measured_nothing(capsys: pytest.CaptureFixtu
     comparison.gate = measured_nothing(comparison.gate, 0)
     assert render_comment(comparison, marker="").splitlines()[0] == (
         "### ⛔ evalbot: could not measure, not passing: nothing measured")
+
+
+def test_a_misspelt_ref_names_the_closest_branches(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Exit 3 as before (nothing could be read at it), said once, with a "did you mean" among the branches."""
+    git(repo, "branch", "release")
+    assert main([*COMPARE, "--baseline", "mian:.evalbot/baseline.json"], env={}) == 3
+    captured = capsys.readouterr()
+    said = ("'mian' is no branch, tag or commit in this repository (did you mean main?); if it exists on the remote, "
+            "fetch it (git fetch origin mian, or actions/checkout with fetch-depth: 0)")
+    assert captured.out.splitlines()[1] == "### ⛔ evalbot: could not measure, not passing: baseline unreadable"
+    assert captured.err.count(said) == 1 and captured.out.count(said) == 1
+    assert "git show failed" not in captured.err + captured.out and "ls-tree" not in captured.err + captured.out
+
+
+def test_a_baseline_ref_that_is_not_an_ancestor_of_head_is_warned_about(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    git(repo, "checkout", "-q", "-b", "experiment")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "elsewhere")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "main moves on")
+    warning = ("experiment is not an ancestor of HEAD: its baseline was measured on another line of history, not on "
+               "the commit this change is based on; compare with the base branch (e.g. --baseline origin/main:PATH)")
+    assert main([*COMPARE, "--baseline", "experiment:.evalbot/baseline.json"], env={}) == 1  # still blocks
+    captured = capsys.readouterr()
+    assert f"evalbot: warning: {warning}\n" in captured.err and f"> ⚠️ **{warning}**" in captured.out
+    assert main([*COMPARE, "--baseline", "HEAD~1:.evalbot/baseline.json"], env={}) == 1  # an ancestor: no warning
+    assert "not an ancestor" not in capsys.readouterr().err
