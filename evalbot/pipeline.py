@@ -154,6 +154,7 @@ def read_actuals(paths: Sequence[str]) -> RecordedActuals:
                 out.actuals.merge(actuals_from_text(text, path, data))
         except InputError as exc:
             out.errors.append(exc)
+            out.actuals.unusable.append(str(path))
     return out
 
 

@@ -17,7 +17,7 @@ import msgspec
 
 from evalbot.criteria import READS, RUBRIC_READERS, BrokenCriterion, build_criteria
 from evalbot.criteria.base import BuildContext, CaseInput, CriteriaBuilder, Criterion
-from evalbot.errors import InputError, printable, unknown_key_notice
+from evalbot.errors import EvalbotError, InputError, printable, unknown_key_notice
 from evalbot.formats import vertex
 from evalbot.formats.actuals import Actuals
 from evalbot.formats.adk import EvalCase, Invocation
@@ -201,6 +201,9 @@ def _score_case(
     if found is None:
         found = loaded.actual
     fp, content = case_fingerprints(case)
+    if found is None and actuals.unusable:  # one root error (the file's, reported once): one reason for every case
+        reason = f"no run: --actuals {', '.join(actuals.unusable)} could not be used (see its error above)"
+        return CaseResult(eval_id=case.eval_id, status="error", reason=reason, fingerprint=fp, content=content)
     if found is None:
         where = f" in {actuals.path}" if actuals.path else " (no --actuals file was given)"
         others = sorted(actuals.eval_set_ids() - {eval_set_id})
@@ -264,6 +267,8 @@ async def _settle(pending: Sequence[_Pending], settled: Callable[[_Pending], Non
     async def one(p: _Pending) -> None:
         try:
             p.case.metrics[p.name] = await p.awaitable
+        except EvalbotError as exc:  # a setup error (the judge's client cannot be built): said, no traceback
+            p.case.metrics[p.name] = MetricResult(status="error", threshold=p.threshold, reason=str(exc))
         except Exception as exc:
             log.exception("criterion %s failed on case %s", p.name, p.case.eval_id)
             p.case.metrics[p.name] = MetricResult(

@@ -304,7 +304,7 @@ class _SetRun(msgspec.Struct, forbid_unknown_fields=True):
     """Start, end and number of cases of their text in the job's cases file."""
     cases: int
     values: dict[str, list[float]]
-    bad: list[str]
+    bad: list[tuple[str, str, int, list[str]]]
     bad_count: int
     gaps: tuple[int, int, int]
     """The judged verdicts: all, failed, without a judge."""
@@ -604,7 +604,9 @@ def _console_of(index: int, run: _SetRun) -> ConsoleTally:
     console = ConsoleTally(keep_values=True)
     console.cases = {index: run.cases} if run.cases else {}
     console.series = {(index, name): values for name, values in run.values.items()}
-    console.bad, console.bad_count = run.bad, run.bad_count
+    for line in run.bad:
+        console.absorb_line(line)
+    console.bad_count = run.bad_count
     return console
 
 

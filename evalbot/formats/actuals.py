@@ -87,6 +87,9 @@ class Actuals:
 
     path: str | None = None
     entries: MutableMapping[Key, Entry] = field(default_factory=Entries)
+    unusable: list[str] = field(default_factory=list)
+    """The --actuals files that could not be read (each one's error is the run's): a case without a run is put down to
+    them, in one reason shared by every such case."""
 
     def eval_set_ids(self) -> frozenset[str]:
         """The eval sets whose runs these actuals name (EvalSetResult files name theirs; plain maps do not)."""
@@ -158,6 +161,8 @@ def actuals_from_data(data: Any, path: Path) -> Actuals:
     if isinstance(data, str):  # the double-encoded form older ADK versions wrote
         data = parse_json(data, path)
     actuals = Actuals(str(path))
+    if isinstance(data, dict) and isinstance(data.get("eval_cases"), list) and "eval_set_id" in data:
+        raise InputError(path, "", EVAL_SET_GIVEN)
     if _is_eval_set_result(data):
         _from_eval_set_result(data, path, actuals, [])
     elif isinstance(data, list) and data and all(_is_eval_set_result(d) for d in data):
@@ -176,7 +181,11 @@ def actuals_from_data(data: Any, path: Path) -> Actuals:
     return actuals
 
 
-_NOT_A_MAPPING = frozenset(("rows", "eval_case_results", "evalCaseResults", "evalbot"))
+EVAL_SET_GIVEN = ("this file is an eval set, not a recorded run: name it as an eval set PATH; --actuals takes the "
+                  "agent's recorded runs (ADK's *.evalset_result.json, {eval_id: [invocations]} or a Vertex dataset), "
+                  "or let evalbot run the agent with --agent")
+
+_NOT_A_MAPPING = frozenset(("rows", "eval_case_results", "evalCaseResults", "evalbot", "eval_cases"))
 """Top-level keys of the other shapes (a Vertex dataset, an EvalSetResult, a recording's marker): read whole."""
 
 

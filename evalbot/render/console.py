@@ -25,10 +25,19 @@ def _failed(name: str, result: MetricView) -> str:
     return f"{name} {_fmt(shown)} {'<' if shown < result.threshold else '>'} {_fmt(result.threshold)}"
 
 
+Bad = tuple[str, str, int, list[str]]
+"""A line of the failing cases: (mark, reason, how many cases, the first cases' ``eval set / id`` labels)."""
+
+MAX_LABELS = 3
+"""Cases named on a line that counts several sharing one error."""
+
+
 class ConsoleTally:
     """What the console shows of the cases, gathered one case at a time (a run that streams its cases keeps none):
     how many each eval set has, the mean ``details.value`` of each criterion that reports a value instead of a
-    score (seconds, counts), and the first ``max_failures`` failing or erroring cases."""
+    score (seconds, counts), and the first ``max_failures`` lines of failing or erroring cases. Erroring cases that
+    share one reason (a root error: an unusable --actuals file, a misconfigured criterion, a judge that cannot be set
+    up) are one line counting them, not one line each."""
 
     def __init__(self, max_failures: int = 50, *, keep_values: bool = False) -> None:
         self.max_failures = max_failures
@@ -37,8 +46,10 @@ class ConsoleTally:
         """(eval set index, criterion) -> [running total, count], as ``results.mean`` adds them."""
         self.series: dict[tuple[int, str], list[float]] | None = {} if keep_values else None
         """With ``keep_values``: (eval set index, criterion) -> each value added, in order (``absorb`` adds them)."""
-        self.bad: list[str] = []
+        self.bad: list[Bad] = []
         self.bad_count = 0
+        self._shared: dict[str, int] = {}
+        """An erroring case's reason -> its line in ``bad``."""
 
     @classmethod
     def of(cls, report: Report, max_failures: int = 50) -> ConsoleTally:
@@ -64,12 +75,23 @@ class ConsoleTally:
         if case.status not in ("failed", "error"):
             return
         self.bad_count += 1
-        if len(self.bad) < self.max_failures:
-            reasons = [case.reason] if case.reason else []
-            for name, result in case.metrics.items():
-                if result.status == "failed":
-                    reasons.append(_failed(name, result))
-            self.bad.append(f"  {_MARK[case.status]:5} {es.eval_set_id} / {case.eval_id}: " + "; ".join(reasons))
+        reasons = [case.reason] if case.reason else []
+        for name, result in case.metrics.items():
+            if result.status == "failed":
+                reasons.append(_failed(name, result))
+        self.absorb_line((_MARK[case.status], "; ".join(reasons), 1, [f"{es.eval_set_id} / {case.eval_id}"]))
+
+    def absorb_line(self, line: Bad) -> None:
+        """Add a line of ``bad``: an erroring one whose reason is already there adds to that line's count."""
+        mark, reason, count, labels = line
+        at = self._shared.get(reason) if mark == _MARK["error"] else None
+        if at is not None:
+            old = self.bad[at]
+            self.bad[at] = (mark, reason, old[2] + count, (old[3] + labels)[:MAX_LABELS])
+        elif len(self.bad) < self.max_failures:
+            if mark == _MARK["error"]:
+                self._shared[reason] = len(self.bad)
+            self.bad.append((mark, reason, count, labels[:MAX_LABELS]))
 
     def absorb(self, other: ConsoleTally) -> None:
         """Count after these cases those ``other`` counted (with ``keep_values``), the cases that follow them in the
@@ -83,8 +105,24 @@ class ConsoleTally:
             for v in values:
                 acc[0] += v
                 acc[1] += 1
-        self.bad += other.bad[: max(0, self.max_failures - len(self.bad))]
+        for line in other.bad:
+            self.absorb_line((line[0], line[1], line[2], list(line[3])))
         self.bad_count += other.bad_count
+
+    def lines(self) -> list[str]:
+        """The failing cases' lines: ``MARK eval set / id: reason``, or ``ERROR N case(s): reason (a, b, c, …)``."""
+        out = []
+        for mark, reason, count, labels in self.bad:
+            if count == 1:
+                out.append(f"  {mark:5} {labels[0]}: {reason}")
+            else:
+                named = ", ".join(labels) + (", …" if count > len(labels) else "")
+                out.append(f"  {mark:5} {count} case(s): {reason} ({named})")
+        return out
+
+    def shown(self) -> int:
+        """How many failing cases the lines account for."""
+        return sum(line[2] for line in self.bad)
 
     def value(self, index: int, name: str) -> str:
         """Mean over the cases of a metric that reports a value instead of a score: ``details.value``."""
@@ -139,9 +177,9 @@ def render_text(report: Report, *, max_failures: int = 50, tally: ConsoleTally |
     if tally.bad_count:
         lines.append("")
         lines.append("Failing cases:")
-    lines.extend(tally.bad)
-    if tally.bad_count > len(tally.bad):
-        lines.append(f"  … and {tally.bad_count - len(tally.bad)} more (see the JSON report)")
+    lines.extend(tally.lines())
+    if tally.bad_count > tally.shown():
+        lines.append(f"  … and {tally.bad_count - tally.shown()} more (see the JSON report)")
     if report.usage:
         lines.append("")
         lines.append(format_usage(report.usage))

@@ -4,8 +4,11 @@ never a pass by accident, never a wall of repeated lines, and a "did you mean" w
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -242,3 +245,90 @@ def test_a_baseline_ref_that_is_not_an_ancestor_of_head_is_warned_about(
     assert f"evalbot: warning: {warning}\n" in captured.err and f"> ⚠️ **{warning}**" in captured.out
     assert main([*COMPARE, "--baseline", "HEAD~1:.evalbot/baseline.json"], env={}) == 1  # an ancestor: no warning
     assert "not an ancestor" not in capsys.readouterr().err
+
+
+FAILING = "Failing cases:"
+
+
+def failing_lines(out: str) -> list[str]:
+    """The lines listed under "Failing cases:" in `evalbot run`'s output."""
+    tail = out.split(FAILING + "\n", 1)[1]
+    return [line for line in tail.splitlines() if line.startswith("  ")]
+
+
+def test_an_eval_set_given_as_actuals_is_one_line(proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "evals", "--actuals", "evals/orders/orders.evalset.json"], env={}) == 2
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == (
+        "ERROR evals/orders/orders.evalset.json: this file is an eval set, not a recorded run: name it as an eval set "
+        "PATH; --actuals takes the agent's recorded runs (ADK's *.evalset_result.json, {eval_id: [invocations]} or "
+        "a Vertex dataset), or let evalbot run the agent with --agent")
+    assert failing_lines(out) == [
+        "  ERROR 6 case(s): no run: --actuals evals/orders/orders.evalset.json could not be used (see its error "
+        "above) (faq / store_hours, faq / return_window, orders / refund_damaged_item, …)"]
+    assert "no actual invocations" not in out
+
+
+def test_a_missing_actuals_file_is_reported_once_and_its_cases_counted_in_one_line(
+        proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "evals", "--actuals", "runs/nope.json"], env={}) == 2
+    out = capsys.readouterr().out
+    assert out.count("runs/nope.json: file not found") == 1
+    assert failing_lines(out) == [
+        "  ERROR 6 case(s): no run: --actuals runs/nope.json could not be used (see its error above) (faq / "
+        "store_hours, faq / return_window, orders / refund_damaged_item, …)"]
+
+
+def test_a_case_missing_from_a_good_actuals_file_still_names_its_id(
+        proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = json.loads((proj / "runs" / "pr.json").read_text())
+    del runs["store_hours"]
+    (proj / "runs" / "less.json").write_text(json.dumps(runs))
+    assert main(["run", "evals/faq", "--actuals", "runs/less.json", *REPLAY], env={}) == 2
+    assert failing_lines(capsys.readouterr().out)[0].startswith(
+        "  ERROR faq / store_hours: no actual invocations for eval_id 'store_hours' of eval set 'faq' in runs/less.json")
+
+
+def test_a_misconfigured_criterion_counts_its_cases_in_one_line(
+        proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = proj / "evals" / "orders" / "test_config.json"
+    config.write_text(config.read_text().replace('"tool_trajectory_avg_score"', '"tool_trajectory_avg_scor"'))
+    assert main(["run", "evals/orders", "--actuals", "runs/pr.json"], env={}) == 2
+    out = capsys.readouterr().out
+    assert out.count("unknown criterion 'tool_trajectory_avg_scor'") == 1
+    assert failing_lines(out) == [
+        "  ERROR 3 case(s): tool_trajectory_avg_scor: not configured correctly (the eval set's error says why) "
+        "(orders / refund_damaged_item, orders / track_package, orders / cancel_order)",
+        "  ERROR orders / gift_card_balance: tool_trajectory_avg_scor: not configured correctly (the eval set's error "
+        "says why); response_match_score 0.250 < 0.500"]
+
+
+def test_a_missing_openai_package_is_said_without_a_traceback(proj: Path) -> None:
+    """The judge's client cannot be built: the message (with the install command) once per affected line, no
+    traceback; the criteria that need no judge are still scored."""
+    script = ("import sys; sys.modules['openai'] = None\n"  # as when the package is not installed
+              "from evalbot.cli.commands import main\n"
+              "sys.exit(main(['run', 'evals', '--actuals', 'runs/pr.json']))\n")
+    env = {**os.environ, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "PYTHONPATH": str(ROOT)}
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY", "EVALBOT_JUDGE_CACHE"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", script], cwd=proj, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    lines = failing_lines(done.stdout)
+    assert lines[0].startswith("  ERROR 2 case(s): final_response_match_v2: the OpenAI judge (OPENAI_BASE_URL is set) "
+                               "needs the openai package: ")
+    assert lines[0].endswith(" (faq / store_hours, faq / return_window)")
+    assert lines[1:] == ["  FAIL  orders / refund_damaged_item: tool_trajectory_avg_score 0.000 < 1.000",
+                         "  FAIL  orders / gift_card_balance: tool_trajectory_avg_score 0.000 < 1.000; "
+                         "response_match_score 0.250 < 0.500"]
+
+
+def test_the_same_error_lines_over_jobs_as_in_one_process(proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """run --jobs adds up the jobs' lines into the same grouped lines one process prints."""
+    argv = ["run", "evals", "--actuals", "runs/nope.json"]
+    assert main(argv, env={}) == 2
+    one = capsys.readouterr().out
+    assert main([*argv, "--jobs", "2"], env=dict(os.environ)) == 2
+    assert capsys.readouterr().out == one
