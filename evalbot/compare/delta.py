@@ -535,7 +535,9 @@ def compare(
     for es in sets:
         _count_case_outcomes(es.rows, es.cases)
     yardstick = yardstick_changes(baseline, current) if baseline is not None else []
-    yardstick = [y for y in yardstick if y.eval_set_id not in unrun]
+    if invalid:  # nor are the cases of an eval set the run could not read (its error is the headline's)
+        unread = set(unrun) | {key for key, es in zip(keys, current.eval_sets, strict=True) if es.errors}
+        yardstick = [y for y in yardstick if y.eval_set_id not in unread]
     yardstick += [YardstickChange(kind="budget_loosened", eval_set_id="budgets", criterion=name, what=what)
                   for name, what in budget_changes]
     if acceptance is not None and baseline is not None and compatible:

@@ -116,8 +116,6 @@ ROWS: list[tuple[Callable[[Action], None], str, str, list[str]]] = [
       "repo\\_metrics.lenient.always |"]),
     (delete_case, "1 yardstick change", "(shop / refund: case removed)", ["| shop / refund | case removed | passed on "
                                                                           "main | not run |"]),
-    (empty_eval_set, "3 yardstick changes", "(shop / greeting: case removed (the eval set has no cases left), …)",
-     ["| shop / refund | case removed (the eval set has no cases left) | passed on main | not run |"]),
     (rename_case, "1 yardstick change", "(shop / refund: renamed to refund\\_v2)",
      ["| passed on main | failed now (as refund\\_v2) |"]),
     (rename_eval_set, "1 yardstick change", "(shop: eval set renamed to shop\\_v2)",
@@ -162,6 +160,22 @@ def test_a_yardstick_change_blocks_by_default_and_warn_passes(
     assert headline.startswith(f"### ⚠️ evalbot: no regressions · ⚠️ {count} {named} (not blocking: "
                                "yardstick\\_changes: warn)"), headline
     assert "✅" not in headline and "Not blocking (yardstick\\_changes: warn)." in body
+
+
+@pytest.mark.parametrize("warn", [False, True])
+def test_an_eval_set_emptied_is_invalid_input_naming_it(action: Action, baseline_text: str, warn: bool) -> None:
+    """An eval set left with no case measures nothing: exit 2 naming it, under yardstick_changes block or warn (it
+    was a yardstick change, which warn let through), and its cases are not listed as removed."""
+    make_baseline(action, baseline_text)
+    empty_eval_set(action)
+    if warn:
+        warn_at_the_base_commit(action)
+    code, headline, body = pr_run(action)
+    assert code == 2, body
+    assert headline == ("### ⚠️ evalbot: invalid input: evals/shop.evalset.json:/eval\\_cases: the eval set holds no "
+                        "case, so nothing would be measured; add at least one eval case, or leave the file out of the "
+                        "run"), headline
+    assert "case removed" not in body and "✅" not in body
 
 
 def test_the_pr_cannot_set_warn_for_itself(action: Action, baseline_text: str) -> None:
