@@ -221,6 +221,8 @@ def ref_problem(ref: str, *, git: GitRunner) -> str | None:
     closest ("did you mean"), so a mistyped ``mian:`` is not read as a ref to fetch."""
     if git(["rev-parse", "--verify", "--quiet", f"{revision(ref, ref)}^{{commit}}"]).returncode == 0:
         return None
+    if git(["rev-parse", "--git-dir"]).returncode != 0:
+        return None  # no repository here (or no git): reading at REF says so
     listed = git(["for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/remotes", "refs/tags"])
     names = [n for n in listed.stdout.splitlines() if n and not n.endswith("/HEAD")] if listed.returncode == 0 else []
     close = difflib.get_close_matches(ref, names, n=3, cutoff=0.6)

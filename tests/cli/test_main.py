@@ -72,9 +72,11 @@ def test_failed_case_exits_1_and_names_it(write: Writer, capsys: pytest.CaptureF
         ({"paris": GOOD["paris"]}, CONFIG, "ERROR weather / greet: no actual invocations for eval_id 'greet'"),
         ({**GOOD, "greet": GOOD["greet"] * 2}, CONFIG, "ERROR weather / greet: the case expects 1 invocation(s)"),
         (GOOD, {"criteria": {"tool_trajectory_avg_score": {"threshold": 1, "match_type": "sometimes"}}},
-         "ERROR weather / paris: tool_trajectory_avg_score: not configured correctly (the eval set's error says why)"),
-        (GOOD, {"criteria": {"typo_score": 1}},
-         "ERROR weather / paris: typo_score: not configured correctly (the eval set's error says why)"),
+         "ERROR 2 case(s): tool_trajectory_avg_score: not configured correctly (the eval set's error says why) "
+         "(weather / paris, weather / greet)"),
+        (GOOD, {"criteria": {"typo_score": 1}},  # one root error: its cases are one line
+         "ERROR 2 case(s): typo_score: not configured correctly (the eval set's error says why) (weather / paris, "
+         "weather / greet)"),
     ],
 )
 def test_unusable_input_exits_2_but_reports_the_rest(
