@@ -33,6 +33,8 @@ from evalbot.formats import vertex
 from evalbot.formats.actuals import Actuals, lazy_mapping_file
 from evalbot.formats.jsonio import gc_paused, parse_json, read_text
 from evalbot.formats.loaded import LoadedEvalSet
+from evalbot.formats.prices import JudgeBudget
+from evalbot.judges.budget import tighter
 from evalbot.load import (
     DATASET_SUFFIXES,
     Configs,
@@ -224,6 +226,17 @@ def evaluate(
             pool.close()
 
 
+def with_costs(ctx: BuildContext, policy: GatePolicy, budget: JudgeBudget | None = None) -> BuildContext:
+    """``ctx`` priced with ``policy``'s price table (the shipped one and its ``prices``: the judge's and the agent's
+    dollars) and its judge held to the tighter of ``policy.judge_budget`` and ``budget`` (a command-line flag or an
+    Action input lowers the policy's budget, never raises it)."""
+    prices = policy.price_table()
+    if ctx.judge is not None:
+        ctx.judge.set_prices(prices)
+        ctx.judge.set_budget(tighter(policy.judge_budget, budget))
+    return replace(ctx, prices=prices)
+
+
 def _evaluate(inputs: Inputs, actuals: Sequence[str] | RecordedActuals, agent: AgentRun | None, ctx: BuildContext,
               progress: Progress | None, criteria: CriteriaBuilder, say: Say | None,
               stream: CaseStream | None, request_base: int) -> Report:
@@ -244,6 +257,8 @@ def _evaluate(inputs: Inputs, actuals: Sequence[str] | RecordedActuals, agent: A
             stream = None
     if stream is not None:
         _stream_out(report, stream)
+    if ctx.agent_tally is not None:
+        report.agent_usage = ctx.agent_tally.summary(ctx.prices)
     return drop_unused_judge_notices(report, ctx)
 
 

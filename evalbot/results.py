@@ -620,6 +620,26 @@ def _per_model(per_criterion: Mapping[str, CriterionUsage]) -> dict[str, UsageRo
     return out
 
 
+class AgentModelUsage(StrictModel):
+    """The agent's tokens and model calls on one model (or in total), with their cost in dollars (None: unknown)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+    estimated_cost_usd: float | None = None
+
+
+class AgentUsage(StrictModel):
+    """``Report.agent_usage``: what the scored runs of the agent used, from the usage metadata and model version of
+    their recorded events (ADK's inference records them), per model and in total, priced from the price table
+    (``prices`` says which). A model without a known price makes its cost and the total's unknown, never 0; events
+    naming no model are under ``(model not recorded)``."""
+
+    per_model: dict[str, AgentModelUsage] = Field(default_factory=dict)
+    total: AgentModelUsage = Field(default_factory=AgentModelUsage)
+    prices: str | None = Field(default=None, exclude_if=_absent_if_none)
+
+
 MAX_SHARDS = 1000
 """Most shards a run may be split into (a GitHub Actions matrix holds at most 256 jobs)."""
 
@@ -665,6 +685,8 @@ class Report(StrictModel):
     totals: Totals = Field(default_factory=Totals)
     usage: JudgeUsage | None = None
     """Judge token usage and estimated cost, per criterion, per model and in total, when judged criteria ran."""
+    agent_usage: AgentUsage | None = Field(default=None, exclude_if=_absent_if_none)
+    """The agent's tokens and cost per model, when its recorded runs report usage (AgentUsage)."""
     shard: ShardInfo | None = None
     """Set on one part of a sharded run (``--shard K/N``); ``evalbot merge`` joins the parts into one report."""
 
@@ -969,7 +991,8 @@ def write_report_json(report: Report, out: TextIO, streamed: StreamedCases | Non
     out = cast(TextIO, ScrubbingWriter(out))
     rest = report.model_dump(mode="json", exclude={"eval_sets"})
     out.write("{\n")
-    for name in Report.model_fields:
+    names = [name for name in Report.model_fields if name == "eval_sets" or name in rest]  # absent when excluded
+    for name in names:
         if name == "eval_sets":
             out.write('"eval_sets": [')
             for i, es in enumerate(report.eval_sets):
@@ -993,5 +1016,5 @@ def write_report_json(report: Report, out: TextIO, streamed: StreamedCases | Non
             out.write("\n]")
         else:
             out.write(f"{json.dumps(name)}: {json.dumps(rest[name], ensure_ascii=False)}")
-        out.write(",\n" if name != list(Report.model_fields)[-1] else "\n")
+        out.write(",\n" if name != names[-1] else "\n")
     out.write("}\n")

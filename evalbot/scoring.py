@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from evalbot.criteria import READS, RUBRIC_READERS, BrokenCriterion, build_criteria
-from evalbot.criteria.base import BuildContext, CaseInput, CriteriaBuilder, Criterion
+from evalbot.criteria.base import AgentTally, BuildContext, CaseInput, CriteriaBuilder, Criterion
 from evalbot.errors import EvalbotError, InputError, printable, unknown_key_notice
 from evalbot.formats import vertex
 from evalbot.formats.actuals import Actuals
@@ -190,7 +190,8 @@ def _run_criterion(criterion: Criterion, case_input: CaseInput) -> MetricResult 
 
 
 def _score_case(
-    loaded: LoadedCase, eval_set_id: str, criteria: Sequence[Criterion], actuals: Actuals, pending: list[_Pending]
+    loaded: LoadedCase, eval_set_id: str, criteria: Sequence[Criterion], actuals: Actuals, pending: list[_Pending],
+    agent: AgentTally | None = None,
 ) -> CaseResult:
     if loaded.error is not None or loaded.case is None:
         reason = str(loaded.error) if loaded.error else "case could not be loaded"
@@ -218,6 +219,8 @@ def _score_case(
         return CaseResult(eval_id=case.eval_id, status="error", reason=str(found), fingerprint=fp, content=content)
     expected = case.conversation
     case_input = CaseInput(eval_set_id, case, found)
+    if agent is not None:
+        agent.add(found)
     if expected is not None and len(expected) != len(found):
         reason = (
             f"the case expects {len(expected)} invocation(s) but the actual run has {len(found)}; "
@@ -373,7 +376,7 @@ def score_eval_set(
     cases = report.cases
     for loaded_case in loaded.cases:
         before = len(pending)
-        case = _score_case(loaded_case, loaded.eval_set_id, built, actuals, pending)
+        case = _score_case(loaded_case, loaded.eval_set_id, built, actuals, pending, ctx.agent_tally)
         if stream is None:
             cases.append(compacted(case, ctx.spill_store))
         else:

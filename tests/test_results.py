@@ -153,7 +153,7 @@ def test_streamed_report_file_is_the_same_document() -> None:
     """write_report_json (one case at a time) writes the same data as model_dump_json, valid strict JSON."""
     import io
 
-    from evalbot.results import Problem, write_report_json
+    from evalbot.results import AgentModelUsage, AgentUsage, Problem, write_report_json
 
     cases = [CaseResult(eval_id=f"c{i}", status="failed", reason='quote " and\nnewline, 東京',
                         metrics={"x": _m(0.25, "failed")}) for i in range(3)]
@@ -164,7 +164,12 @@ def test_streamed_report_file_is_the_same_document() -> None:
     write_report_json(report, out)
     streamed = json.loads(out.getvalue(), parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     assert streamed == json.loads(report.model_dump_json())
-    assert list(streamed) == list(Report.model_fields)
+    assert list(streamed) == [n for n in Report.model_fields if n != "agent_usage"]  # absent when there is none
+    report.agent_usage = AgentUsage(per_model={"m": AgentModelUsage(input_tokens=1)})
+    out = io.StringIO()
+    write_report_json(report, out)
+    assert list(json.loads(out.getvalue())) == list(Report.model_fields)
+    assert json.loads(out.getvalue()) == json.loads(report.model_dump_json())
 
 
 def test_report_file_takes_the_case_lines_as_bytes_with_the_same_text(tmp_path: Path) -> None:

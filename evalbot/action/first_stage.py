@@ -45,6 +45,8 @@ from evalbot.compare.reruns import note_not_rerun
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, InputError
 from evalbot.forge.base import Forge, ForgeError
+from evalbot.formats.prices import JudgeBudget
+from evalbot.judges.budget import tighter
 from evalbot.judges.cache import KEY_ENV as CACHE_KEY_ENV
 from evalbot.judges.factory import MISSING_CREDENTIALS, judge_from_environ
 from evalbot.paths import output_file, write_output
@@ -58,6 +60,7 @@ from evalbot.pipeline import (
     load_inputs,
     read_actuals,
     settle_split_votes,
+    with_costs,
 )
 from evalbot.render import mdsafe
 from evalbot.render.comment import comment_marker, render_comment, render_summary, render_unmeasured
@@ -130,6 +133,12 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
     refused = custom_code_refused(env.get("GITHUB_EVENT_NAME", ""))
     ctx = BuildContext(judge=judge, judge_unavailable_reason=notice, custom_code_refused=refused,
                        ballots=ballots_for(baseline, policy), spill_store=PackedSpill())
+    wanted = None if inputs.judge_budget_requests is None and inputs.judge_budget_usd is None else JudgeBudget(
+        requests=inputs.judge_budget_requests, usd=inputs.judge_budget_usd)
+    ctx = with_costs(ctx, policy, wanted)
+    budget = tighter(policy.judge_budget, wanted)
+    if inputs.shard is not None and budget is not None and judge is not None:  # each shard job: its share
+        judge.set_budget(budget.share(inputs.shard.index, inputs.shard.count))
     actuals = recorded if recorded is not None else list(inputs.actuals)  # recorded: the files, already read
     report = evaluate(loaded, actuals=actuals, ctx=ctx, shard=inputs.shard)
     settle_split_votes(report, baseline, ctx, policy)

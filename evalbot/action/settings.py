@@ -220,6 +220,10 @@ class ActionInputs(BaseModel):
     block_flaky: OptionalFlag = None
     """None: the config's ``evalbot.block_flaky``, else false."""
     judge_deadline: Annotated[float, Number(float, 1.0, 6 * 3600.0)] = DEFAULT_JUDGE_DEADLINE
+    judge_budget_requests: Annotated[int | None, Number(int, 0, 10**9)] = None
+    """At most this many judge requests (lowers the base commit's ``judge_budget.requests``, never raises it)."""
+    judge_budget_usd: Annotated[float | None, Number(float, 0.0, 1e6)] = None
+    """At most this many US dollars sent to the judge (lowers the base commit's ``judge_budget.usd``)."""
     sampling: Annotated[Sampling | None, Choice(SAMPLING_MODES)] = None
     """None: the config's ``evalbot.sampling``, else sequential."""
     resample_split: Annotated[int | None, Number(int, 0, MAX_RESAMPLE)] = None

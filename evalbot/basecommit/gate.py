@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pydantic import BaseModel
+
 from evalbot.compare.baseline import DEFAULT_BASELINE_PATH, Baseline, parse_baseline
 from evalbot.compare.efficiency import loosened_budgets
 from evalbot.compare.gate import POLICY_KEYS, GatePolicy, policy_from_settings
@@ -185,6 +187,8 @@ def template_at(
 def _shown(value: object) -> str:
     if value is None:
         return "(not set)"
+    if isinstance(value, BaseModel):
+        value = value.model_dump(exclude_none=True)
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 

@@ -36,6 +36,7 @@ from evalbot.cli.evaluate import (
     StreamedRun,
     add_eval_args,
     evaluate_args,
+    flag_budget,
     judge_context,
     show_report,
     write_report,
@@ -88,6 +89,7 @@ from evalbot.pipeline import (
     rerun_flipped,
     settings_for,
     settle_split_votes,
+    with_costs,
 )
 from evalbot.render.comment import Links, comment_marker, render_comment, render_summary, render_unmeasured
 from evalbot.render.console import render_text
@@ -451,7 +453,8 @@ def evaluate_settled(args: argparse.Namespace, env: Mapping[str, str], inputs: I
     """Evaluate, then settle the judged verdicts that flipped against ``baseline`` on a split vote (compare: the
     baseline compared with; baseline: the one being replaced). With ``rerun_notes`` (compare) and an agent to run,
     the cases that flipped against ``baseline`` are rerun (``rerun_flipped``); the notices are added there."""
-    ctx = replace(judge_context(args, env, policy.sampling), ballots=ballots_for(baseline, policy),
+    ctx = replace(with_costs(judge_context(args, env, policy.sampling), policy, flag_budget(args)),
+                  ballots=ballots_for(baseline, policy),
                   spill_store=PackedSpill())  # the report holds every case: their turns and verdicts wait on disk
     report = evaluate_args(args, env, inputs, ctx)
     settle_split_votes(report, baseline, ctx, policy)

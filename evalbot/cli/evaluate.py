@@ -16,14 +16,17 @@ import evalbot.cli.args as cli_args
 from evalbot import pipeline
 from evalbot.cli.agent import agent_run
 from evalbot.cli.groups import CI, INPUTS, JUDGE, group
-from evalbot.compare.gate import NOTHING_MEASURED, policy_from_settings, sampling_from_settings
+from evalbot.compare.gate import NOTHING_MEASURED, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import GapTally, judge_gaps
 from evalbot.criteria.base import BuildContext
 from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, EvalbotError
 from evalbot.formats.jsonio import gc_paused
+from evalbot.formats.prices import JudgeBudget
 from evalbot.judges.base import DEFAULT_SAMPLING, SAMPLING_MODES, Sampling
+from evalbot.judges.budget import tighter
 from evalbot.judges.factory import judge_from_environ
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
+from evalbot.load import normal_key
 from evalbot.paths import output_file, problem_with_directory, write_output
 from evalbot.pipeline import SPILL_BUFFER as SPILL_BUFFER
 from evalbot.progress import Progress, terminal_progress
@@ -67,6 +70,12 @@ def add_eval_args(parser: argparse.ArgumentParser) -> None:
                        help="per judge call timeout (default 60; a timeout is retried once)")
     judge.add_argument("--judge-deadline", type=seconds, default=240.0, metavar="S",
                        help="seconds all judge calls of the run may take (default 240); later ones are not_evaluated")
+    judge.add_argument("--judge-budget-requests", type=cli_args.integer(0, 10**9), metavar="N",
+                       help="send the judge at most N requests in this run (lowers the gate policy's "
+                       "judge_budget.requests, never raises it); the verdicts left are not_evaluated")
+    judge.add_argument("--judge-budget-usd", type=cli_args.number(0, 1e6, what="a number of US dollars"),
+                       metavar="X", help="send the judge at most X US dollars of requests, each counted at its worst "
+                       "case until answered (lowers the gate policy's judge_budget.usd, never raises it)")
     judge.add_argument("--sampling", choices=SAMPLING_MODES,
                        help="majority-vote criteria ask the fewest judge samples that could decide first, the rest "
                        "only when needed (sequential), or all num_samples at once (full); same verdicts (default: "
@@ -76,10 +85,22 @@ def add_eval_args(parser: argparse.ArgumentParser) -> None:
                                    "joins the parts")
 
 
-def run_sampling(args: argparse.Namespace, inputs: pipeline.Inputs | None = None) -> Sampling:
-    """``--sampling``, else the config's ``evalbot.sampling``, else sequential."""
+def flag_budget(args: argparse.Namespace) -> JudgeBudget | None:
+    """``--judge-budget-requests`` / ``--judge-budget-usd`` (None when neither is given)."""
+    requests, usd = getattr(args, "judge_budget_requests", None), getattr(args, "judge_budget_usd", None)
+    return None if requests is None and usd is None else JudgeBudget(requests=requests, usd=usd)
+
+
+COST_KEYS = frozenset({"sampling", "prices", "judge_budget"})
+"""The keys of the working tree's evalbot section ``evalbot run`` reads (the rest is the gate's, for compare)."""
+
+
+def run_policy(args: argparse.Namespace, inputs: pipeline.Inputs | None = None) -> GatePolicy:
+    """What ``evalbot run`` takes from the config's evalbot section: the sampling (``--sampling`` wins), the prices and
+    the judge budget."""
     settings, config = inputs.settings() if inputs is not None else pipeline.settings_for(args.paths, config=args.config)
-    return sampling_from_settings(settings, source=str(config or "command line"), override=args.sampling)
+    own = {key: value for key, value in settings.items() if normal_key(str(key)) in COST_KEYS}
+    return policy_from_settings(own, source=str(config or "command line"), overrides={"sampling": args.sampling})
 
 
 def judge_context(args: argparse.Namespace, env: Mapping[str, str],
@@ -109,7 +130,13 @@ def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipe
     cases go instead of the report; ``request_base``: a job's share of the judge request cap (see
     ``pipeline.evaluate``); ``progress``: where the progress goes instead of the terminal's line (a job of
     ``run --jobs`` tells its parent)."""
-    ctx = ctx or judge_context(args, env, run_sampling(args, inputs))
+    if ctx is None:
+        policy = run_policy(args, inputs)
+        ctx = pipeline.with_costs(judge_context(args, env, policy.sampling), policy, flag_budget(args))
+        part = getattr(args, "as_job", None) or getattr(args, "shard", None)
+        budget = tighter(policy.judge_budget, flag_budget(args))
+        if part is not None and budget is not None and ctx.judge is not None:  # a job's or shard's share of it
+            ctx.judge.set_budget(budget.share(part.index, part.count))
     agent = agent_run(args)  # checks the agent options before anything is read
     bar = terminal_progress(sys.stderr) if progress is None else None
 

@@ -37,6 +37,7 @@ from evalbot.git import GitRunner, git_show, revision
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL
 from evalbot.results import (
     OUTCOME_CODES,
+    AgentUsage,
     CaseResult,
     CriterionInfo,
     JudgeUsage,
@@ -276,6 +277,28 @@ def usage_summary(usage: JudgeUsage | None) -> BaselineUsage | None:
     )
 
 
+class BaselineAgentUsage(_Model):
+    """The main run's agent tokens, model calls and cost in dollars (None: a model's price is unknown), and the models
+    without a price: what the comment shows a PR's agent cost beside."""
+
+    input_tokens: int = Field(default=0, ge=0, le=MAX_COUNT)
+    output_tokens: int = Field(default=0, ge=0, le=MAX_COUNT)
+    calls: int = Field(default=0, ge=0, le=MAX_COUNT)
+    estimated_cost_usd: float | None = Field(default=None, ge=0, le=1e12, allow_inf_nan=False)
+    unpriced: list[Annotated[str, Field(max_length=200)]] = Field(default_factory=list, max_length=100)
+
+
+def agent_usage_summary(usage: AgentUsage | None) -> BaselineAgentUsage | None:
+    """What the baseline keeps of a run's ``Report.agent_usage`` (None: its runs reported no usage)."""
+    if usage is None:
+        return None
+    t = usage.total
+    unpriced = [m[:200] for m, row in usage.per_model.items() if row.estimated_cost_usd is None][:100]
+    return BaselineAgentUsage(input_tokens=min(t.input_tokens, MAX_COUNT), output_tokens=min(t.output_tokens, MAX_COUNT),
+                              calls=min(t.calls, MAX_COUNT), estimated_cost_usd=t.estimated_cost_usd,
+                              unpriced=unpriced)
+
+
 class Baseline(_Model):
     """The whole baseline file."""
 
@@ -287,6 +310,8 @@ class Baseline(_Model):
     eval_sets: dict[str, BaselineEvalSet] = Field(default_factory=dict)
     usage: BaselineUsage | None = None
     """The main run's judge usage and estimated cost (the PR comment shows the change against it)."""
+    agent_usage: BaselineAgentUsage | None = None
+    """The main run's agent tokens and cost in dollars (the PR comment shows them beside the PR's)."""
     efficiency: dict[str, BaselineEfficiency] | None = Field(default=None, max_length=100_000)
     """Per eval set key, the agent's tokens, model calls, tool calls and seconds per invocation on main
     (:mod:`evalbot.compare.efficiency`); None in baselines written before evalbot kept them."""
@@ -465,6 +490,7 @@ def build_baseline(
         judge_models=sorted(models),
         eval_sets=sets,
         usage=usage_summary(report.usage),
+        agent_usage=agent_usage_summary(report.agent_usage),
         efficiency=None if when_read else efficiency,
         budgets=dict(budgets) if budgets is not None else None,
     )
@@ -1033,7 +1059,7 @@ def read_baseline(
     return parse_baseline(text, spec.label)
 
 
-VOLATILE_FIELDS = frozenset({"commit", "created_at", "usage", "efficiency"})
+VOLATILE_FIELDS = frozenset({"commit", "created_at", "usage", "agent_usage", "efficiency"})
 """Fields of a baseline that say when and where it was measured and what it cost, not what it measured (a PR's
 baseline file differing only in these, or in its criteria's trends, does not update anything: a refresh replaying
 the judge cache costs nothing, and the agent's seconds differ on every run)."""

@@ -583,6 +583,7 @@ def compare(
         baseline_error=baseline_error, alerts=alerts, eval_sets=sets, counts=counts, gate=gate, report=current,
         baseline_update=update, invisible_ids=invisible_ids(sets, baseline), yardstick=yardstick,
         baseline_usage=baseline.usage if baseline is not None and compatible else None, efficiency=efficiency,
+        baseline_agent_usage=baseline.agent_usage if baseline is not None and compatible else None,
         efficiency_note=OLD_BASELINE_NOTE if baseline is not None and compatible and baseline.efficiency is None
         else None,
         notes=([_accepted_budgets_note(policy.budgets, budgets)] if budgets != policy.budgets else [])

@@ -19,6 +19,7 @@ from evalbot.errors import (
     json_pointer,
     printable,
 )
+from evalbot.formats.prices import JudgeBudget, Price, PricesError, PriceTable, parse_prices, shipped_prices
 from evalbot.judges.base import DEFAULT_SAMPLING, Sampling
 from evalbot.load import normal_key
 from evalbot.selection import AffectedByError, parse_affected_by
@@ -102,6 +103,19 @@ class GatePolicy(BaseModel):
     def _affected_by(cls, value: Any) -> dict[str, tuple[str, ...]] | None:
         return parse_affected_by(value)
 
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _prices(cls, value: Any) -> dict[str, dict[str, float]]:
+        return {name: {"input": p.input, "output": p.output} for name, p in parse_prices(value).items()}
+
+    judge_budget: JudgeBudget | None = None
+
+    def price_table(self) -> PriceTable:
+        """The shipped price table with this policy's ``prices``."""
+        return shipped_prices().extended({name: Price(p["input"], p["output"]) for name, p in self.prices.items()})
+
 
 POLICY_KEYS = frozenset(GatePolicy.model_fields)
 """Keys of the config's ``evalbot`` object that set the policy (camelCase and kebab-case spellings accepted)."""
@@ -143,6 +157,12 @@ def policy_from_settings(
             except AffectedByError as exc:
                 raise InputError(source, json_pointer(["evalbot", str(key), *exc.parts]),
                                  f"{exc}; fix it in the config's evalbot section") from None
+        if name == "prices":
+            try:
+                parse_prices(value)
+            except PricesError as exc:
+                raise InputError(source, json_pointer(["evalbot", str(key), *exc.parts]),
+                                 f"prices: {exc}; fix it in the config's evalbot section") from None
         if name == "budgets":
             try:
                 parse_budgets(value)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from evalbot.judges.budget import BUDGET_MARK
 from evalbot.results import CaseView, EvalSetReport, Report
 
 NO_JUDGE_MARK = "needs an LLM judge: "
@@ -36,12 +37,20 @@ class JudgeGaps:
     reasons: Counter[str] = field(default_factory=Counter)
     """Why the ``failed`` ones failed, by reason text (most common first with ``most_common``)."""
     no_judge_reason: str | None = None
+    budget: int = 0
+    """Of the ``failed`` ones, those the run's judge budget left not evaluated (judges.budget)."""
 
     def failure_message(self, details: str = "the job summary") -> str | None:
         """The headline sentence for judge failures (pointing to ``details`` for the other reasons), or None when
         there were none."""
         if not self.failed:
             return None
+        if self.budget:
+            why = next((r for r, _ in self.reasons.most_common() if BUDGET_MARK in r), "")
+            why = why.split(": ", 1)[1] if ": " in why else why
+            rest = self.failed - self.budget
+            more = f"; {rest} more not evaluated by other judge failures (see {details})" if rest else ""
+            return f"judge budget reached: {self.budget} of {self.total} verdicts not evaluated — {why}{more}"
         top = self.reasons.most_common(2)
         why = top[0][0] if top else "no reason given"
         others = len(self.reasons) - 1
@@ -74,7 +83,7 @@ class GapTally:
     :func:`judge_gaps` gives once every case was added in report order."""
 
     def __init__(self) -> None:
-        self.total = self.failed = self.no_judge = 0
+        self.total = self.failed = self.no_judge = self.budget = 0
         self.reasons: Counter[str] = Counter()
         self.no_judge_reason: str | None = None
         self._judged: dict[int, set[str]] = {}
@@ -105,6 +114,7 @@ class GapTally:
                         f"{reason.split(mark, 1)[1]}", _NO_JUDGE_CHARS)
                 else:
                     self.failed += 1
+                    self.budget += BUDGET_MARK in reason
                     self.reasons[_clip(reason)] += 1
 
     def absorb(self, other: GapTally) -> None:
@@ -113,6 +123,7 @@ class GapTally:
         self.total += other.total
         self.failed += other.failed
         self.no_judge += other.no_judge
+        self.budget += other.budget
         for reason, count in other.reasons.items():
             self.reasons[reason] += count
         self.no_judge_reason = self.no_judge_reason or other.no_judge_reason
@@ -120,7 +131,7 @@ class GapTally:
     def gaps(self) -> JudgeGaps:
         """The counts so far."""
         return JudgeGaps(total=self.total, failed=self.failed, no_judge=self.no_judge, reasons=self.reasons,
-                         no_judge_reason=self.no_judge_reason)
+                         no_judge_reason=self.no_judge_reason, budget=self.budget)
 
 
 def judge_gaps(report: Report) -> JudgeGaps:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, NamedTuple, get_args
 from pydantic import Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
-from evalbot.compare.baseline import BaselineUsage, TrendPoint
+from evalbot.compare.baseline import BaselineAgentUsage, BaselineUsage, TrendPoint
 from evalbot.compare.efficiency import EfficiencyDelta
 from evalbot.compare.flaky import CaseHistory, symbols
 from evalbot.compare.gate import Gate, GatePolicy
@@ -364,6 +364,8 @@ class Comparison(StrictModel):
     """The command that rewrites the baseline file from this run (for a PR that intends the change)."""
     baseline_usage: BaselineUsage | None = None
     """The baseline run's judge usage and cost, when the baseline records it (the comment shows the change)."""
+    baseline_agent_usage: BaselineAgentUsage | None = None
+    """The baseline run's agent tokens and cost in dollars, when the baseline records them."""
     yardstick: list[YardstickChange] = Field(default_factory=list)
     """What this PR changed in what it is measured with, against the base commit's baseline (accepted or not)."""
     efficiency: list[EfficiencyDelta] = Field(default_factory=list)

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from evalbot.criteria.custom_process import WorkerPool
-from evalbot.errors import ConfigError, did_you_mean
-from evalbot.formats.adk import ConversationScenario, EvalCase, FunctionCall, Invocation
+from evalbot.errors import ConfigError, did_you_mean, printable
+from evalbot.formats.adk import ConversationScenario, EvalCase, FunctionCall, Invocation, InvocationEvents
 from evalbot.formats.config import CriterionSpec, EvalConfig
 from evalbot.formats.invocations import CallRow, final_text, model_events, tool_call_rows, tool_calls
+from evalbot.formats.prices import PriceTable, shipped_prices
 from evalbot.judges.base import RunJudge
 from evalbot.results import (
+    AgentModelUsage,
+    AgentUsage,
     CriterionInfo,
     InvocationScore,
     MetricResult,
@@ -26,6 +29,7 @@ from evalbot.results import (
     mean,
     metric_of_rows,
     metric_result,
+    plus_cost,
     threshold_status,
 )
 from evalbot.turnpack import SpillStore
@@ -179,6 +183,65 @@ class BallotBox:
         return len(self._ballots)
 
 
+UNRECORDED_MODEL = "(model not recorded)"
+OTHER_MODELS = "(other models)"
+MAX_MODEL_NAME = 200
+MAX_AGENT_MODELS = 100
+
+
+@dataclass
+class AgentTally:
+    """The agent's tokens and model calls per model over the runs a scoring pass sees (``BuildContext.agent_tally``):
+    each recorded event's ``usage_metadata`` booked under its ``model_version``."""
+
+    models: dict[str, list[int]] = field(default_factory=dict)
+    """model -> [input tokens, output tokens, calls]."""
+
+    def add(self, invocations: Sequence[Invocation]) -> None:
+        """Book the events of one case's invocations."""
+        for invocation in invocations:
+            data = invocation.intermediate_data
+            if not isinstance(data, InvocationEvents):
+                continue
+            for event in data.invocation_events:
+                if event.usage_metadata is None:
+                    continue
+                usage = event.usage_metadata
+                name = printable(event.model_version or UNRECORDED_MODEL)[:MAX_MODEL_NAME]
+                if name not in self.models and len(self.models) >= MAX_AGENT_MODELS:
+                    name = OTHER_MODELS  # a recording naming thousands of models does not bloat the report
+                row = self.models.setdefault(name, [0, 0, 0])
+                row[0] += _tokens(usage, "prompt_token_count") + _tokens(usage, "tool_use_prompt_token_count")
+                row[1] += _tokens(usage, "candidates_token_count") + _tokens(usage, "thoughts_token_count")
+                row[2] += 1
+
+    def summary(self, prices: PriceTable) -> AgentUsage | None:
+        """Tokens, calls and dollars per model and in total (None: no event reported usage)."""
+        if not self.models:
+            return None
+        out = AgentUsage(total=AgentModelUsage(estimated_cost_usd=0.0), prices=prices.note())
+        for model, (tokens_in, tokens_out, calls) in sorted(self.models.items()):
+            cost = None if model in (UNRECORDED_MODEL, OTHER_MODELS) else prices.cost(model, tokens_in, tokens_out)
+            out.per_model[model] = AgentModelUsage(input_tokens=tokens_in, output_tokens=tokens_out, calls=calls,
+                                                   estimated_cost_usd=cost)
+            total = out.total
+            total.input_tokens += tokens_in
+            total.output_tokens += tokens_out
+            total.calls += calls
+            total.estimated_cost_usd = plus_cost(total.estimated_cost_usd, cost)
+        return out
+
+
+def _tokens(usage: dict[str, Any], snake: str) -> int:
+    """A count of ``usage`` under its snake_case or camelCase key (0 when absent or not a whole number >= 0)."""
+    parts = snake.split("_")
+    for key in (snake, parts[0] + "".join(p.title() for p in parts[1:])):
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10**12:
+            return value
+    return 0
+
+
 @dataclass(frozen=True)
 class BuildContext:
     """What a criterion factory may need besides its spec: the judge and run-wide settings."""
@@ -197,6 +260,10 @@ class BuildContext:
     """Where the report writes the packed turns and verdicts of the cases it keeps (``compare`` gives an anonymous
     temporary file: a failing case's turns are its largest part, read back only to render or write it); None: they
     are held in memory."""
+    agent_tally: AgentTally | None = field(default_factory=AgentTally)
+    """Where scoring books the agent's tokens per model (``Report.agent_usage``); None: not counted."""
+    prices: PriceTable = field(default_factory=shipped_prices)
+    """The price table of the run (the shipped one and the gate policy's ``prices``): the agent's dollars."""
 
 
 CriterionFactory = Callable[[CriterionSpec, BuildContext], Criterion]

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from evalbot.redact import scrub
 from evalbot.results import JudgeUsage
+
+if TYPE_CHECKING:
+    from evalbot.formats.prices import JudgeBudget, PriceTable
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,14 @@ class RunJudge(Judge, Protocol):
 
     def cap_requests(self, limit: int, why: str) -> None:
         """Let at most ``limit`` requests reach the judge service in this run (``why``: how it was derived)."""
+        ...
+
+    def set_budget(self, budget: JudgeBudget | None) -> None:
+        """At most ``budget``'s requests and dollars sent in this run (the gate policy's judge_budget)."""
+        ...
+
+    def set_prices(self, prices: PriceTable) -> None:
+        """Price the run's usage with ``prices`` (the shipped table and the gate policy's prices)."""
         ...
 
     def usage_summary(self) -> JudgeUsage:

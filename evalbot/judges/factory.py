@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalbot.errors import ConfigError, RetryPolicy, install_hint
+from evalbot.formats.prices import JudgeBudget, PriceTable
 from evalbot.judges.base import (
     DEFAULT_SAMPLING,
     SERVICE_MISSING,
@@ -21,6 +22,7 @@ from evalbot.judges.base import (
     Sampling,
     Usage,
 )
+from evalbot.judges.budget import BudgetCap
 from evalbot.judges.cache import KEY_ENV, CacheTrust, CachingJudge, DiskCache
 from evalbot.judges.cap import RequestCap
 from evalbot.judges.deadline import DEFAULT_DEADLINE, DeadlineJudge
@@ -29,7 +31,7 @@ from evalbot.judges.retry import RetryingJudge
 from evalbot.judges.sampling import SamplingJudge
 from evalbot.judges.sequential import SequentialJudge
 from evalbot.judges.service_layers import LayeredService, ServiceBackend
-from evalbot.judges.usage import MeteredJudge, UsageLedger, estimated_cost
+from evalbot.judges.usage import MeteredJudge, UsageLedger
 from evalbot.results import CacheUse, JudgeUsage
 
 if TYPE_CHECKING:
@@ -91,7 +93,7 @@ class JudgeStack:
     concurrency limit.
 
     Order of the layers, outermost first: Metered -> Sequential -> Caching -> Deadline -> Sampling -> Retrying ->
-    Limited -> backend, so each sequential round is served by index from the cache, cached answers skip everything
+    RequestCap -> BudgetCap (the policy's judge_budget) -> Limited -> backend, so each sequential round is served by index from the cache, cached answers skip everything
     else, backoff waits do not hold a concurrency slot, and each HTTP attempt does.
     """
 
@@ -112,6 +114,17 @@ class JudgeStack:
     """How majority-vote criteria ask for their samples (see judges.sequential)."""
     cap: RequestCap | None = None
     """The run-wide cap on requests reaching the judge service (set from the run's cases: cap_requests)."""
+    budget: BudgetCap | None = None
+    """The gate policy's judge_budget, where requests leave for the judge service (set_budget)."""
+
+    def set_budget(self, budget: JudgeBudget | None) -> None:
+        """At most ``budget``'s requests and dollars sent to the judge and the evaluation service in this run."""
+        if self.budget is not None:
+            self.budget.set(budget)
+
+    def set_prices(self, prices: PriceTable) -> None:
+        """Price the run's judge usage (and its dollar budget) with ``prices`` (the policy's table)."""
+        self.ledger.prices = prices
 
     def cap_requests(self, limit: int, why: str) -> None:
         """Let at most ``limit`` requests reach the judge service in this run (``why``: how it was derived)."""
@@ -124,7 +137,7 @@ class JudgeStack:
 
     def estimated_cost(self, usage: Usage, model: str) -> float | None:
         """Cost from list prices, None for unknown models and for those of the ledger's unpriced servers."""
-        return None if self.ledger.unpriced(model) else estimated_cost(usage, model)
+        return self.ledger.cost(usage, model)
 
     def usage_summary(self) -> JudgeUsage:
         """Token usage and estimated cost per criterion, per model and in total (UsageLedger.summary), with the
@@ -153,7 +166,11 @@ def add_evaluation_service(stack: JudgeStack, client: EvaluationService | None, 
     if backend is not None:
         limited = LimitedJudge(backend, sharing=stack.limiter) if stack.limiter is not None else LimitedJudge(backend)
         policy = stack.retrying.policy if stack.retrying is not None else RetryPolicy()
-        inner = stack.service_retrying = RetryingJudge(limited, policy)
+        ledger = stack.ledger
+        budgeted = BudgetCap(limited, lambda: ledger.prices, lambda model: ledger.unpriced(model),
+                             sharing=stack.budget)
+        stack.budget = stack.budget or budgeted
+        inner = stack.service_retrying = RetryingJudge(budgeted, policy)
     if stack.cache is not None:
         inner = CachingJudge(inner, stack.cache, replay=backend is None)
     if inner is None:
@@ -220,11 +237,13 @@ def build_stack(
     ones too, as a caller that names its own directory means)."""
     if replay and cache_dir is None:
         raise ConfigError(f"--judge-replay needs a judge cache: pass --judge-cache DIR or set {CACHE_ENV}")
-    limiter = retrying = cap = None
+    limiter = retrying = cap = budget = None
     inner: Judge | None = None
+    ledger = UsageLedger()
     if backend is not None:
         limiter = LimitedJudge(backend, concurrency)
-        cap = RequestCap(limiter)
+        budget = BudgetCap(limiter, lambda: ledger.prices, lambda model: ledger.unpriced(model))
+        cap = RequestCap(budget)
         retrying = RetryingJudge(cap, retry or RetryPolicy())
         inner = SamplingJudge(retrying)
         if deadline is not None:
@@ -234,9 +253,8 @@ def build_stack(
         inner = CachingJudge(inner, cache, replay=replay)
     if inner is None:
         raise ConfigError("no judge backend and no cache to replay from")
-    ledger = UsageLedger()
     top = MeteredJudge(SequentialJudge(inner, sampling), ledger)
-    return JudgeStack(top, ledger, limiter, retrying, cache, backend, sampling=sampling, cap=cap)
+    return JudgeStack(top, ledger, limiter, retrying, cache, backend, sampling=sampling, cap=cap, budget=budget)
 
 
 def _truthy(value: str | None) -> bool:

@@ -9,49 +9,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalbot.formats.prices import PriceTable, shipped_prices
 from evalbot.judges.base import Judge, JudgeReply, JudgeRequest, Usage
 from evalbot.results import CriterionUsage, JudgeUsage, UsageRow, plus_cost
 
-PRICES_AS_OF = "2025-09"
-PRICES_NOTE = f"estimated from Gemini list prices as of {PRICES_AS_OF}"
-PRICES_NOTE_OPENAI = f"estimated from Gemini and OpenAI list prices as of {PRICES_AS_OF}"
-PRICES_USD_PER_MILLION: dict[str, tuple[float, float]] = {
-    # model prefix: (input, output incl. thinking) in USD per 1M tokens, paid tier, prompts <= 200k tokens.
-    "gemini-2.5-pro": (1.25, 10.0),
-    "gemini-2.5-flash-lite": (0.10, 0.40),
-    "gemini-2.5-flash": (0.30, 2.50),
-    "gemini-2.0-flash-lite": (0.075, 0.30),
-    "gemini-2.0-flash": (0.10, 0.40),
-    "gemini-1.5-pro": (1.25, 5.0),
-    "gemini-1.5-flash": (0.075, 0.30),
-    # OpenAI models, as named to evalbot (openai/<model>); standard tier, uncached input.
-    "openai/gpt-5": (1.25, 10.0),
-    "openai/gpt-5-mini": (0.25, 2.0),
-    "openai/gpt-5-nano": (0.05, 0.40),
-    "openai/gpt-4.1": (2.0, 8.0),
-    "openai/gpt-4.1-mini": (0.40, 1.60),
-    "openai/gpt-4.1-nano": (0.10, 0.40),
-    "openai/gpt-4o": (2.50, 10.0),
-    "openai/gpt-4o-mini": (0.15, 0.60),
-    "openai/o3": (2.0, 8.0),
-    "openai/o4-mini": (1.10, 4.40),
-}
-"""Azure deployments (azure/<name>) and other servers' models have no price here: their cost is unknown."""
 
-
-def price(model: str) -> tuple[float, float] | None:
-    """(input, output) USD per million tokens for ``model`` (longest matching prefix), or None if unknown."""
-    name = model.removeprefix("models/").lower()
-    matches = [prefix for prefix in PRICES_USD_PER_MILLION if name.startswith(prefix)]
-    return PRICES_USD_PER_MILLION[max(matches, key=len)] if matches else None
-
-
-def estimated_cost(usage: Usage, model: str) -> float | None:
-    """Estimated USD cost of ``usage`` on ``model``, or None when the model's price is unknown."""
-    p = price(model)
-    if p is None:
-        return None
-    return (usage.input_tokens * p[0] + usage.output_tokens * p[1]) / 1_000_000
+def estimated_cost(usage: Usage, model: str, prices: PriceTable | None = None) -> float | None:
+    """Estimated USD cost of ``usage`` on ``model`` from ``prices`` (default: the shipped table), or None when the
+    model's price is unknown."""
+    return (prices or shipped_prices()).cost(model, usage.input_tokens, usage.output_tokens)
 
 
 def usage_dict(usage: Usage, model: str | None = None) -> dict[str, Any]:
@@ -77,6 +43,12 @@ class UsageLedger:
 
     entries: dict[tuple[str, str], Usage] = field(default_factory=dict)
     unpriced: Callable[[str], bool] = field(default=lambda model: False)
+    prices: PriceTable = field(default_factory=shipped_prices)
+    """The price table (the shipped one, extended by the gate policy's ``prices``: set by the front ends)."""
+
+    def cost(self, usage: Usage, model: str) -> float | None:
+        """Dollars for ``usage`` on ``model``, None when its price is unknown or does not apply (``unpriced``)."""
+        return None if self.unpriced(model) else estimated_cost(usage, model, self.prices)
 
     def record(self, purpose: str, model: str, usage: Usage) -> None:
         """Add one reply's usage."""
@@ -90,15 +62,13 @@ class UsageLedger:
         per_model: dict[str, UsageRow] = {}
         total = UsageRow(estimated_cost_usd=0.0)
         for (purpose, model), usage in sorted(self.entries.items()):
-            cost = None if self.unpriced(model) else estimated_cost(usage, model)
+            cost = self.cost(usage, model)
             for row in (per_criterion.setdefault(purpose, CriterionUsage(estimated_cost_usd=0.0)),
                         per_model.setdefault(model, UsageRow(estimated_cost_usd=0.0)), total):
                 row.add_counts(usage)
                 row.estimated_cost_usd = plus_cost(row.estimated_cost_usd, cost)
             per_criterion[purpose].models.append(model)
-        openai = any(model.startswith("openai/") for model in per_model)
-        return JudgeUsage(per_criterion=per_criterion, total=total, prices=PRICES_NOTE_OPENAI if openai else PRICES_NOTE,
-                          per_model=per_model)
+        return JudgeUsage(per_criterion=per_criterion, total=total, prices=self.prices.note(), per_model=per_model)
 
 
 class MeteredJudge:

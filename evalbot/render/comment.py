@@ -218,6 +218,50 @@ def usage_view(usage: Mapping[str, Any] | None, baseline: Mapping[str, Any] | No
     }
 
 
+def _side_cost(usage: object, rows_key: str) -> str | None:
+    """``≈ 0.0123 USD``, or ``unknown (12,345 tokens on model-x without a price)``, from plain (untrusted) usage
+    data: a judge's ``Report.usage`` or the agent's ``Report.agent_usage`` (``rows_key``: its rows per model), or
+    the baseline's summaries of them. None when there is no usage."""
+    if not isinstance(usage, Mapping):
+        return None
+    total = usage.get("total", usage)
+    if not isinstance(total, Mapping):
+        return None
+    cost = _real(total.get("estimated_cost_usd"))
+    if cost is not None and cost >= 0:
+        return f"≈ {money(cost)}"
+    rows = usage.get(rows_key)
+    unpriced: list[tuple[str, int]] = []
+    if isinstance(rows, Mapping):
+        unpriced = [(str(name), _count(r.get("input_tokens")) + _count(r.get("output_tokens")))
+                    for name, r in rows.items() if isinstance(r, Mapping) and _real(r.get("estimated_cost_usd")) is None]
+    elif isinstance(usage.get("unpriced"), list):
+        unpriced = [(str(name), 0) for name in usage["unpriced"]]
+    tokens = sum(t for _, t in unpriced) or _count(total.get("input_tokens")) + _count(total.get("output_tokens"))
+    names = ", ".join(name[:60] for name, _ in unpriced[:3]) + (f" and {len(unpriced) - 3} more"
+                                                                 if len(unpriced) > 3 else "")
+    return f"unknown ({tokens:,} tokens on {names or 'a model'} without a price)"
+
+
+def cost_line(usage: object, agent: object, baseline_usage: object, baseline_agent: object) -> str | None:
+    """The run's cost in dollars, judge and agent, beside main's when the baseline records it, as one line of plain
+    text (``Cost: judge ≈ 0.0120 USD, agent ≈ 0.0450 USD · main: judge ≈ …``); None when neither side used any.
+    An unknown price is ``unknown`` with its tokens, never 0."""
+    def parts(judge: str | None, agent_side: str | None) -> str | None:
+        shown = [f"judge {judge}"] * (judge is not None) + [f"agent {agent_side}"] * (agent_side is not None)
+        return ", ".join(shown) or None
+
+    judge = _side_cost(usage, "per_model") if isinstance(usage, Mapping) and usage.get("total") else None
+    ours = parts(judge, _side_cost(agent, "per_model"))
+    if ours is None:
+        return None
+    theirs = parts(_side_cost(baseline_usage, "per_model"), _side_cost(baseline_agent, "per_model"))
+    prices = next((u.get("prices") for u in (agent, usage) if isinstance(u, Mapping)
+                   and isinstance(u.get("prices"), str)), None)
+    note = f" ({prices[:120]})" if prices else ""
+    return f"Cost of this run: {ours}" + (f" · main: {theirs}" if theirs else "") + note
+
+
 def _concurrency_note(cuts: Mapping[str, Any]) -> str:
     """``ConcurrencyCuts.note`` from the report's plain data (counts only are taken from it)."""
     def count(key: str, least: int) -> int:
@@ -416,7 +460,7 @@ def environment(custom_template: str | None = None) -> BoundedSandbox:
     env.filters["pprint"] = lambda value: pprint.pformat(materialized(value))  # a CaseList as its list
     env.policies["json.dumps_kwargs"] = {"sort_keys": True, "default": json_default}  # tojson: the same
     env.globals.update(set_counts=set_counts, visible_rows=visible_rows, row_badges=ROW_BADGES, version=__version__,
-                       usage_view=usage_view, efficiency_rows=efficiency_rows)
+                       usage_view=usage_view, efficiency_rows=efficiency_rows, cost_line=cost_line)
     return env
 
 

@@ -40,7 +40,7 @@ from evalbot.compare.model import CaseComparison, Comparison, CriterionRow, Eval
 from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.numbers import p_value_text
 from evalbot.render import mdsafe, words
-from evalbot.render.comment import cost_change, money, verdict
+from evalbot.render.comment import cost_change, cost_line, money, verdict
 from evalbot.render.precompiled import PrecompiledLoader
 from evalbot.render.trajdiff import call_text, diff_calls
 from evalbot.render.views import ORDER, TITLES, by_severity, history_text, judge_text, votes_text
@@ -719,6 +719,9 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
         "listed_later": plan.listed_later,
         "data_id": DATA_ID,
         "usage": _usage(comparison.report.usage, comparison.baseline_usage),
+        "cost": cost_line(*(None if m is None else m.model_dump(mode="json") for m in (
+            comparison.report.usage, comparison.report.agent_usage, comparison.baseline_usage,
+            comparison.baseline_agent_usage))),
         "efficiency": efficiency_rows([row.model_dump() for row in comparison.efficiency]),
         "efficiency_note": comparison.efficiency_note,
         "csp": f"default-src 'none'; style-src {style_hash}; script-src {script_hash}; img-src 'none'; "

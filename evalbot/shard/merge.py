@@ -24,6 +24,8 @@ from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.judges.base import Usage
 from evalbot.judges.usage import UsageLedger
 from evalbot.results import (
+    AgentModelUsage,
+    AgentUsage,
     CacheUse,
     CaseStream,
     CaseTally,
@@ -222,6 +224,7 @@ def merged_report(parts: Sequence[tuple[str, Report]], eval_sets: list[EvalSetRe
         notices=_union(n for _, r in parts for n in r.notices),
         totals=counted,
         usage=merge_usage([r.usage for _, r in parts]),
+        agent_usage=merge_agent_usage([r.agent_usage for _, r in parts]),
     )
 
 
@@ -305,6 +308,24 @@ def _union(items: Iterable[Any]) -> list[Any]:
         if item not in out:
             out.append(item)
     return out
+
+
+def merge_agent_usage(usages: Sequence[AgentUsage | None]) -> AgentUsage | None:
+    """The agent usage of the parts summed per model (a model's cost unknown in one part is unknown in the sum)."""
+    present = [u for u in usages if u is not None]
+    if not present:
+        return None
+    merged = AgentUsage(total=AgentModelUsage(estimated_cost_usd=0.0), prices=present[0].prices)
+    for usage in present:
+        for model, row in usage.per_model.items():
+            into = merged.per_model.setdefault(model, AgentModelUsage(estimated_cost_usd=0.0))
+            for acc in (into, merged.total):
+                acc.input_tokens += row.input_tokens
+                acc.output_tokens += row.output_tokens
+                acc.calls += row.calls
+                acc.estimated_cost_usd = plus_cost(acc.estimated_cost_usd, row.estimated_cost_usd)
+    merged.per_model = dict(sorted(merged.per_model.items()))
+    return merged
 
 
 def merge_usage(usages: Sequence[JudgeUsage | None]) -> JudgeUsage | None:

@@ -53,4 +53,4 @@ def small() -> Comparison:
 
 
 USAGE = {"total": {"requests": 3, "input_tokens": 12345, "output_tokens": 678, "cached_samples": 2,
-                   "estimated_cost_usd": 0.0054}, "prices": "estimated from Gemini list prices as of 2025-09"}
+                   "estimated_cost_usd": 0.0054}, "prices": "evalbot's list prices as of 2025-12"}

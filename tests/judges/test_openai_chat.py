@@ -19,6 +19,7 @@ from evalbot.criteria.judged import JudgeCall, JudgeModelOptions
 pytest.importorskip("openai", reason="the openai client is not installed (pip install -e '.[dev]' installs it)")
 
 from evalbot.errors import RetryPolicy
+from evalbot.formats.prices import shipped_prices
 from evalbot.judges.base import (
     CandidateCountUnsupported,
     JudgeCallError,
@@ -28,7 +29,7 @@ from evalbot.judges.base import (
 )
 from evalbot.judges.factory import MISSING_CREDENTIALS, build_stack, judge_from_environ
 from evalbot.judges.openai_chat import OpenAIJudge, chat_parameters
-from evalbot.judges.usage import UsageLedger, estimated_cost, price
+from evalbot.judges.usage import UsageLedger, estimated_cost
 from evalbot.redact import forget_secrets, register_secret
 from tests.fakes.fake_gemini import FakeError, FakeGemini, Scripted
 from tests.fakes.fake_openai import FakeOpenAI
@@ -248,15 +249,17 @@ def test_unconfigured_backends_fail_the_request_with_what_to_set(server: FakeOpe
 
 
 def test_openai_prices_and_unknown_models() -> None:
-    assert price("openai/gpt-4.1-mini") == (0.40, 1.60) and price("openai/gpt-4.1") == (2.0, 8.0)
+    price = shipped_prices().price
+    mini, full = price("openai/gpt-4.1-mini"), price("openai/gpt-4.1")
+    assert mini is not None and (mini.input, mini.output) == (0.40, 1.60)
+    assert full is not None and (full.input, full.output) == (2.0, 8.0)
     assert price("azure/my-deployment") is None and price("llama3") is None
     assert estimated_cost(Usage(1_000_000, 1_000_000), "openai/gpt-4o-mini") == pytest.approx(0.75)
     assert estimated_cost(Usage(10, 10), "azure/gpt-4o") is None
     ledger = UsageLedger()
     ledger.record("c", "gemini-2.5-flash", Usage(10, 10, 1))
-    assert "OpenAI" not in ledger.summary().prices
     ledger.record("c", "openai/gpt-4.1", Usage(10, 10, 1))
-    assert "Gemini and OpenAI list prices" in ledger.summary().prices
+    assert ledger.summary().prices == shipped_prices().note()  # one table, dated, for every provider
 
 
 def test_cached_answers_never_import_openai(server: FakeOpenAI, tmp_path: Path) -> None:

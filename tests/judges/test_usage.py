@@ -8,14 +8,20 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from evalbot.formats.prices import shipped_prices
 from evalbot.judges.base import JudgeRequest, Usage
 from evalbot.judges.gemini import GeminiJudge
-from evalbot.judges.usage import MeteredJudge, UsageLedger, estimated_cost, format_usage, price
+from evalbot.judges.usage import MeteredJudge, UsageLedger, estimated_cost, format_usage
 from evalbot.results import CacheUse, JudgeUsage, Report, UsageRow
 from tests.fakes.fake_gemini import FakeGemini
 
 
-def test_price_uses_longest_prefix() -> None:
+def price(model: str) -> tuple[float, float] | None:
+    found = shipped_prices().price(model)
+    return None if found is None else (found.input, found.output)
+
+
+def test_price_of_a_name_or_a_version_of_it() -> None:
     """Flash-lite is not priced as flash; versioned names and models/ prefixes resolve; unknown is None."""
     assert price("gemini-2.5-flash-lite") == (0.10, 0.40)
     assert price("models/gemini-2.5-flash-001") == (0.30, 2.50)
@@ -93,7 +99,8 @@ def test_summary_json_keeps_the_untyped_keys_and_order() -> None:
     assert list(summary.model_dump(mode="json")) == ["per_criterion", "total", "prices"]
     summary.cache = CacheUse(directory="examples/judge-cache", hits=10)
     dumped = json.loads(summary.model_dump_json())
-    assert dumped == OLD_USAGE and json.dumps(dumped) == json.dumps(OLD_USAGE)
+    old = {**OLD_USAGE, "prices": shipped_prices().note()}  # the note names the shipped table's date now
+    assert dumped == old and json.dumps(dumped) == json.dumps(old)
     summary.retries = 0
     assert list(summary.model_dump(mode="json"))[-1] == "retries"
 
