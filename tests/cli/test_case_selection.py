@@ -122,6 +122,8 @@ def test_baseline_writes_the_selected_cases_with_a_warning(capsys: pytest.Captur
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "the baseline written holds only the cases run" in captured.err
+    assert "drops every other case and `evalbot compare` reads that as removals" in captured.err
+    assert "use --accept SET/CASE" in captured.err
     written = json.loads(out.read_text())
     assert {k: list(v["cases"]) for k, v in written["eval_sets"].items()} == {"faq": ["return_window"]}
 
