@@ -99,14 +99,31 @@ def _real(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+DELTA_MARK = "†"
+"""After a Δ that is not Current − Baseline (delta_differs); words.DELTA_FOOTNOTE under the table says why."""
+
+
+def delta_differs(row: CriterionRow | Mapping[str, Any]) -> bool:
+    """The row's Δ (the mean change over the cases scored on both sides) is not Current − Baseline to the table's
+    three decimals: the two means are over different cases."""
+    delta = _real(_field(row, "delta"))
+    if delta is None:
+        return False
+    current, base = _real(_field(row, "current_mean")), _real(_field(row, "baseline_mean"))
+    if current is None or base is None:
+        return True
+    return abs(delta - (current - base)) >= 5e-4
+
+
 def _delta(row: CriterionRow | Mapping[str, Any]) -> mdsafe.Safe:
     delta = _real(_field(row, "delta"))
     if delta is None:
         return mdsafe.Safe("—")
+    mark = DELTA_MARK if delta_differs(row) else ""
     if abs(delta) < 5e-4:
-        return mdsafe.Safe("±0.000")
+        return mdsafe.Safe("±0.000" + mark)
     arrow = "▲" if delta > 0 else "▼"
-    return mdsafe.Safe(f"{arrow} {delta:+.3f}".replace("-", "−"))
+    return mdsafe.Safe(f"{arrow} {delta:+.3f}".replace("-", "−") + mark)
 
 
 def _number(value: object, spec: str = "") -> mdsafe.Safe:
@@ -289,13 +306,45 @@ def set_counts(es: EvalSetComparison | Mapping[str, Any]) -> dict[str, int]:
     return counts
 
 
+INFORMATIONAL_CHANGES = frozenset({"informational", "not_evaluated", "new", "unchanged"})
+"""A criterion row without a threshold and with one of these changes is informational: not gated, shown on one line
+with the eval set's other informational criteria (informational_line) instead of a table row each."""
+
+
+def informational(row: CriterionRow | Mapping[str, Any]) -> bool:
+    """A criterion row with no threshold that nothing gates (a redefined or removed one stays a row: a yardstick
+    change)."""
+    return _field(row, "threshold") is None and _field(row, "change") in INFORMATIONAL_CHANGES
+
+
+def informational_line(rows: object, unvalued: bool = True) -> str | None:
+    """The eval set's informational criteria on one line: ``Informational, no threshold (not gated): latency 1.300
+    (main 1.200) · tool_call_count_v1, token_usage_v1 (no value)``; ``unvalued`` False leaves out the criteria with
+    no value on either side (None when nothing is left)."""
+    valued: list[str] = []
+    bare: list[str] = []
+    for row in rows if isinstance(rows, list) else []:
+        if not informational(row):
+            continue
+        name = str(_field(row, "criterion"))
+        current, base = _real(_field(row, "current_mean")), _real(_field(row, "baseline_mean"))
+        if current is None and base is None:
+            bare.append(name)
+        else:
+            valued.append(f"{name} {score_text(current)}" + (f" (main {score_text(base)})" if base is not None else ""))
+    parts = valued + ([", ".join(bare) + " (no value)"] if bare and unvalued else [])
+    return "Informational, no threshold (not gated): " + " · ".join(parts) if parts else None
+
+
 def visible_rows(es: EvalSetComparison | Mapping[str, Any]) -> list[Any]:
-    """Table rows worth a line: anything with a value or a change (informational metrics with no data are not)."""
+    """Table rows worth a line: anything gated with a value or a change (informational criteria take one line after
+    the table: informational_line)."""
     rows = _field(es, "rows")
     return [
         row for row in (rows if isinstance(rows, list) else [])
-        if _field(row, "current_mean") is not None or _field(row, "baseline_mean") is not None
-        or _field(row, "change") in ("regressed", "inconclusive", "changed_definition", "removed")
+        if not informational(row) and (
+            _field(row, "current_mean") is not None or _field(row, "baseline_mean") is not None
+            or _field(row, "change") in ("regressed", "inconclusive", "changed_definition", "removed"))
     ]
 
 
@@ -457,9 +506,11 @@ def environment(custom_template: str | None = None) -> BoundedSandbox:
         score=_score,
         delta=_delta, pvalue=_pvalue, number=_number, link=_link, row_note=_row_note,
     )
+    env.tests["delta_differs"] = delta_differs
     env.filters["pprint"] = lambda value: pprint.pformat(materialized(value))  # a CaseList as its list
     env.policies["json.dumps_kwargs"] = {"sort_keys": True, "default": json_default}  # tojson: the same
-    env.globals.update(set_counts=set_counts, visible_rows=visible_rows, row_badges=ROW_BADGES, version=__version__,
+    env.globals.update(set_counts=set_counts, visible_rows=visible_rows, informational_line=informational_line,
+                       delta_footnote=words.DELTA_FOOTNOTE, row_badges=ROW_BADGES, version=__version__,
                        usage_view=usage_view, efficiency_rows=efficiency_rows, cost_line=cost_line)
     return env
 

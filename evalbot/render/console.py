@@ -145,6 +145,18 @@ def _fit(value: float) -> str:
     return text
 
 
+def _unevaluated_verdicts(report: Report, cases: int) -> str:
+    """What tells the totals' "not evaluated" (cases no criterion decided) from the table's n/e column (criteria not
+    evaluated, case by case) when the column counts more: without it "0 not evaluated" reads as a contradiction of
+    "n/e 6" a few lines above."""
+    verdicts = sum(m.not_evaluated for es in report.eval_sets for m in es.metrics.values()
+                   if not (m.informational and not (m.passed or m.failed)))
+    if verdicts <= cases:
+        return ""
+    return (f"; the n/e column counts criteria: {verdicts} criterion verdict(s) not evaluated (a case counts as not "
+            "evaluated only when no criterion passed or failed it)")
+
+
 def render_text(report: Report, *, max_failures: int = 50, tally: ConsoleTally | None = None) -> str:
     """A compact summary: eval set × criterion (mean, std, counts), then each failing or erroring case.
     ``tally``: the cases as they were streamed out of ``report`` (default: the report's own cases)."""
@@ -189,5 +201,6 @@ def render_text(report: Report, *, max_failures: int = 50, tally: ConsoleTally |
     lines.append("")
     lines.append(
         f"{t.cases} case(s): {t.passed} passed, {t.failed} failed, {t.not_evaluated} not evaluated, {t.error} error(s)"
+        + _unevaluated_verdicts(report, t.not_evaluated)
     )
     return "\n".join(lines).lstrip("\n")

@@ -36,11 +36,20 @@ from evalbot.compare.delta import compare
 from evalbot.compare.efficiency import efficiency_rows
 from evalbot.compare.flaky import symbols
 from evalbot.compare.gate import GatePolicy
-from evalbot.compare.model import CaseComparison, Comparison, CriterionRow, EvalSetComparison, MetricDelta
+from evalbot.compare.model import CATEGORIES, CaseComparison, Comparison, CriterionRow, EvalSetComparison, MetricDelta
 from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.numbers import p_value_text
 from evalbot.render import mdsafe, words
-from evalbot.render.comment import cost_change, cost_line, money, verdict
+from evalbot.render.comment import (
+    DELTA_MARK,
+    cost_change,
+    cost_line,
+    delta_differs,
+    informational,
+    informational_line,
+    money,
+    verdict,
+)
 from evalbot.render.precompiled import PrecompiledLoader
 from evalbot.render.trajdiff import call_text, diff_calls
 from evalbot.render.views import ORDER, TITLES, by_severity, history_text, judge_text, votes_text
@@ -79,13 +88,16 @@ CHUNK = 100
 """Cases per block that the browser lays out only when it is near the viewport (content-visibility): a page of
 10,000 cases would otherwise be laid out again and again, whole, while it loads."""
 FILTERS = (
-    ("all", "All"), ("regressed", "Regressed"), ("fixed", "Fixed"), ("failing", "Failing"),
+    ("all", "All"), ("regressed", "Regressed"), ("fixed", "Fixed"), ("failing", "Failed"),
     ("inconclusive", "Inconclusive"),
 )
 Data = dict[str, Any]
 NO_BASELINE = "(no baseline: evalbot run)"
-CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 140, 32, 4
-"""The trend sparkline's size in CSS pixels, and the margin that keeps its dots inside."""
+CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 220, 48, 6
+"""The trend chart's size in CSS pixels, and the margin above and below its plot that keeps its dots inside."""
+CHART_LEFT, CHART_RIGHT = 40, 176
+"""The plot's left edge (its axis; the axis' top and bottom values are written to its left) and its right edge (this
+run's dot; its value is written to the right of it)."""
 MIN_SPAN = 0.05
 """Smallest range of means a sparkline spreads over its height (times the largest magnitude, at least 1): a trend
 that moved by a thousandth stays a flat line instead of filling the chart."""
@@ -141,7 +153,7 @@ def delta_text(delta: float | None, lower_is_better: bool = False) -> tuple[str,
     if delta is None:
         return "—", "none"
     if abs(delta) < 5e-4:
-        return "= 0.000", "flat"
+        return "±0.000", "flat"
     better = delta < 0 if lower_is_better else delta > 0
     return f"{'▲' if delta > 0 else '▼'} {delta:+.3f}".replace("-", "−"), "up" if better else "down"
 
@@ -151,10 +163,16 @@ def _point_label(mean: float, commit: str | None, created_at: str | None) -> str
     return f"{mean:.3f}" + (f" ({where})" if where else "")
 
 
+def chart_value(value: float) -> str:
+    """A value as a chart writes it: 3 decimals (as the table), fewer significant digits for a large one."""
+    return f"{value:.3f}" if abs(value) < 100 else f"{value:.4g}"
+
+
 def trend_chart(row: CriterionRow) -> Data | None:
-    """The row's sparkline (None without a trend on main): main's means oldest first, then this run's mean
-    highlighted in the last slot, and the threshold as a dashed line, as SVG coordinates, with the values in words
-    for its title and description. Non-finite numbers are left out (a trend point cannot hold one; a mean never
+    """The row's trend chart (None without a trend on main): main's means oldest first, then this run's mean
+    highlighted in the last slot with its value written beside it, the threshold as a dashed line, and an axis
+    with its top and bottom values, as SVG coordinates, with the values in words for its title and description:
+    it reads without hovering. Non-finite numbers are left out (a trend point cannot hold one; a mean never
     should)."""
     past = [p for p in row.trend if math.isfinite(p.mean)]
     if not past:
@@ -167,23 +185,29 @@ def trend_chart(row: CriterionRow) -> Data | None:
     if hi - lo < span:
         mid = (hi + lo) / 2
         lo, hi = mid - span / 2, mid + span / 2
-    step = (CHART_WIDTH - 2 * CHART_PAD) / len(past)  # this run takes the slot after the last refresh
+    step = (CHART_RIGHT - CHART_LEFT) / len(past)  # this run takes the slot after the last refresh
 
     def y(v: float) -> str:
         return f"{CHART_PAD + (hi - v) / (hi - lo) * (CHART_HEIGHT - 2 * CHART_PAD):.1f}"
 
-    dots = [{"x": f"{CHART_PAD + i * step:.1f}", "y": y(p.mean), "label": _point_label(p.mean, p.commit, p.created_at)}
+    dots = [{"x": f"{CHART_LEFT + i * step:.1f}", "y": y(p.mean), "label": _point_label(p.mean, p.commit, p.created_at)}
             for i, p in enumerate(past)]
     on_main = ", ".join(d["label"] for d in dots)
-    now = None if here is None else {"x": f"{CHART_WIDTH - CHART_PAD:.1f}", "y": y(here), "label": f"this run {here:.3f}"}
+    now = None if here is None else {"x": f"{CHART_RIGHT:.1f}", "y": y(here), "label": f"this run {here:.3f}",
+                                     "value": chart_value(here), "text_x": f"{CHART_RIGHT + 6}",
+                                     "text_y": f"{float(y(here)) + 3.5:.1f}"}
     runs = f"{len(past)} refresh{'es' if len(past) != 1 else ''}"
     return {
         "width": CHART_WIDTH, "height": CHART_HEIGHT,
+        "axis": {"x": CHART_LEFT - 4, "label_x": CHART_LEFT - 7, "top": CHART_PAD, "bottom": CHART_HEIGHT - CHART_PAD,
+                 "top_text_y": CHART_PAD + 3.5, "bottom_text_y": CHART_HEIGHT - CHART_PAD + 3.5,
+                 "hi": chart_value(hi), "lo": chart_value(lo)},
         "line": " ".join(f"{d['x']},{d['y']}" for d in dots),
         "dots": dots,
         "last": dots[-1],
         "now": now,
         "threshold": None if threshold is None else y(threshold),
+        "plot_left": CHART_LEFT - 4, "plot_right": CHART_RIGHT + 4,
         "title": f"{row.criterion}: mean on main over the last {runs}, and this run",
         "desc": f"On main, oldest first: {on_main}. "
                 + ("This run: no mean." if here is None else f"This run: {here:.3f}.")
@@ -193,13 +217,15 @@ def trend_chart(row: CriterionRow) -> Data | None:
 
 def row_data(row: CriterionRow) -> Data:
     shown, direction = delta_text(row.delta, row.lower_is_better)
+    differs = delta_differs(row)
     return {
+        "delta_differs": differs,
         "criterion": row.criterion,
         "judged": row.judged,
         "threshold": fmt(row.threshold),
         "baseline": fmt(row.baseline_mean),
         "current": fmt(row.current_mean),
-        "delta": shown,
+        "delta": shown + (DELTA_MARK if differs else ""),
         "direction": direction,
         "change": words.row_change(row.change, row.p_value, row.paired, row.lower_is_better),
         "change_key": row.change,
@@ -552,7 +578,7 @@ def set_data(es: EvalSetComparison, ordered: Sequence[CaseComparison], walker: W
         block["cases"] = Lines(ordered, [run], judged)
     for tag, n in here.items():
         counts[tag] += n
-    rows = [row_data(r) for r in es.rows]
+    rows = [row_data(r) for r in es.rows if not informational(r)]
     return {
         "id": es.eval_set_id,
         "path": es.path,
@@ -561,6 +587,8 @@ def set_data(es: EvalSetComparison, ordered: Sequence[CaseComparison], walker: W
         "in_current": es.in_current,
         "errors": [" ".join(x for x in (p.pointer, p.message) if x) for p in es.errors],
         "rows": rows,
+        "info": informational_line(es.rows),
+        "delta_note": words.DELTA_FOOTNOTE if any(r["delta_differs"] for r in rows) else None,
         "charts": any(r["chart"] for r in rows),
         "glyphs": any(c.main_outcomes for c in ordered),
         "cases": Lines(ordered, runs, judged),
@@ -674,6 +702,32 @@ def _usage(usage: JudgeUsage | None, baseline: BaselineUsage | None = None) -> l
     return out
 
 
+COUNT_LABELS = {"error": "could not be evaluated", "flaky": "flaky on main"}
+
+
+def header_counts(comparison: Comparison) -> Data:
+    """The header's two lines of counts, each adding up to its total and counted from the cases the page lists (as
+    the filters are): ``compared`` (the cases by their outcome against main, as the sections and the headline name
+    them; None without a baseline) and ``run`` (the cases in this run by status: ``failed`` and ``error`` together
+    are what the Failed filter shows)."""
+    outcomes: dict[str, int] = {}
+    statuses = dict.fromkeys(("passed", "failed", "error", "not_evaluated", "informational"), 0)
+    for es in comparison.eval_sets:
+        for case in es.cases:
+            outcomes[case.category] = outcomes.get(case.category, 0) + 1
+            if case.current is not None:
+                statuses[case.current.status] += 1
+    categories = [{"key": k, "label": COUNT_LABELS.get(k, k.replace("_", " ")), "n": outcomes[k]}
+                  for k in CATEGORIES if outcomes.get(k)]
+    return {
+        "compared": None if comparison.baseline is None else {
+            "total": sum(outcomes.values()), "counts": categories},
+        "run": {"total": sum(statuses.values()), "failing": statuses["failed"] + statuses["error"], "counts": [
+            {"key": k, "label": COUNT_LABELS.get(k, k.replace("_", " ")), "n": n}
+            for k, n in statuses.items() if n or k in ("passed", "failed")]},
+    }
+
+
 def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
     """The template's context: plain data only (no model objects reach the template)."""
     icon, title = verdict(comparison)
@@ -688,7 +742,10 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
     counts = {key: 0 for key, _ in FILTERS if key != "all"}
     sets = [set_data(es, cases, walker, judged, counts) for es, cases in zip(eval_sets, ordered, strict=True)]
     counts["all"] = sum(len(cases) for cases in ordered)
-    filters = [{"key": key, "label": label, "n": counts[key]} for key, label in FILTERS]
+    heads = header_counts(comparison)
+    errors = next((c["n"] for c in heads["run"]["counts"] if c["key"] == "error"), 0)  # the Failed filter holds them
+    filters = [{"key": key, "label": "Failed or error" if key == "failing" and errors else label, "n": counts[key]}
+               for key, label in FILTERS]
     base = comparison.baseline
     style, style_hash = asset(STYLE)
     script, script_hash = asset(SCRIPT)
@@ -711,7 +768,7 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
                       for y in comparison.yardstick],
         "notices": list(comparison.report.notices),
         "errors": [" ".join(x for x in (p.path, p.pointer, p.message) if x) for p in comparison.report.errors],
-        "counts": [{"key": k, "label": k.replace("_", " "), "n": v} for k, v in comparison.counts.items() if v],
+        **heads,
         "filters": filters,
         "sets": sets,
         "deferred": Deferred(plan, judged, plan.deferred),

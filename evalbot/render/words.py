@@ -69,6 +69,11 @@ def row_change(change: str, p_value: float | None, paired: object, lower_is_bett
         p_value, paired if p_value is not None else 0)
 
 
+DELTA_FOOTNOTE = ("† Δ is the mean change of the cases scored on both sides with the same definition (the cases the "
+                  "test pairs), not Current − Baseline: the two means are over different cases (cases added, removed, "
+                  "scored on one side only, or accepted by this PR's baseline update).")
+"""Under a criterion table where a Δ is not Current − Baseline (comment.delta_differs), in every output."""
+
 POLICY_CHANGE = "This PR changes the gate policy: {changes}; takes effect after merge (this run uses the base commit's)"
 ACCEPTED_BUDGETS_EXCEPT = (", except the budgets this PR's baseline update accepts: those apply to this run already "
                            "(named below)")

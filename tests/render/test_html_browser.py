@@ -21,7 +21,7 @@ import pytest
 
 from evalbot.compare.delta import compare
 from evalbot.compare.model import Comparison
-from evalbot.render.html import render_html
+from evalbot.render.html import CHART_HEIGHT, CHART_WIDTH, render_html
 from tests.fakes.chromium import Browser, browser, dump_dom, find_browser
 from tests.fakes.comparisons import REFUND, small
 from tests.fakes.reports import RESP, TRAJ, case, eval_set, metric, report, turn
@@ -170,7 +170,7 @@ def test_trend_charts_render_as_svg_with_hostile_names(tmp_path: Path, chrome: B
     }))"""))
     assert len(found) == 2
     for chart in found:
-        assert chart["ns"] == "http://www.w3.org/2000/svg" and chart["w"] == 140 and chart["h"] == 32
+        assert chart["ns"] == "http://www.w3.org/2000/svg" and chart["w"] == CHART_WIDTH and chart["h"] == CHART_HEIGHT
         assert chart["dots"] == 10 and chart["now"] == 1 and chart["thr"] == 1 and chart["inner"] > 100
     assert any(c["title"].startswith(evil) for c in found)  # the name as text, markup and all
     assert chrome.evaluate("document.documentElement.getAttribute('data-pwned-trend')") is None

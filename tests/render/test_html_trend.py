@@ -10,7 +10,7 @@ from evalbot.compare.baseline import Baseline, TrendPoint
 from evalbot.compare.delta import compare
 from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import CriterionRow
-from evalbot.render.html import CHART_HEIGHT, CHART_PAD, CHART_WIDTH, render_html, trend_chart
+from evalbot.render.html import CHART_HEIGHT, CHART_LEFT, CHART_PAD, CHART_RIGHT, CHART_WIDTH, render_html, trend_chart
 from evalbot.results import Report
 from tests.fakes.reports import RESP, TRAJ, case, criterion, eval_set, main_refreshes, metric, report
 
@@ -84,7 +84,7 @@ def test_the_chart_geometry() -> None:
     assert chart is not None
     xs = [float(d["x"]) for d in chart["dots"]] + [float(chart["now"]["x"])]
     ys = [float(d["y"]) for d in chart["dots"]] + [float(chart["now"]["y"])]
-    assert xs == sorted(xs) and xs[0] == CHART_PAD and xs[-1] == CHART_WIDTH - CHART_PAD
+    assert xs == sorted(xs) and xs[0] == CHART_LEFT and xs[-1] == CHART_RIGHT < CHART_WIDTH
     assert ys[0] == CHART_HEIGHT - CHART_PAD and ys[-1] == CHART_PAD and ys[0] > ys[1] > ys[2]
     assert chart["threshold"] is None
     flat = trend_chart(CriterionRow(criterion="c", change="unchanged", current_mean=0.8,

@@ -4,17 +4,25 @@ trend charts read without hovering, and informational criteria take one line."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
+import pytest
+
+from evalbot.compare.delta import compare
+from evalbot.compare.gate import GatePolicy
 from evalbot.compare.model import Comparison
-from evalbot.render.comment import render_comment, render_summary
+from evalbot.render.comment import delta_differs, render_comment, render_summary
+from evalbot.render.console import render_text
 from evalbot.render.html import render_html
 from evalbot.render.mdsafe import JOINER, cell, code, finish, html, inline, no_pings, sha, soften, span
 from evalbot.render.views import SEVERITY, by_severity, set_severity
 from evalbot.results import Report
 from tests.fakes import markdown as md_structure
-from tests.fakes.comparisons import LINKS, MARKER, REFUND, compared
-from tests.fakes.reports import JUDGE, TRAJ, case, eval_set, metric, report, turn
+from tests.fakes.chromium import browser, find_browser
+from tests.fakes.comparisons import LINKS, MARKER, REFUND, compared, small
+from tests.fakes.reports import JUDGE, RESP, TRAJ, case, criterion, eval_set, main_refreshes, metric, report, turn
 
 WRONG_REFUND = [REFUND[0], ("refund", {"order_id": "A17", "amount": 250.0})]
 
@@ -172,3 +180,181 @@ def test_a_forged_token_in_untrusted_text_printed_without_a_filter_stays_broken(
     assert [m.group(0) for m in HEX_RUN.finditer(text)] == [SHA[:12]]
     assert f"`{SHA[:12]}`" in text and chr(0xE000) not in text and chr(0xE001) not in text
     assert not md_structure.problems(text, MARKER)
+
+
+# 6. trend charts that read without hovering
+
+def trend_page() -> str:
+    def run(resp: float) -> Report:
+        return report(eval_set("s", [case(f"c{i}", {TRAJ: metric(1.0), RESP: metric(resp, 0.5)}) for i in range(2)],
+                                criteria=[criterion(TRAJ), criterion(RESP, 0.5)]))
+
+    main = main_refreshes([run(0.6), run(0.9), run(0.7)])
+    return render_html(compare(current=run(0.35), baseline=main, policy=GatePolicy(), baseline_source="main:b.json"))
+
+
+def test_a_trend_chart_is_wide_and_labels_its_axis_and_this_runs_value() -> None:
+    chart = next(c for c in re.findall(r'<svg class="spark".*?</svg>', trend_page(), flags=re.S) if RESP in c)
+    width, height = (int(v) for v in re.search(r'width="(\d+)" height="(\d+)"', chart).groups())  # type: ignore[union-attr]
+    assert width >= 160 and height >= 40
+    texts = re.findall(r'<text class="(\w+)"[^>]*>([^<]*)</text>', chart)
+    assert ("nv", "0.350") in texts  # this run's value, written beside its dot
+    ticks = [float(t) for cls, t in texts if cls == "tk"]
+    assert len(ticks) == 2 and ticks[0] >= 0.9 and ticks[1] <= 0.35  # the axis: top and bottom values
+    assert '<line class="ax"' in chart
+
+
+# 7. informational criteria on one line
+
+LATENCY, TOKENS = "invocation_duration_v1", "token_usage_v1"
+
+
+def informational_run(pr: bool) -> Report:
+    crits = [criterion(TRAJ), criterion(LATENCY, None), criterion(TOKENS, None)]
+    return report(eval_set("s", [
+        case(f"c{i}", {TRAJ: metric(1.0), LATENCY: metric(0.25 if pr else 0.5, None)}) for i in range(2)
+    ], criteria=crits))
+
+
+def test_html_shows_informational_criteria_on_one_line() -> None:
+    c = compared(informational_run(False), informational_run(True))
+    page = render_html(c)
+    table = page[page.index('<table class="crit">'):page.index("</table>")]
+    assert TRAJ in table and LATENCY not in table and TOKENS not in table and "not evaluated" not in table
+    lines = re.findall(r'<p class="info">(Informational, no threshold[^<]*)</p>', page)
+    assert lines == [f"Informational, no threshold (not gated): {LATENCY} 0.250 (main 0.500) · {TOKENS} (no value)"]
+
+
+def test_the_comment_collapses_informational_rows_with_a_value() -> None:
+    c = compared(informational_run(False), informational_run(True))
+    for text in (render_comment(c, marker=MARKER, links=LINKS), render_summary(c)):
+        rows = [line for line in text.split("\n") if line.startswith("| ")]
+        assert any("tool\\_trajectory" in r for r in rows) and not any("invocation\\_duration" in r for r in rows)
+        line = next(line for line in text.split("\n") if line.startswith("Informational"))
+        assert line == "Informational, no threshold (not gated): invocation\\_duration\\_v1 0.250 (main 0.500)"
+
+
+def test_the_comment_has_no_informational_line_without_a_value() -> None:
+    def run(pr: bool) -> Report:
+        return report(eval_set("s", [case("c", {TRAJ: metric(0.0 if pr else 1.0)})],
+                               criteria=[criterion(TRAJ), criterion(TOKENS, None)]))
+
+    text = render_comment(compared(run(False), run(True)), marker=MARKER, links=LINKS)
+    assert "Informational" not in text and "token\\_usage" not in text
+
+
+# 3. counts that agree with each other
+
+def header(page: str) -> str:
+    return page[page.index("<header>"):page.index("</header>")]
+
+
+def counts_of(line: str) -> list[tuple[int, str]]:
+    return [(int(n.replace(",", "")), label) for n, label in re.findall(r'<span class="count k-\w+">([\d,]+) ([^<]+)</span>', line)]
+
+
+def test_the_html_header_counts_add_up_and_agree_with_the_filters() -> None:
+    """Against main: the cases by outcome (summing to All); this run: by status (failed + errors = the Failed
+    filter). No count of another kind (the run's failing cases beside the outcome "still failing") in the line."""
+    def run(pr: bool) -> Report:
+        return report(eval_set("s", [
+            case("regressed", {TRAJ: metric(0.0 if pr else 1.0)}),
+            case("still", {TRAJ: metric(0.0)}),
+            case("fixed", {TRAJ: metric(1.0 if pr else 0.0)}),
+            case("same", {TRAJ: metric(1.0)}),
+            case("crash", {TRAJ: metric(None, status="error", reason="down") if pr else metric(1.0)}),
+        ]))
+
+    page = render_html(compared(run(False), run(True)))
+    head = header(page)
+    against, this_run = head.split('<p class="meta counts">', 1)[1].split("</p>", 1)[0].split("<br>")
+    assert "5 cases against main:" in against and "This run, 5 cases:" in this_run
+    outcomes, statuses = counts_of(against), counts_of(this_run)
+    assert sum(n for n, _ in outcomes) == 5 == sum(n for n, _ in statuses)
+    assert dict((label, n) for n, label in outcomes) == {
+        "regressed": 1, "could not be evaluated": 1, "fixed": 1, "still failing": 1, "unchanged": 1}
+    assert dict((label, n) for n, label in statuses) == {"passed": 2, "failed": 2, "could not be evaluated": 1}
+    filters = dict(re.findall(r'id="l-(\w+)">[^<]+ <b>(\d+)</b>', head))
+    assert filters["all"] == "5" and filters["failing"] == "3"  # 2 failed + 1 could not be evaluated
+    assert 'id="l-failing">Failed or error <b>3</b>' in head
+
+
+def test_without_errors_the_filter_is_called_failed_as_the_count() -> None:
+    def run(pr: bool) -> Report:
+        return report(eval_set("s", [case("c", {TRAJ: metric(0.0 if pr else 1.0)}), case("d", {TRAJ: metric(1.0)})]))
+
+    head = header(render_html(compared(run(False), run(True))))
+    assert 'id="l-failing">Failed <b>1</b>' in head and '<span class="count k-failed">1 failed</span>' in head
+
+
+def test_without_a_baseline_only_this_runs_counts() -> None:
+    page = render_html(compared(None, five_sets(True)))
+    assert "against main" not in header(page) and "This run, 5 cases:" in header(page)
+
+
+def test_the_console_says_what_its_not_evaluated_counts_count() -> None:
+    """The run's summary: n/e in the table counts criteria per case; the totals count cases. When the column holds
+    more, the totals line says so (it read "0 not evaluated" under "n/e 2")."""
+    unscored = metric(None, 0.5, status="not_evaluated", reason="no reference")
+    r = report(eval_set("s", [case(f"c{i}", {TRAJ: metric(1.0), RESP: unscored}) for i in range(2)]))
+    text = render_text(r)
+    row = next(line for line in text.split("\n") if line.strip().startswith(RESP))
+    assert row.split()[-2:] == ["2", "0"]  # n/e 2, err 0
+    assert text.split("\n")[-1] == (
+        "2 case(s): 2 passed, 0 failed, 0 not evaluated, 0 error(s); the n/e column counts criteria: 2 criterion "
+        "verdict(s) not evaluated (a case counts as not evaluated only when no criterion passed or failed it)")
+    plain = render_text(report(eval_set("s", [case("c", {TRAJ: metric(1.0)})])))
+    assert plain.split("\n")[-1] == "1 case(s): 1 passed, 0 failed, 0 not evaluated, 0 error(s)"
+
+
+@pytest.mark.skipif(find_browser() is None, reason="no Chromium found (apt-get install chromium)")
+def test_the_chart_as_chromium_draws_it(tmp_path: Path) -> None:
+    """Laid out in a real browser: the chart is at least 160 px wide and its axis values and this run's value are
+    drawn inside it (not clipped, not only in a tooltip)."""
+    binary = find_browser()
+    assert binary is not None
+    path = tmp_path / "trend.html"
+    path.write_text(trend_page(), encoding="utf-8")
+    with browser(binary, width=1280, height=900) as chrome:
+        chrome.open(path.as_uri())
+        got = json.loads(chrome.evaluate(
+            "JSON.stringify(Array.from(document.querySelectorAll('svg.spark')).map(function(s){"
+            "var b=s.getBoundingClientRect();return {w:b.width,texts:Array.from(s.querySelectorAll('text')).map("
+            "function(t){var r=t.getBoundingClientRect();return {c:t.getAttribute('class'),t:t.textContent,"
+            "inside:r.width>0&&r.left>=b.left-0.5&&r.right<=b.right+0.5&&r.top>=b.top-0.5&&r.bottom<=b.bottom+0.5};})};}))"))
+    assert got and all(chart["w"] >= 160 for chart in got)
+    resp = next(chart for chart in got if any(t["t"] == "0.350" for t in chart["texts"]))
+    assert [t["c"] for t in resp["texts"]] == ["tk", "tk", "nv"] and all(t["inside"] for t in resp["texts"])
+
+
+# 4. a Δ that is not Current − Baseline says so
+
+def test_a_delta_over_matched_cases_is_marked_and_explained_in_every_output() -> None:
+    """small(): the trajectory mean is 0.667 on main (3 cases) and 0.500 here (4 cases, one new): Δ over the 3
+    matched cases is ±0.000, not −0.167; the response row's Δ is its Current − Baseline and carries no mark."""
+    c = small()
+    for text in (render_comment(c, marker=MARKER, links=LINKS), render_summary(c)):
+        rows = {line.split(" | ")[0]: line for line in text.split("\n") if line.startswith("| ")}
+        assert "| 0.667 | 0.500 | ±0.000† |" in rows["| tool\\_trajectory\\_avg\\_score"]
+        assert "| 0.600 | 0.800 | ▲ +0.200 |" in rows["| response\\_match\\_score"]
+        table_end = text.index("\n\n", text.index("| response\\_match\\_score"))
+        assert text[table_end:].lstrip("\n").startswith("† Δ is the mean change of the cases scored on both sides")
+        assert "not Current − Baseline" in text
+    page = render_html(c)
+    assert '<td>0.667</td><td>0.500</td><td class="d-flat">±0.000†</td>' in page
+    assert '<td>0.600</td><td>0.800</td><td class="d-up">▲ +0.200</td>' in page
+    assert page.count('<p class="note">† Δ is the mean change of the cases scored on both sides') == 1
+
+
+def test_no_mark_and_no_footnote_when_every_delta_is_current_minus_baseline() -> None:
+    c = severities()
+    assert not any(delta_differs(row) for es in c.eval_sets for row in es.rows)
+    for text in (render_comment(c, marker=MARKER, links=LINKS), render_summary(c), render_html(c)):
+        assert "†" not in text and "not Current − Baseline" not in text
+
+
+def test_delta_differs_when_a_mean_is_missing_or_the_means_disagree() -> None:
+    row = {"delta": -0.2, "current_mean": 0.7, "baseline_mean": 0.9}
+    assert not delta_differs(row) and not delta_differs({**row, "current_mean": 0.7004})
+    assert delta_differs({**row, "current_mean": 0.75}) and delta_differs({**row, "baseline_mean": None})
+    assert not delta_differs({**row, "delta": None}) and not delta_differs({"delta": "x", "current_mean": 1})
