@@ -352,10 +352,19 @@ def body_row(case: CaseComparison, judged: frozenset[str], *, raw: bool = False)
         case.runs.describe() if case.runs is not None else None,
         history_text(case),
         shown,
-        " · ".join(m[1] + " " + m[3] + (f" (baseline {m[2]})" if m[2] not in ("—", m[3]) else "") for m in info),
+        info_text(info),
         noise,
         [turn_row(i, t, metrics, deltas, judged, raw=raw) for i, t in enumerate(current.turns if current else [])],
     ]
+
+
+def info_text(rows: Sequence[Sequence[str]]) -> str:
+    """A case's informational criteria (metric_row rows) on one line, as the eval set's line: ``latency 1.300
+    (baseline 1.200) · token_usage_v1, tool_call_count_v1 (no value)``."""
+    valued = [m[1] + " " + m[3] + (f" (baseline {m[2]})" if m[2] not in ("—", m[3]) else "")
+              for m in rows if m[3] != "—" or m[2] != "—"]
+    bare = [m[1] for m in rows if m[3] == "—" and m[2] == "—"]
+    return " · ".join(valued + ([", ".join(bare) + " (no value)"] if bare else []))
 
 
 def summary_row(case: CaseComparison, case_tags: Sequence[str]) -> list[Any]:

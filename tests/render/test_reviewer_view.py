@@ -358,3 +358,16 @@ def test_delta_differs_when_a_mean_is_missing_or_the_means_disagree() -> None:
     assert not delta_differs(row) and not delta_differs({**row, "current_mean": 0.7004})
     assert delta_differs({**row, "current_mean": 0.75}) and delta_differs({**row, "baseline_mean": None})
     assert not delta_differs({**row, "delta": None}) and not delta_differs({"delta": "x", "current_mean": 1})
+
+
+def test_a_cases_informational_criteria_read_as_the_eval_sets_line() -> None:
+    """In a case's details: valued criteria with their value, the rest named once with "(no value)", not one
+    "name —" each."""
+    def run(pr: bool) -> Report:
+        return report(eval_set("s", [case("c", {TRAJ: metric(0.0 if pr else 1.0), LATENCY: metric(0.25, None),
+                                                TOKENS: metric(None, None, status="informational"),
+                                                "tool_call_count_v1": metric(None, None, status="informational")})]))
+
+    page = render_html(compared(run(False), run(True)))
+    assert re.findall(r'<p class="info">Informational: ([^<]*)</p>', page) == [
+        f"{LATENCY} 0.250 · {TOKENS}, tool_call_count_v1 (no value)"]
