@@ -23,7 +23,7 @@ from evalbot.compare.baseline import DEFAULT_BASELINE_PATH
 from evalbot.compare.gate import GatePolicy, policy_from_settings
 from evalbot.errors import EXIT_OK, ConfigError
 from evalbot.forge.base import ForgeUnavailable
-from evalbot.load import discover
+from evalbot.load import discover, load_config
 from evalbot.pipeline import settings_for
 
 
@@ -59,6 +59,8 @@ def _gate(args: argparse.Namespace, ref: str, files: Sequence[Path]
 
 def cmd_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot plan``: the affected eval sets, one per line (``--json``: every eval set with its reasons)."""
+    if args.config is not None:
+        load_config(Path(args.config))  # an unusable --config is named first, as run and compare name it
     files, errors = discover(args.paths)
     if errors:
         raise errors[0]

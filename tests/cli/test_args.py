@@ -67,6 +67,7 @@ BAD_BY_TYPE: dict[str, Bad] = {
     "choices": lambda tmp: ["maybe", ""],
     "shard": lambda tmp: ["0/4", "5/4", "x", "", "1/0", "-1/2", "2/1001"],
     "jobs": lambda tmp: ["0", "-1", "x", "", "1001", "auto2", "1.5"],
+    "git_ref": lambda tmp: ["", "-x", "--output=f", "a b", "main\n", "x" * 1001],
 }
 
 
@@ -118,6 +119,8 @@ def _argv(cmd: str, action: argparse.Action, value: str | None, tmp: Path) -> li
         args += ["--output", str(tmp / "out" / "baseline.json")]
     if cmd == "compare" and action.dest != "baseline":  # not the repository's own .evalbot/baseline.json
         args += ["--baseline", str(tmp / "no-baseline.json")]
+    if cmd == "plan" and action.dest != "base":  # --base is required
+        args += ["--base", "main"]
     flag = (action.option_strings or [None])[-1]
     if flag is None:
         return [cmd, value or "", *args[1:]]
@@ -215,6 +218,7 @@ BAD_INPUTS: dict[str, Bad] = {
     "sampling": lambda tmp: ["some", "half", "sequential\nfull"],
     "resample-split": lambda tmp: ["-1", "101", "x", "2.5", "nan"],
     "update-baseline": lambda tmp: ["maybe"],
+    "only-affected": lambda tmp: ["maybe", "2"],
     "block-flaky": lambda tmp: ["maybe", "2"],
     "artifact-name": lambda tmp: ["a/b", "x:y", "a\nb", "*", "part-?"],
     "report-path": lambda tmp: [".", "adir", "out/", "plain.txt/report.json"],
