@@ -138,7 +138,9 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
     ctx = with_costs(ctx, policy, wanted)
     budget = tighter(policy.judge_budget, wanted)
     if inputs.shard is not None and budget is not None and judge is not None:  # each shard job: its share
-        judge.set_budget(budget.share(inputs.shard.index, inputs.shard.count))
+        share = budget.share(inputs.shard.index, inputs.shard.count)
+        judge.set_budget(share, f"{share.text()}: shard {inputs.shard.index} of {inputs.shard.count}'s share of the "
+                                f"run's {budget.text()}")
     actuals = recorded if recorded is not None else list(inputs.actuals)  # recorded: the files, already read
     report = evaluate(loaded, actuals=actuals, ctx=ctx, shard=inputs.shard)
     settle_split_votes(report, baseline, ctx, policy)

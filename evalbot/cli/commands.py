@@ -16,7 +16,7 @@ import evalbot.cli.groups as cli_groups
 import evalbot.cli.jobs as cli_jobs
 import evalbot.cli.plan as cli_plan
 from evalbot import __version__
-from evalbot.cli.evaluate import add_eval_args, evaluate_args, run_streamed, show_report
+from evalbot.cli.evaluate import add_eval_args, estimate_run, evaluate_args, run_streamed, show_report
 from evalbot.criteria import CRITERIA
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK, EvalbotError
 from evalbot.judges.factory import SECRET_ENV
@@ -68,6 +68,8 @@ def cmd_criteria(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot run``."""
+    if args.estimate:
+        return estimate_run(args)
     if args.as_job is not None:
         return cli_jobs.run_as_job(args, env)
     jobs = cli_jobs.jobs_for(args, env)

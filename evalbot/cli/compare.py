@@ -35,6 +35,7 @@ from evalbot.cli.agent import add_agent_args, agent_run
 from evalbot.cli.evaluate import (
     StreamedRun,
     add_eval_args,
+    estimate_run,
     evaluate_args,
     flag_budget,
     judge_context,
@@ -367,6 +368,8 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if args.only_affected:
         inputs, ruler, carried = only_affected(args, inputs, ruler)
     ruler = for_selection(ruler, inputs)
+    if args.estimate:  # the eval sets the comparison would score (--only-affected: the affected ones), none sent
+        return estimate_run(args, inputs, ruler.policy)
     notes: list[str] = []
     report = evaluate_settled(args, env, inputs, ruler.baseline, ruler.policy, rerun_notes=notes)
     return finish_compare(args, report, ruler, notes, carried)

@@ -14,16 +14,17 @@ from typing import BinaryIO, TextIO, cast
 
 import evalbot.cli.args as cli_args
 from evalbot import pipeline
-from evalbot.cli.agent import agent_run
+from evalbot.cli.agent import agent_run, wants_agent
 from evalbot.cli.groups import CI, INPUTS, JUDGE, group
 from evalbot.compare.gate import NOTHING_MEASURED, GatePolicy, policy_from_settings
 from evalbot.compare.judge_gaps import GapTally, judge_gaps
 from evalbot.criteria.base import BuildContext
-from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, EvalbotError
+from evalbot.errors import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError, EvalbotError
 from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.prices import JudgeBudget
 from evalbot.judges.base import DEFAULT_SAMPLING, SAMPLING_MODES, Sampling
 from evalbot.judges.budget import tighter
+from evalbot.judges.estimate import EstimatingJudge, estimate_text
 from evalbot.judges.factory import judge_from_environ
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
 from evalbot.load import normal_key
@@ -76,6 +77,9 @@ def add_eval_args(parser: argparse.ArgumentParser) -> None:
     judge.add_argument("--judge-budget-usd", type=cli_args.number(0, 1e6, what="a number of US dollars"),
                        metavar="X", help="send the judge at most X US dollars of requests, each counted at its worst "
                        "case until answered (lowers the gate policy's judge_budget.usd, never raises it)")
+    judge.add_argument("--estimate", action="store_true",
+                       help="print the judge requests, tokens and dollars the run would need (full and sequential "
+                       "sampling) and send nothing; writes nothing")
     judge.add_argument("--sampling", choices=SAMPLING_MODES,
                        help="majority-vote criteria ask the fewest judge samples that could decide first, the rest "
                        "only when needed (sequential), or all num_samples at once (full); same verdicts (default: "
@@ -83,6 +87,25 @@ def add_eval_args(parser: argparse.ArgumentParser) -> None:
     group(parser, CI).add_argument("--shard", type=cli_args.shard, metavar="K/N",
                                    help="evaluate only part K of N of the cases (a matrix job); `evalbot merge` "
                                    "joins the parts")
+
+
+def estimate_run(args: argparse.Namespace, inputs: pipeline.Inputs | None = None,
+                 policy: GatePolicy | None = None) -> int:
+    """``--estimate``: score the recorded runs with a judge that counts each request and sends none
+    (judges.estimate), print the counts; no repository code runs and nothing is written. ``inputs`` and ``policy``:
+    compare's (the base commit's policy and the selected eval sets); by default the working tree's (run)."""
+    if inputs is None:
+        inputs = pipeline.load_inputs(args.paths, config=args.config)
+    if policy is None:
+        policy = run_policy(args, inputs)
+    if wants_agent(args):
+        raise ConfigError("--estimate counts the judge requests of recorded runs (--actuals); it does not run the "
+                          "agent (its runs are what the judge reads): record them first with --record")
+    judge = EstimatingJudge(prices=policy.price_table())
+    ctx = BuildContext(judge=judge, custom_code_refused="--estimate runs no repository code", prices=judge.prices)
+    pipeline.evaluate(inputs, actuals=args.actuals, ctx=ctx, shard=args.shard)
+    print(estimate_text(judge.asked, judge.prices))
+    return EXIT_OK
 
 
 def flag_budget(args: argparse.Namespace) -> JudgeBudget | None:
@@ -136,7 +159,9 @@ def evaluate_args(args: argparse.Namespace, env: Mapping[str, str], inputs: pipe
         part = getattr(args, "as_job", None) or getattr(args, "shard", None)
         budget = tighter(policy.judge_budget, flag_budget(args))
         if part is not None and budget is not None and ctx.judge is not None:  # a job's or shard's share of it
-            ctx.judge.set_budget(budget.share(part.index, part.count))
+            share = budget.share(part.index, part.count)
+            ctx.judge.set_budget(share, f"{share.text()}: part {part.index} of {part.count}'s share of the run's "
+                                        f"{budget.text()}")
     agent = agent_run(args)  # checks the agent options before anything is read
     bar = terminal_progress(sys.stderr) if progress is None else None
 

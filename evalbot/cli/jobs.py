@@ -57,6 +57,7 @@ from evalbot.cli.args import jobs as jobs_arg
 from evalbot.cli.evaluate import SPILL_BUFFER, StreamedRun, copy_span, evaluate_args, show_report, write_report
 from evalbot.compare.judge_gaps import GapTally
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNAVAILABLE, ConfigError
+from evalbot.judges.budget import BUDGET_MARK
 from evalbot.load import discover_selected
 from evalbot.pipeline import BASE_REQUESTS, load_inputs
 from evalbot.progress import TerminalProgress, terminal_progress
@@ -68,10 +69,11 @@ from evalbot.shard.merge import MergeError
 from evalbot.shard.partition import Shard, job_eval_sets
 
 FORWARDED = ("paths", "actuals", "config", "judge_concurrency", "judge_cache", "judge_replay", "judge_timeout",
-             "judge_deadline", "sampling", "verbose")
-"""The options of ``evalbot run`` each job is given (``job_command``; --judge-concurrency as the job's share)."""
+             "judge_deadline", "sampling", "verbose", "judge_budget_requests", "judge_budget_usd")
+"""The options of ``evalbot run`` each job is given (``job_command``; --judge-concurrency as the job's share; the
+judge budget whole: each job takes its share of it, ``JudgeBudget.share``)."""
 PARENT_ONLY = ("command", "jobs", "as_job", "watch_parent", "progress_fd", "shard", "report", "html", "judge_failures", "agent",
-               "adk_agent", "num_runs", "record", "agent_concurrency", "agent_timeout")
+               "estimate", "adk_agent", "num_runs", "record", "agent_concurrency", "agent_timeout")
 """The options the parent alone acts on: it writes --report, applies --judge-failures, and uses one job with --html
 or the agent options, and none with --shard (``jobs_for``)."""
 
@@ -197,6 +199,10 @@ def job_command(args: argparse.Namespace, index: int, count: int, part: Path, pr
         cmd.append("--judge-replay")
     if args.sampling is not None:
         cmd.append(f"--sampling={args.sampling}")
+    if args.judge_budget_requests is not None:
+        cmd.append(f"--judge-budget-requests={args.judge_budget_requests}")
+    if args.judge_budget_usd is not None:
+        cmd.append(f"--judge-budget-usd={args.judge_budget_usd!r}")
     if progress_fd is not None:
         cmd.append(f"--progress-fd={progress_fd}")
     return [*cmd, "--", *args.paths]
@@ -615,6 +621,7 @@ def _gaps_of(run: _SetRun) -> GapTally:
     gaps.total, gaps.failed, gaps.no_judge = run.gaps
     gaps.reasons = Counter(dict(run.reasons))
     gaps.no_judge_reason = run.no_judge_reason
+    gaps.budget = sum(count for reason, count in gaps.reasons.items() if BUDGET_MARK in reason)  # each reason whole
     return gaps
 
 

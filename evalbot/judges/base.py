@@ -178,8 +178,9 @@ class RunJudge(Judge, Protocol):
         """Let at most ``limit`` requests reach the judge service in this run (``why``: how it was derived)."""
         ...
 
-    def set_budget(self, budget: JudgeBudget | None) -> None:
-        """At most ``budget``'s requests and dollars sent in this run (the gate policy's judge_budget)."""
+    def set_budget(self, budget: JudgeBudget | None, what: str = "") -> None:
+        """At most ``budget``'s requests and dollars sent in this run (the gate policy's judge_budget; ``what``: how
+        refusals name a part's share of it)."""
         ...
 
     def set_prices(self, prices: PriceTable) -> None:

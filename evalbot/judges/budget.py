@@ -81,18 +81,20 @@ class BudgetCap:
         self.spent = 0.0
         self.reserved = 0.0
         self.refused = 0
+        self.what = ""
 
-    def set(self, budget: JudgeBudget | None) -> None:
-        """The run's budget (None: no limit)."""
+    def set(self, budget: JudgeBudget | None, what: str = "") -> None:
+        """The run's budget (None: no limit); ``what`` names it in the refusals when it is a part's share."""
         self.budget = budget
+        self.what = what
 
     def _cost(self, model: str, input_tokens: int, output_tokens: int) -> float | None:
         return None if self._unpriced(model) else self._prices().cost(model, input_tokens, output_tokens)
 
     def _refuse(self, why: str) -> JudgeBudgetReached:
         self.refused += 1
-        budget = self.budget.text() if self.budget is not None else ""
-        message = f"{BUDGET_MARK} ({budget} for this run): {why}"
+        budget = self.what or (f"{self.budget.text()} for this run" if self.budget is not None else "")
+        message = f"{BUDGET_MARK} ({budget}): {why}"
         if self.refused == 1:
             log.warning("evalbot: %s; the judged verdicts still to ask are not_evaluated", message)
         return JudgeBudgetReached(message)

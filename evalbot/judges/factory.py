@@ -117,10 +117,11 @@ class JudgeStack:
     budget: BudgetCap | None = None
     """The gate policy's judge_budget, where requests leave for the judge service (set_budget)."""
 
-    def set_budget(self, budget: JudgeBudget | None) -> None:
-        """At most ``budget``'s requests and dollars sent to the judge and the evaluation service in this run."""
+    def set_budget(self, budget: JudgeBudget | None, what: str = "") -> None:
+        """At most ``budget``'s requests and dollars sent to the judge and the evaluation service in this run
+        (``what``: how the refusals name it when it is a part's share of the run's)."""
         if self.budget is not None:
-            self.budget.set(budget)
+            self.budget.set(budget, what)
 
     def set_prices(self, prices: PriceTable) -> None:
         """Price the run's judge usage (and its dollar budget) with ``prices`` (the policy's table)."""

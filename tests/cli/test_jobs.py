@@ -154,7 +154,8 @@ def test_each_job_gets_every_scoring_option_and_its_share(tmp_path: Path) -> Non
     assert dests == set(FORWARDED) | set(PARENT_ONLY) - {"command"}
     args = parser.parse_args(["-v", "run", "--actuals=-runs.json", "--judge-concurrency", "5", "--config", "c.json",
                               "--judge-cache", str(tmp_path), "--judge-replay", "--sampling", "full",
-                              "--judge-timeout", "0.1", "--judge-deadline", "7", "--", "-odd-dir"])
+                              "--judge-timeout", "0.1", "--judge-deadline", "7", "--judge-budget-requests", "9",
+                              "--judge-budget-usd", "0.25", "--", "-odd-dir"])
     commands = [job_command(args, k, 2, tmp_path / f"p{k}.json") for k in (1, 2)]
     concurrency = [int(next(a for a in c if a.startswith("--judge-concurrency=")).split("=")[1]) for c in commands]
     assert concurrency == [3, 2]
@@ -164,6 +165,7 @@ def test_each_job_gets_every_scoring_option_and_its_share(tmp_path: Path) -> Non
     assert (child.config, child.judge_cache, child.judge_replay, child.sampling) == (
         "c.json", str(tmp_path), True, "full")
     assert (child.judge_timeout, child.judge_deadline, str(child.as_job)) == (0.1, 7.0, "1/2")
+    assert (child.judge_budget_requests, child.judge_budget_usd) == (9, 0.25)  # whole: each job takes its share
 
 
 def test_options_that_need_one_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +152,16 @@ def test_compare_warns_under_judge_failures_warn(write: Writer, tmp_path: Path, 
     comment = (tmp_path / "c.md").read_text()
     assert code == 0, capsys.readouterr().err
     assert "judge budget reached: 1 of 3 verdicts not evaluated" in comment
+
+
+def test_the_jobs_of_run_jobs_share_the_budget(write: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    _project(write, tmp_path, monkeypatch, {"judge_budget": {"requests": 2}})
+    with FakeGemini(responder=lambda p, i, r: VALID) as fake:
+        code = main(["run", "evals", "--actuals", "runs/pr.json", "--jobs", "3"],
+                    env={"GOOGLE_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": fake.url, "PATH": os.environ.get("PATH", ""),
+                         "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+        assert len(fake.requests) == 2  # 1 + 1 + 0: never the budget per job
+    err = capsys.readouterr().err
+    assert code == 3 and "judge budget reached: 1 of 3 verdicts not evaluated" in err, err
+    assert "0 requests: part 3 of 3's share of the run's 2 requests" in err
