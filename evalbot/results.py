@@ -527,6 +527,9 @@ class CriterionUsage(TokenCounts):
 
     models: list[str] = Field(default_factory=list)
     estimated_cost_usd: float | None = None
+    served: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
+    """The models the judge service named in its answers (Gemini's ``modelVersion``, OpenAI's ``model``), each once;
+    empty when every answer came from the cache."""
 
 
 class CacheUse(StrictModel):

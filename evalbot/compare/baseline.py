@@ -299,6 +299,28 @@ def agent_usage_summary(usage: AgentUsage | None) -> BaselineAgentUsage | None:
                               unpriced=unpriced)
 
 
+class BaselineServed(_Model):
+    """One judged criterion's judge on main: the models configured and the models the service named in its answers
+    (Gemini's ``modelVersion``, OpenAI's ``model``)."""
+
+    configured: list[Annotated[str, Field(max_length=200)]] = Field(default_factory=list, max_length=20)
+    served: list[Annotated[str, Field(max_length=200)]] = Field(default_factory=list, max_length=20)
+
+
+def served_summary(usage: JudgeUsage | None, previous: Baseline | None = None) -> dict[str, BaselineServed] | None:
+    """Per judged criterion, the judge configured and served in the run (``Report.usage``); a criterion whose answers
+    all came from the cache keeps what ``previous`` recorded for the same configured models (a refresh replaying the
+    cache learns nothing new of the service). None: nothing known."""
+    out: dict[str, BaselineServed] = {}
+    for name, row in (usage.per_criterion.items() if usage is not None else ()):
+        if row.served:
+            out[name[:200]] = BaselineServed(configured=row.models[:20], served=[s[:200] for s in row.served[:20]])
+        elif previous is not None and previous.judge_served and name in previous.judge_served \
+                and previous.judge_served[name].configured == row.models[:20]:
+            out[name] = previous.judge_served[name]
+    return dict(list(out.items())[:10_000]) or None
+
+
 class Baseline(_Model):
     """The whole baseline file."""
 
@@ -312,6 +334,9 @@ class Baseline(_Model):
     """The main run's judge usage and estimated cost (the PR comment shows the change against it)."""
     agent_usage: BaselineAgentUsage | None = None
     """The main run's agent tokens and cost in dollars (the PR comment shows them beside the PR's)."""
+    judge_served: dict[str, BaselineServed] | None = Field(default=None, max_length=10_000)
+    """Per judged criterion, the judge model configured and the one the service said answered on main: a model
+    served under the same name that changes is a notice (``compare.delta.served_notices``)."""
     efficiency: dict[str, BaselineEfficiency] | None = Field(default=None, max_length=100_000)
     """Per eval set key, the agent's tokens, model calls, tool calls and seconds per invocation on main
     (:mod:`evalbot.compare.efficiency`); None in baselines written before evalbot kept them."""
@@ -491,6 +516,7 @@ def build_baseline(
         eval_sets=sets,
         usage=usage_summary(report.usage),
         agent_usage=agent_usage_summary(report.agent_usage),
+        judge_served=served_summary(report.usage, previous),
         efficiency=None if when_read else efficiency,
         budgets=dict(budgets) if budgets is not None else None,
     )
@@ -1059,7 +1085,7 @@ def read_baseline(
     return parse_baseline(text, spec.label)
 
 
-VOLATILE_FIELDS = frozenset({"commit", "created_at", "usage", "agent_usage", "efficiency"})
+VOLATILE_FIELDS = frozenset({"commit", "created_at", "usage", "agent_usage", "judge_served", "efficiency"})
 """Fields of a baseline that say when and where it was measured and what it cost, not what it measured (a PR's
 baseline file differing only in these, or in its criteria's trends, does not update anything: a refresh replaying
 the judge cache costs nothing, and the agent's seconds differ on every run)."""

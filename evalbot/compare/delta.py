@@ -169,6 +169,26 @@ def criteria_measures(
     return {name: (info.judged, _comparable(info, base_criteria.get(name))) for name, info in infos.items()}
 
 
+def served_notices(current: Report, baseline: Baseline | None) -> list[str]:
+    """``judge served gemini-X-002 on main, gemini-X-003 now (criteria)``: per judged criterion both runs' answers
+    named, where the models the service said answered differ (a provider-side swap under the same configured name,
+    or with it); grouped by the change. Where the configured model changed too, that is a yardstick change too
+    (``judge_model``: blocking under ``yardstick_changes: block``) and the notice says so."""
+    if baseline is None or not baseline.judge_served or current.usage is None:
+        return []
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for name, row in current.usage.per_criterion.items():
+        main = baseline.judge_served.get(name)
+        if main is None or not row.served or not main.served or sorted(main.served) == sorted(row.served):
+            continue
+        configured = "" if main.configured == row.models else (
+            f"; configured {', '.join(main.configured) or '?'} → {', '.join(row.models) or '?'}: a yardstick change")
+        groups.setdefault((", ".join(main.served), ", ".join(row.served), configured), []).append(name)
+    return [f"judge served {old} on main, {new} now ({', '.join(names[:10])}"
+            f"{f' and {len(names) - 10} more' if len(names) > 10 else ''}{configured})"
+            for (old, new, configured), names in groups.items()]
+
+
 def compare_case(
     key: str, cur: CaseResult | None, base: BaselineCase | None, *, criteria: Sequence[CriterionInfo],
     base_criteria: dict[str, BaselineCriterion], policy: GatePolicy, rule: str | None = None,
@@ -584,6 +604,7 @@ def compare(
         baseline_update=update, invisible_ids=invisible_ids(sets, baseline), yardstick=yardstick,
         baseline_usage=baseline.usage if baseline is not None and compatible else None, efficiency=efficiency,
         baseline_agent_usage=baseline.agent_usage if baseline is not None and compatible else None,
+        served_notices=served_notices(current, baseline if compatible else None),
         efficiency_note=OLD_BASELINE_NOTE if baseline is not None and compatible and baseline.efficiency is None
         else None,
         notes=([_accepted_budgets_note(policy.budgets, budgets)] if budgets != policy.budgets else [])

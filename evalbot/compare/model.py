@@ -366,6 +366,8 @@ class Comparison(StrictModel):
     """The baseline run's judge usage and cost, when the baseline records it (the comment shows the change)."""
     baseline_agent_usage: BaselineAgentUsage | None = None
     """The baseline run's agent tokens and cost in dollars, when the baseline records them."""
+    served_notices: list[str] = Field(default_factory=list)
+    """Where the judge model the service said answered differs from main's (``delta.served_notices``)."""
     yardstick: list[YardstickChange] = Field(default_factory=list)
     """What this PR changed in what it is measured with, against the base commit's baseline (accepted or not)."""
     efficiency: list[EfficiencyDelta] = Field(default_factory=list)

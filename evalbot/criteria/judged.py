@@ -49,6 +49,8 @@ class Answer:
     texts: tuple[str, ...] = ()
     error: str | None = None
     usage: Usage = field(default_factory=Usage)
+    served: str | None = None
+    """The model the judge service named in its answer (None: all cached, or none named)."""
 
 
 @dataclass
@@ -59,16 +61,23 @@ class Tally:
     usage: Usage = field(default_factory=Usage)
     cost: Callable[[Usage, str], float | None] | None = None
     """The run judge's estimate (None: list prices by model name; see RunJudge.estimated_cost)."""
+    served: list[str] = field(default_factory=list)
+    """The models the service named in its answers for this verdict, in order, each once."""
 
     def add(self, answer: Answer) -> None:
-        """Book one answer's usage."""
+        """Book one answer's usage and the model that served it."""
         self.usage += answer.usage
+        for name in (answer.served or "").split(" + "):
+            if name and name not in self.served and len(self.served) < 8:
+                self.served.append(name)
 
     def details(self) -> dict[str, Any]:
         """``{"judge": {model, tokens, requests, cached samples, estimated cost}}`` for MetricResult.details."""
         row = usage_dict(self.usage, self.model)
         if self.cost is not None:
             row["estimated_cost_usd"] = self.cost(self.usage, self.model)
+        if self.served:
+            row["served_model"] = " + ".join(self.served)
         return {"judge": row}
 
 
@@ -108,7 +117,7 @@ class JudgeCall:
         except JudgeError as exc:
             answer = Answer(error=str(exc))
         else:
-            answer = Answer(reply.texts, usage=reply.usage)
+            answer = Answer(reply.texts, usage=reply.usage, served=reply.served)
         self.tally.add(answer)
         return answer
 

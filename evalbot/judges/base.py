@@ -102,6 +102,14 @@ class JudgeReply:
     texts: tuple[str, ...]
     usage: Usage = Usage()
     cached_samples: int = 0
+    served: str | None = None
+    """The model the service says answered (Gemini's ``modelVersion``, OpenAI's ``model``); None when no answer came
+    from the service (all cached) or it named none. Compared with the configured name: a provider-side swap shows."""
+
+    def serving(self, other: JudgeReply) -> str | None:
+        """The served model of this reply joined with ``other``'s (the first named; a second, different one too)."""
+        names = [n for n in (self.served, other.served) if n]
+        return " + ".join(dict.fromkeys(names)) or None
 
     @property
     def from_cache(self) -> bool:

@@ -348,4 +348,4 @@ class CachingJudge:
             if answers:
                 self.cache.put_later(key, answers, model=request.model)
         usage = fresh.usage + Usage(cached_samples=cached)
-        return JudgeReply(tuple(t or "" for t in texts), usage, cached)
+        return JudgeReply(tuple(t or "" for t in texts), usage, cached, fresh.served)

@@ -212,4 +212,5 @@ class GeminiJudge:
             output_tokens=((meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0)) if meta else 0,
             requests=1,
         )
-        return JudgeReply(texts, usage, 0)
+        served = scrub(response.model_version, self._secret)[:200] if response.model_version else None
+        return JudgeReply(texts, usage, 0, served)

@@ -228,7 +228,9 @@ class OpenAIJudge:
             ) from None
         except openai.OpenAIError as exc:
             raise JudgeCallError(f"judge call failed: {type(exc).__name__}: {exc}") from None
-        return JudgeReply(self._texts(response), self._usage(response), 0)
+        served = getattr(response, "model", None)
+        served = scrub(served, self._secret)[:200] if isinstance(served, str) and served else None
+        return JudgeReply(self._texts(response), self._usage(response), 0, served)
 
     def _texts(self, response: Any) -> tuple[str, ...]:
         choices = getattr(response, "choices", None)

@@ -48,7 +48,8 @@ class RetryingJudge:
                 continue
             if attempt > 1:
                 # Failed attempts were requests too.
-                reply = JudgeReply(reply.texts, reply.usage + Usage(requests=attempt - 1), reply.cached_samples)
+                reply = JudgeReply(reply.texts, reply.usage + Usage(requests=attempt - 1), reply.cached_samples,
+                                   reply.served)
             return reply
 
 

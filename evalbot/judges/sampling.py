@@ -18,11 +18,13 @@ def join(replies: Sequence[JudgeReply]) -> JudgeReply:
     texts: list[str] = []
     usage = Usage()
     cached = 0
+    served = JudgeReply(())
     for reply in replies:
         texts.extend(reply.texts)
         usage += reply.usage
         cached += reply.cached_samples
-    return JudgeReply(tuple(texts), usage, cached)
+        served = JudgeReply((), served=served.serving(reply))
+    return JudgeReply(tuple(texts), usage, cached, served.served)
 
 
 class SamplingJudge:
@@ -54,9 +56,10 @@ class SamplingJudge:
             self.single_sample_models.add(request.model)
             return await self._one_by_one(request, n)
         if len(reply.texts) >= n:
-            return JudgeReply(reply.texts[:n], reply.usage, min(reply.cached_samples, n))
+            return JudgeReply(reply.texts[:n], reply.usage, min(reply.cached_samples, n), reply.served)
         rest = await self._one_by_one(request, n - len(reply.texts))
-        return JudgeReply(reply.texts + rest.texts, reply.usage + rest.usage, reply.cached_samples + rest.cached_samples)
+        return JudgeReply(reply.texts + rest.texts, reply.usage + rest.usage, reply.cached_samples + rest.cached_samples,
+                          reply.serving(rest))
 
     async def _one_by_one(self, request: JudgeRequest, n: int) -> JudgeReply:
         single = request.with_samples(1)
@@ -76,5 +79,5 @@ class SamplingJudge:
     async def _single(self, request: JudgeRequest) -> JudgeReply:
         reply = await self.inner.generate(request)
         if not reply.texts:
-            return JudgeReply(("",), reply.usage, 0)
-        return JudgeReply(reply.texts[:1], reply.usage, min(reply.cached_samples, 1))
+            return JudgeReply(("",), reply.usage, 0, reply.served)
+        return JudgeReply(reply.texts[:1], reply.usage, min(reply.cached_samples, 1), reply.served)

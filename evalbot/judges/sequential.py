@@ -49,9 +49,9 @@ class SequentialJudge:
             return reply
         if rule.decided(reply.texts, n):
             usage = reply.usage + Usage(saved_samples=n - len(reply.texts))
-            return JudgeReply(reply.texts, usage, reply.cached_samples)
+            return JudgeReply(reply.texts, usage, reply.cached_samples, reply.served)
         rest = await self.inner.generate(
             replace(request.samples_from(request.first_sample + first, n - first), priority=SECOND_ROUND))
         extra = Usage(extra_requests=1 if rest.usage.requests else 0)
         return JudgeReply(reply.texts + rest.texts, reply.usage + rest.usage + extra,
-                          reply.cached_samples + rest.cached_samples)
+                          reply.cached_samples + rest.cached_samples, reply.serving(rest))

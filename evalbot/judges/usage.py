@@ -42,6 +42,8 @@ class UsageLedger:
     every model of a self-hosted server reached through OPENAI_BASE_URL): their cost is unknown."""
 
     entries: dict[tuple[str, str], Usage] = field(default_factory=dict)
+    served: dict[str, list[str]] = field(default_factory=dict)
+    """Per criterion, the models the service named in its answers, each once (at most 20)."""
     unpriced: Callable[[str], bool] = field(default=lambda model: False)
     prices: PriceTable = field(default_factory=shipped_prices)
     """The price table (the shipped one, extended by the gate policy's ``prices``: set by the front ends)."""
@@ -50,10 +52,14 @@ class UsageLedger:
         """Dollars for ``usage`` on ``model``, None when its price is unknown or does not apply (``unpriced``)."""
         return None if self.unpriced(model) else estimated_cost(usage, model, self.prices)
 
-    def record(self, purpose: str, model: str, usage: Usage) -> None:
-        """Add one reply's usage."""
+    def record(self, purpose: str, model: str, usage: Usage, served: str | None = None) -> None:
+        """Add one reply's usage (and the model that served it)."""
         key = (purpose or "(unnamed)", model)
         self.entries[key] = self.entries.get(key, Usage()) + usage
+        names = self.served.setdefault(key[0], [])
+        for name in (served or "").split(" + "):
+            if name and name not in names and len(names) < 20:
+                names.append(name)
 
     def summary(self) -> JudgeUsage:
         """The typed usage report: rows per criterion and per model, the total, estimated costs (None when a
@@ -68,6 +74,7 @@ class UsageLedger:
                 row.add_counts(usage)
                 row.estimated_cost_usd = plus_cost(row.estimated_cost_usd, cost)
             per_criterion[purpose].models.append(model)
+            per_criterion[purpose].served = list(self.served.get(purpose, []))
         return JudgeUsage(per_criterion=per_criterion, total=total, prices=self.prices.note(), per_model=per_model)
 
 
@@ -81,7 +88,7 @@ class MeteredJudge:
     async def generate(self, request: JudgeRequest) -> JudgeReply:
         """Pass the request on and book its usage."""
         reply = await self.inner.generate(request)
-        self.ledger.record(request.purpose, request.model, reply.usage)
+        self.ledger.record(request.purpose, request.model, reply.usage, reply.served)
         return reply
 
 

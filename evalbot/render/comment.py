@@ -27,6 +27,7 @@ from evalbot.forge.base import COMMENT_MAX_CHARS
 from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.lookalike import escape_lookalike
 from evalbot.formats.numbers import p_value_text, score_text
+from evalbot.formats.prices import canonical
 from evalbot.render import mdsafe, words
 from evalbot.render.bounded import BoundedSandbox, render_bounded
 from evalbot.render.context import case_statuses, comparison_data, json_default, materialized
@@ -177,6 +178,18 @@ def cost_change(current: object, baseline: object) -> str:
     return f"{sign}{abs(diff):.4f} USD{pct}"
 
 
+def served_note(row: object) -> str:
+    """`` (served by gemini-X-003)`` when the models a criterion's judge answers named differ from the configured
+    ones (by name, without resource paths or evalbot's ``openai/`` prefix); else empty. ``row``: a usage row as plain
+    (untrusted) data."""
+    if not isinstance(row, Mapping) or not isinstance(row.get("served"), list):
+        return ""
+    configured = {canonical(str(m)) for m in row.get("models") or [] if isinstance(m, str)}
+    served = [str(s)[:200] for s in row["served"][:5] if isinstance(s, str)]
+    differ = [s for s in served if canonical(s) not in configured]
+    return f" (served by {', '.join(differ)})" if differ else ""
+
+
 def usage_view(usage: Mapping[str, Any] | None, baseline: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The comment's judge cost block from ``Report.usage`` and the baseline run's usage, both as plain data (the
     report is an untrusted artifact in the second stage: only counts and numbers are taken from it, preformatted).
@@ -202,7 +215,7 @@ def usage_view(usage: Mapping[str, Any] | None, baseline: Mapping[str, Any] | No
             "change": cost_change(r.get("estimated_cost_usd"), b.get("estimated_cost_usd")) if b is not None else "—",
         }
 
-    rows = [row(str(n), r, base_per.get(n)) for n, r in per.items() if isinstance(r, Mapping)]
+    rows = [row(str(n) + served_note(r), r, base_per.get(n)) for n, r in per.items() if isinstance(r, Mapping)]
     rows.append(row("total", total, base.get("total") if base is not None else None))
     cached = _count(total.get("cached_samples"))
     saved_by_sampling = _count(total.get("saved_samples"))

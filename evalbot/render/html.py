@@ -48,6 +48,7 @@ from evalbot.render.comment import (
     informational,
     informational_line,
     money,
+    served_note,
     verdict,
 )
 from evalbot.render.precompiled import PrecompiledLoader
@@ -702,7 +703,8 @@ def _usage(usage: JudgeUsage | None, baseline: BaselineUsage | None = None) -> l
     for name, row in named:
         base = base_rows.get(name)
         out.append({
-            "name": name, "requests": f"{row.requests:,}", "input_tokens": f"{row.input_tokens:,}",
+            "name": name + (served_note(row.model_dump(mode="json")) if isinstance(row, CriterionUsage) else ""),
+            "requests": f"{row.requests:,}", "input_tokens": f"{row.input_tokens:,}",
             "output_tokens": f"{row.output_tokens:,}", "cached_samples": f"{row.cached_samples:,}",
             "cost": money(row.estimated_cost_usd),
             "baseline_cost": "—" if base is None else money(base.estimated_cost_usd),

@@ -102,6 +102,7 @@ def headline_notices(comparison: Comparison) -> list[tuple[str, str, int]]:
     carried = comparison.carried
     if carried is not None:
         out += [(icon, text, 1500) for icon, text in carried_notices(carried)]
+    out += [("⚠️", note, 800) for note in comparison.served_notices]
     out += [("ℹ️", note, 500) for note in comparison.notes]
     return out
 

@@ -342,7 +342,8 @@ def merge_usage(usages: Sequence[JudgeUsage | None]) -> JudgeUsage | None:
         for usage in present:
             for name, row in usage.per_criterion.items():
                 ledger.record(name, row.models[0], Usage(row.input_tokens, row.output_tokens, row.requests,
-                                                         row.cached_samples, row.saved_samples, row.extra_requests))
+                                                         row.cached_samples, row.saved_samples, row.extra_requests),
+                              " + ".join(row.served[:20]))
         merged = ledger.summary()
         merged.prices = present[0].prices
     else:
@@ -352,6 +353,7 @@ def merge_usage(usages: Sequence[JudgeUsage | None]) -> JudgeUsage | None:
                 into = merged.per_criterion.setdefault(name, CriterionUsage(estimated_cost_usd=0.0))
                 _add_row(into, row)
                 into.models += [m for m in row.models if m not in into.models]
+                into.served += [m for m in row.served if m not in into.served][:max(0, 20 - len(into.served))]
             _add_row(merged.total, usage.total)
             for model, model_row in usage.per_model.items():
                 _add_row(merged.per_model.setdefault(model, UsageRow(estimated_cost_usd=0.0)), model_row)

@@ -137,6 +137,9 @@ class FakeGemini:
     Help, RetryInfo). None: no quota."""
     quota_retry_delay: str | None = None
     """``RetryInfo.retryDelay`` of those refusals (e.g. ``"0.05s"``), None to leave RetryInfo out."""
+    served_as: dict[str, str] = field(default_factory=dict)
+    """The model each requested model is answered by, as the answer names it (``modelVersion``; OpenAI's
+    ``model``): a provider serving another version under the same name. Unlisted: the requested name."""
     requests: list[Recorded] = field(default_factory=list)
     in_flight: int = 0
     peak_in_flight: int = 0
@@ -347,7 +350,7 @@ class FakeGemini:
             ],
             "usageMetadata": {"promptTokenCount": in_tokens, "candidatesTokenCount": out_tokens,
                               "totalTokenCount": in_tokens + out_tokens},
-            "modelVersion": model,
+            "modelVersion": self.served_as.get(model, model),
             "responseId": f"fake-{len(self.requests)}",
         }, {}
 

@@ -134,7 +134,7 @@ class FakeOpenAI(FakeGemini):
             "id": f"chatcmpl-fake{len(self.requests)}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": model,
+            "model": self.served_as.get(model, model),
             "choices": [
                 {"index": i, "message": {"role": "assistant", "content": t, "refusal": None},
                  "logprobs": None, "finish_reason": "stop"}
