@@ -24,6 +24,8 @@ import pytest
 from tests.e2e.conftest import CONFIG, Action, make_baseline, pull_request_event
 from tests.fakes.fake_github import APP_TOKEN
 
+# The metric reads its ancestors' /proc/PID/environ: the gate's must be the run's own, as only a fresh process has it.
+pytestmark = pytest.mark.fresh_process
 linux_only = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc (Linux)")
 CACHE_KEY = "workflow-cache-key-0123456789"
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from evalbot.errors import RetryPolicy
 from tests.e2e.conftest import (
     BASE_SHA,
@@ -70,6 +72,7 @@ def test_pickle_template_input_runs_no_code(action: Action, baseline_text: str, 
     nothing_leaked(action, run.stdout, run.stderr, run.summary)
 
 
+@pytest.mark.fresh_process  # /proc/self/environ must hold the run's secrets, as only a fresh process's does
 def test_environ_template_path_in_the_pr_config_is_refused(action: Action, baseline_text: str) -> None:
     """``comment_template: /proc/self/environ`` in the PR's config: input error naming the setting, nothing read."""
     make_baseline(action, baseline_text)
@@ -83,6 +86,7 @@ def test_environ_template_path_in_the_pr_config_is_refused(action: Action, basel
     nothing_leaked(action, run.stdout, run.stderr, run.summary)
 
 
+@pytest.mark.fresh_process  # /proc/self/environ must hold the run's secrets, as only a fresh process's does
 def test_environ_template_input_is_refused(action: Action, baseline_text: str) -> None:
     """The comment-template input pointing outside the workspace (absolute or ``..``) is an input error."""
     make_baseline(action, baseline_text)
