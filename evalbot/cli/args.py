@@ -51,6 +51,13 @@ def integer(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def budget(high: int) -> Callable[[str], int]:
+    """A budget: 0 (nothing may be spent) to ``high``."""
+    parse = integer(0, high)
+    parse.__name__ = "budget"
+    return parse
+
+
 def extra_samples(high: int) -> Callable[[str], int]:
     """A number of extra judge samples, 0 (none) to ``high``."""
     parse = integer(0, high)

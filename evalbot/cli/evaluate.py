@@ -71,7 +71,7 @@ def add_eval_args(parser: argparse.ArgumentParser) -> None:
                        help="per judge call timeout (default 60; a timeout is retried once)")
     judge.add_argument("--judge-deadline", type=seconds, default=240.0, metavar="S",
                        help="seconds all judge calls of the run may take (default 240); later ones are not_evaluated")
-    judge.add_argument("--judge-budget-requests", type=cli_args.integer(0, 10**9), metavar="N",
+    judge.add_argument("--judge-budget-requests", type=cli_args.budget(10**9), metavar="N",
                        help="send the judge at most N requests in this run (lowers the gate policy's "
                        "judge_budget.requests, never raises it); the verdicts left are not_evaluated")
     judge.add_argument("--judge-budget-usd", type=cli_args.number(0, 1e6, what="a number of US dollars"),

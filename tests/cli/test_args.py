@@ -51,6 +51,7 @@ BAD_NUMBER = ["nan", "inf", "-1", "x", "", "1e400"]
 BAD_BY_TYPE: dict[str, Bad] = {
     "integer": lambda tmp: BAD_COUNT,
     "extra_samples": lambda tmp: ["-1", "x", "1.5", "", "101"],
+    "budget": lambda tmp: ["-1", "x", "1.5", "", "1000000001"],
     "number": lambda tmp: BAD_NUMBER,
     "output_file": lambda tmp: [_dir(tmp), _dir(tmp) + "/", _file(tmp) + "/out.json", "", str(tmp)],
     "input_file": lambda tmp: [str(tmp / "missing.json"), _dir(tmp), _fifo(tmp), ""],
@@ -226,6 +227,8 @@ BAD_INPUTS: dict[str, Bad] = {
     "html-path": lambda tmp: [".", "adir", "plain.txt/report.html"],
     "shard": lambda tmp: ["0/4", "5/4", "x", "1/0", "2", "1/1001"],
     "parts": lambda tmp: ["/etc", "../parts", "plain.txt", "adir/../../x"],
+    "judge-budget-requests": lambda tmp: ["-1", "x", "1.5", "1000000001", "nan"],
+    "judge-budget-usd": lambda tmp: ["-1", "x", "nan", "inf", "1e7"],
 }
 
 
