@@ -92,6 +92,14 @@ def _checked(raw: str, problem: str | None) -> str:
     return raw
 
 
+def model_name(raw: str) -> str:
+    """A judge model name: printable, without spaces, at most 200 characters."""
+    name = raw
+    if not name or len(name) > 200 or any(not c.isprintable() or c.isspace() for c in name):
+        _fail(f"expected a model name (printable, no spaces, at most 200 characters), got {raw[:60]!r}")
+    return name
+
+
 def output_file(raw: str) -> str:
     """A file path the run can write (not a directory, not under a file)."""
     return _checked(raw, problem_with_output(raw))

@@ -14,6 +14,7 @@ import evalbot.cli.args as cli_args
 import evalbot.cli.compare as cli_compare
 import evalbot.cli.groups as cli_groups
 import evalbot.cli.jobs as cli_jobs
+import evalbot.cli.judge_diff as cli_judge_diff
 import evalbot.cli.plan as cli_plan
 from evalbot import __version__
 from evalbot.cli.evaluate import add_eval_args, estimate_run, evaluate_args, run_streamed, show_report
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--progress-fd", type=cli_args.integer(3, 99_999), help=argparse.SUPPRESS)  # where a job tells its progress (a pipe the parent passed: not 0-2)
     cli_compare.add_parsers(sub)
     cli_plan.add_parser(sub)
+    cli_judge_diff.add_parser(sub)
     cli_groups.command(sub, "criteria", help="list the criteria a test_config.json can name",
                        examples=cli_groups.CRITERIA_EXAMPLES)
     return parser
@@ -95,7 +97,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     environ = os.environ if env is None else env
     for name in (*SECRET_ENV, "GITHUB_TOKEN"):
         register_secret(environ.get(name))  # masked in the report, the comment and the judge cache
-    commands = {"run": cmd_run, "criteria": cmd_criteria, **cli_compare.COMMANDS, "plan": cli_plan.cmd_plan}
+    commands = {"run": cmd_run, "criteria": cmd_criteria, **cli_compare.COMMANDS, "plan": cli_plan.cmd_plan,
+                "judge-diff": cli_judge_diff.cmd_judge_diff}
     try:
         return commands[args.command](args, environ)
     except EvalbotError as exc:

@@ -69,6 +69,7 @@ BAD_BY_TYPE: dict[str, Bad] = {
     "shard": lambda tmp: ["0/4", "5/4", "x", "", "1/0", "-1/2", "2/1001"],
     "jobs": lambda tmp: ["0", "-1", "x", "", "1001", "auto2", "1.5"],
     "git_ref": lambda tmp: ["", "-x", "--output=f", "a b", "main\n", "x" * 1001],
+    "model_name": lambda tmp: ["", "a b", "x" * 201, "m\n"],
 }
 
 
@@ -122,6 +123,8 @@ def _argv(cmd: str, action: argparse.Action, value: str | None, tmp: Path) -> li
         args += ["--baseline", str(tmp / "no-baseline.json")]
     if cmd == "plan" and action.dest != "base":  # --base is required
         args += ["--base", "main"]
+    if cmd == "judge-diff" and action.dest != "judge_model":  # --judge-model is required
+        args += ["--judge-model", "gemini-2.5-pro"]
     flag = (action.option_strings or [None])[-1]
     if flag is None:
         return [cmd, value or "", *args[1:]]
