@@ -587,6 +587,15 @@ def plain(value: object, depth: int = 0) -> Any:
     raise TypeError(f"{type(value).__name__} cannot go into a template context")
 
 
+def trusted_shas(comparison: Comparison) -> list[str]:
+    """The commit shas evalbot names in the comment and summary: the run's (the PR's head), the baseline's and the
+    carried eval sets'. The templates' inline filter shows each as a copyable code span wherever the text names it
+    (the sha filter's: hex digits only, so a forged one could at most be a code span of hex digits)."""
+    found = [comparison.commit, comparison.baseline.commit if comparison.baseline is not None else None,
+             comparison.carried.commit if comparison.carried is not None else None]
+    return [sha for sha in found if sha]
+
+
 def _context(
     comparison: Comparison, data: Mapping[str, Any], limits: Limits, *, marker: str, links: Links, kind: str
 ) -> dict[str, Any]:
@@ -606,6 +615,7 @@ def _context(
             "links": links,
             "kind": kind,
             "notices": words.headline_notices(comparison),
+            "shas": trusted_shas(comparison),
         }),
     }
 
@@ -627,13 +637,13 @@ def fallback(comparison: Comparison, marker: str, links: Links) -> str:
     icon, title = verdict(comparison)
     counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in comparison.counts.items() if v)
     where = " · ".join(x for x in (_link("job summary", links.summary), _link("report", links.report)) if x)
-    lines = [f"### {icon} evalbot: {mdsafe.inline(title, 300)}", ""]
+    lines = [f"### {icon} evalbot: {mdsafe.inline(title, 300, trusted_shas(comparison))}", ""]
     lines += [f"> ⚠️ **{mdsafe.inline(alert, 500)}**" for alert in comparison.alerts]
     lines += [""] if comparison.alerts else []
     if counts:
         lines += [f"Cases: {mdsafe.inline(counts, 600)}.", ""]
     lines.append(f"The full results did not fit in a comment; see {where or 'the job summary'}.")
-    return enforce_marker("\n".join(lines) + "\n", marker)
+    return enforce_marker(mdsafe.finish("\n".join(lines) + "\n"), marker)
 
 
 @gc_paused()  # the comparison's objects are long-lived: no collector passes over them while rendering

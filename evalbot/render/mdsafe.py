@@ -124,11 +124,31 @@ def shorten(text: str, limit: int | None) -> str:
     return text[:limit].rstrip() + f" … ({cut:,} more characters)"
 
 
-def inline(value: object, limit: int | None = 200) -> Safe:
-    """One line of escaped text for prose, list items, ``<summary>`` elements and table cells."""
-    text = " ".join(clean(value).split())
-    text = shorten(text, limit).translate(_INLINE_ESCAPES)
-    return Safe(no_links(no_pings(_LEADING.sub(_escape_leading, text))))
+def _escaped(text: str, first: bool = True) -> str:
+    """Inline text escaped (``first``: the piece that starts the line, where ``- x`` would start a list)."""
+    text = text.translate(_INLINE_ESCAPES)
+    return no_links(no_pings(_LEADING.sub(_escape_leading, text) if first else text))
+
+
+def inline(value: object, limit: int | None = 200, shas: object = ()) -> Safe:
+    """One line of escaped text for prose, list items and table cells. ``shas``: commit shas evalbot trusts (the
+    run's, the baseline's, the carried eval sets'); a word of 7 to 64 hex digits that begins one of them is shown
+    as the sha filter shows it (a copyable code span, no joiner), every other run of hex digits is broken as usual.
+    Anything but a list of hex strings trusts nothing."""
+    text = shorten(" ".join(clean(value).split()), limit)
+    trusted = [s.lower() for s in shas if isinstance(s, str) and _HEX.fullmatch(s)] if isinstance(
+        shas, list | tuple) else []
+    if not trusted:
+        return Safe(_escaped(text))
+    out: list[str] = []
+    at = 0
+    for match in _SHA.finditer(text):
+        word = match.group(0)
+        if len(word) <= 64 and any(t.startswith(word.lower()) for t in trusted):
+            out += [_escaped(text[at:match.start()], not out), sha(word, len(word))]
+            at = match.end()
+    out.append(_escaped(text[at:], not out))
+    return Safe("".join(out))
 
 
 def html(value: object, limit: int | None = 200) -> Safe:

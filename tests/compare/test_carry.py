@@ -79,6 +79,24 @@ def test_a_regression_in_an_affected_eval_set_blocks_and_the_carried_count_is_ap
     assert "6 case(s) carried" in html
 
 
+def test_the_carried_from_sha_is_copyable_in_the_headline_and_the_notice() -> None:
+    """main's commit, named where the carried eval sets come from, is a code span without a zero-width joiner (the
+    sha filter's); an eval set named like another commit's sha stays broken."""
+    other = "feedfacefeedface"
+    base = main_baseline("billing", "search", other)
+    kept, carried = carry(base, [("billing", True), ("search", False), (other, False)])
+    pr = report(eval_set("billing", [case(f"billing-{k}", {TRAJ: metric(1.0)}) for k in range(3)]))
+    comparison = compare(current=pr, baseline=kept, policy=GatePolicy(), baseline_source="main:b.json")
+    comparison.carried = carried
+    for text in (render_comment(comparison, marker=MARKER), render_summary(comparison, links=Links())):
+        lines = text.split("\n")
+        headline = next(line for line in lines if line.startswith("### "))
+        assert headline.endswith(f"2 of 3 eval sets unaffected: carried from main at `{SHA[:12]}`"), headline
+        notice = next(line for line in lines if "carried from main's baseline at" in line)
+        assert f"carried from main's baseline at `{SHA[:12]}`, not scored again" in notice, notice
+        assert "\u200d" not in headline and other not in text and "feedfa\u200dcefeed\u200dface" in notice
+
+
 def test_carried_ids_with_markup_are_escaped() -> None:
     name = "<img src=x onerror=alert(1)>[link](https://evil.example)"
     base = main_baseline("billing", name)

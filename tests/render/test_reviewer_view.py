@@ -371,3 +371,26 @@ def test_a_cases_informational_criteria_read_as_the_eval_sets_line() -> None:
     page = render_html(compared(run(False), run(True)))
     assert re.findall(r'<p class="info">Informational: ([^<]*)</p>', page) == [
         f"{LATENCY} 0.250 · {TOKENS}, tool_call_count_v1 (no value)"]
+
+
+def test_the_results_commit_is_a_code_span_without_a_joiner() -> None:
+    c = severities()
+    c.commit = "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"
+    for text in (render_comment(c, marker=MARKER, links=LINKS), render_summary(c)):
+        line = next(line for line in text.split("\n") if line.startswith("Results for commit"))
+        assert line.startswith("Results for commit `0a1b2c3`. Compared with") and JOINER not in line
+    c.commit = "not-a-sha @org #3"
+    line = next(line for line in render_comment(c, marker=MARKER).split("\n") if line.startswith("Results for"))
+    assert line.startswith(f"Results for commit not-a-sha @{JOINER}org \\#{JOINER}3. Compared with"), line
+
+
+def test_inline_shows_only_the_trusted_shas_as_code_spans() -> None:
+    trusted = ["0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"]
+    text = finish(inline("- main at 0a1b2c3d4e5f, ours 0A1B2C3, other 0a1b2c3d4e5fff, ffeeddccbb and #12", 200,
+                         trusted))
+    assert text == (f"\\- main at `0a1b2c3d4e5f`, ours `0a1b2c3`, other 0a1b2c{JOINER}3d4e5f{JOINER}ff, "
+                    f"ffeedd{JOINER}ccbb and \\#{JOINER}12"), text
+    assert finish(inline("0a1b2c3d4e5f here", 200, trusted)) == "`0a1b2c3d4e5f` here"
+    for untrusted in ((), ["xyz"], "0a1b2c3d4e5f", [7], None):  # a string is no list: nothing is trusted
+        assert finish(inline("at 0a1b2c3d4e5f", 200, untrusted)) == f"at 0a1b2c{JOINER}3d4e5f"
+    assert finish(inline(f"x {FORGED} 0a1b2c3", 200, trusted)) == finish(inline(f"x {FORGED}", 200)) + " `0a1b2c3`"
