@@ -197,3 +197,13 @@ def test_forged_model_names_and_counts_in_a_recording_are_bounded_and_escaped(
     comment, html = (proj / "c.md").read_text(), (proj / "r.html").read_text()
     assert "agent unknown (" in comment and "<img" not in comment and "](http://evil)" not in comment
     assert "<img src=x" not in html
+
+
+def test_a_prs_own_prices_and_budget_are_policy_change_notices() -> None:
+    from evalbot.basecommit.gate import policy_changes
+
+    base: dict[str, Any] = {"judge_budget": {"requests": 10}}
+    pr: dict[str, Any] = {"prices": {"gemini-2.5-flash": {"input": 0, "output": 0}}, "judge_budget": {"requests": 99}}
+    changes = policy_changes(base, pr, policy_from_settings(base, source="main"), policy_from_settings(pr, source="pr"))
+    assert changes == ['judge_budget {"requests": 10} → {"requests": 99}',
+                       'prices {} → {"gemini-2.5-flash": {"input": 0.0, "output": 0.0}}']
