@@ -79,6 +79,18 @@ class CaseView:
 
 
 @dataclass
+class CaseGroup:
+    """Cases of a section that share one reason and nothing else to show (a root error: an unusable --actuals file, a
+    misconfigured criterion, a judge that cannot be set up): the reason said once, the cases named."""
+
+    reason: str
+    total: int
+    cases: list[str]
+    """``eval set / id`` of the first cases (look-alike characters escaped)."""
+    more: int
+
+
+@dataclass
 class Section:
     """A group of cases with the same category."""
 
@@ -87,8 +99,11 @@ class Section:
     total: int
     cases: list[CaseView]
     more: int
+    """Cases neither shown nor in a group."""
     blocking: bool = False
     open: bool = False
+    groups: list[CaseGroup] = field(default_factory=list)
+    """Cases that share one reason, each group once (GROUPED sections)."""
 
 
 TITLES = {
@@ -108,6 +123,10 @@ ORDER = ("regressed", "flaky", "accepted", "inconclusive", "error", "new", "stil
          "removed", "not_evaluated")
 DETAIL = frozenset({"regressed", "flaky", "accepted", "inconclusive", "error", "new", "still_failing"})
 """Sections whose cases get details (new and still-failing cases only when they fail)."""
+GROUPED = frozenset({"error"})
+"""Sections whose cases sharing one reason are one group (CaseGroup), as the console's lines."""
+MIN_NAMED = 3
+"""Cases a group names at least (more when the limits list more: Limits.listed)."""
 
 
 def votes_text(votes: Sequence[Votes | None] | None) -> str | None:
@@ -298,8 +317,42 @@ def by_severity(sets: Sequence[EvalSetComparison], policy: GatePolicy | None = N
     return sorted(range(len(sets)), key=lambda i: set_severity(sets[i], policy))
 
 
+def _shared_reason(case: CaseComparison) -> str | None:
+    """The reason a case can share with others in a group: its own, when no criterion failed it besides (a case with
+    a failure of its own is shown apart, as the console's line for it names that failure)."""
+    if not case.reason or (case.current is not None and any(
+            m.status == "failed" for m in case.current.metrics.values())):
+        return None
+    return case.reason
+
+
+def groups_of(
+    category: str, members: Sequence[tuple[EvalSetComparison, CaseComparison]], limits: Limits,
+) -> tuple[list[CaseGroup], set[int]]:
+    """The groups of a GROUPED section's cases that share a reason (two or more, in the order of their first case),
+    and the positions in ``members`` of the cases they hold."""
+    if category not in GROUPED:
+        return [], set()
+    by_reason: dict[str, list[int]] = {}
+    for at, (_, case) in enumerate(members):
+        reason = _shared_reason(case)
+        if reason is not None:
+            by_reason.setdefault(reason, []).append(at)
+    named = max(MIN_NAMED, limits.listed)
+    groups, held = [], set()
+    for reason, positions in by_reason.items():
+        if len(positions) < 2:
+            continue
+        held.update(positions)
+        labels = [f"{escape_lookalike(members[at][0].eval_set_id)} / {escape_lookalike(members[at][1].eval_id)}"
+                  for at in positions[:named]]
+        groups.append(CaseGroup(reason=reason, total=len(positions), cases=labels, more=len(positions) - len(labels)))
+    return groups, held
+
+
 def sections(comparison: Comparison, limits: Limits) -> list[Section]:
-    """Non-empty sections in order; the detail budget goes to the most important cases first."""
+    """Non-empty sections in order; the detail budget goes to the most important cases first. In a GROUPED section,
+    cases that share one reason are one group each (groups_of), spending no detail."""
     grouped: dict[str, list[tuple[EvalSetComparison, CaseComparison]]] = {c: [] for c in ORDER}
     for i in by_severity(comparison.eval_sets, comparison.policy):
         es = comparison.eval_sets[i]
@@ -312,9 +365,12 @@ def sections(comparison: Comparison, limits: Limits) -> list[Section]:
         members = sorted(grouped[category], key=lambda pair: not _wants_detail(pair[1]))
         if not members:
             continue
+        groups, held = groups_of(category, members, limits)
         views: list[CaseView] = []
         listed = 0  # views without details (counted, not summed over the views at each case)
-        for es, case in members:
+        for at, (es, case) in enumerate(members):
+            if at in held:
+                continue
             detailed = budget > 0 and _wants_detail(case)
             if detailed:
                 budget -= 1
@@ -326,7 +382,7 @@ def sections(comparison: Comparison, limits: Limits) -> list[Section]:
         blocking = category == "regressed" or (category == "flaky" and comparison.policy.block_flaky)
         out.append(Section(
             category=category, title=_title(category, comparison), total=len(members), cases=views,
-            more=len(members) - len(views), blocking=blocking,
-            open=category in ("regressed", "flaky", "accepted", "inconclusive", "error"),
+            more=len(members) - len(views) - len(held), blocking=blocking,
+            open=category in ("regressed", "flaky", "accepted", "inconclusive", "error"), groups=groups,
         ))
     return out

@@ -332,3 +332,46 @@ def test_the_same_error_lines_over_jobs_as_in_one_process(proj: Path, capsys: py
     one = capsys.readouterr().out
     assert main([*argv, "--jobs", "2"], env=dict(os.environ)) == 2
     assert capsys.readouterr().out == one
+
+
+def error_section(text: str) -> str:
+    """The "Could not be evaluated" section of a comment or job summary."""
+    start = text.index("<details open><summary><b>Could not be evaluated")
+    return text[start:text.index("\n</details>\n", start)]
+
+
+NO_RUN = "no run: --actuals runs/nope.json could not be used (see its error above)"
+
+
+def test_an_unusable_actuals_file_is_one_line_in_the_comment_and_summary(
+        proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The six cases it leaves without a run: the reason once, each case named, no detail block per case."""
+    assert main(["compare", "evals", "--actuals", "runs/nope.json", "--comment", "c.md", "--summary", "s.md"],
+                env={}) == 2
+    capsys.readouterr()
+    for name in ("c.md", "s.md"):
+        section = error_section((proj / name).read_text())
+        assert section.splitlines()[2:] == [
+            f"- **6 cases, one reason**: {NO_RUN} — faq / store\\_hours, faq / return\\_window, orders / "
+            "refund\\_damaged\\_item, orders / track\\_package, orders / cancel\\_order, orders / gift\\_card\\_balance",
+        ], section
+        assert "Could not be evaluated (6)" in section and section.count("no run:") == 1
+
+
+def test_a_misconfigured_criterion_is_one_line_in_the_comment_beside_a_case_with_its_own_failure(
+        proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As the console's lines: the three cases the criterion alone leaves unevaluated share one line; the case that
+    also fails another criterion keeps its details."""
+    config = proj / "evals" / "orders" / "test_config.json"
+    config.write_text(config.read_text().replace('"tool_trajectory_avg_score"', '"tool_trajectory_avg_scor"'))
+    assert main(["compare", "evals/orders", "--actuals", "runs/pr.json", "--comment", "c.md", "--summary", "s.md"],
+                env={}) == 2
+    capsys.readouterr()
+    reason = "tool\\_trajectory\\_avg\\_scor: not configured correctly (the eval set's error says why)"
+    for name in ("c.md", "s.md"):
+        section = error_section((proj / name).read_text())
+        lines = section.splitlines()
+        assert lines[2] == (f"- **3 cases, one reason**: {reason} — orders / refund\\_damaged\\_item, orders / "
+                            "track\\_package, orders / cancel\\_order"), section
+        assert lines[4].startswith("<details open><summary><b>orders / gift_card_balance</b>")
+        assert section.count(reason) == 2 and "<b>orders / refund_damaged_item</b>" not in section

@@ -394,3 +394,35 @@ def test_inline_shows_only_the_trusted_shas_as_code_spans() -> None:
     for untrusted in ((), ["xyz"], "0a1b2c3d4e5f", [7], None):  # a string is no list: nothing is trusted
         assert finish(inline("at 0a1b2c3d4e5f", 200, untrusted)) == f"at 0a1b2c{JOINER}3d4e5f"
     assert finish(inline(f"x {FORGED} 0a1b2c3", 200, trusted)) == finish(inline(f"x {FORGED}", 200)) + " `0a1b2c3`"
+
+
+# 6. one root error, one line
+
+def erroring(n: int, reason: str = "no run: --actuals runs/x.json could not be used") -> Comparison:
+    cases = [case(f"case_{k:05}", {TRAJ: metric(None, status="error")}, status="error", reason=reason)
+             for k in range(n)]
+    main = report(eval_set("orders", [case(f"case_{k:05}", {TRAJ: metric(1.0)}) for k in range(n)]))
+    return compared(main, report(eval_set("orders", cases)))
+
+
+def test_cases_sharing_a_reason_are_one_line_naming_them() -> None:
+    c = erroring(4)
+    c.eval_sets[0].cases[3].reason = "agent raised TimeoutError"
+    for text in (render_comment(c, marker=MARKER, links=LINKS), render_summary(c)):
+        assert text.count("no run: --actuals runs/x.json could not be used") == 1
+        assert ("- **3 cases, one reason**: no run: --actuals runs/x.json could not be used — orders / case\\_00000, "
+                "orders / case\\_00001, orders / case\\_00002\n") in text
+        assert "<b>orders / case_00003</b>" in text and "agent raised TimeoutError" in text  # a reason of its own
+        assert "<b>orders / case_00000</b>" not in text
+
+
+def test_a_group_of_many_cases_names_a_bounded_list_and_fits_the_ladder() -> None:
+    c = erroring(3000)
+    comment = render_comment(c, marker=MARKER, links=LINKS, target=8000)
+    assert len(comment) <= 8000
+    line = next(line for line in comment.splitlines() if line.startswith("- **3000 cases, one reason**"))
+    named = line.split(" — ", 1)[1].split(", and ")[0].split(", ")
+    assert 3 <= len(named) < 3000 and named[0] == "orders / case\\_00000"
+    assert f", and {3000 - len(named)} more: see [job summary]({LINKS.summary})" in line, line
+    summary = render_summary(c)
+    assert "- **3000 cases, one reason**" in summary and "orders / case\\_02999" in summary  # the summary: all
