@@ -574,6 +574,8 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return cmd_shard_part(args, env, args.output, "--output")
     inputs = load_inputs(args.paths, config=args.config)
     settings, config = inputs.settings()
+    if args.estimate:  # what refreshing the baseline would ask the judge; nothing sent, nothing written
+        return estimate_run(args, inputs, refresh_policy(args, settings, config))
     if args.output is None:
         args.output = baseline_output(settings, config)
     if args.previous is None and not args.reset_history:

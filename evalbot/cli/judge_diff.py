@@ -171,6 +171,9 @@ def _side(args: argparse.Namespace, env: Mapping[str, str], inputs: pipeline.Inp
 
 def cmd_judge_diff(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot judge-diff``."""
+    if args.estimate:
+        raise ConfigError("judge-diff sends each judged request twice (the configured model and --judge-model): "
+                          "estimate one side with `evalbot run PATHS --actuals RUN --estimate`")
     inputs = pipeline.load_inputs(args.paths, config=args.config)
     if not args.actuals:
         raise ConfigError("judge-diff judges recorded runs: give them with --actuals FILE")

@@ -54,6 +54,10 @@ def test_estimate_sends_nothing_and_bounds_the_real_run(write: Writer, tmp_path:
         compared = _estimate(capsys, env, "compare", "evals", "--actuals", "runs/pr.json", "--baseline", "none.json",
                              "--comment", "c.md")
         assert compared == estimated and fake.requests == [] and not (tmp_path / "c.md").exists()
+        refreshed = _estimate(capsys, env, "baseline", "evals", "--actuals", "runs/pr.json", "--output", "b.json")
+        assert refreshed == estimated and fake.requests == [] and not (tmp_path / "b.json").exists()
+        assert main(["judge-diff", "evals", "--actuals", "runs/pr.json", "--judge-model", "m", "--estimate"],
+                    env=env) == 2 and fake.requests == []
         real: dict[str, tuple[int, int, int]] = {}
         for mode in ("full", "sequential"):
             before = len(fake.requests)
