@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from evalbot.errors import EvalbotError
 from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.judges.base import Usage
-from evalbot.judges.usage import UsageLedger
+from evalbot.judges.usage import UsageLedger, estimated_cost
 from evalbot.results import (
     AgentModelUsage,
     AgentUsage,
@@ -328,6 +329,15 @@ def merge_agent_usage(usages: Sequence[AgentUsage | None]) -> AgentUsage | None:
     return merged
 
 
+def _shipped_cost(row: CriterionUsage) -> bool:
+    """Whether ``row``'s cost is what the shipped price table gives for its tokens: a part priced otherwise (the gate
+    policy's ``prices``, a server whose prices are unknown) keeps its own costs, summed, rather than repriced."""
+    cost = estimated_cost(Usage(row.input_tokens, row.output_tokens), row.models[0]) if row.models else None
+    mine = row.estimated_cost_usd
+    return (cost is None) == (mine is None) and (cost is None or mine is None or math.isclose(cost, mine,
+                                                                                               rel_tol=1e-9))
+
+
 def merge_usage(usages: Sequence[JudgeUsage | None]) -> JudgeUsage | None:
     """The judge usage of the parts summed, as the one run would have reported it: when every criterion asked one
     model, the per-(criterion, model) usage is booked in one ledger and summarized by it (costs computed from the
@@ -337,7 +347,7 @@ def merge_usage(usages: Sequence[JudgeUsage | None]) -> JudgeUsage | None:
     present = [u for u in usages if u is not None]
     if not present:
         return None
-    if all(len(row.models) == 1 for u in present for row in u.per_criterion.values()):
+    if all(len(row.models) == 1 and _shipped_cost(row) for u in present for row in u.per_criterion.values()):
         ledger = UsageLedger()
         for usage in present:
             for name, row in usage.per_criterion.items():

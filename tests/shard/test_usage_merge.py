@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from evalbot.judges.base import Usage
 from evalbot.judges.usage import UsageLedger
 from evalbot.results import CacheUse
@@ -43,3 +45,20 @@ def test_criterion_asking_two_models_adds_rows() -> None:
     assert (row.input_tokens, row.requests, row.models) == (300, 4, ["gemini-2.5-flash", "gemini-2.5-pro"])
     assert merged.total.input_tokens == 300 and merged.per_model["gemini-2.5-pro"].input_tokens == 100
     assert merge_usage([None, None]) is None
+
+
+def test_parts_priced_by_the_policys_table_keep_their_costs() -> None:
+    """A part priced with the gate policy's prices (or an unpriced server) is not repriced from the shipped table."""
+    from evalbot.formats.prices import Price, shipped_prices
+
+    table = shipped_prices().extended({"gemini-2.5-flash": Price(1.0, 2.0)})
+    parts = []
+    for bookings in (BOOKINGS[:1], BOOKINGS[2:3]):
+        ledger = _ledger(bookings)
+        ledger.prices = table
+        parts.append(ledger.summary())
+    merged = merge_usage(parts)
+    assert merged is not None
+    tokens_in, tokens_out = 1234 + 111, 567 + 222
+    assert merged.total.estimated_cost_usd == pytest.approx((tokens_in * 1.0 + tokens_out * 2.0) / 1e6)
+    assert merged.prices == table.note()
