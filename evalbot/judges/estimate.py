@@ -90,6 +90,9 @@ class Estimate:
     """The counts of one sampling mode: requests expected and at most, tokens, dollars."""
 
     requests: int
+    """Requests when a judge honours candidate_count, every second round included (sequential: an upper bound)."""
+    requests_least: int
+    """Sequential sampling: the first rounds only (every vote decided by them); full: ``requests``."""
     requests_most: int
     input_tokens: int
     input_tokens_most: int
@@ -104,7 +107,7 @@ def _batches(samples: int) -> int:
 
 def estimate(asked: Sequence[Asked], prices: PriceTable, sequential: bool) -> Estimate:
     """The requests, tokens and dollars of ``asked`` in one sampling mode (see the module's docstring)."""
-    requests = most = tin = tin_most = tout = 0
+    requests = least = most = tin = tin_most = tout = 0
     usd_in: float | None = 0.0
     usd_most: float | None = 0.0
     for a in asked:
@@ -112,6 +115,7 @@ def estimate(asked: Sequence[Asked], prices: PriceTable, sequential: bool) -> Es
             else [a.samples]
         sent = sum(_batches(r) for r in rounds if r)
         requests += sent
+        least += _batches(rounds[0])
         most += a.samples
         prompt_in, prompt_most = math.ceil(a.prompt_bytes / 4), a.prompt_bytes + OVERHEAD_TOKENS
         tin += prompt_in * sent
@@ -122,7 +126,7 @@ def estimate(asked: Sequence[Asked], prices: PriceTable, sequential: bool) -> Es
         usd_in = None if price is None or usd_in is None else usd_in + price.cost(prompt_in * sent, 0)
         usd_most = None if price is None or usd_most is None else usd_most + price.cost(prompt_most * a.samples, out)
     most += len({a.model for a in asked})  # a model refusing candidate_count: one refused request, then one a sample
-    return Estimate(requests, max(most, requests), tin, tin_most, tout, usd_in, usd_most)
+    return Estimate(requests, least, max(most, requests), tin, tin_most, tout, usd_in, usd_most)
 
 
 def _usd(value: float | None) -> str:
@@ -136,8 +140,9 @@ def estimate_text(asked: Sequence[Asked], prices: PriceTable) -> str:
              + (f" on {', '.join(models)}" if models else "")]
     for mode, sequential in (("full", False), ("sequential", True)):
         e = estimate(asked, prices, sequential)
+        span = f"{e.requests_least:,} to " if e.requests_least < e.requests else ""
         lines.append(
-            f"  {mode} sampling: {e.requests:,} request(s) (at most {e.requests_most:,}), input ≈ {e.input_tokens:,} "
+            f"  {mode} sampling: {span}{e.requests:,} request(s) (at most {e.requests_most:,}), input ≈ {e.input_tokens:,} "
             f"tokens (at most {e.input_tokens_most:,}), output at most {e.output_tokens_most:,} tokens; "
             f"≈ {_usd(e.usd_input)} for the input, at most {_usd(e.usd_most)}")
     if any(a.purpose in TWO_STEP for a in asked):

@@ -14,7 +14,7 @@ from evalbot.formats.prices import shipped_prices
 from tests.fakes.builders import Writer, case, eval_set, inv
 from tests.fakes.fake_gemini import FakeGemini
 
-LINE = re.compile(r"  (full|sequential) sampling: ([\d,]+) request\(s\) \(at most ([\d,]+)\), input ≈ ([\d,]+) tokens "
+LINE = re.compile(r"  (full|sequential) sampling: (?:[\d,]+ to )?([\d,]+) request\(s\) \(at most ([\d,]+)\), input ≈ ([\d,]+) tokens "
                   r"\(at most ([\d,]+)\), output at most ([\d,]+) tokens; ≈ ([\d.]+) USD for the input, at most "
                   r"([\d.]+) USD")
 
