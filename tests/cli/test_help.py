@@ -54,7 +54,7 @@ def test_merge_continues_the_history_of_the_file_it_writes(capsys: pytest.Captur
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("command", [None, "run", "baseline", "compare", "merge", "plan", "criteria"])
+@pytest.mark.parametrize("command", [None, "run", "baseline", "compare", "merge", "plan", "criteria", "judge-diff"])
 def test_every_option_is_in_the_cli_page(command: str | None, capsys: pytest.CaptureFixture[str]) -> None:
     """Each option ``--help`` lists is documented in docs/cli.md (the command-line page names the rest)."""
     with pytest.raises(SystemExit):
