@@ -16,6 +16,8 @@ the baseline and the gate settings come from the base commit and the default bra
 from __future__ import annotations
 
 import logging
+import re
+import shlex
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -39,8 +41,10 @@ from evalbot.action.workspace import (
 )
 from evalbot.basecommit.gate import GateSettings, label_at
 from evalbot.compare.accept import proposed_baseline
+from evalbot.compare.baseline import accept_command
 from evalbot.compare.carry import carried_update
-from evalbot.compare.delta import compare
+from evalbot.compare.delta import compare, entries_to_accept
+from evalbot.compare.model import Comparison
 from evalbot.compare.reruns import note_not_rerun
 from evalbot.errors import EXIT_OK, EXIT_UNAVAILABLE, EvalbotError, InputError, json_pointer
 from evalbot.forge.base import Forge, ForgeError, ForgeForbidden, PullRef, StatusState
@@ -185,6 +189,35 @@ def second_stage(
     return outcome
 
 
+DOWNLOADED = "evalbot-pr-runs"
+"""The folder the second stage's accept command downloads the pull request's artifact into."""
+_MEMBER = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}(?:/[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}){0,8}")
+"""An artifact member's name the accept command names as it is (the first stage writes runs/<index>-<safe name>)."""
+
+
+def accept_from_artifact(comparison: Comparison, inputs: ActionInputs, ctx: GitHubContext, base_sha: str,
+                         members: Sequence[str]) -> str | None:
+    """What the pull request's author runs to accept exactly what blocks (the first stage's selective command):
+    the artifact's recorded runs downloaded (``gh run download``), then ``evalbot baseline`` with the default
+    branch's eval sets and config, those runs, ``--accept`` for each entry and ``--previous`` the base commit's file.
+    Built from what this stage trusts (the run, the repository, its inputs) and the artifact's member names only
+    when each is a plain relative path (else None, as for a sharded run's several artifacts or nothing to accept)."""
+    run = ctx.workflow_run
+    if (comparison.gate.verdict != "blocked" or run is None or "*" in inputs.artifact_name or not members
+            or not all(_MEMBER.fullmatch(name) for name in members)):
+        return None
+    args = [*eval_paths(inputs)] + [item for name in members for item in ("--actuals", f"{DOWNLOADED}/{name}")]
+    if inputs.config:
+        args += ["--config", inputs.config]
+    refresh = shlex.join(["evalbot", "baseline", *args, "--output", inputs.baseline_path])
+    command = accept_command(refresh, entries_to_accept(comparison), f"{base_sha}:{inputs.baseline_path}")
+    if command is None:
+        return None
+    download = shlex.join(["gh", "run", "download", str(run.id), "--repo", ctx.repository, "--name",
+                           inputs.artifact_name, "--dir", DOWNLOADED])
+    return f"{download} && {command}"
+
+
 def measure_pull(env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContext, forge: Forge, pull: PullRef,
               stream: TextIO) -> tuple[Outcome, str]:
     """The re-measurement of the pull request's recorded runs, its comment and summary; the outcome and the
@@ -238,6 +271,8 @@ def measure_pull(env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContex
         comparison.notes.append(ignored_note(check.ignored, "the default branch's eval sets"))
         print(workflow.annotation("notice", comparison.notes[-1], title="evalbot"), file=stream)
     note_not_rerun(comparison, policy.rerun_flipped)  # re-measured from recorded runs: nothing can be rerun here
+    comparison.accept_command = accept_from_artifact(comparison, inputs, ctx, pull.base_sha,
+                                                     [name for name, _ in runs_in(files)])
     first_run = f"{ctx.server_url}/{ctx.repository}/actions/runs/{run.id}"
     link = links(ctx, inputs)
     marker = comment_marker(inputs.comment_id)

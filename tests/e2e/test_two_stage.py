@@ -9,6 +9,7 @@ import pytest
 
 from tests.e2e.conftest import (
     BASE_SHA,
+    BASELINE,
     HEAD_SHA,
     MARK,
     REPO,
@@ -16,8 +17,10 @@ from tests.e2e.conftest import (
     Action,
     event,
     first_stage,
+    uploaded,
     workflow_run_event,
 )
+from tests.e2e.test_accept_loop import evalbot, main_file, what_to_do
 from tests.fakes.fake_github import Pull
 from tests.fakes.fake_github_routes import STORAGE_SIGNATURE
 from tests.forge.malformed_zips import BROKEN_DIRECTORY, MALFORMED
@@ -189,3 +192,47 @@ def test_push_whose_judge_failed_keeps_the_committed_baseline(action: Action) ->
     broken = action.run("push", event("push"), inputs=inputs, ref="refs/heads/main", sha="a" * 40)
     assert broken.code == 3 and len(action.github.commits) == 1  # the judge failed: error, nothing committed
     assert "The baseline was not refreshed: judge unavailable" in broken.summary
+
+
+def test_the_second_stage_offers_the_selective_accept_command_and_it_runs_verbatim(
+        action: Action, baseline_text: str) -> None:
+    """A fork's regression, blocked by the second stage: its "What to do" downloads the pull request's recorded runs
+    and writes the base commit's baseline with only the regressed case refreshed; that file, committed to the pull
+    request, is accepted by the next second stage (the headline names the regression it accepts)."""
+    first_stage(action, "actuals/regressed.json", baseline_text)
+    run = action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"})
+    assert run.code == 1, run.stdout + run.stderr
+    body = action.github.comments_on(7)[0].body
+    command = what_to_do(body)
+    download, _, accept = command.partition(" && ")
+    assert download == f"gh run download {RUN_ID} --repo {REPO} --name evalbot-report --dir evalbot-pr-runs"
+    assert accept == ("evalbot baseline evals --actuals evalbot-pr-runs/runs/0-regressed.json --accept shop/refund "
+                      f"--previous {BASE_SHA}:{BASELINE} --output {BASELINE}"), accept
+    assert what_to_do(run.summary) == command
+
+    for name, data in uploaded(action.workspace / ".evalbot-out").items():  # what gh run download writes
+        target = action.workspace / "evalbot-pr-runs" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    written = evalbot(action, accept, main_file(action, baseline_text))
+    assert written.returncode == 0, written.stderr
+    action.github.put_file(BASELINE, (action.workspace / BASELINE).read_text(encoding="utf-8"), ref=HEAD_SHA)
+    again = action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"})
+    assert again.code == 0, action.github.comments_on(7)[0].body
+    headline = action.github.comments_on(7)[0].body.splitlines()[1]
+    assert headline.startswith("### ✅ evalbot: accepted by this PR's baseline update: 1 regression (shop/refund)"), \
+        headline
+
+
+def test_an_artifact_member_name_that_is_no_plain_path_gets_no_command(action: Action, baseline_text: str) -> None:
+    """The artifact is the fork's: a recorded-runs file named with shell syntax is still re-measured (under a name
+    evalbot chooses), but the trusted comment offers no command naming it."""
+    first_stage(action, "actuals/regressed.json", baseline_text)
+    files = uploaded(action.workspace / ".evalbot-out")
+    files["runs/$(touch pwned) x.json"] = files.pop("runs/0-regressed.json")
+    action.github.artifacts.clear()
+    action.github.add_artifact(RUN_ID, "evalbot-report", files)
+    run = action.run("workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"})
+    assert run.code == 1 and run.outputs["regressed"] == "1", run.stdout + run.stderr
+    body = action.github.comments_on(7)[0].body
+    assert "**What to do**" not in body and "pwned" not in body and "gh run download" not in body
