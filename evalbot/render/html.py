@@ -53,7 +53,17 @@ from evalbot.render.comment import (
 )
 from evalbot.render.precompiled import PrecompiledLoader
 from evalbot.render.trajdiff import call_text, diff_calls
-from evalbot.render.views import ORDER, TITLES, by_severity, history_text, judge_text, votes_text
+from evalbot.render.views import (
+    ORDER,
+    TITLES,
+    Limits,
+    by_severity,
+    groups_of,
+    history_text,
+    judge_text,
+    shared_reason,
+    votes_text,
+)
 from evalbot.results import (
     CriterionUsage,
     JudgeDetails,
@@ -83,6 +93,8 @@ DATA_ID = "case-data"
 """The id of the element holding the deferred cases' details (gzip, then base64: no character the HTML parser
 could take for markup)."""
 MARKUP_FIRST = ("regressed", "flaky", "inconclusive", "error")
+GROUP_LIMITS = Limits(detailed=0, listed=20, text=0)
+"""Cases the header names of each group of erroring cases that share one reason (views.groups_of)."""
 PIECE = 1 << 18
 """Characters of the page handed to the writer at a time."""
 CHUNK = 100
@@ -419,15 +431,20 @@ class Plan:
     Decided by counting, so that nothing is held per case: a Walker gives each case's Place in page order, as often
     as the page needs it (its markup, then its data block)."""
 
-    def __init__(self, ordered: Sequence[Sequence[CaseComparison]], markup_limit: int) -> None:
+    def __init__(self, ordered: Sequence[Sequence[CaseComparison]], markup_limit: int,
+                 shared: frozenset[str] = frozenset()) -> None:
         self.ordered = ordered
+        self.shared = shared
+        """The reasons erroring cases share (the header says each once: their cases are not shown expanded)."""
         first = dict.fromkeys(MARKUP_FIRST, 0)
+        openable = dict.fromkeys(MARKUP_FIRST, 0)
         failing_others = total = 0
         for cases in ordered:
             for case in cases:
                 total += 1
                 if case.category in first:
                     first[case.category] += 1
+                    openable[case.category] += not self.grouped(case)
                 elif "failing" in tags(case):
                     failing_others += 1
         budget = max(markup_limit, sum(first.values())) - sum(first.values())
@@ -443,8 +460,12 @@ class Plan:
         left = OPEN_LIMIT
         self.opened: dict[str, int] = {}
         for category in MARKUP_FIRST:
-            self.opened[category] = min(left, first[category])
+            self.opened[category] = min(left, openable[category])
             left -= self.opened[category]
+
+    def grouped(self, case: CaseComparison) -> bool:
+        """An erroring case whose reason others share (said once in the header): never shown expanded."""
+        return bool(self.shared) and case.category == "error" and shared_reason(case) in self.shared
 
 
 class Walker:
@@ -474,8 +495,9 @@ class Walker:
         is_open = False
         if case.category in self.opened:
             markup = True
-            is_open = self.opened[case.category] < self.plan.opened[case.category]
-            self.opened[case.category] += 1
+            if not self.plan.grouped(case):
+                is_open = self.opened[case.category] < self.plan.opened[case.category]
+                self.opened[case.category] += 1
         elif failing:
             markup = self.failing_seen < self.plan.failing_budget
             self.failing_seen += 1
@@ -748,7 +770,9 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
     rank = {category: i for i, category in enumerate(ORDER)}
     eval_sets = [comparison.eval_sets[i] for i in by_severity(comparison.eval_sets, comparison.policy)]
     ordered = [sorted(es.cases, key=lambda c: rank.get(c.category, len(rank))) for es in eval_sets]
-    plan = Plan(ordered, markup_limit)
+    groups, _ = groups_of("error", [(es, case) for es, cases in zip(eval_sets, ordered, strict=True)
+                                    for case in cases if case.category == "error"], GROUP_LIMITS)
+    plan = Plan(ordered, markup_limit, frozenset(g.reason for g in groups))
     walker = Walker(plan)
     counts = {key: 0 for key, _ in FILTERS if key != "all"}
     sets = [set_data(es, cases, walker, judged, counts) for es, cases in zip(eval_sets, ordered, strict=True)]
@@ -765,6 +789,7 @@ def context(comparison: Comparison, markup_limit: int = MARKUP_LIMIT) -> Data:
         "title": title,
         "verdict": comparison.gate.verdict,
         "reasons": list(comparison.gate.reasons),
+        "groups": [{"reason": clip(g.reason), "total": g.total, "cases": g.cases, "more": g.more} for g in groups],
         "version": __version__,
         "baseline": None if base is None else {
             "source": comparison.baseline_source, "commit": base.commit, "created_at": base.created_at,

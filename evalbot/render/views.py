@@ -317,7 +317,7 @@ def by_severity(sets: Sequence[EvalSetComparison], policy: GatePolicy | None = N
     return sorted(range(len(sets)), key=lambda i: set_severity(sets[i], policy))
 
 
-def _shared_reason(case: CaseComparison) -> str | None:
+def shared_reason(case: CaseComparison) -> str | None:
     """The reason a case can share with others in a group: its own, when no criterion failed it besides (a case with
     a failure of its own is shown apart, as the console's line for it names that failure)."""
     if not case.reason or (case.current is not None and any(
@@ -335,7 +335,7 @@ def groups_of(
         return [], set()
     by_reason: dict[str, list[int]] = {}
     for at, (_, case) in enumerate(members):
-        reason = _shared_reason(case)
+        reason = shared_reason(case)
         if reason is not None:
             by_reason.setdefault(reason, []).append(at)
     named = max(MIN_NAMED, limits.listed)

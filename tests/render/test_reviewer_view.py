@@ -426,3 +426,17 @@ def test_a_group_of_many_cases_names_a_bounded_list_and_fits_the_ladder() -> Non
     assert f", and {3000 - len(named)} more: see [job summary]({LINKS.summary})" in line, line
     summary = render_summary(c)
     assert "- **3000 cases, one reason**" in summary and "orders / case\\_02999" in summary  # the summary: all
+
+
+def test_the_html_says_a_shared_reason_once_and_opens_none_of_its_cases() -> None:
+    c = erroring(30)
+    c.eval_sets[0].cases[29].reason = "agent raised <TimeoutError>"
+    page = render_html(c)
+    header = re.findall(r'<p class="err">(\d+ cases could not be evaluated, one reason: [^<]*)</p>', page)
+    named = ", ".join(f"orders / case_{k:05}" for k in range(20))
+    assert header == [f"29 cases could not be evaluated, one reason: no run: --actuals runs/x.json could not be used "
+                      f"— {named}, and 9 more (filter: Failed or error)"], header
+    opened = re.findall(r'<details class="case c-error[^"]*" open>\s*<summary>.*?<span class="cid">([^<]*)</span>',
+                        page)
+    assert opened == ["case_00029"]  # its own reason: expanded as before
+    assert "agent raised &lt;TimeoutError&gt;" in page and "<TimeoutError>" not in page
