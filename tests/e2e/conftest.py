@@ -291,14 +291,46 @@ def base_commit_template(action: Action, name: str, template: str) -> None:
     action.github.put_file(CONFIG, json.dumps(base), ref=BASE_SHA)
 
 
-def measure_baseline(action: Action) -> None:
-    """Mode baseline on main's good actuals, published at the base commit only."""
-    run = action.run("push", event("push"), inputs={"mode": "baseline", "actuals": "actuals/good.json"},
+def measure_baseline(action: Action, actuals: str = "actuals/good.json") -> None:
+    """Mode baseline on main's ``actuals`` (a workspace path), published at the base commit only."""
+    run = action.run("push", event("push"), inputs={"mode": "baseline", "actuals": actuals},
                      ref="refs/heads/main", sha=BASE_SHA)
     assert run.code == 0, run.stdout + run.stderr
     baseline = action.workspace / BASELINE
     make_baseline(action, baseline.read_text(encoding="utf-8"))
     baseline.unlink()
+
+
+def pr_comment(action: Action, actuals: str) -> tuple[int, str, str]:
+    """The PR's run on ``actuals``: its exit code, the headline of its latest comment, and that comment."""
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": actuals})
+    body = action.github.comments_on(7)[-1].body
+    return run.code, body.splitlines()[1], body
+
+
+def read_json(action: Action, path: str) -> Any:
+    """The workspace file ``path`` (relative), parsed."""
+    return json.loads((action.workspace / path).read_text(encoding="utf-8"))
+
+
+def write_json(action: Action, path: str, data: Any) -> None:
+    """Write ``data`` as indented JSON to the workspace file ``path`` (relative), creating its folder."""
+    target = action.workspace / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def add_repo_metric(action: Action, module: str) -> None:
+    """The repository's own metric ``tools_used`` (``repo_metrics/checks.py`` holding ``module``), threshold 0.5 in
+    the workspace's config."""
+    (action.workspace / "repo_metrics").mkdir()
+    (action.workspace / "repo_metrics" / "__init__.py").write_text("", encoding="utf-8")
+    (action.workspace / "repo_metrics" / "checks.py").write_text(module, encoding="utf-8")
+    config_path = action.workspace / CONFIG
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config["criteria"]["tools_used"] = 0.5
+    config["custom_metrics"] = {"tools_used": {"code_config": {"name": "repo_metrics.checks.tools_used"}}}
+    config_path.write_text(json.dumps(config), encoding="utf-8")
 
 
 def pr_actuals(action: Action, greeting: str) -> str:

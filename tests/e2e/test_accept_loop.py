@@ -14,36 +14,35 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-from tests.e2e.conftest import BASE_SHA, BASELINE, ROOT, Action, event, make_baseline, pull_request_event
+from tests.e2e.conftest import (
+    BASE_SHA,
+    BASELINE,
+    ROOT,
+    Action,
+    event,
+    make_baseline,
+    pull_request_event,
+    read_json,
+    write_json,
+)
 
 EVALS = "evals/shop.evalset.json"
 NOTIFY = {"name": "notify_customer", "args": {"order_id": "77"}}
 
 
-def read(action: Action, path: str) -> Any:
-    return json.loads((action.workspace / path).read_text(encoding="utf-8"))
-
-
-def write(action: Action, path: str, data: Any) -> None:
-    target = action.workspace / path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(data, indent=2), encoding="utf-8")
-
-
 def pr_changes(action: Action, *, accident: bool) -> None:
     """The PR's tree: refund's expected trajectory gains the notification; actuals/pr.json is its run (with the
     wrong order id in order_status when ``accident``)."""
-    evals = read(action, EVALS)
+    evals = read_json(action, EVALS)
     refund = next(c for c in evals["eval_cases"] if c["eval_id"] == "refund")
     refund["conversation"][0]["intermediate_data"]["tool_uses"].append(NOTIFY)
-    write(action, EVALS, evals)
-    runs = read(action, "actuals/good.json")
+    write_json(action, EVALS, evals)
+    runs = read_json(action, "actuals/good.json")
     runs["refund"][0]["intermediate_data"]["tool_uses"].append(NOTIFY)
     if accident:
         runs["order_status"][0]["intermediate_data"]["tool_uses"][0]["args"]["order_id"] = "1043"
-    write(action, "actuals/pr.json", runs)
+    write_json(action, "actuals/pr.json", runs)
 
 
 def pr_run(action: Action) -> tuple[int, str, str, str]:
@@ -106,7 +105,7 @@ def test_accepting_only_the_intended_change_keeps_the_accident_blocking(action: 
 
 def refresh_main(action: Action, previous: str, actuals: str, sha: str) -> str:
     """main's push workflow refreshing its baseline (update-baseline: the file it continues is checked out)."""
-    write(action, BASELINE, json.loads(previous))
+    write_json(action, BASELINE, json.loads(previous))
     run = action.run("push", event("push"), inputs={"mode": "baseline", "actuals": actuals}, ref="refs/heads/main",
                      sha=sha)
     assert "wrote the baseline to .evalbot/baseline.json" in run.stdout, run.stdout + run.stderr
@@ -120,9 +119,9 @@ def test_an_update_made_before_mains_three_refreshes_passes_and_a_stale_one_is_n
     for sha in ("1" * 40, "2" * 40, "3" * 40):
         main_now = refresh_main(action, main_now, "actuals/good.json", sha)
     # and later main changes an entry itself: order_status fails there, and main's refresh records it
-    runs = read(action, "actuals/good.json")
+    runs = read_json(action, "actuals/good.json")
     runs["order_status"][0]["intermediate_data"]["tool_uses"][0]["args"]["order_id"] = "9"
-    write(action, "actuals/main-changed.json", runs)
+    write_json(action, "actuals/main-changed.json", runs)
     main_changed = refresh_main(action, main_now, "actuals/main-changed.json", "4" * 40)
     (action.workspace / BASELINE).unlink()
     pr_changes(action, accident=False)
@@ -153,7 +152,7 @@ def test_an_update_made_before_mains_three_refreshes_passes_and_a_stale_one_is_n
 
 
 def drift_set(action: Action, cases: list[str]) -> None:
-    write(action, "evals/drift.evalset.json", {"eval_set_id": "drift", "eval_cases": [
+    write_json(action, "evals/drift.evalset.json", {"eval_set_id": "drift", "eval_cases": [
         {"eval_id": c, "conversation": [{"invocation_id": f"{c}-1", "user_content": {"role": "user", "parts": [
             {"text": f"item {c}?"}]}, "final_response": {"role": "model", "parts": [
                 {"text": f"alpha beta gamma delta epsilon {c}"}]}, "intermediate_data": {"tool_uses": []}}]}
@@ -161,13 +160,13 @@ def drift_set(action: Action, cases: list[str]) -> None:
 
 
 def drift_runs(action: Action, cases: list[str], drifted: set[str], name: str) -> None:
-    runs = read(action, "actuals/good.json")
+    runs = read_json(action, "actuals/good.json")
     for c in cases:
         text = f"alpha beta gamma delta {c}" if c in drifted else f"alpha beta gamma delta epsilon {c}"
         runs[c] = [{"invocation_id": f"{c}-1", "user_content": {"role": "user", "parts": [{"text": f"item {c}?"}]},
                     "final_response": {"role": "model", "parts": [{"text": text}]},
                     "intermediate_data": {"tool_uses": []}}]
-    write(action, name, runs)
+    write_json(action, name, runs)
 
 
 def test_invented_scores_in_an_update_cannot_cancel_a_drift(action: Action) -> None:
@@ -188,16 +187,16 @@ def test_invented_scores_in_an_update_cannot_cancel_a_drift(action: Action) -> N
     refreshed = action.run("push", event("push"), inputs={"mode": "baseline", "actuals": "actuals/pr.json"},
                            ref="refs/heads/feature", sha="e" * 40)
     assert refreshed.code == 0, refreshed.stdout + refreshed.stderr
-    forged = read(action, BASELINE)
+    forged = read_json(action, BASELINE)
     for new in ("n1", "n2"):
         forged["eval_sets"]["drift"]["cases"][new]["metrics"]["response_match_score"]["score"] = 0.0
-    write(action, BASELINE, forged)
+    write_json(action, BASELINE, forged)
     code, headline, body, _ = pr_run(action)
     assert code == 1, body
     assert "drift: response\\_match\\_score mean -0." in body and "✅" not in headline, headline
     for new in ("n1", "n2"):
         forged["eval_sets"]["drift"]["cases"][new]["metrics"]["response_match_score"]["score"] = -3.0
-    write(action, BASELINE, forged)
+    write_json(action, BASELINE, forged)
     code, headline, body, _ = pr_run(action)
     assert code == 1 and "the file cannot be used" in body, body
     assert "/eval\\_sets/drift/cases/n1/metrics/response\\_match\\_score/score" in body

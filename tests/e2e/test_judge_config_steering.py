@@ -11,7 +11,6 @@ config choosing ``temperature`` still judges, and its answers are cached and rep
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,7 +18,16 @@ import pytest
 
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL
 from evalbot.judges.cache import cache_key
-from tests.e2e.conftest import BASE_SHA, VALID, Action, event, make_baseline, pull_request_event
+from tests.e2e.conftest import (
+    BASE_SHA,
+    VALID,
+    Action,
+    event,
+    make_baseline,
+    pull_request_event,
+    read_json,
+    write_json,
+)
 from tests.fakes.fake_gemini import FakeGemini
 
 STEER = "evals/steer"
@@ -32,16 +40,6 @@ def steered() -> Iterator[FakeGemini]:
     """The PR's own server: answers every prompt "valid"."""
     with FakeGemini(responder=lambda prompt, index, request: VALID) as fake:
         yield fake
-
-
-def read(action: Action, path: str) -> Any:
-    return json.loads((action.workspace / path).read_text(encoding="utf-8"))
-
-
-def write(action: Action, path: str, data: Any) -> None:
-    target = action.workspace / path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(data, indent=2), encoding="utf-8")
 
 
 def judge_config(config: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
@@ -83,12 +81,12 @@ ATTACKS: list[tuple[str, Callable[[str], Callable[[dict[str, Any]], None]], str]
 
 def steering_eval_set(action: Action, edit: Callable[[dict[str, Any]], None]) -> None:
     """The PR's new eval set: a copy of the regressed case, under a config that steers the judge."""
-    shop = read(action, "evals/shop.evalset.json")
+    shop = read_json(action, "evals/shop.evalset.json")
     (refund,) = [c for c in shop["eval_cases"] if c["eval_id"] == "refund"]
-    write(action, f"{STEER}/steer.evalset.json", {"eval_set_id": "steer", "eval_cases": [refund]})
-    config = read(action, "evals/test_config.json")
+    write_json(action, f"{STEER}/steer.evalset.json", {"eval_set_id": "steer", "eval_cases": [refund]})
+    config = read_json(action, "evals/test_config.json")
     edit(config)
-    write(action, STEER_CONFIG, config)
+    write_json(action, STEER_CONFIG, config)
 
 
 def merge_group_event() -> dict[str, Any]:
@@ -128,10 +126,10 @@ def test_a_config_choosing_temperature_still_judges_and_is_cached(action: Action
     """The control: ``temperature`` in the eval set's config is sent, is part of the cache address, and the second
     run replays the signed answers without asking the judge."""
     make_baseline(action, baseline_text)
-    config = read(action, "evals/test_config.json")
+    config = read_json(action, "evals/test_config.json")
     judge_config({"temperature": 0.0, "top_p": 0.5, "max_output_tokens": 256,
                   "thinking_config": {"thinking_budget": 0}})(config)
-    write(action, "evals/test_config.json", config)
+    write_json(action, "evals/test_config.json", config)
     first = run_event(action, "pull_request")
     assert first.code == 1, first.stdout + first.stderr  # the regressed case, as without the config
     asked = list(action.gemini.requests)

@@ -13,33 +13,32 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import BASE_SHA, BASELINE, Action, event, make_baseline, pull_request_event
+from tests.e2e.conftest import (
+    BASE_SHA,
+    BASELINE,
+    Action,
+    event,
+    make_baseline,
+    pull_request_event,
+    read_json,
+    write_json,
+)
 
 CONFIG = "evals/test_config.json"
 EVAL_SET = "evals/shop.evalset.json"
 
 
-def read(action: Action, path: str) -> Any:
-    return json.loads((action.workspace / path).read_text(encoding="utf-8"))
-
-
-def write(action: Action, path: str, data: Any) -> None:
-    target = action.workspace / path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(data, indent=2), encoding="utf-8")
-
-
 def lower_thresholds(action: Action) -> None:
-    config = read(action, CONFIG)
+    config = read_json(action, CONFIG)
     config["criteria"]["tool_trajectory_avg_score"]["threshold"] = 0.0
     config["criteria"]["response_match_score"] = 0.0
-    write(action, CONFIG, config)
+    write_json(action, CONFIG, config)
 
 
 def drop_criteria(action: Action) -> None:
-    config = read(action, CONFIG)
+    config = read_json(action, CONFIG)
     del config["criteria"]["tool_trajectory_avg_score"], config["criteria"]["response_match_score"]
-    write(action, CONFIG, config)
+    write_json(action, CONFIG, config)
 
 
 def custom_metric_overrides_a_built_in(action: Action) -> None:
@@ -47,59 +46,59 @@ def custom_metric_overrides_a_built_in(action: Action) -> None:
     (action.workspace / "repo_metrics" / "__init__.py").write_text("", encoding="utf-8")
     (action.workspace / "repo_metrics" / "lenient.py").write_text(
         "def always(instance):\n    return {'score': 1.0}\n", encoding="utf-8")
-    config = read(action, CONFIG)
+    config = read_json(action, CONFIG)
     config["custom_metrics"] = {"tool_trajectory_avg_score": {"code_config": {"name": "repo_metrics.lenient.always"}}}
     config["criteria"]["response_match_score"] = 0.0
-    write(action, CONFIG, config)
+    write_json(action, CONFIG, config)
 
 
 def cases_without(action: Action, eval_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    data = read(action, EVAL_SET)
+    data = read_json(action, EVAL_SET)
     (gone,) = [c for c in data["eval_cases"] if c["eval_id"] == eval_id]
     data["eval_cases"] = [c for c in data["eval_cases"] if c["eval_id"] != eval_id]
     return data, gone
 
 
 def delete_case(action: Action) -> None:
-    write(action, EVAL_SET, cases_without(action, "refund")[0])
+    write_json(action, EVAL_SET, cases_without(action, "refund")[0])
 
 
 def empty_eval_set(action: Action) -> None:
-    data = read(action, EVAL_SET)
+    data = read_json(action, EVAL_SET)
     data["eval_cases"] = []
-    write(action, EVAL_SET, data)
+    write_json(action, EVAL_SET, data)
 
 
 def rename_case(action: Action) -> None:
-    data = read(action, EVAL_SET)
+    data = read_json(action, EVAL_SET)
     for case in data["eval_cases"]:
         if case["eval_id"] == "refund":
             case["eval_id"] = "refund_v2"
-    write(action, EVAL_SET, data)
-    actuals = read(action, "actuals/regressed.json")
+    write_json(action, EVAL_SET, data)
+    actuals = read_json(action, "actuals/regressed.json")
     actuals["refund_v2"] = actuals.pop("refund")
-    write(action, "actuals/regressed.json", actuals)
+    write_json(action, "actuals/regressed.json", actuals)
 
 
 def rename_eval_set(action: Action) -> None:
-    data = read(action, EVAL_SET)
+    data = read_json(action, EVAL_SET)
     data["eval_set_id"] = "shop_v2"
-    write(action, EVAL_SET, data)
+    write_json(action, EVAL_SET, data)
 
 
 def move_case_to_a_new_file(action: Action) -> None:
     data, gone = cases_without(action, "refund")
-    write(action, EVAL_SET, data)
-    write(action, "evals/refunds.evalset.json", {"eval_set_id": "refunds", "eval_cases": [gone]})
+    write_json(action, EVAL_SET, data)
+    write_json(action, "evals/refunds.evalset.json", {"eval_set_id": "refunds", "eval_cases": [gone]})
 
 
 def change_expected_conversation(action: Action) -> None:
-    data = read(action, EVAL_SET)
-    bad = read(action, "actuals/regressed.json")["refund"]
+    data = read_json(action, EVAL_SET)
+    bad = read_json(action, "actuals/regressed.json")["refund"]
     for case in data["eval_cases"]:
         if case["eval_id"] == "refund":
             case["conversation"] = bad
-    write(action, EVAL_SET, data)
+    write_json(action, EVAL_SET, data)
 
 
 ROWS: list[tuple[Callable[[Action], None], str, str, list[str]]] = [
@@ -135,7 +134,7 @@ def pr_run(action: Action) -> tuple[int, str, str]:
 
 def warn_at_the_base_commit(action: Action) -> None:
     """The base commit's config (the gate's policy is read there) says ``yardstick_changes: warn``."""
-    config = read(action, CONFIG)
+    config = read_json(action, CONFIG)
     action.github.put_file(CONFIG, json.dumps({**config, "evalbot": {"yardstick_changes": "warn"}}), ref=BASE_SHA)
 
 
@@ -182,7 +181,7 @@ def test_the_pr_cannot_set_warn_for_itself(action: Action, baseline_text: str) -
     """``yardstick_changes: warn`` in the PR's own config is a policy change that applies after the merge."""
     make_baseline(action, baseline_text)
     delete_case(action)
-    write(action, CONFIG, {**read(action, CONFIG), "evalbot": {"yardstick_changes": "warn"}})
+    write_json(action, CONFIG, {**read_json(action, CONFIG), "evalbot": {"yardstick_changes": "warn"}})
     code, headline, body = pr_run(action)
     assert code == 1 and "1 yardstick change not accepted (shop / refund: case removed)" in headline
     assert "This PR changes the gate policy: yardstick\\_changes block → warn" in body
@@ -190,9 +189,9 @@ def test_the_pr_cannot_set_warn_for_itself(action: Action, baseline_text: str) -
 
 def test_raising_a_threshold_is_shown_and_does_not_block(action: Action, baseline_text: str) -> None:
     make_baseline(action, baseline_text)
-    config = read(action, CONFIG)
+    config = read_json(action, CONFIG)
     config["criteria"]["response_match_score"] = 0.6
-    write(action, CONFIG, config)
+    write_json(action, CONFIG, config)
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
     body = action.github.comments_on(7)[0].body
     assert run.code == 0, body
@@ -204,14 +203,14 @@ def test_raising_a_threshold_is_shown_and_does_not_block(action: Action, baselin
 
 def test_adding_a_case_is_not_a_yardstick_change(action: Action, baseline_text: str) -> None:
     make_baseline(action, baseline_text)
-    data = read(action, EVAL_SET)
+    data = read_json(action, EVAL_SET)
     extra = json.loads(json.dumps(data["eval_cases"][0]))
     extra["eval_id"] = "order_status_again"
     data["eval_cases"].append(extra)
-    write(action, EVAL_SET, data)
-    actuals = read(action, "actuals/good.json")
+    write_json(action, EVAL_SET, data)
+    actuals = read_json(action, "actuals/good.json")
     actuals["order_status_again"] = actuals["order_status"]
-    write(action, "actuals/good.json", actuals)
+    write_json(action, "actuals/good.json", actuals)
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
     body = action.github.comments_on(7)[0].body
     assert run.code == 0 and body.splitlines()[1] == "### ✅ evalbot: no regressions · 1 new", body
@@ -248,9 +247,9 @@ LIVE_GREETINGS = ("Hello! How can I help you with your orders today?",
 
 def live_recording(action: Action, name: str, greeting: str) -> str:
     """A recording of a live agent: refund regressed (the intended change), greeting worded its own way."""
-    actuals = read(action, "actuals/regressed.json")
+    actuals = read_json(action, "actuals/regressed.json")
     actuals["greeting"][0]["final_response"]["parts"][0]["text"] = greeting
-    write(action, f"actuals/{name}.json", actuals)
+    write_json(action, f"actuals/{name}.json", actuals)
     return f"actuals/{name}.json"
 
 
@@ -284,9 +283,9 @@ def test_an_update_accepts_only_what_it_changes(action: Action, baseline_text: s
     (action.workspace / BASELINE).parent.mkdir(exist_ok=True)
     (action.workspace / BASELINE).write_text(baseline_text, encoding="utf-8")
     refresh_in_the_pr(action, "actuals/regressed.json")
-    worse = read(action, "actuals/regressed.json")
+    worse = read_json(action, "actuals/regressed.json")
     worse["order_status"][0]["intermediate_data"]["tool_uses"] = []
-    write(action, "actuals/worse.json", worse)
+    write_json(action, "actuals/worse.json", worse)
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/worse.json"})
     body = action.github.comments_on(7)[0].body
     assert run.code == 1, body
@@ -305,7 +304,7 @@ def test_forged_flaky_history_blocks_even_with_warn(action: Action, baseline_tex
     (action.workspace / BASELINE).write_text(baseline_text, encoding="utf-8")
     honest = refresh_in_the_pr(action, "actuals/regressed.json")
     honest["eval_sets"]["shop"]["cases"]["order_status"]["history"] = "PFPFPFP"
-    write(action, BASELINE, honest)
+    write_json(action, BASELINE, honest)
     code, headline, body = pr_run(action)
     assert code == 1, body
     assert headline.startswith("### ❌ evalbot: blocked: ⚠️ this PR's baseline update is stale (shop/order\\_status: "
