@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import conftest
-from tests.e2e.conftest import Action, make_baseline, pull_request_event
+from tests.e2e.conftest import Action, add_repo_metric, make_baseline, pull_request_event
 
 VOTE = {"yes": 1, "no": 0}
 
@@ -83,14 +83,7 @@ def test_a_custom_metric_printing_24_mb_to_stderr_stores_none_of_it(
     wrapper.write_text(f"#!/bin/sh\nulimit -f 16384\nexec {conftest.PYTHON} \"$@\"\n", encoding="utf-8")
     wrapper.chmod(0o755)
     monkeypatch.setattr(conftest, "PYTHON", str(wrapper))
-    (action.workspace / "repo_metrics").mkdir()
-    (action.workspace / "repo_metrics" / "__init__.py").write_text("", encoding="utf-8")
-    (action.workspace / "repo_metrics" / "checks.py").write_text(LOUD, encoding="utf-8")
-    config_path = action.workspace / "evals" / "test_config.json"
-    config = json.loads(config_path.read_text(encoding="utf-8"))
-    config["criteria"]["tools_used"] = 0.5
-    config["custom_metrics"] = {"tools_used": {"code_config": {"name": "repo_metrics.checks.tools_used"}}}
-    config_path.write_text(json.dumps(config), encoding="utf-8")
+    add_repo_metric(action, LOUD)
     make_baseline(action, baseline_text)
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
     report = json.loads((action.workspace / ".evalbot-out" / "report.json").read_text(encoding="utf-8"))

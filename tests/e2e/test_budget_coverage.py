@@ -12,7 +12,7 @@ import json
 import shutil
 from typing import Any
 
-from tests.e2e.conftest import BASE_SHA, BASELINE, CONFIG, Action, event, make_baseline, pull_request_event
+from tests.e2e.conftest import BASE_SHA, CONFIG, Action, measure_baseline, pr_comment
 from tests.fakes.builders import case, eval_set, inv
 
 N = 12
@@ -43,22 +43,12 @@ def budget_workspace(action: Action) -> None:
     for name, runs in (("main", recorded(1.0)), ("stripped", recorded(3.0, stripped=N - 1)),
                        ("same", recorded(1.05)), ("tripled", recorded(3.0))):
         (action.workspace / "actuals" / f"{name}.json").write_text(json.dumps(runs), encoding="utf-8")
-    run = action.run("push", event("push"), inputs={"mode": "baseline", "actuals": "actuals/main.json"},
-                     ref="refs/heads/main", sha=BASE_SHA)
-    assert run.code == 0, run.stdout + run.stderr
-    make_baseline(action, (action.workspace / BASELINE).read_text(encoding="utf-8"))
-    (action.workspace / BASELINE).unlink()
-
-
-def pr_run(action: Action, actuals: str) -> tuple[int, str, str]:
-    run = action.run("pull_request", pull_request_event(), inputs={"actuals": actuals})
-    body = action.github.comments_on(7)[-1].body
-    return run.code, body.splitlines()[1], body
+    measure_baseline(action, "actuals/main.json")
 
 
 def test_token_counts_stripped_from_11_of_12_runs_leave_the_budget_not_measured(action: Action) -> None:
     budget_workspace(action)
-    code, headline, body = pr_run(action, "actuals/stripped.json")
+    code, headline, body = pr_comment(action, "actuals/stripped.json")
     assert code == 3, body
     assert headline == "### ⛔ evalbot: could not measure, not passing: budget tokens +20% not measured on shop", \
         headline
@@ -72,9 +62,9 @@ def test_token_counts_stripped_from_11_of_12_runs_leave_the_budget_not_measured(
 def test_controls_every_case_measured_within_and_over_budget(action: Action) -> None:
     """Every case measured on both sides: +5% passes, tripled tokens block (as before)."""
     budget_workspace(action)
-    code, headline, body = pr_run(action, "actuals/same.json")
+    code, headline, body = pr_comment(action, "actuals/same.json")
     assert (code, headline) == (0, "### ✅ evalbot: no regressions"), body
     assert "✅ within budget" in next(line for line in body.splitlines() if line.startswith("| shop | tokens |"))
-    code, headline, body = pr_run(action, "actuals/tripled.json")
+    code, headline, body = pr_comment(action, "actuals/tripled.json")
     assert code == 1, body
     assert headline.startswith("### ❌ evalbot: blocked: ⛔ tokens +200% over the +20% budget"), headline

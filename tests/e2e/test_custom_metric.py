@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Action, event, first_stage, make_baseline, pull_request_event, workflow_run_event
+from tests.e2e.conftest import (
+    Action,
+    add_repo_metric,
+    event,
+    first_stage,
+    make_baseline,
+    pull_request_event,
+    workflow_run_event,
+)
 
 MODULE = """
 import pathlib
@@ -24,19 +32,8 @@ def tools_used(instance):
 """
 
 
-def add_custom_metric(action: Action) -> None:
-    (action.workspace / "repo_metrics").mkdir()
-    (action.workspace / "repo_metrics" / "__init__.py").write_text("", encoding="utf-8")
-    (action.workspace / "repo_metrics" / "checks.py").write_text(MODULE, encoding="utf-8")
-    config_path = action.workspace / "evals" / "test_config.json"
-    config = json.loads(config_path.read_text(encoding="utf-8"))
-    config["criteria"]["tools_used"] = 0.5
-    config["custom_metrics"] = {"tools_used": {"code_config": {"name": "repo_metrics.checks.tools_used"}}}
-    config_path.write_text(json.dumps(config), encoding="utf-8")
-
-
 def test_first_stage_scores_it_and_the_second_stage_imports_nothing(action: Action, baseline_text: str) -> None:
-    add_custom_metric(action)
+    add_repo_metric(action, MODULE)
     marker = action.workspace / "repo_metrics" / "IMPORTED"
     first_stage(action, "actuals/good.json", baseline_text)
     assert marker.exists()  # the pull_request stage ran the repository's function
@@ -61,7 +58,7 @@ def test_first_stage_scores_it_and_the_second_stage_imports_nothing(action: Acti
 
 
 def test_pull_request_target_refuses_to_import_repository_code(action: Action, baseline_text: str) -> None:
-    add_custom_metric(action)
+    add_repo_metric(action, MODULE)
     marker = action.workspace / "repo_metrics" / "IMPORTED"
     run = action.run("pull_request_target", pull_request_event(), inputs={"actuals": "actuals/good.json"})
     assert not marker.exists()
@@ -83,7 +80,7 @@ def with_module(action: Action, source: str) -> Path:
 
 def test_a_metric_that_exits_the_process_is_an_error_with_a_comment(action: Action, baseline_text: str) -> None:
     """os._exit(0) in the metric: its cases are error, the verdict is error, the step fails and the comment says so."""
-    add_custom_metric(action)
+    add_repo_metric(action, MODULE)
     with_module(action, "import os\ndef tools_used(instance):\n    os._exit(0)\n")
     make_baseline(action, baseline_text)
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
@@ -100,7 +97,7 @@ def test_a_metric_that_exits_the_process_is_an_error_with_a_comment(action: Acti
 
 
 def test_a_module_that_exits_on_import_is_an_error_with_a_comment(action: Action, baseline_text: str) -> None:
-    add_custom_metric(action)
+    add_repo_metric(action, MODULE)
     with_module(action, "import os\nos._exit(0)\n")
     make_baseline(action, baseline_text)
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
@@ -132,7 +129,7 @@ def tools_used(instance):
 def test_monkeypatching_the_gate_from_the_module_has_no_effect(action: Action, baseline_text: str) -> None:
     """The module rewrites evalbot's gate functions when imported: that is the worker's copy; the regression
     still blocks."""
-    add_custom_metric(action)
+    add_repo_metric(action, MODULE)
     with_module(action, MONKEYPATCH)
     make_baseline(action, baseline_text)
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/regressed.json"})
@@ -146,7 +143,7 @@ def test_monkeypatching_the_gate_from_the_module_has_no_effect(action: Action, b
     "event_name", ["issue_comment", "workflow_dispatch", "schedule", "merge_group", "pull_request_review"]
 )
 def test_events_off_the_allow_list_never_import_and_say_not_evaluated(action: Action, event_name: str) -> None:
-    add_custom_metric(action)
+    add_repo_metric(action, MODULE)
     marker = action.workspace / "repo_metrics" / "IMPORTED"
     run = action.run(event_name, event("push"), inputs={"actuals": "actuals/good.json"}, ref="refs/heads/feature")
     assert not marker.exists()
@@ -162,7 +159,7 @@ def test_events_off_the_allow_list_never_import_and_say_not_evaluated(action: Ac
 
 def test_a_refused_event_on_a_pull_request_says_so_in_the_comment(action: Action, baseline_text: str) -> None:
     """mode pull_request on pull_request_review: the comment's headline says the metric was not measured."""
-    add_custom_metric(action)
+    add_repo_metric(action, MODULE)
     make_baseline(action, baseline_text)
     run = action.run("pull_request_review", pull_request_event(),
                      inputs={"actuals": "actuals/good.json", "mode": "pull_request"})

@@ -18,16 +18,7 @@ import pytest
 
 from evalbot.judges.base import DEFAULT_JUDGE_MODEL
 from evalbot.judges.cache import cache_key
-from tests.e2e.conftest import (
-    BASE_SHA,
-    VALID,
-    Action,
-    event,
-    make_baseline,
-    pull_request_event,
-    read_json,
-    write_json,
-)
+from tests.e2e.conftest import BASE_SHA, VALID, Action, event, make_baseline, pull_request_event, read_json, write_json
 from tests.fakes.fake_gemini import FakeGemini
 
 STEER = "evals/steer"

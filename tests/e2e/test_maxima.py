@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from tests.e2e.conftest import BASE_SHA, BASELINE, Action, event, make_baseline, pull_request_event
+from tests.e2e.conftest import Action, measure_baseline, pr_comment
 
 CASES = 8
 STEPS = 4
@@ -52,28 +52,13 @@ def set_criteria(action: Action, criteria: dict[str, float]) -> None:
     (action.workspace / CONFIG).write_text(json.dumps({"criteria": criteria}), encoding="utf-8")
 
 
-def main_baseline(action: Action) -> None:
-    """Mode baseline on main's rows, published at the base commit only."""
-    run = action.run("push", event("push"), inputs={"mode": "baseline", "actuals": "actuals/main.jsonl"},
-                     ref="refs/heads/main", sha=BASE_SHA)
-    assert run.code == 0, run.stdout + run.stderr
-    make_baseline(action, (action.workspace / BASELINE).read_text(encoding="utf-8"))
-    (action.workspace / BASELINE).unlink()
-
-
-def pr_run(action: Action, actuals: str) -> tuple[int, str, str]:
-    run = action.run("pull_request", pull_request_event(), inputs={"actuals": actuals})
-    body = action.github.comments_on(7)[-1].body
-    return run.code, body.splitlines()[1], body
-
-
 def test_raising_a_maximum_loosens_and_blocks(action: Action) -> None:
     """Row 5: latency 2.0 → 60.0 s with the agent at 45 s is a loosened threshold, named with the cases main's
     maximum fails; before, "not blocking: raised thresholds"."""
     ops_workspace(action, {"latency": 2.0, "failure": 0.5})
-    main_baseline(action)
+    measure_baseline(action, "actuals/main.jsonl")
     set_criteria(action, {"latency": 60.0, "failure": 0.5})
-    code, headline, body = pr_run(action, "actuals/slow.jsonl")
+    code, headline, body = pr_comment(action, "actuals/slow.jsonl")
     assert code == 1, body
     assert headline.startswith("### ❌ evalbot: blocked: ⚠️ 1 yardstick change not accepted (ops / latency: "
                                "threshold 2.000 → 60.000 (a maximum: raising it loosens))"), headline
@@ -85,9 +70,9 @@ def test_raising_a_maximum_loosens_and_blocks(action: Action) -> None:
 def test_lowering_a_maximum_tightens_and_does_not_block(action: Action) -> None:
     """The control: latency 2.0 → 1.8 s (the agent at 1.5 s, as on main) is shown as a tightened threshold."""
     ops_workspace(action, {"latency": 2.0, "failure": 0.5})
-    main_baseline(action)
+    measure_baseline(action, "actuals/main.jsonl")
     set_criteria(action, {"latency": 1.8, "failure": 0.5})
-    code, headline, body = pr_run(action, "actuals/main.jsonl")
+    code, headline, body = pr_comment(action, "actuals/main.jsonl")
     assert code == 0, body
     assert headline == ("### ⚠️ evalbot: no regressions · ⚠️ 1 yardstick change (ops / latency: threshold 2.000 → "
                         "1.800 (a maximum: lowering it tightens)) (not blocking: tightened thresholds and moved files "
@@ -99,8 +84,8 @@ def test_a_rising_failure_rate_is_a_regression(action: Action) -> None:
     which on a lower-is-better criterion is the regression; before, exit 0 with "▲ mean rose significantly" as
     good news."""
     ops_workspace(action, {"latency": 2.0, "failure": 0.5})
-    main_baseline(action)
-    code, headline, body = pr_run(action, "actuals/failing.jsonl")
+    measure_baseline(action, "actuals/main.jsonl")
+    code, headline, body = pr_comment(action, "actuals/failing.jsonl")
     assert code == 1, body
     assert headline.startswith("### ❌ evalbot: blocked"), headline
     row = next(line for line in body.splitlines() if line.startswith("| failure |"))
@@ -112,9 +97,9 @@ def test_a_falling_failure_rate_is_an_improvement(action: Action) -> None:
     """The control, the other way: main failed 1 of 4 invocations of every case, this run none: an improvement."""
     ops_workspace(action, {"latency": 2.0, "failure": 0.5})
     (action.workspace / "actuals" / "main.jsonl").write_text(rows(seconds=1.5, failures=1), encoding="utf-8")
-    main_baseline(action)
+    measure_baseline(action, "actuals/main.jsonl")
     (action.workspace / "actuals" / "main.jsonl").write_text(rows(seconds=1.5, failures=0), encoding="utf-8")
-    code, headline, body = pr_run(action, "actuals/main.jsonl")
+    code, headline, body = pr_comment(action, "actuals/main.jsonl")
     assert code == 0, body
     assert headline == "### ✅ evalbot: no regressions", headline
     row = next(line for line in body.splitlines() if line.startswith("| failure |"))
