@@ -37,10 +37,15 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 REPLAY = ["--judge-cache", "judge-cache", "--judge-replay"]
 
 
-def test_a_misspelt_criterion_names_the_closest_one_not_the_whole_list(
-        proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def misspell_trajectory_criterion(proj: Path) -> None:
+    """evals/orders' config names ``tool_trajectory_avg_scor`` where it means ``tool_trajectory_avg_score``."""
     config = proj / "evals" / "orders" / "test_config.json"
     config.write_text(config.read_text().replace('"tool_trajectory_avg_score"', '"tool_trajectory_avg_scor"'))
+
+
+def test_a_misspelt_criterion_names_the_closest_one_not_the_whole_list(
+        proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    misspell_trajectory_criterion(proj)
     assert main(["run", "evals/orders", "--actuals", "runs/pr.json"], env={}) == 2
     out = capsys.readouterr().out
     assert ("unknown criterion 'tool_trajectory_avg_scor' (evals/orders/test_config.json:/criteria/"
@@ -291,8 +296,7 @@ def test_a_case_missing_from_a_good_actuals_file_still_names_its_id(
 
 def test_a_misconfigured_criterion_counts_its_cases_in_one_line(
         proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config = proj / "evals" / "orders" / "test_config.json"
-    config.write_text(config.read_text().replace('"tool_trajectory_avg_score"', '"tool_trajectory_avg_scor"'))
+    misspell_trajectory_criterion(proj)
     assert main(["run", "evals/orders", "--actuals", "runs/pr.json"], env={}) == 2
     out = capsys.readouterr().out
     assert out.count("unknown criterion 'tool_trajectory_avg_scor'") == 1
@@ -362,8 +366,7 @@ def test_a_misconfigured_criterion_is_one_line_in_the_comment_beside_a_case_with
         proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """As the console's lines: the three cases the criterion alone leaves unevaluated share one line; the case that
     also fails another criterion keeps its details."""
-    config = proj / "evals" / "orders" / "test_config.json"
-    config.write_text(config.read_text().replace('"tool_trajectory_avg_score"', '"tool_trajectory_avg_scor"'))
+    misspell_trajectory_criterion(proj)
     assert main(["compare", "evals/orders", "--actuals", "runs/pr.json", "--comment", "c.md", "--summary", "s.md"],
                 env={}) == 2
     capsys.readouterr()
