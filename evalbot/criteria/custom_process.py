@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from evalbot.criteria.custom_supervisor import children_by_parent
 from evalbot.redact import holds_secret
 
 WORKER_SCRIPT = Path(__file__).with_name("custom_worker.py")
@@ -100,26 +101,6 @@ def _marks(pid: int | str) -> tuple[str, int] | None:
     return found.get("NoNewPrivs", "0"), bounding
 
 
-def _tree() -> dict[int, list[int]]:
-    """Each process's children, by parent pid (``/proc/PID/stat``)."""
-    children: dict[int, list[int]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        names = []
-    for name in names:
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as stat:
-                    text = stat.read()
-            except OSError:
-                continue
-            fields = text[text.rfind(b")") + 2:].split()
-            if len(fields) > 1:
-                children.setdefault(int(fields[1]), []).append(int(name))
-    return children
-
-
 def sweep_escaped() -> int:
     """End every process of a worker's tree that escaped its supervisor (the metric killed it): such a process is
     re-parented to the gate (a subreaper) and carries what the supervisor locked, which it cannot undo
@@ -130,7 +111,7 @@ def sweep_escaped() -> int:
     me, killed = os.getpid(), 0
     deadline = time.monotonic() + SWEEP_S
     while time.monotonic() < deadline:
-        tree = _tree()
+        tree = children_by_parent(zombies=True)
         with _supervisors_lock:
             live = set(_supervisors)
         escaped = []

@@ -61,12 +61,13 @@ def _lock_down() -> None:
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
 
 
-def _descendants(root: int) -> list[int]:
-    """Every live process below ``root``, by parent pid (read from ``/proc/PID/stat``)."""
+def children_by_parent(*, zombies: bool) -> dict[int, list[int]]:
+    """Each process's children, by parent pid (read from ``/proc/PID/stat``; zombies left out unless ``zombies``).
+    Empty without ``/proc``.  Shared with criteria.custom_process (this file imports nothing of evalbot)."""
     children: dict[int, list[int]] = {}
     try:
         names = os.listdir("/proc")
-    except OSError:  # no /proc: only the worker itself can be found (its process group is killed by the gate)
+    except OSError:
         names = []
     for name in names:
         if not name.isdigit():
@@ -77,8 +78,15 @@ def _descendants(root: int) -> list[int]:
         except OSError:
             continue
         fields = text[text.rfind(b")") + 2:].split()
-        if len(fields) > 1 and fields[0] != b"Z":
+        if len(fields) > 1 and (zombies or fields[0] != b"Z"):
             children.setdefault(int(fields[1]), []).append(int(name))
+    return children
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live process below ``root``, by parent pid (without ``/proc`` none: only the worker itself can be found,
+    and its process group is killed by the gate)."""
+    children = children_by_parent(zombies=False)
     found: list[int] = []
     stack = [root]
     while stack:
