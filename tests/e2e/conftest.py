@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -339,3 +340,29 @@ def pr_actuals(action: Action, greeting: str) -> str:
     data["greeting"][0]["final_response"]["parts"][0]["text"] = greeting
     (action.workspace / "actuals" / "pr.json").write_text(json.dumps(data), encoding="utf-8")
     return "actuals/pr.json"
+
+
+def what_to_do(body: str) -> str:
+    """The accept command the comment's "What to do" offers first."""
+    first = body.split("**What to do**", 1)[1].strip().splitlines()[0]
+    assert first.startswith("- If these changes are intended, accept exactly them"), first
+    return first.rsplit("`", 2)[1]
+
+
+def evalbot(action: Action, command: str, main_file: Path) -> subprocess.CompletedProcess[str]:
+    """A command from the comment, run in the workspace as the PR's author runs it (``--previous BASE:PATH`` read
+    from ``main_file``, the base commit's file: the workspace has no git history)."""
+    argv = shlex.split(command)
+    assert argv[0] == "evalbot" and f"{BASE_SHA}:{BASELINE}" in argv, command
+    argv = [str(main_file) if a == f"{BASE_SHA}:{BASELINE}" else a for a in argv[1:]]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(action.tmp), "PYTHONPATH": str(ROOT),
+           "GOOGLE_API_KEY": "fake-gemini-key", "GOOGLE_GEMINI_BASE_URL": action.gemini.url}
+    return subprocess.run([sys.executable, "-m", "evalbot.cli", *argv], cwd=action.workspace, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def main_file(action: Action, text: str, name: str = "main-baseline.json") -> Path:
+    """The base commit's baseline ``text`` as a file outside the workspace (for ``evalbot``'s ``--previous``)."""
+    path = action.tmp / name
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -9,21 +9,18 @@ workspace is no git repository)."""
 from __future__ import annotations
 
 import json
-import os
-import shlex
-import subprocess
-import sys
-from pathlib import Path
 
 from tests.e2e.conftest import (
     BASE_SHA,
     BASELINE,
-    ROOT,
     Action,
+    evalbot,
     event,
+    main_file,
     make_baseline,
     pull_request_event,
     read_json,
+    what_to_do,
     write_json,
 )
 
@@ -49,30 +46,6 @@ def pr_run(action: Action) -> tuple[int, str, str, str]:
     run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/pr.json"})
     body = action.github.comments_on(7)[0].body
     return run.code, body.splitlines()[1], body, run.stdout
-
-
-def what_to_do(body: str) -> str:
-    first = body.split("**What to do**", 1)[1].strip().splitlines()[0]
-    assert first.startswith("- If these changes are intended, accept exactly them"), first
-    return first.rsplit("`", 2)[1]
-
-
-def evalbot(action: Action, command: str, main_file: Path) -> subprocess.CompletedProcess[str]:
-    """A command from the comment, run in the workspace as the PR's author runs it (``--previous BASE:PATH`` read
-    from ``main_file``, the base commit's file: the workspace has no git history)."""
-    argv = shlex.split(command)
-    assert argv[0] == "evalbot" and f"{BASE_SHA}:{BASELINE}" in argv, command
-    argv = [str(main_file) if a == f"{BASE_SHA}:{BASELINE}" else a for a in argv[1:]]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(action.tmp), "PYTHONPATH": str(ROOT),
-           "GOOGLE_API_KEY": "fake-gemini-key", "GOOGLE_GEMINI_BASE_URL": action.gemini.url}
-    return subprocess.run([sys.executable, "-m", "evalbot.cli", *argv], cwd=action.workspace, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
-
-
-def main_file(action: Action, text: str, name: str = "main-baseline.json") -> Path:
-    path = action.tmp / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def test_accepting_only_the_intended_change_keeps_the_accident_blocking(action: Action, baseline_text: str) -> None:

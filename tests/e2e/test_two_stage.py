@@ -15,12 +15,14 @@ from tests.e2e.conftest import (
     REPO,
     RUN_ID,
     Action,
+    evalbot,
     event,
     first_stage,
+    main_file,
     uploaded,
+    what_to_do,
     workflow_run_event,
 )
-from tests.e2e.test_accept_loop import evalbot, main_file, what_to_do
 from tests.fakes.fake_github import Pull
 from tests.fakes.fake_github_routes import STORAGE_SIGNATURE
 from tests.forge.malformed_zips import BROKEN_DIRECTORY, MALFORMED
