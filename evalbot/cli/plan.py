@@ -23,8 +23,7 @@ from evalbot.compare.baseline import DEFAULT_BASELINE_PATH
 from evalbot.compare.gate import GatePolicy, policy_from_settings
 from evalbot.errors import EXIT_OK, ConfigError
 from evalbot.forge.base import ForgeUnavailable
-from evalbot.load import discover, load_config
-from evalbot.pipeline import settings_for
+from evalbot.load import Configs, discover
 
 
 def add_parser(sub: Any) -> None:
@@ -46,10 +45,10 @@ def add_parser(sub: Any) -> None:
     plan.set_defaults(comment_template=None)
 
 
-def _gate(args: argparse.Namespace, ref: str, files: Sequence[Path]
+def _gate(args: argparse.Namespace, ref: str, configs: Configs, files: Sequence[Path]
           ) -> tuple[GatePolicy | None, str | None, str]:
     """The gate policy at ``ref`` (None and why, when it cannot be read), and the baseline file's path."""
-    settings, config = settings_for(args.paths, config=args.config)
+    settings, config = configs.settings(files)
     policy = policy_from_settings(settings, source=str(config or "command line"))  # the working tree's: checked
     change = ChangeSide(settings=settings, config=None, policy=policy, template=None, files=[])
     gate = gate_at_ref(args, ref, change, config, files, {})
@@ -59,8 +58,8 @@ def _gate(args: argparse.Namespace, ref: str, files: Sequence[Path]
 
 def cmd_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot plan``: the affected eval sets, one per line (``--json``: every eval set with its reasons)."""
-    if args.config is not None:
-        load_config(Path(args.config))  # an unusable --config is named first, as run and compare name it
+    # Read first, and once: an unusable --config is named before the eval sets are looked for, as run and compare do.
+    configs = Configs(Path(args.config) if args.config is not None else None)
     files, errors = discover(args.paths)
     if errors:
         raise errors[0]
@@ -69,7 +68,7 @@ def cmd_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     except ForgeUnavailable as exc:
         raise ConfigError(f"--base {args.base}: not in a git repository, so nothing can be compared with it ({exc})") \
             from None
-    policy, error, baseline = _gate(args, args.base, files)
+    policy, error, baseline = _gate(args, args.base, configs, files)
     sel, shown = selection_at(args.base, files, args.config, policy, error, root, baseline)
     for note in sel.notes:
         print(f"evalbot: notice: {note}", file=sys.stderr)
