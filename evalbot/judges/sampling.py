@@ -18,13 +18,12 @@ def join(replies: Sequence[JudgeReply]) -> JudgeReply:
     texts: list[str] = []
     usage = Usage()
     cached = 0
-    served = JudgeReply(())
     for reply in replies:
         texts.extend(reply.texts)
         usage += reply.usage
         cached += reply.cached_samples
-        served = JudgeReply((), served=served.serving(reply))
-    return JudgeReply(tuple(texts), usage, cached, served.served)
+    served = " + ".join(dict.fromkeys(reply.served for reply in replies if reply.served)) or None
+    return JudgeReply(tuple(texts), usage, cached, served)
 
 
 class SamplingJudge:
