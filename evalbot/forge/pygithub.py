@@ -154,11 +154,11 @@ class PyGithubForge:
         timeout_s: float = 30.0,
         seconds_between_writes: float | None = 1.0,
         per_page: int = 100,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         self._policy = retry
         self._timeout_s = timeout_s
-        self._sleep = sleep
+        self._sleep = sleep if sleep is not None else time.sleep  # looked up now, as urllib3 looks it up per wait
         self._bot_login = bot_login
         self._installation_token = token.startswith(INSTALLATION_TOKEN_PREFIX)
         self.counter = RequestCounter()

@@ -97,3 +97,17 @@ def test_a_run_that_outlives_its_timeout_is_killed(tmp_path: Path) -> None:
     assert again.stdout.readline() == "started\n"
     os.kill(again.pid, 9)
     assert again.communicate(30) == ("", "") and again.returncode == -9
+
+
+def test_long_waits_pass_a_hundred_times_faster_and_short_ones_are_kept(tmp_path: Path) -> None:
+    """A retry backoff (here 20 s) takes a hundredth of it; a polling tick (0.2 s) keeps its length; the CPU the
+    run used is counted."""
+    path = tmp_path / "waits.py"
+    path.write_text("import json, time\nfor wait in (20.0, 0.2):\n    t = time.monotonic()\n    time.sleep(wait)\n"
+                    "    print(json.dumps([wait, time.monotonic() - t]))\n", encoding="utf-8")
+    before = prewarmed.CHILD_CPU
+    code, out, err = forked(path, {}, tmp_path)
+    assert code == 0, err
+    waited = dict(json.loads(line) for line in out.splitlines())
+    assert 0.2 <= waited[20.0] < 2.0 and waited[0.2] >= 0.2
+    assert prewarmed.CHILD_CPU > before
