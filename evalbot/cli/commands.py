@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import sys
@@ -20,6 +19,7 @@ from evalbot import __version__
 from evalbot.cli.evaluate import add_eval_args, estimate_run, evaluate_args, run_streamed, show_report
 from evalbot.criteria import CRITERIA
 from evalbot.errors import EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK, EvalbotError
+from evalbot.formats.jsonio import freeze_for_good
 from evalbot.judges.factory import SECRET_ENV
 from evalbot.redact import register_secret
 
@@ -120,7 +120,7 @@ def entry() -> int:
     the cyclic collector, so the interpreter's exit neither walks nor frees it: the OS reclaims it (about 3 s of CPU
     at 100,000 invocations). Output files are closed and the atexit hooks (the judge cache's writer) still run."""
     code = main()
-    gc.freeze()
+    freeze_for_good()
     return code
 
 

@@ -8,7 +8,6 @@ recompute; the parts' bytes are read by :mod:`evalbot.shard.parts`.
 
 from __future__ import annotations
 
-import gc
 import json
 import math
 import re
@@ -20,7 +19,7 @@ from pydantic import ValidationError
 
 from evalbot.compare.passrule import PROBLEM_PREFIX as PASS_RULE_PROBLEM
 from evalbot.errors import EvalbotError
-from evalbot.formats.jsonio import gc_paused
+from evalbot.formats.jsonio import freeze_for_good, gc_paused
 from evalbot.formats.loaded import LoadedEvalSet
 from evalbot.judges.base import Usage
 from evalbot.judges.usage import UsageLedger, estimated_cost
@@ -237,7 +236,7 @@ def loading_parts() -> Iterator[None]:
     frees them."""
     with gc_paused():
         yield
-        gc.freeze()
+        freeze_for_good()
 
 
 def check_settled(parts: Sequence[tuple[str, Report]], expected: str | None, against: str) -> None:

@@ -123,13 +123,13 @@ def test_gc_paused_moves_what_it_built_to_the_oldest_generation_still_collectabl
     import gc
     import weakref
 
-    from evalbot.formats.jsonio import gc_paused
+    from evalbot.formats.jsonio import freeze_for_good, gc_paused, thaw
 
     class Node:
         def __init__(self) -> None:
             self.me = self
 
-    gc.unfreeze()  # an in-process merge earlier in this test process (shard.loading_parts) leaves what it kept frozen
+    thaw()  # an in-process merge earlier in this test process (shard.loading_parts) leaves what it kept frozen
     gc.collect()
     with gc_paused():
         kept = [[i] for i in range(100)]
@@ -146,12 +146,15 @@ def test_gc_paused_moves_what_it_built_to_the_oldest_generation_still_collectabl
     try:
         with gc_paused():
             frozen = [[1]]
-            gc.freeze()
+            freeze_for_good()
             later = [[2]]
         assert gc.get_freeze_count() > 0 and id(frozen) not in {id(o) for o in gc.get_objects()}
         assert id(later) in {id(o) for o in gc.get_objects(generation=0)}
+        with gc_paused():  # a later pause leaves them frozen too
+            pass
+        assert id(frozen) not in {id(o) for o in gc.get_objects()}
     finally:
-        gc.unfreeze()
+        thaw()
 
 
 _JSON = st.recursive(
