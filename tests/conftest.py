@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,20 @@ import pytest
 
 from evalbot.formats.jsonio import thaw
 from tests.fakes.builders import Writer
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Where ``PYTHONDONTWRITEBYTECODE`` is set (some CI images set it), write bytecode under ``.pytest_cache/pycache``
+    instead (``PYTHONPYCACHEPREFIX``, inherited by the workers and by the commands the tests start): without it each
+    of the suite's hundreds of ``python -m evalbot`` processes compiled evalbot from source again (0.18 s of CPU each)
+    and each worker rewrote every test module's asserts again. Nothing is written beside the sources."""
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+        prefix = config.rootpath / ".pytest_cache" / "pycache"
+        prefix.mkdir(parents=True, exist_ok=True)
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
+        os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+        sys.dont_write_bytecode = False
+        sys.pycache_prefix = str(prefix)
 
 
 @pytest.hookimpl(optionalhook=True)
