@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evalbot.criteria.base import CaseInput
-from evalbot.criteria.custom_code import code_identity
+from evalbot.criteria.custom_code import CodeIdentity, code_identity
 from evalbot.criteria.custom_process import Started, Worker, WorkerGone, WorkerPool, worker_path
 from evalbot.errors import ConfigError, install_hint
 from evalbot.formats.adk import FunctionCall, Invocation
@@ -82,6 +82,7 @@ from evalbot.results import (
 
 DEFAULT_TIMEOUT_S = 30.0
 BATCH_ITEMS = 256
+MAX_DATA_PATTERNS = 100
 """Calls sent to the worker in one message (each is answered on its own line, each with its own deadline)."""
 Contract = Literal["vertex", "adk"]
 _ADK_STATUS: dict[int, Status] = {1: "passed", 2: "failed", 3: "not_evaluated", 4: "informational"}
@@ -128,6 +129,9 @@ class Definition:
     function_path: str
     value_range: ValueRange = ValueRange()
     timeout_s: float = DEFAULT_TIMEOUT_S
+    data_files: tuple[str, ...] = ()
+    """Globs (from the repository root) of the data files the function reads: hashed into its code identity, and the
+    only repository files besides its code its worker may open."""
 
 
 def _number(value: Any, what: str) -> float:
@@ -162,7 +166,22 @@ def parse_definition(name: str, raw: Any) -> Definition:
     timeout_s = _number(timeout, f"custom_metrics.{name}.timeout_seconds")
     if timeout_s <= 0:
         raise ConfigError(f"custom_metrics.{name}.timeout_seconds must be positive, got {timeout!r}")
-    return Definition(path, value_range, timeout_s)
+    return Definition(path, value_range, timeout_s, _data_files(name, raw.get("data_files", [])))
+
+
+def _data_files(name: str, raw: Any) -> tuple[str, ...]:
+    """``data_files``: up to :data:`MAX_DATA_PATTERNS` globs relative to the repository root, none leaving it."""
+    what = f"custom_metrics.{name}.data_files"
+    if not isinstance(raw, list) or len(raw) > MAX_DATA_PATTERNS:
+        raise ConfigError(f"{what} must be a list of at most {MAX_DATA_PATTERNS} globs from the repository root "
+                          f"(e.g. [\"evals/metrics/keywords.txt\", \"evals/metrics/data/*.json\"])")
+    for index, pattern in enumerate(raw):
+        if not isinstance(pattern, str) or not pattern.strip() or len(pattern) > 300 or "\x00" in pattern:
+            raise ConfigError(f"{what}[{index}] must be a glob from the repository root, got {pattern!r}")
+        parts = pattern.replace("\\", "/").split("/")
+        if pattern.startswith(("/", "\\")) or ":" in parts[0] or ".." in parts:
+            raise ConfigError(f"{what}[{index}] {pattern!r} leaves the repository: give a path from its root")
+    return tuple(raw)
 
 
 def repository_root(start: Path) -> Path | None:
@@ -239,8 +258,8 @@ class CustomMetric:
     """A criterion computed by the user's function in a worker process (see the module docstring)."""
 
     def __init__(
-        self, spec: CriterionSpec, definition: Definition, worker: Worker | None, contract: Contract, code: str,
-        roots: Sequence[Path] = (), pool: WorkerPool | None = None,
+        self, spec: CriterionSpec, definition: Definition, worker: Worker | None, contract: Contract,
+        code: CodeIdentity, roots: Sequence[Path] = (), pool: WorkerPool | None = None,
     ) -> None:
         self.name = spec.name
         self.raw_threshold = spec.threshold
@@ -250,11 +269,12 @@ class CustomMetric:
         self.threshold = definition.value_range.to_unit(spec.threshold)
         self.identity = {
             "function": definition.function_path,
-            "code_sha256": code,
+            "code_sha256": code.sha256,
             "contract": contract,
             "range": str(definition.value_range),
         }
         self._worker = worker
+        self._code = code
         self._roots = list(roots)
         self._pool = pool
         self._key = pool_key(definition, self._roots)
@@ -355,9 +375,10 @@ class CustomMetric:
         if self._worker is not None and self._worker.gone is None:
             return self._worker
         if self._pool is not None:  # another eval set's case may have killed the shared worker: the pool starts anew
-            self._worker, _ = self._pool.get(self._key, lambda: start_worker(self.definition, self._roots))
+            self._worker, _ = self._pool.get(self._key,
+                                             lambda: start_worker(self.definition, self._roots, self._code))
         else:
-            self._worker, _ = start_worker(self.definition, self._roots)
+            self._worker, _ = start_worker(self.definition, self._roots, self._code)
         return self._worker
 
     def _give_up(self, reason: str, eval_id: str, hung: bool) -> None:
@@ -515,16 +536,19 @@ def require_adk() -> None:
 
 
 def pool_key(definition: Definition, roots: Sequence[Path]) -> tuple[str, ...]:
-    """What a run's worker is shared by: the function and the import path it was imported from."""
-    return (definition.function_path, *(str(r) for r in roots))
+    """What a run's worker is shared by: the function, the import path it was imported from and the data files it
+    may read."""
+    return (definition.function_path, *(str(r) for r in roots), *(f"data:{p}" for p in definition.data_files))
 
 
-def start_worker(definition: Definition, roots: Sequence[Path]) -> Started:
+def start_worker(definition: Definition, roots: Sequence[Path], code: CodeIdentity | None = None) -> Started:
     """A worker that has imported the function, and its answer (``contract``); ConfigError saying
-    what went wrong otherwise (the worker is then stopped)."""
+    what went wrong otherwise (the worker is then stopped). The worker may read, of the repository, only the files of
+    ``code`` (read now when not given)."""
     path = definition.function_path
     module_name = path.rpartition(".")[0]
-    worker = Worker(path, roots)
+    code = code if code is not None else metric_code(definition, roots)
+    worker = Worker(path, roots, readable=code.paths)
     try:
         started = worker.start(definition.timeout_s, f"importing {module_name}")
     except WorkerGone as exc:
@@ -555,9 +579,9 @@ def build(
     roots = import_roots(origin)
     code = metric_code(definition, roots, pool)  # read before the worker runs any repository code
     if pool is None:
-        worker, started = start_worker(definition, roots)
+        worker, started = start_worker(definition, roots, code)
     else:
-        worker, started = pool.get(pool_key(definition, roots), lambda: start_worker(definition, roots))
+        worker, started = pool.get(pool_key(definition, roots), lambda: start_worker(definition, roots, code))
     contract: Contract = "adk" if started["contract"] == "adk" else "vertex"
     if contract == "adk":
         try:
@@ -568,13 +592,13 @@ def build(
     return CustomMetric(spec, definition, worker, contract, code, roots, pool)
 
 
-def metric_code(definition: Definition, roots: Sequence[Path], pool: WorkerPool | None = None) -> str:
-    """The hash of the function's module and the repository files it imports, read by this process (once per run
-    with a ``pool``)."""
+def metric_code(definition: Definition, roots: Sequence[Path], pool: WorkerPool | None = None) -> CodeIdentity:
+    """The identity of the function's module, the repository files it imports and its declared data files, read by
+    this process (once per run with a ``pool``)."""
     module = definition.function_path.rpartition(".")[0]
 
-    def compute() -> str:
-        return code_identity(module, worker_path(roots), roots).sha256
+    def compute() -> CodeIdentity:
+        return code_identity(module, worker_path(roots), roots, definition.data_files)
 
     return compute() if pool is None else pool.identity(pool_key(definition, roots), compute)
 

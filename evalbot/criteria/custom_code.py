@@ -11,9 +11,10 @@ repository (under one of its import roots), by its path relative to that root an
 roots (the standard library, installed packages) are the gate's environment: neither hashed nor followed.
 
 The identity changes when the metric's module or any repository file it imports changes, so the baseline comparison
-shows "custom metric code changed" (a yardstick change) for an edited helper as for an edited function.  What cannot
-be seen statically (a module name computed at run time, a ``sys.path`` the module extends, a data file it reads) is
-not covered: docs/criteria.md says so.
+shows "custom metric code changed" (a yardstick change) for an edited helper as for an edited function.  The data
+files the metric declares (``data_files``: globs from the repository root) are hashed too.  What cannot be seen
+statically (a module imported by a computed name or from a ``sys.path`` the module extends, an undeclared data file)
+the worker refuses to open (criteria.custom_worker): the metric runs exactly the repository files hashed here.
 
 Each file is opened without following it into a FIFO or device (``O_NONBLOCK``, then ``fstat``: only a regular file
 is read), at most :data:`MAX_FILE_BYTES` of it is hashed, a file over :data:`MAX_PARSE_BYTES` or one that does not
@@ -28,7 +29,7 @@ import json
 import os
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 MAX_FILES = 2000
@@ -43,10 +44,13 @@ _DYNAMIC = {"import_module", "__import__"}
 
 @dataclass(frozen=True)
 class CodeIdentity:
-    """A metric's code: ``sha256`` over the repository files it runs (``files``: their paths from their root)."""
+    """A metric's code: ``sha256`` over the repository files it runs (``files``: their paths from their root) and the
+    data files it declared; ``paths``: where those files are (symbolic links resolved), the only repository files its
+    worker may read."""
 
     sha256: str
     files: tuple[str, ...]
+    paths: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -174,10 +178,32 @@ def _imports(tree: ast.AST, package: str) -> Iterator[tuple[str, bool]]:
                     yield first.value, False
 
 
-def code_identity(module: str, search: Sequence[Path], roots: Sequence[Path]) -> CodeIdentity:
-    """The identity of ``module`` and the repository files it imports (see the module docstring)."""
+def _data_files(patterns: Sequence[str], root: Path) -> Iterator[tuple[str, Path | None]]:
+    """Each declared pattern's matches under ``root`` (``(key, path)``; ``(key, None)`` for a pattern that matches no
+    regular file inside the root, so that adding one later changes the identity)."""
+    real_root = root.resolve()
+    for pattern in patterns:
+        matched = False
+        for path in sorted(root.glob(pattern)):
+            try:
+                real = path.resolve()
+                regular = path.is_file()
+            except (OSError, RuntimeError):
+                continue
+            if regular and (real_root in real.parents):
+                matched = True
+                yield f"data:{path.relative_to(root).as_posix()}", path
+        if not matched:
+            yield f"data:{pattern}", None
+
+
+def code_identity(module: str, search: Sequence[Path], roots: Sequence[Path],
+                  data_files: Sequence[str] = ()) -> CodeIdentity:
+    """The identity of ``module``, the repository files it imports and the ``data_files`` it declared (globs from the
+    first root; see the module docstring)."""
     resolver = _Resolver(search, roots)
     hashed: dict[str, str] = {}
+    paths: set[str] = set()
     seen: set[Path] = set()
     queue: list[tuple[str, _Found]] = []
 
@@ -210,6 +236,7 @@ def code_identity(module: str, search: Sequence[Path], roots: Sequence[Path]) ->
             hashed[key] = what
             continue
         hashed[key] = hashlib.sha256(data).hexdigest() + f" {what}"
+        paths.add(os.path.realpath(hit.path))
         if len(data) > MAX_PARSE_BYTES or not hit.path.name.endswith(_SUFFIXES):
             continue
         try:
@@ -224,5 +251,17 @@ def code_identity(module: str, search: Sequence[Path], roots: Sequence[Path]) ->
             visit(imported, found)
     if truncated:
         hashed["<truncated>"] = f"more than {MAX_FILES} files"
+    if data_files and roots:
+        for index, (key, path) in enumerate(_data_files(data_files, roots[0])):
+            if index >= MAX_FILES:
+                hashed["<data truncated>"] = f"more than {MAX_FILES} data files"
+                break
+            if path is None:
+                hashed[key] = "no file"
+                continue
+            data, what = _read(path)
+            hashed[key] = what if data is None else hashlib.sha256(data).hexdigest() + f" {what}"
+            if data is not None:
+                paths.add(os.path.realpath(path))
     blob = json.dumps(sorted(hashed.items()), ensure_ascii=True)
-    return CodeIdentity(hashlib.sha256(blob.encode()).hexdigest()[:16], tuple(sorted(hashed)))
+    return CodeIdentity(hashlib.sha256(blob.encode()).hexdigest()[:16], tuple(sorted(hashed)), tuple(sorted(paths)))

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from evalbot.criteria.custom_code import CodeIdentity
 from evalbot.criteria.custom_supervisor import children_by_parent
 from evalbot.redact import holds_secret
 
@@ -172,7 +173,8 @@ class WorkerGone(Exception):
 class Worker:
     """One custom metric's worker process."""
 
-    def __init__(self, function_path: str, roots: Sequence[Path], env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, function_path: str, roots: Sequence[Path], env: Mapping[str, str] | None = None,
+                 readable: Sequence[str] = ()) -> None:
         self.function_path = function_path
         self._buffer = b""
         self._lines: deque[bytes] = deque()
@@ -190,7 +192,8 @@ class Worker:
             if self.supervised:
                 _supervisors.add(self.proc.pid)
         self._stderr = _Tail(self.proc.stderr, _STDERR_KEPT)
-        self._hello = {"function": function_path, "sys_path": [str(p) for p in worker_path(roots)]}
+        self._hello = {"function": function_path, "sys_path": [str(p) for p in worker_path(roots)],
+                       "roots": sorted({os.path.realpath(r) for r in roots}), "readable": sorted(readable)}
 
     def start(self, timeout_s: float, what: str) -> dict[str, Any]:
         """Import the function in the worker; its answer (``contract`` ... or ``error``)."""
@@ -364,7 +367,7 @@ class WorkerPool:
 
     def __init__(self) -> None:
         self._workers: dict[tuple[str, ...], Started] = {}
-        self._identities: dict[tuple[str, ...], str] = {}
+        self._identities: dict[tuple[str, ...], CodeIdentity] = {}
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -373,7 +376,7 @@ class WorkerPool:
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())
 
-    def identity(self, key: tuple[str, ...], compute: Callable[[], str]) -> str:
+    def identity(self, key: tuple[str, ...], compute: Callable[[], CodeIdentity]) -> CodeIdentity:
         """``key``'s code identity (criteria.custom_code), computed once per run."""
         with self._guard:
             if key not in self._identities:

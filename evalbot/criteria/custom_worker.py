@@ -139,6 +139,55 @@ def _answer(function: Callable[..., Any], contract: str, item: dict[str, Any]) -
         return json.dumps({"unserializable": type(answer.get("value")).__name__})
 
 
+OUTSIDE_IDENTITY = (
+    "is a repository file outside this custom metric's code identity (the files evalbot hashed before running it), "
+    "so a change to it would not show as a changed definition: list the data files the metric reads in its "
+    "custom_metrics entry's \"data_files\" (globs from the repository root), and import repository modules by "
+    "literal names from the import path"
+)
+
+
+def confine(roots: list[str], readable: list[str]) -> None:
+    """From now on this process may read, of the repository (``roots``), only the ``readable`` files (the metric's
+    code identity, criteria.custom_code): opening any other repository file for reading raises PermissionError (a
+    module found through ``importlib``'s bytecode cache falls back to its source, so a committed ``__pycache__``
+    never runs), importing an extension module from it raises ImportError, and so does loading a shared library
+    from it with ctypes. Folders may be listed; files may be written. The interpreter's own installation (a
+    virtual environment inside the repository) and this script's package are not the repository's code. An audit
+    hook cannot be removed: repository code runs only after it is in place, and only code the gate hashed."""
+    allowed = frozenset(readable)
+    inside = tuple(root.rstrip(os.sep) + os.sep for root in roots)
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    exempt = tuple({os.path.realpath(p).rstrip(os.sep) + os.sep for p in (sys.prefix, sys.base_prefix,
+                                                                          sys.exec_prefix, here)})
+    realpath, fsdecode, isdir = os.path.realpath, os.fsdecode, os.path.isdir
+    accmode, wronly = os.O_ACCMODE, os.O_WRONLY
+
+    def outside_identity(path: object) -> str | None:
+        if not isinstance(path, str | bytes | os.PathLike):
+            return None
+        real = realpath(fsdecode(path))
+        if not real.startswith(inside) or real in allowed or real.startswith(exempt) or isdir(real):
+            return None
+        return real
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            path, mode, flags = args
+            reads = ("r" in mode or "+" in mode) if isinstance(mode, str) else (flags & accmode) != wronly
+            if reads and (real := outside_identity(path)) is not None:
+                raise PermissionError(13, f"evalbot: {real} {OUTSIDE_IDENTITY}")
+        elif event in ("import", "ctypes.dlopen"):
+            if len(args) > 1 and event == "import":
+                path = args[1]
+            else:
+                path = args[0] if args else None
+            if (real := outside_identity(path)) is not None:
+                raise ImportError(f"evalbot: {real} {OUTSIDE_IDENTITY}")
+
+    sys.addaudithook(hook)
+
+
 def main() -> None:
     """Serve one metric until stdin closes."""
     answers = os.dup(1)
@@ -147,6 +196,8 @@ def main() -> None:
     requests = sys.stdin.buffer
     hello = json.loads(requests.readline())
     sys.path[:] = hello["sys_path"]
+    sys.dont_write_bytecode = True  # the repository's modules are compiled from the sources the gate hashed
+    confine(hello["roots"], hello["readable"])
     function, reply = _resolve(hello["function"])
     _send(answers, reply)
     if function is None:

@@ -654,3 +654,96 @@ def test_a_baseline_from_before_the_code_was_read_from_files_is_not_comparable(r
         ("custom_metric", f"custom metric code not comparable ({repo.package}.metrics.m): main's baseline was written "
                           "before evalbot read a metric's code from its files; refresh it on main")]
     assert comparison.gate.exit_code == 1
+
+
+# -- the worker runs exactly the repository files the gate hashed -------------------------------------------------
+
+def _code(report: Report) -> str | None:
+    (eval_set,) = report.eval_sets
+    return next(c.custom_code for c in eval_set.criteria if c.name == "my_metric")
+
+
+def _reasons(report: Report) -> str:
+    return report.model_dump_json()
+
+
+def test_committed_bytecode_beside_the_module_never_runs(repo: Repo) -> None:
+    """A pull request commits ``__pycache__/metrics.<tag>.pyc`` (an unchecked hash-based pyc, which Python loads
+    without looking at the source) built from other code: the worker runs the source the gate hashed."""
+    import py_compile
+
+    repo.module("def m(instance):\n    return {'my_metric': 1.0}\n")
+    forged = repo.root / "forged.py"
+    forged.write_text("def m(instance):\n    return {'my_metric': 0.0}\n", encoding="utf-8")
+    cache = repo.root / repo.package / "__pycache__" / f"metrics.{sys.implementation.cache_tag}.pyc"
+    cache.parent.mkdir()
+    py_compile.compile(str(forged), cfile=str(cache), invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    repo.metric("m")
+    cases = _cases(repo.run())
+    assert {c.metrics["my_metric"].score for c in cases.values()} == {1.0}
+
+
+DATA_METRIC = """import json, pathlib
+def m(instance):
+    weight = json.loads(pathlib.Path(__file__).with_name("weights.json").read_text())["w"]
+    return {"my_metric": weight}
+"""
+
+
+def test_a_data_file_is_read_only_when_declared_and_then_is_part_of_the_code(repo: Repo) -> None:
+    """Undeclared, the read is refused (an error naming the file and data_files); declared in ``data_files``, the
+    metric scores with it, and a changed data file changes the metric's code identity (a yardstick change)."""
+    repo.module(DATA_METRIC)
+    weights = repo.root / repo.package / "weights.json"
+    weights.write_text('{"w": 0.75}', encoding="utf-8")
+    repo.metric("m")
+    refused = repo.run()
+    metric = next(iter(_cases(refused).values())).metrics["my_metric"]
+    assert metric.status == "error" and "weights.json" in (metric.reason or "")
+    assert "data_files" in (metric.reason or "") and "code identity" in (metric.reason or ""), metric.reason
+    repo.metric("m", data_files=[f"{repo.package}/*.json"])
+    declared = repo.run()
+    assert {c.metrics["my_metric"].score for c in _cases(declared).values()} == {0.75}
+    assert _code(declared) != _code(refused)
+    weights.write_text('{"w": 1.0}', encoding="utf-8")
+    changed = repo.run()
+    assert {c.metrics["my_metric"].score for c in _cases(changed).values()} == {1.0}
+    assert _code(changed) != _code(declared)
+
+
+@pytest.mark.parametrize("body", [
+    "import importlib\n    importlib.import_module('.'.join([__name__.rpartition('.')[0], 'hel' + 'per']))",
+    "import sys, pathlib\n    sys.path.append(str(pathlib.Path(__file__).with_name('vendor')))\n    import vendored",
+    "from . import sourceless",
+    "from . import _bisect",
+], ids=["computed name", "sys.path edit", "bytecode without source", "extension module"])
+def test_repository_code_the_gate_could_not_hash_is_refused(repo: Repo, body: str) -> None:
+    """A helper imported by a computed name, from a folder the module adds to sys.path, as bytecode without a source
+    or as an extension module (here a copy of the standard library's _bisect): none of them was hashed, so the
+    worker refuses to load it and the metric is an error saying why, never a score."""
+    import py_compile
+    import shutil
+
+    repo.module(f"def m(instance):\n    {body}\n    return {{'my_metric': 1.0}}\n")
+    (repo.root / repo.package / "helper.py").write_text("X = 1\n", encoding="utf-8")
+    (repo.root / repo.package / "vendor").mkdir()
+    (repo.root / repo.package / "vendor" / "vendored.py").write_text("X = 1\n", encoding="utf-8")
+    source = repo.root / "sourceless_src.py"
+    source.write_text("X = 1\n", encoding="utf-8")
+    py_compile.compile(str(source), cfile=str(repo.root / repo.package / "sourceless.pyc"))
+    bisect_so = Path(importlib.util.find_spec("_bisect").origin or "")  # type: ignore[union-attr]
+    shutil.copy(bisect_so, repo.root / repo.package / bisect_so.name)
+    repo.metric("m")
+    for case in _cases(repo.run()).values():
+        metric = case.metrics["my_metric"]
+        assert metric.status == "error" and "code identity" in (metric.reason or ""), metric.reason
+
+
+def test_a_declared_data_file_may_not_leave_the_repository(repo: Repo) -> None:
+    repo.module(DATA_METRIC)
+    for bad in (["../outside.json"], ["/etc/passwd"], "weights.json", [""], [3]):
+        repo.metric("m", data_files=bad)
+        report = repo.run()
+        assert "data_files" in _reasons(report), bad
+        assert all(c.metrics["my_metric"].status == "error" or c.status == "error"
+                   for c in report.eval_sets[0].cases) or report.eval_sets[0].errors, bad

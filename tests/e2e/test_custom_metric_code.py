@@ -79,6 +79,20 @@ def hijack_the_workers_hash(action: Action) -> None:
         "def tools_used(instance):\n    return {'tools_used': 1.0}\n"))
 
 
+def edit_a_declared_data_file(action: Action) -> None:
+    """main's helper reads a weight from a data file its entry declares in ``data_files``; the PR edits the data."""
+    write(action, "repo_metrics/helpers.py", "import json, pathlib\n\n\ndef score(instance):\n"
+          "    weight = json.loads(pathlib.Path(__file__).with_name('weights.json').read_text())['w']\n"
+          "    return weight if instance['predicted_trajectory'] else 0.0\n")
+    write(action, "repo_metrics/weights.json", '{"w": 1.0}')
+    config = json.loads((action.workspace / CONFIG).read_text(encoding="utf-8"))
+    config["custom_metrics"]["tools_used"]["data_files"] = ["repo_metrics/*.json"]
+    write(action, CONFIG, json.dumps(config))
+    action.github.put_file(CONFIG, json.dumps(config), ref=BASE_SHA)
+    measure_baseline(action)
+    write(action, "repo_metrics/weights.json", '{"w": 0.5}')
+
+
 def edit_the_function(action: Action) -> None:
     """The honest control: the function itself changes (a same-repo PR with a real custom metric change)."""
     write(action, "repo_metrics/checks.py", CHECKS.replace("score(instance)}", "min(1.0, score(instance) + 0.5)}"))
@@ -86,7 +100,7 @@ def edit_the_function(action: Action) -> None:
 
 CHANGES: list[Callable[[Action], None]] = [
     edit_the_helper, edit_a_helper_imported_relatively_inside_the_function, edit_a_package_init_the_helper_runs,
-    restore_the_helper_when_imported, hijack_the_workers_hash, edit_the_function,
+    restore_the_helper_when_imported, hijack_the_workers_hash, edit_a_declared_data_file, edit_the_function,
 ]
 
 
@@ -115,3 +129,24 @@ def test_unchanged_metric_code_compares_as_before(action: Action) -> None:
     assert run.code == 0, comment.body + run.stderr
     assert comment.body.splitlines()[1].startswith("### ✅ evalbot: no regressions"), comment.body
     assert "Yardstick" not in comment.body
+
+
+def test_committed_bytecode_of_a_helper_is_never_run(action: Action) -> None:
+    """The PR leaves the sources alone and commits ``repo_metrics/__pycache__/helpers.<tag>.pyc``, an unchecked
+    hash-based pyc (Python loads it without looking at the source) that scores 0.0: the worker compiles the source
+    the gate hashed instead, so the scores are main's and nothing regresses (before: every case regressed to 0.0,
+    the code identity unchanged)."""
+    import py_compile
+    import sys
+
+    main_tree(action)
+    measure_baseline(action)
+    forged = action.workspace.parent / "forged_helpers.py"
+    forged.write_text("def score(instance):\n    return 0.0\n", encoding="utf-8")
+    cache = action.workspace / "repo_metrics" / "__pycache__" / f"helpers.{sys.implementation.cache_tag}.pyc"
+    cache.parent.mkdir(exist_ok=True)
+    py_compile.compile(str(forged), cfile=str(cache), invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    run = action.run("pull_request", pull_request_event(), inputs={"actuals": "actuals/good.json"})
+    (comment,) = action.github.comments_on(7)
+    assert run.code == 0, comment.body + run.stderr
+    assert comment.body.splitlines()[1].startswith("### ✅ evalbot: no regressions"), comment.body

@@ -30,7 +30,7 @@ linux_only = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /
 CACHE_KEY = "workflow-cache-key-0123456789"
 
 SPY = """
-import json, os, pathlib, subprocess
+import json, os, pathlib, subprocess, tempfile
 
 OUT = pathlib.Path(__file__).with_name("seen.json")
 SECRETS = {secrets!r}
@@ -64,7 +64,7 @@ def tools_used(instance):
     pids = []
     if not OUT.exists():
         pids.append(subprocess.Popen(["setsid", "sleep", "300"]).pid)
-        abandoned = OUT.with_name("abandoned.pid")
+        abandoned = pathlib.Path(tempfile.mkdtemp()) / "abandoned.pid"  # scratch files: not in the repository
         subprocess.run(["sh", "-c", f"setsid sleep 301 >/dev/null 2>&1 & echo $! > {{abandoned}}"], check=True)
         pids.append(int(abandoned.read_text()))
         OUT.write_text(json.dumps({{"leaked": leaked, "env": mine, "pids": pids, "worker": os.getpid()}}))
