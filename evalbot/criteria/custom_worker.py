@@ -141,9 +141,9 @@ def _answer(function: Callable[..., Any], contract: str, item: dict[str, Any]) -
 
 OUTSIDE_IDENTITY = (
     "is a repository file outside this custom metric's code identity (the files evalbot hashed before running it), "
-    "so a change to it would not show as a changed definition: list the data files the metric reads in its "
-    "custom_metrics entry's \"data_files\" (globs from the repository root), and import repository modules by "
-    "literal names from the import path"
+    "so a change to it would not show as a changed definition: list the files the metric reads, or imports by a "
+    "computed name or from a folder it adds to sys.path, in its custom_metrics entry's \"data_files\" (globs from "
+    "the repository root)"
 )
 
 
@@ -161,7 +161,7 @@ def confine(roots: list[str], readable: list[str]) -> None:
     exempt = tuple({os.path.realpath(p).rstrip(os.sep) + os.sep for p in (sys.prefix, sys.base_prefix,
                                                                           sys.exec_prefix, here)})
     realpath, fsdecode, isdir = os.path.realpath, os.fsdecode, os.path.isdir
-    accmode, wronly = os.O_ACCMODE, os.O_WRONLY
+    accmode, wronly = getattr(os, "O_ACCMODE", 3), os.O_WRONLY  # Windows has no O_ACCMODE: the same two bits
 
     def outside_identity(path: object) -> str | None:
         if not isinstance(path, str | bytes | os.PathLike):

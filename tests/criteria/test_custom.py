@@ -747,3 +747,20 @@ def test_a_declared_data_file_may_not_leave_the_repository(repo: Repo) -> None:
         assert "data_files" in _reasons(report), bad
         assert all(c.metrics["my_metric"].status == "error" or c.status == "error"
                    for c in report.eval_sets[0].cases) or report.eval_sets[0].errors, bad
+
+
+def test_a_module_imported_by_a_computed_name_runs_once_listed_and_is_then_part_of_the_code(repo: Repo) -> None:
+    """What ``ast`` cannot follow, the entry lists in ``data_files``: the import works, and editing it changes the
+    metric's code identity."""
+    repo.module("import importlib\ndef m(instance):\n"
+                "    helper = importlib.import_module(__name__.rpartition('.')[0] + '.hel' + 'per')\n"
+                "    return {'my_metric': helper.X}\n")
+    helper = repo.root / repo.package / "helper.py"
+    helper.write_text("X = 0.75\n", encoding="utf-8")
+    repo.metric("m", data_files=[f"{repo.package}/helper.py"])
+    before = repo.run()
+    assert {c.metrics["my_metric"].score for c in _cases(before).values()} == {0.75}
+    helper.write_text("X = 1.0\n", encoding="utf-8")
+    after = repo.run()
+    assert {c.metrics["my_metric"].score for c in _cases(after).values()} == {1.0}
+    assert _code(after) != _code(before)
