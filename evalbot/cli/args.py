@@ -141,10 +141,12 @@ def baseline_spec(raw: str) -> str:
 
 
 def accept_entry(raw: str) -> tuple[str, str]:
-    """``SET/CASE`` or ``SET/*`` (an eval set's key, then a case id or ``*``)."""
+    """``SET/CASE``, ``SET/*`` or ``SET/*/CRITERION`` (an eval set's key, then a case id, ``*`` for the whole eval set,
+    or ``*/`` and one criterion's name for that criterion's definition only)."""
     key, sep, case = raw.partition("/")
-    if not sep or not key.strip() or not case.strip():
-        _fail(f"expected SET/CASE or SET/* (an eval set id, then a case id or *), got {raw!r}")
+    if not sep or not key.strip() or not case.strip() or (case.startswith("*/") and not case[2:].strip()):
+        _fail(f"expected SET/CASE, SET/* or SET/*/CRITERION (an eval set id, then a case id, * for the whole eval "
+              f"set, or */ and a criterion's name), got {raw!r}")
     return key, case
 
 

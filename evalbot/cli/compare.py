@@ -787,7 +787,8 @@ def add_parsers(sub: Any) -> None:
     out.add_argument("--allow-errors", action="store_true", help="write it even if some inputs are invalid")
     out.add_argument("--accept", action="append", default=[], type=cli_args.accept_entry, metavar="SET/CASE",
                      help="write the previous baseline (main's) with only this entry refreshed from this run: a case, "
-                     "or SET/* for a whole eval set; every other entry stays as it was (repeatable)")
+                     "SET/*/CRITERION for one criterion's definition (its threshold, options, judge, code), or SET/* "
+                     "for a whole eval set; every other entry stays as it was (repeatable)")
     _add_history_args(base)
     _add_resample_arg(base, against="the previous baseline")
 

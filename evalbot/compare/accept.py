@@ -270,7 +270,7 @@ def _trend_problems(key: str, new: BaselineEvalSet, old: BaselineEvalSet | None,
             continue
         past = past_trend(prior, base.commit, base.created_at) if prior is not None and same_measure(prior, c) else []
         if not _trend_provenance(list(c.trend), past, c.mean is not None, rerun):
-            check.stale[f"{key}/*"] = None
+            check.stale[f"{key}/*/{name}"] = None
 
 
 def _budgets(
@@ -323,7 +323,7 @@ def _set_entries(
         if now == was or (now is not None and was is not None and _definition(now) == _definition(was)):
             continue  # the same definition (its mean may differ): main's entry stays
         changed += 1
-        result.entries.append(f"{key}/*")
+        result.entries.append(f"{key}/*/{name}")
         at = f"{where}/criteria/{name}"
         if now is None:
             if _removed(at, got is not None, (key, name), result.criteria, problems):

@@ -93,8 +93,8 @@ MAX_ACCEPT_NAMED = 10
 
 
 def accept_command(refresh: str, entries: Sequence[str], previous: str) -> str | None:
-    """``refresh`` (an ``evalbot baseline … --output PATH`` command) accepting only ``entries`` (``SET/CASE`` or
-    ``SET/*``) on the baseline at ``previous`` (FILE or REF:PATH, main's): what a pull request runs to accept exactly
+    """``refresh`` (an ``evalbot baseline … --output PATH`` command) accepting only ``entries`` (``SET/CASE``,
+    ``SET/*/CRITERION`` or ``SET/*``) on the baseline at ``previous`` (FILE or REF:PATH, main's): what a pull request runs to accept exactly
     those changes. None without entries."""
     import shlex
 
@@ -658,9 +658,11 @@ def carry_history(fresh: Baseline, previous: Baseline) -> Baseline:
 def with_accepted(previous: Baseline, fresh: Baseline, accepted: Sequence[tuple[str, str]]) -> tuple[Baseline, list[str]]:
     """``previous`` (main's baseline) with only the ``accepted`` entries taken from ``fresh`` (this run's baseline,
     its histories continuing ``previous``'s): ``(SET, CASE)`` a case (dropped when the run lacks it), ``(SET, "*")``
-    a whole eval set (its criteria, cases and efficiency; dropped when the run lacks it). Every other entry, and the
-    header (commit, date, usage, budgets), stays ``previous``'s exactly. Also the ``SET/CASE`` names of the entries
-    written, in order. Raises KeyError naming an entry that neither baseline has."""
+    a whole eval set (its criteria, cases and efficiency; dropped when the run lacks it), ``(SET, "*/NAME")`` one
+    criterion's entry of an eval set main has (its definition: threshold, options, judge model, code; dropped when
+    the run lacks it), its cases left as they were. Every other entry, and the header (commit, date, usage, budgets),
+    stays ``previous``'s exactly. Also the ``SET/CASE`` names of the entries written, in order. Raises KeyError
+    naming an entry that neither baseline has."""
     sets = dict(previous.eval_sets)
     efficiency = dict(previous.efficiency) if previous.efficiency is not None else None
     fresh_efficiency = fresh.efficiency or {}
@@ -681,6 +683,10 @@ def with_accepted(previous: Baseline, fresh: Baseline, accepted: Sequence[tuple[
                     efficiency.pop(key, None)
             written.append(f"{key}/*")
             continue
+        if case.startswith("*/"):
+            sets[key] = _with_criterion(key, case[2:], old, new)
+            written.append(f"{key}/{case}")
+            continue
         in_old = old is not None and case in old.cases
         in_new = new is not None and case in new.cases
         if not in_old and not in_new:
@@ -693,6 +699,23 @@ def with_accepted(previous: Baseline, fresh: Baseline, accepted: Sequence[tuple[
         sets[key] = old.model_copy(update={"cases": replaced_cases(old.cases, changes)})
         written.append(f"{key}/{case}")
     return previous.model_copy(update={"eval_sets": sets, "efficiency": efficiency}), written
+
+
+def _with_criterion(key: str, name: str, old: BaselineEvalSet | None, new: BaselineEvalSet | None) -> BaselineEvalSet:
+    """Main's eval set ``old`` with criterion ``name``'s entry as this run's ``new`` has it (removed when the run no
+    longer measures it); KeyError when neither has it, or when main has no such eval set (accept it whole)."""
+    if old is None:
+        raise KeyError(f"{key}/*/{name}: eval set {key!r} is not in the previous baseline; accept it whole with {key}/*")
+    got = new.criteria.get(name) if new is not None else None
+    if got is None and name not in old.criteria:
+        raise KeyError(f"{key}/*/{name}: no criterion {name!r} in eval set {key!r} of this run or of the previous "
+                       "baseline")
+    criteria = dict(old.criteria)  # main's order: the file changes only where the entry is
+    if got is None:
+        criteria.pop(name, None)
+    else:
+        criteria[name] = got
+    return old.model_copy(update={"criteria": criteria})
 
 
 def recorded_regressions(previous: Baseline | None, written: Baseline) -> list[str]:

@@ -770,7 +770,8 @@ def invisible_ids(sets: Sequence[EvalSetComparison], main: Baseline | None = Non
 
 
 def entries_to_accept(comparison: Comparison) -> list[str]:
-    """``SET/CASE`` (``SET/*``: an eval set's criteria or path) of what blocks that a baseline update can accept (the
+    """``SET/CASE`` (``SET/*/CRITERION``: a criterion's definition; ``SET/*``: an eval set's path or pass rule) of what
+    blocks that a baseline update can accept (the
     regressed cases, the unaccepted yardstick changes, the stale entries), after those the PR's update already
     accepts: what ``evalbot baseline --accept`` names so that running it accepts them all (drop the ones that are not
     intended)."""
@@ -786,6 +787,7 @@ def entries_to_accept(comparison: Comparison) -> list[str]:
         if y.accepted or not y.loosens or y.kind == "budget_loosened":
             continue
         key = next((es.key for es in comparison.eval_sets if es.eval_set_id == y.eval_set_id), y.eval_set_id)
-        out.append(f"{key}/{y.case}" if y.case is not None else f"{key}/*")
+        out.append(f"{key}/{y.case}" if y.case is not None else f"{key}/*/{y.criterion}" if y.criterion is not None
+                   else f"{key}/*")
     return list(dict.fromkeys(out))
 

@@ -181,7 +181,7 @@ def test_accept_refuses_what_it_cannot_write(proj: Path, capsys: pytest.CaptureF
         assert code == 2 and f"--accept {entry}: {said}" in err, err
     with pytest.raises(SystemExit) as exited:
         cli(capsys, "baseline", "evals", "--actuals", "runs/pr.json", "--accept", "refund")
-    assert exited.value.code == 2 and "expected SET/CASE or SET/*" in capsys.readouterr().err
+    assert exited.value.code == 2 and "expected SET/CASE, SET/* or SET/*/CRITERION" in capsys.readouterr().err
     assert (proj / ".evalbot/baseline.json").read_text(encoding="utf-8") == before
     code, out, err = cli(capsys, "baseline", "evals", "--actuals", "runs/pr.json", "--accept", "orders/refund")
     assert code == 0 and "orders/refund: passed → failed recorded" in err and "1 entry refreshed" in out
@@ -189,3 +189,36 @@ def test_accept_refuses_what_it_cannot_write(proj: Path, capsys: pytest.CaptureF
     old = json.loads(before)
     assert after["eval_sets"]["orders"]["cases"]["track"] == old["eval_sets"]["orders"]["cases"]["track"]
     assert after["commit"] == old["commit"] and after["eval_sets"]["orders"]["cases"]["refund"]["history"] == "PF"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_threshold_change_is_accepted_alone_and_an_accidental_regression_still_blocks(
+    proj: Path, write: Writer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The PR lowers response_match_score's threshold on purpose and regresses orders/refund by accident. The
+    suggested command names the criterion (``orders/*/response_match_score``), not the whole eval set; accepting
+    only that writes main's file with that criterion's entry changed, and the regression still blocks."""
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=proj, check=True)
+    make_baseline(capsys)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", BASE], cwd=proj, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "b"], cwd=proj, check=True)
+    write("evals/test_config.json", {"criteria": {**CONFIG["criteria"], "response_match_score": 0.3}})
+    compare = ("compare", "--baseline", f"main:{BASE}", "evals", "--actuals", "runs/pr.json")
+    code, out, err = cli(capsys, *compare)
+    assert code == 1 and "response\\_match\\_score: threshold 0.500 → 0.300" in out.splitlines()[1], out
+    assert "--accept orders/refund --accept 'orders/*/response_match_score'" in out + err, out + err
+    assert "--accept 'orders/*' " not in out + err
+    before = json.loads((proj / BASE).read_text(encoding="utf-8"))
+    code, _, err = cli(capsys, "baseline", "evals", "--actuals", "runs/pr.json", "--accept",
+                       "orders/*/response_match_score", "--previous", f"main:{BASE}", "--output", BASE)
+    assert code == 0, err
+    after = json.loads((proj / BASE).read_text(encoding="utf-8"))
+    assert after["eval_sets"]["orders"]["cases"] == before["eval_sets"]["orders"]["cases"]
+    assert after["eval_sets"]["orders"]["criteria"]["response_match_score"]["threshold"] == 0.3
+    assert (after["eval_sets"]["orders"]["criteria"]["tool_trajectory_avg_score"]
+            == before["eval_sets"]["orders"]["criteria"]["tool_trajectory_avg_score"])
+    code, out, _ = cli(capsys, *compare)
+    headline = out.splitlines()[1]
+    assert code == 1 and headline.endswith("blocked: 1 regressed · 1 fixed · accepted by this PR's baseline update: "
+                                           "1 lowered threshold"), headline
+    assert "--accept orders/refund" in out and "--accept 'orders/*'" not in out

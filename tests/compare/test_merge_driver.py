@@ -73,3 +73,20 @@ def test_accept_names_an_entry_that_exists(tmp_path: Path, capsys: pytest.Captur
         with_accepted(previous, refresh(run(), previous, 2), [("s", "zz")])
     with pytest.raises(KeyError, match="no eval set 'nope'"):
         with_accepted(previous, refresh(run(), previous, 2), [("nope", "*")])
+
+
+def test_accepting_one_criterion_writes_only_its_entry() -> None:
+    """``SET/*/CRITERION``: main's baseline with that criterion's entry from the run; every case, and the other
+    criteria, stay main's (a case the run regressed is not accepted with it)."""
+    previous = refresh(run(), None, 1)
+    fresh = refresh(run(a=0.0), previous, 2)
+    written, names = with_accepted(previous, fresh, [("s", f"*/{TRAJ}")])
+    assert names == [f"s/*/{TRAJ}"]
+    assert written.eval_sets["s"].cases == previous.eval_sets["s"].cases
+    assert written.eval_sets["s"].criteria[TRAJ] == fresh.eval_sets["s"].criteria[TRAJ]
+    assert written.eval_sets["s"].criteria[RESP] == previous.eval_sets["s"].criteria[RESP]
+    assert list(written.eval_sets["s"].criteria) == list(previous.eval_sets["s"].criteria)  # main's order kept
+    with pytest.raises(KeyError, match="no criterion 'nope'"):
+        with_accepted(previous, fresh, [("s", "*/nope")])
+    with pytest.raises(KeyError, match="no eval set 't'"):
+        with_accepted(previous, fresh, [("t", f"*/{TRAJ}")])

@@ -177,8 +177,8 @@ def test_a_forged_trend_blocks_with_its_pointer() -> None:
     mine = forged(refreshed(run(0.7), main), [{"mean": 0.99}, {"mean": 0.98}, {"mean": 0.7}])
     result = accept(main, mine, run(0.7), POLICY, "pr.json")
     assert not result.update.matches
-    assert result.update.stale == ["s/*"] and result.update.differences == [
-        "stale: main's baseline changed s/* since this update was written (or the file was edited)"]
+    assert result.update.stale == ["s/*/response_match_score"] and result.update.differences == [
+        "stale: main's baseline changed s/*/response_match_score since this update was written (or the file was edited)"]
     c = compare(current=run(0.7), baseline=main, policy=POLICY, proposed=ProposedBaseline("pr.json", mine))
     assert c.gate.exit_code == 1
 
