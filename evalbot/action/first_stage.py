@@ -109,11 +109,13 @@ def custom_code_refused(event: str) -> str | None:
 
 def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace, loaded: Inputs,
                     policy: GatePolicy | None = None, baseline: Baseline | None = None,
-                    recorded: RecordedActuals | None = None) -> Report:
+                    recorded: RecordedActuals | None = None, code_checked: tuple[str | None] | None = None) -> Report:
     """Score the eval sets with a judge when credentials are there (the judge-api-key, openai-api-key and
     openai-base-url inputs win over the environment), then settle the split votes that flipped against ``baseline``
     (pipeline.settle_split_votes); ``policy`` is the gate's (the base commit's in a pull request): its sampling and
-    resample_split apply."""
+    resample_split apply. ``code_checked``: the trusted stage's check of its checkout's custom metric code
+    (``(None,)``: it is the commit the workflow runs on, so the metrics run; ``(problem,)``: they are not run, saying
+    why); without it the event decides (custom_code_refused)."""
     policy = policy or GatePolicy()
     judge_env = dict(env)
     if inputs.judge_api_key:
@@ -130,7 +132,11 @@ def evaluate_inputs(env: Mapping[str, str], inputs: ActionInputs, ws: Workspace,
                                        deadline=inputs.judge_deadline, sampling=policy.sampling, action=True)
     if judge is None and notice == MISSING_CREDENTIALS:
         notice = ACTION_MISSING_CREDENTIALS
-    refused = custom_code_refused(env.get("GITHUB_EVENT_NAME", ""))
+    event = env.get("GITHUB_EVENT_NAME", "")
+    refused = custom_code_refused(event)
+    if code_checked is not None:  # the trusted stage checked its checkout's metric code (action.trusted_code)
+        problem = code_checked[0]
+        refused = None if problem is None else f"{CUSTOM_NOT_RUN}{event}: {problem}"
     ctx = BuildContext(judge=judge, judge_unavailable_reason=notice, custom_code_refused=refused,
                        ballots=ballots_for(baseline, policy), spill_store=PackedSpill())
     wanted = None if inputs.judge_budget_requests is None and inputs.judge_budget_usd is None else JudgeBudget(

@@ -32,6 +32,7 @@ from evalbot.action.plan import only_affected
 from evalbot.action.publish import Outcome, links, outcome_of, post_comment, summarize
 from evalbot.action.remeasure import added_note, check_artifact, ignored_note, runs_in, write_runs
 from evalbot.action.settings import ActionInputs, Change, GitHubContext
+from evalbot.action.trusted_code import unverified_metric_code
 from evalbot.action.workspace import (
     Workspace,
     eval_paths,
@@ -251,8 +252,10 @@ def measure_pull(env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContex
             return (unmeasured(ctx, inputs, forge, pull.number, run.head_sha, check.problem, stream),
                     f"could not measure: {check.problem}")
         # Re-measured here: the claimed report's scores and verdict are never shown as evalbot's.
+        checked = (unverified_metric_code(loaded, ctx.workspace, forge, ctx.sha),) if any(
+            es.config.custom_metrics for es in loaded.eval_sets) else None
         report = evaluate_inputs(env, inputs.model_copy(update={"actuals": tuple(paths)}), ws, loaded, policy,
-                                 baseline, recorded)
+                                 baseline, recorded, code_checked=checked)
     source = label_at(pull.base_sha, inputs.baseline_path)
     update = proposed_baseline(lambda: pr_baseline_at(forge, inputs.baseline_path, pull.head_sha), main_baseline,
                                inputs.baseline_path)

@@ -68,6 +68,10 @@ class Forge(Protocol):
         """Text of ``path`` at commit/branch ``ref``, or None when it does not exist there."""
         ...
 
+    def file_sha(self, path: str, *, ref: str) -> str | None:
+        """Git's blob id of file ``path`` at ``ref``, or None when nothing is there (ForgeError when it is no file)."""
+        ...
+
     def list_directory(self, path: str, *, ref: str) -> list[tuple[str, str]] | None:
         """``(name, type)`` of each entry of directory ``path`` ("" for the root) at ``ref`` (type "file", "dir",
         "symlink" or "submodule"), or None when no directory is there."""

@@ -269,6 +269,16 @@ class PyGithubForge:
         found = self._get_file(path, ref)
         return None if found is None else found[0]
 
+    def file_sha(self, path: str, *, ref: str) -> str | None:
+        """Git's blob id of ``path`` at ``ref`` (the contents API's ``sha``), None when absent there."""
+        operation = f"read {path} at {ref}"
+        found = self._contents(operation, path, ref)
+        if found is None:
+            return None
+        if not isinstance(found, ContentFile) or found.type != "file":
+            raise ForgeError(operation, "not a file (a directory, symlink or submodule)")
+        return str(found.sha)
+
     def list_directory(self, path: str, *, ref: str) -> list[tuple[str, str]] | None:
         """Entries of directory ``path`` at ``ref`` through the contents API (GitHub lists up to 1,000 per
         directory), or None when no directory is there."""

@@ -1,9 +1,9 @@
 """Custom metrics in the Action: the first stage runs the repository's function; trusted runs never import it.
 
 The workspace holds a metrics module that leaves a marker file whenever it is imported, so each stage's behaviour is
-observed from outside the process: the pull_request stage imports it and scores the metric, the fork-safe
-workflow_run stage re-measures the recorded runs without importing anything (the metric is not measured there), and a pull_request_target run
-refuses to import it.
+observed from outside the process: the pull_request stage imports it and scores the metric; the fork-safe
+workflow_run stage runs it only when its files are those GitHub serves at the workflow's commit (else it imports
+nothing and the metric is not measured there); a pull_request_target run refuses to import it.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ def tools_used(instance):
 
 
 def test_first_stage_scores_it_and_the_second_stage_imports_nothing(action: Action, baseline_text: str) -> None:
+    """GitHub serves no metric files at the workflow's commit here: the trusted stage imports nothing."""
     add_repo_metric(action, MODULE)
     marker = action.workspace / "repo_metrics" / "IMPORTED"
     first_stage(action, "actuals/good.json", baseline_text)
@@ -168,3 +169,50 @@ def test_a_refused_event_on_a_pull_request_says_so_in_the_comment(action: Action
     (comment,) = action.github.comments_on(7)
     headline = comment.body.splitlines()[1]
     assert "custom metric not measured" in headline and "pull\\_request\\_review" in comment.body, headline
+
+
+def _at_the_workflows_commit(action: Action, checks: str) -> None:
+    """The default branch's metric files as GitHub serves them at the commit the workflow_run runs on (``d`` * 40)."""
+    action.github.put_file("repo_metrics/__init__.py", "", ref="d" * 40)
+    action.github.put_file("repo_metrics/checks.py", checks, ref="d" * 40)
+
+
+def test_the_trusted_stage_runs_the_metric_when_its_checkout_is_the_workflows_commit(
+        action: Action, baseline_text: str) -> None:
+    """Every file of the metric's code is, byte for byte, the file GitHub serves at GITHUB_SHA: the fork's runs are
+    re-measured with the default branch's metric (run out of process, no secret in its environment)."""
+    add_repo_metric(action, MODULE)
+    _at_the_workflows_commit(action, MODULE)
+    marker = action.workspace / "repo_metrics" / "IMPORTED"
+    first_stage(action, "actuals/good.json", baseline_text)
+    marker.unlink()
+    run = action.run(
+        "workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None, sha="d" * 40,
+        ref="refs/heads/main",
+    )
+    (comment,) = action.github.comments_on(7)
+    assert run.code == 0, comment.body + run.stderr
+    assert marker.exists()  # the default branch's module ran here
+    assert run.outputs["verdict"] == "passed", run.outputs
+    assert "custom metric code is not run" not in comment.body and "tools\\_used" in comment.body
+    assert action.github.calls("repos/get-content") >= 2  # each file checked against the commit
+
+
+def test_a_checkout_that_is_not_the_workflows_commit_runs_no_metric_code(action: Action, baseline_text: str) -> None:
+    """The workflow checked out the pull request's head (its metric edited): the files differ from GITHUB_SHA's, so
+    nothing is imported and the metric is not measured, naming the file (an error status, never a pass)."""
+    add_repo_metric(action, MODULE)
+    _at_the_workflows_commit(action, MODULE.replace("1.0 if", "0.0 if"))  # main's differs from the checkout's
+    marker = action.workspace / "repo_metrics" / "IMPORTED"
+    first_stage(action, "actuals/good.json", baseline_text)
+    marker.unlink()
+    run = action.run(
+        "workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None, sha="d" * 40,
+        ref="refs/heads/main",
+    )
+    (comment,) = action.github.comments_on(7)
+    assert run.code == 3 and run.outputs["verdict"] == "error", comment.body + run.stderr
+    assert not marker.exists()
+    assert ("custom metric code is not run on workflow\\_run: repo\\_metrics/checks.py (code of "
+            "repo\\_metrics.checks.tools\\_used) in this checkout differs from the file of commit") in comment.body
+    assert "check out the default branch" in comment.body

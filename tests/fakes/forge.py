@@ -25,6 +25,9 @@ class ScriptedForge:
     def read_file(self, path: str, *, ref: str) -> str | None:
         return self._do("read_file", None)
 
+    def file_sha(self, path: str, *, ref: str) -> str | None:
+        return self._do("file_sha", None)
+
     def list_directory(self, path: str, *, ref: str) -> list[tuple[str, str]] | None:
         return self._do("list_directory", None)
 
