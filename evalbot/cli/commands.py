@@ -71,7 +71,7 @@ def cmd_criteria(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``evalbot run``."""
     if args.estimate:
-        return estimate_run(args)
+        return estimate_run(args, env=env)
     if args.as_job is not None:
         return cli_jobs.run_as_job(args, env)
     jobs = cli_jobs.jobs_for(args, env)

@@ -369,7 +369,7 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         inputs, ruler, carried = only_affected(args, inputs, ruler)
     ruler = for_selection(ruler, inputs)
     if args.estimate:  # the eval sets the comparison would score (--only-affected: the affected ones), none sent
-        return estimate_run(args, inputs, ruler.policy)
+        return estimate_run(args, inputs, ruler.policy, env)
     notes: list[str] = []
     report = evaluate_settled(args, env, inputs, ruler.baseline, ruler.policy, rerun_notes=notes)
     return finish_compare(args, report, ruler, notes, carried)
@@ -575,7 +575,7 @@ def cmd_baseline(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     inputs = load_inputs(args.paths, config=args.config)
     settings, config = inputs.settings()
     if args.estimate:  # what refreshing the baseline would ask the judge; nothing sent, nothing written
-        return estimate_run(args, inputs, refresh_policy(args, settings, config))
+        return estimate_run(args, inputs, refresh_policy(args, settings, config), env)
     if args.output is None:
         args.output = baseline_output(settings, config)
     if args.previous is None and not args.reset_history:

@@ -24,8 +24,9 @@ from evalbot.formats.jsonio import gc_paused
 from evalbot.formats.prices import JudgeBudget
 from evalbot.judges.base import DEFAULT_SAMPLING, SAMPLING_MODES, Sampling
 from evalbot.judges.budget import tighter
+from evalbot.judges.cache import CacheTrust, DiskCache
 from evalbot.judges.estimate import EstimatingJudge, estimate_text
-from evalbot.judges.factory import judge_from_environ
+from evalbot.judges.factory import CACHE_ENV, judge_from_environ
 from evalbot.judges.limiter import DEFAULT_CONCURRENCY
 from evalbot.load import normal_key
 from evalbot.paths import output_file, problem_with_directory, write_output
@@ -90,7 +91,7 @@ def add_eval_args(parser: argparse.ArgumentParser) -> None:
 
 
 def estimate_run(args: argparse.Namespace, inputs: pipeline.Inputs | None = None,
-                 policy: GatePolicy | None = None) -> int:
+                 policy: GatePolicy | None = None, env: Mapping[str, str] | None = None) -> int:
     """``--estimate``: score the recorded runs with a judge that counts each request and sends none
     (judges.estimate), print the counts; no repository code runs and nothing is written. ``inputs`` and ``policy``:
     compare's (the base commit's policy and the selected eval sets); by default the working tree's (run)."""
@@ -101,10 +102,17 @@ def estimate_run(args: argparse.Namespace, inputs: pipeline.Inputs | None = None
     if wants_agent(args):
         raise ConfigError("--estimate counts the judge requests of recorded runs (--actuals); it does not run the "
                           "agent (its runs are what the judge reads): record them first with --record")
-    judge = EstimatingJudge(prices=policy.price_table())
+    env = env or {}
+    directory = getattr(args, "judge_cache", None) or env.get(CACHE_ENV) or None
+    cache = None
+    if directory:
+        if not getattr(args, "judge_cache", None) and (problem := problem_with_directory(directory)):
+            raise EvalbotError(f"{CACHE_ENV}: {problem}")  # --judge-cache is checked as it is parsed
+        cache = DiskCache(directory, CacheTrust.for_run(env, action=False))  # the answers the run would replay
+    judge = EstimatingJudge(prices=policy.price_table(), cache=cache)
     ctx = BuildContext(judge=judge, custom_code_refused="--estimate runs no repository code", prices=judge.prices)
     pipeline.evaluate(inputs, actuals=args.actuals, ctx=ctx, shard=args.shard)
-    print(estimate_text(judge.asked, judge.prices))
+    print(estimate_text(judge.asked, judge.prices, judge.cached if cache is not None else None))
     return EXIT_OK
 
 

@@ -11,9 +11,11 @@ and each request is noted and refused (its verdict is not_evaluated; the report 
 - output tokens, at most ``max_output_tokens`` (else 65,536) per sample;
 - dollars at the price table's price: ``≈`` the input's, ``≤`` the worst case (a model without a price: unknown).
 
+With a judge cache (``--judge-cache`` or ``EVALBOT_JUDGE_CACHE``), the samples it holds and would replay are answered
+from it, as in a real run, and counted apart (they cost nothing); only the missing ones are counted as requests.
+
 Not counted: retries of failed calls (each is a request too, and counts against a judge budget); the extra samples
-that settle a split vote that flipped (``resample_split``); answers the judge cache holds (they cost nothing);
-hallucinations_v1's validation request, whose prompt is built from the judge's first answer (counted as one more
+that settle a split vote that flipped (``resample_split``); hallucinations_v1's validation request, whose prompt is built from the judge's first answer (counted as one more
 request with the segmentation prompt's tokens: an estimate, not a bound); the Vertex AI evaluation service.
 """
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from evalbot.formats.prices import JudgeBudget, PriceTable, shipped_prices
 from evalbot.judges.base import EvaluationService, JudgeError, JudgeReply, JudgeRequest, Usage
 from evalbot.judges.budget import OVERHEAD_TOKENS, worst_case_tokens
+from evalbot.judges.cache import DiskCache, cache_key
 from evalbot.judges.sampling import MAX_BATCH
 from evalbot.results import JudgeUsage
 
@@ -55,15 +58,27 @@ class EstimatingJudge:
     notes: Sequence[str] = ()
     vertex_service: EvaluationService | None = None
     vertex_unavailable: str | None = "--estimate does not count the Vertex AI evaluation service's requests"
+    cache: DiskCache | None = None
+    """The run's judge cache: the samples it would replay are answered from it and counted in ``cached``."""
+    cached: int = 0
 
     async def generate(self, request: JudgeRequest) -> JudgeReply:
-        """Note the request; refuse it."""
-        tokens_in, tokens_out = worst_case_tokens(request)
+        """Answer from the cache when it holds every sample; else note the request (the samples it misses, and how
+        many of them are in the first round of sequential sampling) and refuse it."""
         n = max(1, request.num_samples)
         first = request.stop.first_round(n) if request.stop is not None else n
+        missing = list(range(n))
+        if self.cache is not None:
+            texts = self.cache.get(cache_key(request.model, request.config, request.prompt), n, request.first_sample)
+            missing = [i for i, text in enumerate(texts) if text is None]
+            self.cached += n - len(missing)
+            if not missing:
+                return JudgeReply(tuple(t or "" for t in texts), Usage(cached_samples=n), n)
+        tokens_in, tokens_out = worst_case_tokens(request)
+        in_first = sum(1 for i in missing if i < first)
         for _ in range(2 if request.purpose in TWO_STEP else 1):
-            self.asked.append(Asked(request.model, request.purpose, tokens_in - OVERHEAD_TOKENS, n, min(first, n),
-                                    tokens_out // n))
+            self.asked.append(Asked(request.model, request.purpose, tokens_in - OVERHEAD_TOKENS, len(missing),
+                                    in_first, tokens_out // n))
         raise JudgeError(NOT_SENT)
 
     def cap_requests(self, limit: int, why: str) -> None:
@@ -133,8 +148,8 @@ def _usd(value: float | None) -> str:
     return "unknown (a model without a price)" if value is None else f"{value:.4f} USD"
 
 
-def estimate_text(asked: Sequence[Asked], prices: PriceTable) -> str:
-    """What ``--estimate`` prints."""
+def estimate_text(asked: Sequence[Asked], prices: PriceTable, cached: int | None = None) -> str:
+    """What ``--estimate`` prints (``cached``: samples the judge cache answered; None without a cache)."""
     models = sorted({a.model for a in asked})
     lines = [f"evalbot estimate (nothing was sent): {len(asked):,} judge prompt(s)"
              + (f" on {', '.join(models)}" if models else "")]
@@ -148,5 +163,8 @@ def estimate_text(asked: Sequence[Asked], prices: PriceTable) -> str:
     if any(a.purpose in TWO_STEP for a in asked):
         lines.append("  hallucinations_v1: each check's second request is built from the judge's first answer: "
                      "counted with the first one's tokens (an estimate)")
-    lines.append(f"  not counted: retries, settling split votes, cached answers; prices: {prices.note()}")
+    if cached is not None:
+        lines.append(f"  the judge cache answers {cached:,} sample(s): not counted above (they cost nothing)")
+    lines.append(f"  not counted: retries, settling split votes{'' if cached is not None else ', cached answers'}; "
+                 f"prices: {prices.note()}")
     return "\n".join(lines)

@@ -95,3 +95,30 @@ def test_estimate_does_not_run_the_agent(write: Writer, tmp_path: Path, monkeypa
     assert code == 2 and "--estimate counts the judge requests of recorded runs" in capsys.readouterr().err
 
 
+
+
+def test_answers_the_judge_cache_holds_are_counted_apart_and_the_real_run_asks_only_for_the_rest(
+        write: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A first real run fills the cache; one case's run then changes: the estimate counts one prompt's requests and
+    the cached samples apart, and the second real run sends exactly that many requests (full sampling)."""
+    _project(write, tmp_path, monkeypatch, 5)
+    with FakeGemini(responder=lambda p, i, r: '{"is_the_agent_response_valid": "valid"}') as fake:
+        env = {"GOOGLE_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": fake.url}
+        cache = ["--judge-cache", "cache"]
+        assert main(["run", "evals", "--actuals", "runs/pr.json", *cache, "--sampling", "full", "--report", "one.json"],
+                    env=env) == 0
+        first = len(fake.requests)
+        warm = _estimate(capsys, env, "run", "evals", "--actuals", "runs/pr.json", *cache)
+        assert warm["full"][:1] == (0,) and len(fake.requests) == first
+        write("runs/pr.json", {f"c{i}": [inv(f"q{i}", "an answer " * (i + 1) + ("changed" if i == 0 else ""))]
+                               for i in range(4)})
+        code = main(["run", "evals", "--actuals", "runs/pr.json", *cache, "--estimate"], env=env)
+        out = capsys.readouterr().out
+        assert code == 0 and "the judge cache answers 15 sample(s)" in out, out
+        partly = {m.group(1): _num(m.group(2)) for m in LINE.finditer(out)}
+        from_env = _estimate(capsys, {**env, "EVALBOT_JUDGE_CACHE": "cache"}, "run", "evals", "--actuals",
+                             "runs/pr.json")
+        assert from_env["full"][0] == partly["full"] == 1 and len(fake.requests) == first
+        assert main(["run", "evals", "--actuals", "runs/pr.json", *cache, "--sampling", "full", "--report",
+                     "two.json"], env=env) == 0
+        assert len(fake.requests) - first == partly["full"]
