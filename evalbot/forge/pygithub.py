@@ -215,14 +215,21 @@ class PyGithubForge:
                 self._bot_login = ACTIONS_BOT
         return self._bot_login
 
-    def _get_file(self, path: str, ref: str) -> tuple[str, str] | None:
-        """(text, blob sha) of ``path`` at ``ref``; the raw media type for files the JSON omits."""
-        operation = f"read {path} at {ref}"
+    def _file(self, operation: str, path: str, ref: str) -> ContentFile | None:
+        """The contents API's answer for file ``path`` at ``ref``, None when absent; ForgeError when it is no file."""
         found = self._contents(operation, path, ref)
         if found is None:
             return None
         if not isinstance(found, ContentFile) or found.type != "file":
             raise ForgeError(operation, "not a file (a directory, symlink or submodule); point it at a file")
+        return found
+
+    def _get_file(self, path: str, ref: str) -> tuple[str, str] | None:
+        """(text, blob sha) of ``path`` at ``ref``; the raw media type for files the JSON omits."""
+        operation = f"read {path} at {ref}"
+        found = self._file(operation, path, ref)
+        if found is None:
+            return None
         if found.encoding == "base64":
             try:
                 return found.decoded_content.decode("utf-8"), found.sha
@@ -271,13 +278,8 @@ class PyGithubForge:
 
     def file_sha(self, path: str, *, ref: str) -> str | None:
         """Git's blob id of ``path`` at ``ref`` (the contents API's ``sha``), None when absent there."""
-        operation = f"read {path} at {ref}"
-        found = self._contents(operation, path, ref)
-        if found is None:
-            return None
-        if not isinstance(found, ContentFile) or found.type != "file":
-            raise ForgeError(operation, "not a file (a directory, symlink or submodule)")
-        return str(found.sha)
+        found = self._file(f"read {path} at {ref}", path, ref)
+        return None if found is None else str(found.sha)
 
     def list_directory(self, path: str, *, ref: str) -> list[tuple[str, str]] | None:
         """Entries of directory ``path`` at ``ref`` through the contents API (GitHub lists up to 1,000 per

@@ -15,6 +15,7 @@ import pytest
 
 from tests.e2e.conftest import (
     Action,
+    Run,
     add_repo_metric,
     event,
     first_stage,
@@ -171,48 +172,41 @@ def test_a_refused_event_on_a_pull_request_says_so_in_the_comment(action: Action
     assert "custom metric not measured" in headline and "pull\\_request\\_review" in comment.body, headline
 
 
-def _at_the_workflows_commit(action: Action, checks: str) -> None:
-    """The default branch's metric files as GitHub serves them at the commit the workflow_run runs on (``d`` * 40)."""
+def _second_stage(action: Action, baseline_text: str, served: str) -> tuple[Run, str, Path]:
+    """The fork's first stage with MODULE checked out, then the workflow_run stage on commit ``d`` * 40, where GitHub
+    serves ``served`` as the metric's module: the run, its comment and the import marker (cleared in between)."""
+    add_repo_metric(action, MODULE)
     action.github.put_file("repo_metrics/__init__.py", "", ref="d" * 40)
-    action.github.put_file("repo_metrics/checks.py", checks, ref="d" * 40)
+    action.github.put_file("repo_metrics/checks.py", served, ref="d" * 40)
+    marker = action.workspace / "repo_metrics" / "IMPORTED"
+    first_stage(action, "actuals/good.json", baseline_text)
+    marker.unlink()
+    run = action.run(
+        "workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None, sha="d" * 40,
+        ref="refs/heads/main",
+    )
+    (comment,) = action.github.comments_on(7)
+    return run, comment.body, marker
 
 
 def test_the_trusted_stage_runs_the_metric_when_its_checkout_is_the_workflows_commit(
         action: Action, baseline_text: str) -> None:
     """Every file of the metric's code is, byte for byte, the file GitHub serves at GITHUB_SHA: the fork's runs are
     re-measured with the default branch's metric (run out of process, no secret in its environment)."""
-    add_repo_metric(action, MODULE)
-    _at_the_workflows_commit(action, MODULE)
-    marker = action.workspace / "repo_metrics" / "IMPORTED"
-    first_stage(action, "actuals/good.json", baseline_text)
-    marker.unlink()
-    run = action.run(
-        "workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None, sha="d" * 40,
-        ref="refs/heads/main",
-    )
-    (comment,) = action.github.comments_on(7)
-    assert run.code == 0, comment.body + run.stderr
+    run, body, marker = _second_stage(action, baseline_text, MODULE)
+    assert run.code == 0, body + run.stderr
     assert marker.exists()  # the default branch's module ran here
     assert run.outputs["verdict"] == "passed", run.outputs
-    assert "custom metric code is not run" not in comment.body and "tools\\_used" in comment.body
+    assert "custom metric code is not run" not in body and "tools\\_used" in body
     assert action.github.calls("repos/get-content") >= 2  # each file checked against the commit
 
 
 def test_a_checkout_that_is_not_the_workflows_commit_runs_no_metric_code(action: Action, baseline_text: str) -> None:
     """The workflow checked out the pull request's head (its metric edited): the files differ from GITHUB_SHA's, so
     nothing is imported and the metric is not measured, naming the file (an error status, never a pass)."""
-    add_repo_metric(action, MODULE)
-    _at_the_workflows_commit(action, MODULE.replace("1.0 if", "0.0 if"))  # main's differs from the checkout's
-    marker = action.workspace / "repo_metrics" / "IMPORTED"
-    first_stage(action, "actuals/good.json", baseline_text)
-    marker.unlink()
-    run = action.run(
-        "workflow_run", workflow_run_event(), inputs={"mode": "workflow_run"}, judge_key=None, sha="d" * 40,
-        ref="refs/heads/main",
-    )
-    (comment,) = action.github.comments_on(7)
-    assert run.code == 3 and run.outputs["verdict"] == "error", comment.body + run.stderr
+    run, body, marker = _second_stage(action, baseline_text, MODULE.replace("1.0 if", "0.0 if"))
+    assert run.code == 3 and run.outputs["verdict"] == "error", body + run.stderr
     assert not marker.exists()
     assert ("custom metric code is not run on workflow\\_run: repo\\_metrics/checks.py (code of "
-            "repo\\_metrics.checks.tools\\_used) in this checkout differs from the file of commit") in comment.body
-    assert "check out the default branch" in comment.body
+            "repo\\_metrics.checks.tools\\_used) in this checkout differs from the file of commit") in body
+    assert "check out the default branch" in body
