@@ -180,11 +180,18 @@ def _imports(tree: ast.AST, package: str) -> Iterator[tuple[str, bool]]:
 
 def _data_files(patterns: Sequence[str], root: Path) -> Iterator[tuple[str, Path | None]]:
     """Each declared pattern's matches under ``root`` (``(key, path)``; ``(key, None)`` for a pattern that matches no
-    regular file inside the root, so that adding one later changes the identity)."""
+    regular file inside the root, so that adding one later changes the identity). A pattern matching more than
+    :data:`MAX_FILES` paths raises OverflowError before any is hashed (which of them came first is the file system's
+    order: no identity could be built from some of them)."""
     real_root = root.resolve()
     for pattern in patterns:
         matched = False
-        for path in sorted(root.glob(pattern)):
+        found: list[Path] = []
+        for path in root.glob(pattern):
+            found.append(path)
+            if len(found) > MAX_FILES:
+                raise OverflowError(pattern)
+        for path in sorted(found):
             try:
                 real = path.resolve()
                 regular = path.is_file()
@@ -195,6 +202,15 @@ def _data_files(patterns: Sequence[str], root: Path) -> Iterator[tuple[str, Path
                 yield f"data:{path.relative_to(root).as_posix()}", path
         if not matched:
             yield f"data:{pattern}", None
+
+
+def _declared(patterns: Sequence[str], root: Path) -> list[tuple[str, Path | None]] | None:
+    """The declared data files (see :func:`_data_files`), or None when they are more than :data:`MAX_FILES`."""
+    try:
+        found = list(_data_files(patterns, root))
+    except OverflowError:
+        return None
+    return found if len(found) <= MAX_FILES else None
 
 
 def code_identity(module: str, search: Sequence[Path], roots: Sequence[Path],
@@ -251,17 +267,16 @@ def code_identity(module: str, search: Sequence[Path], roots: Sequence[Path],
             visit(imported, found)
     if truncated:
         hashed["<truncated>"] = f"more than {MAX_FILES} files"
-    if data_files and roots:
-        for index, (key, path) in enumerate(_data_files(data_files, roots[0])):
-            if index >= MAX_FILES:
-                hashed["<data truncated>"] = f"more than {MAX_FILES} data files"
-                break
-            if path is None:
-                hashed[key] = "no file"
-                continue
-            data, what = _read(path)
-            hashed[key] = what if data is None else hashlib.sha256(data).hexdigest() + f" {what}"
-            if data is not None:
-                paths.add(os.path.realpath(path))
+    declared = _declared(data_files, roots[0]) if data_files and roots else []
+    if declared is None:  # the worker may then read none of them: the metric is an error, never scored unseen
+        hashed["<data truncated>"] = f"more than {MAX_FILES} data files"
+    for key, path in declared or []:
+        if path is None:
+            hashed[key] = "no file"
+            continue
+        content, what = _read(path)
+        hashed[key] = what if content is None else hashlib.sha256(content).hexdigest() + f" {what}"
+        if content is not None:
+            paths.add(os.path.realpath(path))
     blob = json.dumps(sorted(hashed.items()), ensure_ascii=True)
     return CodeIdentity(hashlib.sha256(blob.encode()).hexdigest()[:16], tuple(sorted(hashed)), tuple(sorted(paths)))

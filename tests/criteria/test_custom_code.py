@@ -122,3 +122,26 @@ def test_reading_imports_nothing(repo: Path) -> None:
     modules = set(sys.modules)
     identity(repo)
     assert not marker.exists() and not {m for m in set(sys.modules) - modules if m.startswith(("pkg", "tools"))}
+
+
+def test_declared_data_files_hostile_matches(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FIFO and a link out of the repository matched by a data_files glob are not hashed nor readable (no hang);
+    a glob matching more than MAX_FILES paths is named in the identity and makes none of them readable."""
+    import evalbot.criteria.custom_code as custom_code
+
+    data = repo / "pkg" / "data"
+    data.mkdir()
+    (data / "w.txt").write_text("1", encoding="utf-8")
+    os.mkfifo(data / "pipe.txt")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret", encoding="utf-8")
+    (data / "link.txt").symlink_to(outside)
+    got = code_identity("pkg.metric", worker_path([repo]), [repo], ["pkg/data/*.txt"])
+    assert "data:pkg/data/w.txt" in got.files and not any("pipe" in f or "link" in f for f in got.files)
+    assert str((data / "w.txt").resolve()) in got.paths and str(outside) not in got.paths
+    for i in range(5):
+        (data / f"more{i}.txt").write_text(str(i), encoding="utf-8")
+    monkeypatch.setattr(custom_code, "MAX_FILES", 4)
+    flooded = code_identity("pkg.metric", worker_path([repo]), [repo], ["pkg/data/*.txt"])
+    assert "<data truncated>" in flooded.files and not any(f.startswith("data:") for f in flooded.files)
+    assert not any("/data/" in p for p in flooded.paths)
