@@ -23,7 +23,7 @@ from evalbot.compare.gate import POLICY_KEYS, SETTINGS_KEYS, GatePolicy
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-PAGES = ["README.md", "SECURITY.md", "CONTRIBUTING.md", *sorted(p.relative_to(ROOT).as_posix()
+PAGES = ["README.md", "SECURITY.md", "CONTRIBUTING.md", "CHANGELOG.md", *sorted(p.relative_to(ROOT).as_posix()
                                                                 for p in (ROOT / "docs").glob("*.md"))]
 
 
