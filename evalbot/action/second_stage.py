@@ -252,8 +252,7 @@ def measure_pull(env: Mapping[str, str], inputs: ActionInputs, ctx: GitHubContex
             return (unmeasured(ctx, inputs, forge, pull.number, run.head_sha, check.problem, stream),
                     f"could not measure: {check.problem}")
         # Re-measured here: the claimed report's scores and verdict are never shown as evalbot's.
-        checked = (unverified_metric_code(loaded, ctx.workspace, forge, ctx.sha),) if any(
-            es.config.custom_metrics for es in loaded.eval_sets) else None
+        checked = (unverified_metric_code(loaded, ctx.workspace, forge, ctx.sha),)  # no custom metric: (None,)
         report = evaluate_inputs(env, inputs.model_copy(update={"actuals": tuple(paths)}), ws, loaded, policy,
                                  baseline, recorded, code_checked=checked)
     source = label_at(pull.base_sha, inputs.baseline_path)

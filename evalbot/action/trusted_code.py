@@ -17,9 +17,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from evalbot.criteria.custom import import_roots, parse_definition
-from evalbot.criteria.custom_code import code_identity
-from evalbot.criteria.custom_process import worker_path
+from evalbot.criteria.custom import import_roots, metric_code, parse_definition
 from evalbot.errors import ConfigError
 from evalbot.forge.base import Forge, ForgeError
 from evalbot.pipeline import Inputs
@@ -44,9 +42,7 @@ def _code_files(loaded: Inputs) -> Iterator[tuple[str, list[str], bool]]:
                 definition = parse_definition(spec.name, raw)
             except ConfigError:
                 continue  # the run reports it
-            roots = import_roots(es.path)
-            module = definition.function_path.rpartition(".")[0]
-            identity = code_identity(module, worker_path(roots), roots, definition.data_files)
+            identity = metric_code(definition, import_roots(es.path))
             truncated = any(key.startswith(("<truncated>", "<data truncated>")) for key in identity.files)
             yield definition.function_path, list(identity.paths), truncated
 
@@ -55,7 +51,7 @@ def unverified_metric_code(loaded: Inputs, workspace: Path, forge: Forge, ref: s
     """None when the custom metrics' code in ``workspace`` is ``ref``'s (or there are none); else why they are not
     run here (the criterion's not-run reason: it names the file and what to do)."""
     root = os.path.realpath(workspace)
-    checked: dict[str, None] = {}
+    checked: set[str] = set()
     for function, paths, truncated in _code_files(loaded):
         if truncated:
             return f"the code of {function} spans too many files to check against {ref[:12]}"
@@ -64,7 +60,7 @@ def unverified_metric_code(loaded: Inputs, workspace: Path, forge: Forge, ref: s
                 continue
             if len(checked) >= MAX_FILES:
                 return f"the custom metrics' code spans more than {MAX_FILES} files to check against {ref[:12]}"
-            checked[path] = None
+            checked.add(path)
             if not path.startswith(root + os.sep):
                 return f"{path}, code of {function}, is outside the workspace: it cannot be checked against {ref[:12]}"
             relative = Path(path).relative_to(root).as_posix()

@@ -103,12 +103,8 @@ def estimate_run(args: argparse.Namespace, inputs: pipeline.Inputs | None = None
         raise ConfigError("--estimate counts the judge requests of recorded runs (--actuals); it does not run the "
                           "agent (its runs are what the judge reads): record them first with --record")
     env = env or {}
-    directory = getattr(args, "judge_cache", None) or env.get(CACHE_ENV) or None
-    cache = None
-    if directory:
-        if not getattr(args, "judge_cache", None) and (problem := problem_with_directory(directory)):
-            raise EvalbotError(f"{CACHE_ENV}: {problem}")  # --judge-cache is checked as it is parsed
-        cache = DiskCache(directory, CacheTrust.for_run(env, action=False))  # the answers the run would replay
+    directory = judge_cache_dir(args, env)
+    cache = DiskCache(directory, CacheTrust.for_run(env, action=False)) if directory else None  # what a run replays
     judge = EstimatingJudge(prices=policy.price_table(), cache=cache)
     ctx = BuildContext(judge=judge, custom_code_refused="--estimate runs no repository code", prices=judge.prices)
     pipeline.evaluate(inputs, actuals=args.actuals, ctx=ctx, shard=args.shard)
@@ -134,13 +130,19 @@ def run_policy(args: argparse.Namespace, inputs: pipeline.Inputs | None = None) 
     return policy_from_settings(own, source=str(config or "command line"), overrides={"sampling": args.sampling})
 
 
+def judge_cache_dir(args: argparse.Namespace, env: Mapping[str, str]) -> str | None:
+    """The run's judge cache: ``--judge-cache`` (checked as it is parsed), else EVALBOT_JUDGE_CACHE (checked here)."""
+    flag = getattr(args, "judge_cache", None)
+    cache = flag or env.get(CACHE_ENV) or None
+    if cache and not flag and (problem := problem_with_directory(cache)):
+        raise EvalbotError(f"{CACHE_ENV}: {problem}")
+    return cache
+
+
 def judge_context(args: argparse.Namespace, env: Mapping[str, str],
                   sampling: Sampling = DEFAULT_SAMPLING) -> BuildContext:
     """The run's judge built from the environment, or why there is none."""
-    cache = args.judge_cache or env.get("EVALBOT_JUDGE_CACHE") or None
-    problem = problem_with_directory(cache) if cache and not args.judge_cache else None
-    if problem:
-        raise EvalbotError(f"EVALBOT_JUDGE_CACHE: {problem}")
+    cache = judge_cache_dir(args, env)
     judge, notice = judge_from_environ(
         env,
         cache_dir=Path(cache) if cache else None,

@@ -94,8 +94,8 @@ MAX_ACCEPT_NAMED = 10
 
 def accept_command(refresh: str, entries: Sequence[str], previous: str) -> str | None:
     """``refresh`` (an ``evalbot baseline … --output PATH`` command) accepting only ``entries`` (``SET/CASE``,
-    ``SET/*/CRITERION`` or ``SET/*``) on the baseline at ``previous`` (FILE or REF:PATH, main's): what a pull request runs to accept exactly
-    those changes. None without entries."""
+    ``SET/*/CRITERION`` or ``SET/*``) on the baseline at ``previous`` (FILE or REF:PATH, main's): what a pull request
+    runs to accept exactly those changes. None without entries."""
     import shlex
 
     if not entries:

@@ -82,8 +82,9 @@ from evalbot.results import (
 
 DEFAULT_TIMEOUT_S = 30.0
 BATCH_ITEMS = 256
-MAX_DATA_PATTERNS = 100
 """Calls sent to the worker in one message (each is answered on its own line, each with its own deadline)."""
+MAX_DATA_PATTERNS = 100
+"""Globs one metric's ``data_files`` may list."""
 Contract = Literal["vertex", "adk"]
 _ADK_STATUS: dict[int, Status] = {1: "passed", 2: "failed", 3: "not_evaluated", 4: "informational"}
 _ADK_ARGS = ("eval_metric", "actual_invocations", "expected_invocations", "conversation_scenario")

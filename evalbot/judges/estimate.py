@@ -15,8 +15,9 @@ With a judge cache (``--judge-cache`` or ``EVALBOT_JUDGE_CACHE``), the samples i
 from it, as in a real run, and counted apart (they cost nothing); only the missing ones are counted as requests.
 
 Not counted: retries of failed calls (each is a request too, and counts against a judge budget); the extra samples
-that settle a split vote that flipped (``resample_split``); hallucinations_v1's validation request, whose prompt is built from the judge's first answer (counted as one more
-request with the segmentation prompt's tokens: an estimate, not a bound); the Vertex AI evaluation service.
+that settle a split vote that flipped (``resample_split``); hallucinations_v1's validation request, whose prompt is
+built from the judge's first answer (counted as one more request with the segmentation prompt's tokens: an estimate,
+not a bound); the Vertex AI evaluation service.
 """
 
 from __future__ import annotations
